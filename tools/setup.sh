@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# cassette set-up: everything a fresh Debian 12 (bookworm) machine needs to build, test and
+# train. Idempotent: each step says what it does and skips what is already there.
+#
+#   bash tools/setup.sh            # system packages, npm ci, Cassandra jars, build
+#   SKIP_APT=1 bash tools/setup.sh # only the project's own steps (no root needed)
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${CASSETTE_CACHE:-$HOME/.cache/cassette}
+t0=$SECONDS
+step() { printf '\n==> %s\n' "$*"; }
+took() { printf '    (%ds)\n' $((SECONDS - $1)); }
+die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
+
+# --- system packages -------------------------------------------------------------------------
+# mesa-vulkan-drivers comes from bookworm-backports: bookworm's own Mesa 22 lacks features Dawn
+# requires ("shaderUniform*ArrayDynamicIndexing required"); Mesa 25's lavapipe has them.
+APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs openjdk-17-jdk-headless maven ca-certificates xz-utils)
+BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1)
+if [ "${SKIP_APT:-0}" != 1 ]; then
+  step "system packages (apt)"; s=$SECONDS
+  [ "$(id -u)" = 0 ] || die "cannot install system packages as $(id -un): run as root, or set SKIP_APT=1 if they are installed"
+  command -v apt-get >/dev/null || die "cannot install system packages: apt-get not found (cassette's set-up supports Debian 12)"
+  . /etc/os-release
+  [ "${VERSION_CODENAME:-}" = bookworm ] || echo "    warning: tested on Debian bookworm, this is ${PRETTY_NAME:-unknown}"
+  BP=/etc/apt/sources.list.d/cassette-backports.sources
+  if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    echo "    adding bookworm-backports to apt sources ($BP)"
+    cat > "$BP" <<SRC
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    NEED_UPDATE=1
+  fi
+  missing=()
+  for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  mesa_ver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)
+  case "$mesa_ver" in 2[3-9].*|[3-9]*) ;; *) missing_bp=1 ;; esac
+  if [ ${#missing[@]} -gt 0 ] || [ "${missing_bp:-0}" = 1 ]; then
+    if [ "${NEED_UPDATE:-0}" = 1 ] || [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ] || ! apt-cache policy mesa-vulkan-drivers 2>/dev/null | grep -q backports; then
+      echo "    apt-get update"
+      apt-get update -q >/dev/null || die "apt-get update failed: no network to Debian's mirrors?"
+    fi
+    if [ ${#missing[@]} -gt 0 ]; then
+      echo "    installing: ${missing[*]}"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null \
+        || die "apt-get install ${missing[*]} failed"
+    fi
+    if [ "${missing_bp:-0}" = 1 ]; then
+      echo "    installing from bookworm-backports: ${BACKPORTS_PKGS[*]} (Mesa 25 lavapipe)"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -t bookworm-backports "${BACKPORTS_PKGS[@]}" >/dev/null \
+        || die "apt-get install -t bookworm-backports ${BACKPORTS_PKGS[*]} failed"
+    fi
+  else
+    echo "    all present: ${APT_PKGS[*]} ${BACKPORTS_PKGS[*]} (mesa $mesa_ver)"
+  fi
+  # nginx is started by tests on their own ports with their own config: the distribution's
+  # service on port 80 is not needed.
+  took $s
+fi
+
+# --- npm packages (pinned by package-lock.json) ------------------------------------------------
+step "npm packages (npm ci)"; s=$SECONDS
+command -v npm >/dev/null || die "npm not found: install Node.js 20 or later"
+cd "$ROOT"
+stamp=node_modules/.cassette-lock
+if [ -f "$stamp" ] && cmp -s package-lock.json "$stamp" && [ -x node_modules/.bin/bun ] && [ -x node_modules/.bin/deno ]; then
+  echo "    node_modules matches package-lock.json"
+else
+  npm ci --no-audit --no-fund --loglevel=error || die "npm ci failed: no network to the npm registry?"
+  cp package-lock.json "$stamp"
+fi
+took $s
+
+# --- Apache Cassandra from Maven Central -------------------------------------------------------
+step "Apache Cassandra jars (maven, into $CACHE/cassandra)"; s=$SECONDS
+bash "$ROOT/tools/cassandra/cassandra.sh" fetch
+took $s
+
+# --- build ------------------------------------------------------------------------------------
+step "build (wasm + bundle)"; s=$SECONDS
+node_modules/.bin/bun build.ts
+took $s
+printf '\nset-up done in %ds\n' $((SECONDS - t0))
