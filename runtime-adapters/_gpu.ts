@@ -1,0 +1,35 @@
+/** Shared by the adapters: turn a `GPU` object into an adapter, with errors that say why. */
+import { CassetteError } from "../src/errors.ts";
+import type { GpuBackend, GpuRequest } from "./runtime.ts";
+
+export async function adapterFrom(gpu: GPU | undefined, backend: GpuBackend, req: GpuRequest, hint: string): Promise<GPUAdapter> {
+  if (!gpu) {
+    throw new CassetteError("ERR_NO_GPU_ADAPTER", `Cannot get a WebGPU adapter as the ${backend} backend offers no navigator.gpu: ${hint}`);
+  }
+  let adapter: GPUAdapter | null;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: req.powerPreference });
+  } catch (cause) {
+    throw new CassetteError("ERR_NO_GPU_ADAPTER", `Cannot get a WebGPU adapter from the ${backend} backend: ${String(cause)}`, { cause });
+  }
+  if (!adapter) {
+    throw new CassetteError(
+      "ERR_NO_GPU_ADAPTER",
+      `Cannot get a WebGPU adapter from the ${backend} backend as it found no usable GPU driver. ` +
+        "On a machine without a GPU, install Mesa's lavapipe (mesa-vulkan-drivers ≥ 23, from bookworm-backports: bash tools/setup.sh); " +
+        `check VK_ICD_FILENAMES (now ${envOr("VK_ICD_FILENAMES")}).`,
+    );
+  }
+  return adapter;
+}
+
+function envOr(name: string): string {
+  return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name] ?? "unset";
+}
+
+export function unknownBackend(runtime: string, backend: string, offered: readonly string[]): never {
+  throw new CassetteError(
+    "ERR_INVALID_OPTION",
+    `Cannot use GPU backend '${backend}' in ${runtime}: offered backends are ${offered.join(", ")}`,
+  );
+}

@@ -1,0 +1,56 @@
+/** Pieces two or more adapters share (kept here so each adapter file holds only its differences). */
+import type { SqliteDatabase, SqliteStatement, SqliteValue, WorkerHandle } from "./runtime.ts";
+
+/** node:sqlite's DatabaseSync (Node ≥ 22 and Deno) behind the common interface. */
+export function nodeSqlite(path: string): SqliteDatabase {
+  // getBuiltinModule keeps node:sqlite (experimental in Node 22) unloaded until a store is opened.
+  const { DatabaseSync } = (globalThis as any).process.getBuiltinModule("node:sqlite");
+  const db = new DatabaseSync(path);
+  return {
+    exec: (sql) => db.exec(sql),
+    prepare(sql): SqliteStatement {
+      const st = db.prepare(sql);
+      st.setReadBigInts?.(false);
+      return {
+        run: (...p: SqliteValue[]) => ({ changes: Number(st.run(...p).changes) }),
+        all: (...p: SqliteValue[]) => st.all(...p),
+        get: (...p: SqliteValue[]) => st.get(...p) ?? undefined,
+      };
+    },
+    close: () => db.close(),
+  };
+}
+
+/** A web `Worker` (Deno, Bun) behind the common handle. */
+export function webWorker(url: URL): WorkerHandle {
+  const w = new Worker(url.href, { type: "module" });
+  const h: WorkerHandle = {
+    postMessage: (m, t) => w.postMessage(m, t ?? []),
+    onmessage: null,
+    onerror: null,
+    terminate: () => w.terminate(),
+  };
+  w.onmessage = (ev: MessageEvent) => h.onmessage?.({ data: ev.data });
+  w.onerror = (ev: ErrorEvent) => {
+    ev.preventDefault?.();
+    h.onerror?.(ev.error instanceof Error ? ev.error : new Error(ev.message));
+  };
+  return h;
+}
+
+export function webWorkerScope() {
+  const self = globalThis as unknown as {
+    postMessage(m: unknown, t?: Transferable[]): void;
+    onmessage: ((ev: MessageEvent) => void) | null;
+  };
+  return {
+    postMessage: (m: unknown, t?: Transferable[]) => self.postMessage(m, t ?? []),
+    onMessage: (fn: (d: unknown) => void) => {
+      self.onmessage = (ev) => fn(ev.data);
+    },
+  };
+}
+
+export function toPath(p: string | URL): string {
+  return typeof p === "string" ? p : decodeURIComponent(p.pathname);
+}

@@ -1,0 +1,52 @@
+/**
+ * Deno: two WebGPU backends, Deno's built-in `navigator.gpu` (wgpu) and Dawn through the
+ * `webgpu` N-API package; node:sqlite; web Workers. The default backend is the faster one
+ * measured on our kernels (README, "WebGPU backends"; bench/gpu_backend.bench.ts).
+ */
+import { adapterFrom, unknownBackend } from "./_gpu.ts";
+import { nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
+import type { GpuBackend, GpuRequest, Runtime } from "./runtime.ts";
+
+declare const Deno: any;
+
+let dawn: Promise<GPU> | undefined;
+function dawnGpu(): Promise<GPU> {
+  dawn ??= import("webgpu").then(({ create, globals }) => {
+    for (const [k, v] of Object.entries(globals)) if (!(k in globalThis)) (globalThis as any)[k] = v;
+    return create([]) as GPU;
+  });
+  return dawn;
+}
+
+const backends: GpuBackend[] = ["builtin", "dawn"];
+
+export const deno: Runtime = {
+  name: "deno",
+  version: Deno.version.deno,
+  gpuBackends: backends,
+  async requestAdapter(req: GpuRequest = {}) {
+    const backend = req.backend ?? (Deno.env.get("CASSETTE_GPU_BACKEND") as GpuBackend | undefined) ?? backends[0];
+    if (backend === "builtin") {
+      return adapterFrom(
+        (navigator as Navigator).gpu,
+        "builtin",
+        req,
+        "run deno with --unstable-webgpu (cassette's deno.json sets it)",
+      );
+    }
+    if (backend === "dawn") return adapterFrom(await dawnGpu(), "dawn", req, "the webgpu package did not load");
+    unknownBackend("deno", backend, backends);
+  },
+  openSqlite: nodeSqlite,
+  spawnWorker: webWorker,
+  workerScope: webWorkerScope,
+  readFile: (p) => Deno.readFile(p),
+  writeFile: (p, d) => Deno.writeFile(p, d),
+  now: () => performance.now(),
+  args: () => [...Deno.args],
+  cwd: () => Deno.cwd(),
+  env: (n) => Deno.env.get(n),
+  exit: (c) => Deno.exit(c),
+  // deno.json (found from the cwd) carries the unstable flags and nodeModulesDir.
+  scriptCommand: (script, args = []) => [Deno.execPath(), "run", "-A", script, ...args],
+};

@@ -1,0 +1,42 @@
+/**
+ * Every error cassette throws on purpose is a `CassetteError` with a stable `code`
+ * (STYLE.md habit 6): scripts match on the code, people read the message. Messages say
+ * what could not be done, why, and name the value, option, id or byte offset involved.
+ *
+ * @example
+ * ```ts
+ * import { CassetteError } from "./errors.ts";
+ * const e = new CassetteError("ERR_INVALID_OPTION", "Cannot read as 'batch' must be a positive integer: current value is 0");
+ * console.assert(e.code === "ERR_INVALID_OPTION" && e instanceof Error);
+ * ```
+ */
+export type ErrorCode =
+  /** An option or argument has a value that cannot work. */
+  | "ERR_INVALID_OPTION"
+  /** No WebGPU adapter (no Vulkan/Metal/D3D12 driver, or lavapipe missing). */
+  | "ERR_NO_GPU_ADAPTER"
+  /** The adapter exists but refused to give a device, or the device was lost. */
+  | "ERR_GPU_DEVICE"
+  /** A WGSL kernel failed to compile or validate. */
+  | "ERR_GPU_KERNEL"
+  /** The store cannot be reached (Cassandra down, wrong host or port, timeout). */
+  | "ERR_STORE_UNREACHABLE"
+  /** The store answered with an error (bad keyspace, schema, query). */
+  | "ERR_STORE"
+  /** A store address (`sqlite:…`, `cassandra://…`) cannot be parsed. */
+  | "ERR_STORE_ADDRESS"
+  /** Input data (idx file, JPEG, manifest) is malformed. */
+  | "ERR_MALFORMED_INPUT"
+  /** Input is well formed but uses a feature cassette does not support. */
+  | "ERR_UNSUPPORTED"
+  /** The current runtime lacks something cassette needs (no adapter, too old). */
+  | "ERR_RUNTIME";
+
+export class CassetteError extends Error {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "CassetteError";
+    this.code = code;
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * A WebGPU device on any runtime: the runtime adapter picks the implementation, this file
+ * asks for the limits cassette's kernels need and turns failures into CassetteErrors.
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import type { GpuBackend } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+
+export interface DeviceOptions {
+  /** "dawn" or "builtin" (Deno only); default: the runtime's faster backend. */
+  backend?: GpuBackend;
+  powerPreference?: "low-power" | "high-performance";
+}
+
+/** What was opened, for logs and benchmark reports. */
+export interface DeviceInfo {
+  runtime: string;
+  backend: GpuBackend;
+  adapter: string;
+}
+
+const infos = new WeakMap<GPUDevice, DeviceInfo>();
+
+/**
+ * Opens a GPU device. Throws CassetteError `ERR_NO_GPU_ADAPTER` when no adapter exists.
+ *
+ * @example
+ * ```ts
+ * import { requestDevice, deviceInfo } from "cassette";
+ * const device = await requestDevice();
+ * console.log(deviceInfo(device)); // { runtime: "bun", backend: "dawn", adapter: "llvmpipe …" }
+ * device.destroy();
+ * ```
+ */
+export async function requestDevice(options: DeviceOptions = {}): Promise<GPUDevice> {
+  const backend = options.backend ?? runtime.gpuBackends[0];
+  const adapter = await runtime.requestAdapter({ backend, powerPreference: options.powerPreference });
+  // Ask for the adapter's own storage limits: default limits (128 MiB buffers) are too small
+  // for a batch of large images, and lavapipe offers far more.
+  const want = ["maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupStorageSize"] as const;
+  const requiredLimits: Record<string, number> = {};
+  for (const k of want) requiredLimits[k] = adapter.limits[k];
+  let device: GPUDevice;
+  try {
+    device = await adapter.requestDevice({ requiredLimits });
+  } catch (cause) {
+    throw new CassetteError("ERR_GPU_DEVICE", `Cannot open a device on the ${backend} adapter: ${String(cause)}`, { cause });
+  }
+  const info = (adapter as { info?: GPUAdapterInfo }).info;
+  infos.set(device, {
+    runtime: `${runtime.name} ${runtime.version}`,
+    backend,
+    adapter: [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(" ") || "unknown",
+  });
+  return device;
+}
+
+/** Runtime, backend and adapter name of a device opened by `requestDevice`. */
+export function deviceInfo(device: GPUDevice): DeviceInfo | undefined {
+  return infos.get(device);
+}

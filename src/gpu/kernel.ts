@@ -1,0 +1,108 @@
+/**
+ * Base of every WGSL kernel: the .wgsl text, an explicit bind-group layout, and a pipeline
+ * cached per device under a key of every specialization (tfjs's shaderKey, STYLE.md habit 9).
+ * Kernels are specialized with WGSL `override` constants, never by editing the source text.
+ */
+import { CassetteError } from "../errors.ts";
+
+/** How a binding is used; index in the array = @binding number, all in @group(0). */
+export type BindingKind = "uniform" | "read-only-storage" | "storage";
+
+export interface KernelSpec {
+  /** Name for errors and GPU debug labels, e.g. "preprocess/normalize_u8". */
+  name: string;
+  /** WGSL source, imported from shaders/ as text. */
+  code: string;
+  entryPoint?: string;
+  bindings: readonly BindingKind[];
+}
+
+interface Compiled {
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+}
+
+export class Kernel {
+  readonly spec: KernelSpec;
+  readonly #cache = new WeakMap<GPUDevice, Map<string, Promise<Compiled>>>();
+
+  constructor(spec: KernelSpec) {
+    this.spec = spec;
+  }
+
+  /** The pipeline for `device` and these override constants, compiled once. */
+  compile(device: GPUDevice, constants: Record<string, number> = {}): Promise<Compiled> {
+    let perDevice = this.#cache.get(device);
+    if (!perDevice) this.#cache.set(device, (perDevice = new Map()));
+    const key = JSON.stringify(Object.entries(constants).sort());
+    let compiled = perDevice.get(key);
+    if (!compiled) {
+      compiled = this.#build(device, constants);
+      perDevice.set(key, compiled);
+      compiled.catch(() => perDevice!.delete(key)); // a failed compile is retried, not cached
+    }
+    return compiled;
+  }
+
+  async #build(device: GPUDevice, constants: Record<string, number>): Promise<Compiled> {
+    const { name, code, bindings } = this.spec;
+    device.pushErrorScope("validation");
+    const module = device.createShaderModule({ label: name, code });
+    const layout = device.createBindGroupLayout({
+      label: name,
+      entries: bindings.map((type, binding) => ({ binding, visibility: GPUShaderStage.COMPUTE, buffer: { type } })),
+    });
+    const pipeline = device.createComputePipeline({
+      label: name,
+      layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+      compute: { module, entryPoint: this.spec.entryPoint ?? "main", constants },
+    });
+    const error = await device.popErrorScope();
+    if (error) {
+      throw new CassetteError("ERR_GPU_KERNEL", `Cannot compile kernel ${name} (constants ${JSON.stringify(constants)}): ${error.message}`);
+    }
+    return { pipeline, layout };
+  }
+
+  /** Records one dispatch into `encoder`; buffers in binding order. */
+  async encode(
+    device: GPUDevice,
+    encoder: GPUCommandEncoder,
+    buffers: readonly GPUBuffer[],
+    workgroups: readonly [number, number?, number?],
+    constants?: Record<string, number>,
+  ): Promise<void> {
+    if (buffers.length !== this.spec.bindings.length) {
+      throw new CassetteError(
+        "ERR_INVALID_OPTION",
+        `Cannot run kernel ${this.spec.name} as it takes ${this.spec.bindings.length} buffers: got ${buffers.length}`,
+      );
+    }
+    this.spec.bindings.forEach((kind, i) => {
+      const limit = kind === "uniform" ? device.limits.maxUniformBufferBindingSize : device.limits.maxStorageBufferBindingSize;
+      if (buffers[i].size > limit) {
+        throw new CassetteError(
+          "ERR_INVALID_OPTION",
+          `Cannot run kernel ${this.spec.name} as binding ${i} (${kind}) is ${buffers[i].size} bytes: the device allows ${limit}; split the batch`,
+        );
+      }
+    });
+    const { pipeline, layout } = await this.compile(device, constants);
+    const bindGroup = device.createBindGroup({
+      layout,
+      entries: buffers.map((buffer, binding) => ({ binding, resource: { buffer } })),
+    });
+    const pass = encoder.beginComputePass({ label: this.spec.name });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bindGroup);
+    pass.dispatchWorkgroups(workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1);
+    pass.end();
+  }
+}
+
+/** Workgroup counts for `invocations` threads in groups of `size`, spread over x and y (x ≤ 65535). */
+export function grid2d(invocations: number, size: number, maxX = 65535): [number, number] {
+  const groups = Math.max(1, Math.ceil(invocations / size));
+  if (groups <= maxX) return [groups, 1];
+  return [maxX, Math.ceil(groups / maxX)];
+}

@@ -1,0 +1,36 @@
+/** GPU helpers for tests: one device per test file, poisoned outputs, f32 comparison. */
+import { requestDevice } from "../../src/gpu/device.ts";
+import { afterAll } from "./harness.ts";
+
+let device: Promise<GPUDevice> | undefined;
+export function testDevice(): Promise<GPUDevice> {
+  if (!device) {
+    device = requestDevice();
+    afterAll(async () => (await device!).destroy());
+  }
+  return device;
+}
+
+/** An output buffer filled with NaN first, so a kernel that skips elements cannot pass. */
+export function poisonedBuffer(d: GPUDevice, bytes: number): GPUBuffer {
+  const b = d.createBuffer({ size: Math.ceil(bytes / 4) * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
+  new Float32Array(b.getMappedRange()).fill(NaN);
+  b.unmap();
+  return b;
+}
+
+/** Throws with seed, index and max difference when `got` and `want` differ by more than `tol`. */
+export function assertClose(got: Float32Array, want: Float32Array, tol: number, seed: number): void {
+  if (got.length !== want.length) throw new Error(`length ${got.length} ≠ ${want.length} (seed ${seed})`);
+  let worst = -1, worstDiff = 0;
+  for (let i = 0; i < got.length; i++) {
+    const d = Math.abs(got[i] - want[i]);
+    if (!(d <= tol) && (worst < 0 || !(d <= worstDiff))) {
+      worst = i;
+      worstDiff = d;
+    }
+  }
+  if (worst >= 0) {
+    throw new Error(`max diff ${worstDiff} > ${tol} at ${worst}: got ${got[worst]}, want ${want[worst]} (seed ${seed}; rerun with CASSETTE_SEED=${seed})`);
+  }
+}
