@@ -1,0 +1,14 @@
+/**
+ * cassette: a deep-learning data loader for Deno, Bun and Node.
+ *
+ * The flow of a sample, and where each stage lives:
+ *
+ *   split (ids) → plan/ → schedule/ → source/ → decode/ → assemble/ → gpu/ → train/
+ *
+ * This module is the public surface: re-exports only.
+ * @module
+ */
+export { CassetteError } from "./errors.ts";
+export type { ErrorCode } from "./errors.ts";
+export { deviceInfo, requestDevice } from "./gpu/device.ts";
+export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
