@@ -1,11 +1,15 @@
 /** GPU helpers for tests: one device per test file, poisoned outputs, f32 comparison. */
 import { requestDevice } from "../../src/gpu/device.ts";
+import type { GpuBackend } from "../../runtime-adapters/index.ts";
 import { afterAll } from "./harness.ts";
 
-let device: Promise<GPUDevice> | undefined;
-export function testDevice(): Promise<GPUDevice> {
+const devices = new Map<string, Promise<GPUDevice>>();
+/** One device per backend per test file; the default backend when none is named. */
+export function testDevice(backend?: GpuBackend): Promise<GPUDevice> {
+  const key = backend ?? "default";
+  let device = devices.get(key);
   if (!device) {
-    device = requestDevice();
+    devices.set(key, (device = requestDevice({ backend })));
     afterAll(async () => (await device!).destroy());
   }
   return device;

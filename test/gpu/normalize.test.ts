@@ -5,11 +5,13 @@ import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { normalizeRef } from "../reference/normalize.ts";
 import { readBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { encodeNormalize } from "../../src/gpu/normalize.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { grid2d } from "../../src/gpu/kernel.ts";
 
-test("normalize_u8 matches the CPU reference on random bytes of random sizes and channels", async () => {
-  const device = await testDevice();
+for (const backend of runtime.gpuBackends) {
+test(`normalize_u8 matches the CPU reference on random bytes of random sizes and channels (${backend})`, async () => {
+  const device = await testDevice(backend);
   const seed = freshSeed();
   const next = rng(seed);
   for (let round = 0; round < 4; round++) {
@@ -29,6 +31,7 @@ test("normalize_u8 matches the CPU reference on random bytes of random sizes and
     for (const b of [src, dst, params]) b.destroy();
   }
 });
+}
 
 test("a kernel refuses a buffer larger than the device's binding limit, naming the binding", async () => {
   const device = await testDevice();

