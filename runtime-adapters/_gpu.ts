@@ -20,6 +20,17 @@ export async function adapterFrom(gpu: GPU | undefined, backend: GpuBackend, req
         `check VK_ICD_FILENAMES (now ${envOr("VK_ICD_FILENAMES")}).`,
     );
   }
+  // Dawn answers with its "null" backend when no driver loads (seen with bun-webgpu 0.1.5 and
+  // VK_ICD_FILENAMES pointing nowhere): it accepts every command and computes nothing, so a
+  // loader on it would train on garbage. Treat it as no adapter.
+  const info = (adapter as { info?: GPUAdapterInfo }).info;
+  if (info && /null-backend/i.test(`${info.device} ${info.description}`)) {
+    throw new CassetteError(
+      "ERR_NO_GPU_ADAPTER",
+      `Cannot use the ${backend} backend's adapter as it is Dawn's null backend (no GPU driver loaded). ` +
+        `Install Mesa's lavapipe (bash tools/setup.sh); check VK_ICD_FILENAMES (now ${envOr("VK_ICD_FILENAMES")}).`,
+    );
+  }
   return adapter;
 }
 

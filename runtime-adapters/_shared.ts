@@ -21,16 +21,31 @@ export function nodeSqlite(path: string): SqliteDatabase {
   };
 }
 
+/**
+ * The worker side says it listens with this message. Bun drops messages that arrive while a
+ * worker module is still evaluating (our adapters load with top-level await), so the parent
+ * holds its messages until the worker has said it is ready.
+ */
+export const READY = "__cassette_worker_ready__";
+
 /** A web `Worker` (Deno, Bun) behind the common handle. */
 export function webWorker(url: URL): WorkerHandle {
   const w = new Worker(url.href, { type: "module" });
+  let pending: [unknown, Transferable[]][] | null = [];
   const h: WorkerHandle = {
-    postMessage: (m, t) => w.postMessage(m, t ?? []),
+    postMessage: (m, t) => (pending ? pending.push([m, t ?? []]) : w.postMessage(m, t ?? [])),
     onmessage: null,
     onerror: null,
     terminate: () => w.terminate(),
   };
-  w.onmessage = (ev: MessageEvent) => h.onmessage?.({ data: ev.data });
+  w.onmessage = (ev: MessageEvent) => {
+    if (ev.data === READY) {
+      for (const [m, t] of pending ?? []) w.postMessage(m, t);
+      pending = null;
+      return;
+    }
+    h.onmessage?.({ data: ev.data });
+  };
   w.onerror = (ev: ErrorEvent) => {
     ev.preventDefault?.();
     h.onerror?.(ev.error instanceof Error ? ev.error : new Error(ev.message));
@@ -47,6 +62,7 @@ export function webWorkerScope() {
     postMessage: (m: unknown, t?: Transferable[]) => self.postMessage(m, t ?? []),
     onMessage: (fn: (d: unknown) => void) => {
       self.onmessage = (ev) => fn(ev.data);
+      self.postMessage(READY);
     },
   };
 }

@@ -1,0 +1,78 @@
+/**
+ * Store addresses (DESIGN.md, "The surface users touch"):
+ *   sqlite:PATH
+ *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1]
+ *   http(s)://HOST/PREFIX        objects at PREFIX/ID
+ *   file:DIR
+ */
+import { CassetteError } from "../errors.ts";
+
+export type StoreAddress =
+  | { kind: "sqlite"; path: string }
+  | {
+    kind: "cassandra";
+    hosts: string[];
+    port: number;
+    keyspace: string;
+    username?: string;
+    password?: string;
+    /** Local datacenter for the driver's load balancing; Cassandra's default name otherwise. */
+    dc: string;
+    tls: boolean;
+  }
+  | { kind: "http"; url: string }
+  | { kind: "file"; dir: string };
+
+const KEYSPACE = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
+
+/** Parses a store address; errors name the address and what is wrong with it. */
+export function parseStoreAddress(address: string): StoreAddress {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${redact(address)}' as ${why}`);
+  };
+  if (address.startsWith("sqlite:")) {
+    const path = address.slice("sqlite:".length);
+    if (!path) bad("it names no file (sqlite:PATH)");
+    return { kind: "sqlite", path };
+  }
+  if (address.startsWith("file:")) {
+    const dir = address.slice("file:".length).replace(/^\/\/(?=\/)/, "");
+    if (!dir) bad("it names no folder (file:DIR)");
+    return { kind: "file", dir };
+  }
+  if (/^https?:\/\//.test(address)) return { kind: "http", url: address.replace(/\/+$/, "") };
+  if (address.startsWith("cassandra://")) {
+    // URL() does not accept several hosts, so split by hand: auth@hosts:port/keyspace?query
+    const rest = address.slice("cassandra://".length);
+    const [main, query = ""] = rest.split("?", 2);
+    const slash = main.indexOf("/");
+    if (slash < 0) bad("it has no keyspace (cassandra://HOST/KEYSPACE)");
+    let authority = main.slice(0, slash);
+    const keyspace = main.slice(slash + 1);
+    if (!KEYSPACE.test(keyspace)) bad(`the keyspace '${keyspace}' is not a valid Cassandra name (letter, then letters, digits, _)`);
+    let username: string | undefined, password: string | undefined;
+    const at = authority.lastIndexOf("@");
+    if (at >= 0) {
+      [username, password] = authority.slice(0, at).split(":").map(decodeURIComponent);
+      authority = authority.slice(at + 1);
+    }
+    let port = 9042;
+    const portMatch = /:(\d+)$/.exec(authority);
+    if (portMatch) {
+      port = Number(portMatch[1]);
+      authority = authority.slice(0, portMatch.index);
+      if (!(port > 0 && port < 65536)) bad(`the port ${port} is out of range`);
+    }
+    const hosts = authority.split(",").filter(Boolean);
+    if (hosts.length === 0) bad("it names no host");
+    const params = new URLSearchParams(query);
+    for (const k of params.keys()) if (k !== "dc" && k !== "tls") bad(`'${k}' is not an option (dc, tls)`);
+    return { kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1", tls: params.get("tls") === "1" };
+  }
+  return bad("its scheme is none of sqlite:, cassandra://, http(s)://, file:");
+}
+
+/** The address with any password hidden, for messages and logs. */
+export function redact(address: string): string {
+  return address.replace(/^(cassandra:\/\/[^:/@]*:)[^@]*@/, "$1***@");
+}

@@ -1,0 +1,73 @@
+/**
+ * Opens a cassandra-driver Client for a `cassandra://` address, with errors that say which
+ * host did not answer, and a deadline: a host that accepts TCP but never speaks CQL gives a
+ * clear error after `connectTimeoutMs`, not a hang.
+ *
+ * Bun and Deno run the driver through their Node compatibility. Checked with Bun 1.4.5 and
+ * Deno 2.9.5 against Cassandra 5.0.8 (test/source/cassandra.test.ts): connect, schema,
+ * prepared writes and reads of blobs work with no workaround. The old Bun failures
+ * (oven-sh/bun#4033, #4815: NoHostAvailableError) came from protocol negotiation; capping the
+ * protocol at v4 (the driver's PR #416) stays available as `maxProtocolVersion`.
+ */
+import cassandra from "cassandra-driver";
+import { CassetteError } from "../errors.ts";
+import { parseStoreAddress } from "./address.ts";
+
+export interface CassandraOptions {
+  /** Give up connecting after this long (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Cap the native protocol version (e.g. 4); default: negotiate. */
+  maxProtocolVersion?: number;
+  /** Connect without setting the keyspace (to create it). */
+  withoutKeyspace?: boolean;
+}
+
+export type CassandraClient = cassandra.Client;
+export const cassandraTypes = cassandra.types;
+
+export async function openCassandra(address: string, options: CassandraOptions = {}): Promise<CassandraClient> {
+  const a = parseStoreAddress(address);
+  if (a.kind !== "cassandra") {
+    throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${address}' as Cassandra: it is a ${a.kind} address`);
+  }
+  const timeout = options.connectTimeoutMs ?? 10_000;
+  const client = new cassandra.Client({
+    contactPoints: a.hosts,
+    localDataCenter: a.dc,
+    keyspace: options.withoutKeyspace ? undefined : a.keyspace,
+    protocolOptions: { port: a.port, maxVersion: options.maxProtocolVersion },
+    socketOptions: { connectTimeout: timeout, readTimeout: 30_000 },
+    credentials: a.username ? { username: a.username, password: a.password ?? "" } : undefined,
+    sslOptions: a.tls ? {} : undefined,
+    pooling: { heartBeatInterval: 10_000 },
+  });
+  const where = `${a.hosts.join(",")}:${a.port}`;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        timer = setTimeout(
+          () => reject(new CassetteError("ERR_STORE_UNREACHABLE", `Cannot connect to Cassandra at ${where} as it did not answer CQL within ${timeout} ms`)),
+          timeout + 1000, // the driver's own timeout usually fires first, with its detail
+        );
+      }),
+    ]);
+    return client;
+  } catch (cause) {
+    await client.shutdown().catch(() => {});
+    if (cause instanceof CassetteError) throw cause;
+    const e = cause as Error & { innerErrors?: Record<string, Error> };
+    const detail = e.innerErrors ? Object.entries(e.innerErrors).map(([h, err]) => `${h}: ${err.message}`).join("; ") : e.message;
+    const keyspaceMissing = /keyspace/i.test(detail) && !options.withoutKeyspace;
+    throw new CassetteError(
+      keyspaceMissing ? "ERR_STORE" : "ERR_STORE_UNREACHABLE",
+      keyspaceMissing
+        ? `Cannot use keyspace '${a.keyspace}' at ${where}: ${detail}`
+        : `Cannot connect to Cassandra at ${where} (datacenter '${a.dc}'): ${detail}. Is it running? (cassette cassandra status)`,
+      { cause },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,100 @@
+import * as assert from "uvu/assert";
+import { createServer } from "node:net";
+import { test } from "../_support/harness.ts";
+import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
+import { cassandraTypes, openCassandra } from "../../src/source/cassandra_client.ts";
+import { cqlSchema } from "../../src/dataset/schema.ts";
+import { parseStoreAddress } from "../../src/source/address.ts";
+import { sampleId } from "../../src/dataset/sample_id.ts";
+import { CassetteError } from "../../src/errors.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+test("cassandra-driver: create keyspace and tables, write and read random blobs, 200 requests in flight", async () => {
+  const address = testCassandra("cassette_rt")!;
+  const { keyspace } = parseStoreAddress(address) as { keyspace: string };
+  const admin = await openCassandra(address, { withoutKeyspace: true });
+  try {
+    for (const cql of cqlSchema(keyspace)) await admin.execute(cql);
+  } finally {
+    await admin.shutdown();
+  }
+  const client = await openCassandra(address);
+  try {
+    await client.execute("TRUNCATE data_by_uuid");
+    const seed = freshSeed();
+    const next = rng(seed);
+    const samples = Array.from({ length: 200 }, (_, i) => ({
+      id: sampleId("rt", `${runtime.name}/${i}`),
+      label: randomInt(next, 0, 999),
+      data: randomBytes(next, randomInt(next, 0, 64 * 1024)),
+    }));
+    await Promise.all(samples.map((s) =>
+      client.execute("INSERT INTO data_by_uuid (id, label, data) VALUES (?, ?, ?)", [s.id, s.label, Buffer.from(s.data)], { prepare: true })
+    ));
+    // Read back concurrently, one query per id (labels travel with the bytes).
+    const rows = await Promise.all(samples.map((s) =>
+      client.execute("SELECT id, label, data FROM data_by_uuid WHERE id = ?", [s.id], { prepare: true })
+    ));
+    rows.forEach((r, i) => {
+      const row = r.first();
+      assert.ok(row, `row ${samples[i].id} (seed ${seed})`);
+      assert.is(row.id.toString(), samples[i].id);
+      assert.is(row.label, samples[i].label);
+      assert.ok(Buffer.compare(row.data, Buffer.from(samples[i].data)) === 0, `bytes of sample ${i} (seed ${seed})`);
+    });
+    // And all at once with IN, as a batch fetch would.
+    const ids = samples.slice(0, 50).map((s) => cassandraTypes.Uuid.fromString(s.id));
+    const many = await client.execute("SELECT id, label FROM data_by_uuid WHERE id IN ?", [ids], { prepare: true });
+    assert.is(many.rowLength, 50);
+  } finally {
+    await client.shutdown();
+  }
+}, { skip: NO_CASSANDRA, timeoutMs: 180_000 });
+
+test("Cassandra down (closed port): a clear ERR_STORE_UNREACHABLE, not a hang", async () => {
+  const t0 = runtime.now();
+  try {
+    await openCassandra("cassandra://127.0.0.1:1/none", { connectTimeoutMs: 3000 });
+    assert.unreachable("should not connect");
+  } catch (e) {
+    assert.instance(e, CassetteError);
+    assert.is((e as CassetteError).code, "ERR_STORE_UNREACHABLE");
+    assert.match((e as Error).message, /127\.0\.0\.1:1/);
+  }
+  assert.ok(runtime.now() - t0 < 10_000, "fails within the deadline");
+});
+
+test("a host that accepts TCP but never speaks CQL: a clear error within the deadline", async () => {
+  const sockets: { destroy(): void }[] = [];
+  const server = createServer((s) => void sockets.push(s)); // accepts, says nothing
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as { port: number }).port;
+  const t0 = runtime.now();
+  try {
+    await openCassandra(`cassandra://127.0.0.1:${port}/none`, { connectTimeoutMs: 2000 });
+    assert.unreachable("should not connect");
+  } catch (e) {
+    assert.is((e as CassetteError).code, "ERR_STORE_UNREACHABLE");
+    assert.match((e as Error).message, new RegExp(`127\\.0\\.0\\.1:${port}`));
+  } finally {
+    for (const s of sockets) s.destroy();
+    server.close();
+  }
+  assert.ok(runtime.now() - t0 < 10_000, `gave up in ${(runtime.now() - t0).toFixed(0)} ms`);
+});
+
+test("store addresses: every form parses, and bad ones say what is wrong", () => {
+  assert.equal(parseStoreAddress("cassandra://u:p%40ss@10.0.0.1,10.0.0.2:9043/images?dc=dc2&tls=1"), {
+    kind: "cassandra", hosts: ["10.0.0.1", "10.0.0.2"], port: 9043, keyspace: "images",
+    username: "u", password: "p@ss", dc: "dc2", tls: true,
+  });
+  assert.equal(parseStoreAddress("sqlite:data/x.sqlite"), { kind: "sqlite", path: "data/x.sqlite" });
+  assert.equal(parseStoreAddress("file:/srv/img"), { kind: "file", dir: "/srv/img" });
+  assert.equal(parseStoreAddress("https://cdn.example/set/"), { kind: "http", url: "https://cdn.example/set" });
+  assert.throws(() => parseStoreAddress("cassandra://h/1bad"), /keyspace '1bad'/);
+  assert.throws(() => parseStoreAddress("cassandra://u:secret@h"), (e: Error) => /no keyspace/.test(e.message) && !/secret/.test(e.message));
+  assert.throws(() => parseStoreAddress("cassandra://h:99999/k"), /port 99999/);
+  assert.throws(() => parseStoreAddress("cassandra://h/k?consistency=all"), /'consistency' is not an option/);
+  assert.throws(() => parseStoreAddress("mysql://h/db"), /scheme/);
+});
