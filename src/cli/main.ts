@@ -1,1 +1,48 @@
-console.log("cli");
+/**
+ * The `cassette` command. Each subcommand lives in its own file with its own --help; this
+ * file only dispatches, and turns CassetteErrors into one clear line and exit status 2.
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+import * as cassandra from "./cassandra.ts";
+import * as id from "./id.ts";
+
+const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, id };
+
+const help = `cassette: a deep-learning data loader for Deno, Bun and Node
+
+usage: cassette COMMAND [options]    (every command has --help and --json)
+
+commands:
+  cassandra start|stop|status   the local test/dev Cassandra node (127.0.0.1:9042)
+  id DATASET KEY…               the portable sample id of a key
+
+The main job: bun run train.ts (see README.md).`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === "--help" || cmd === "-h" || cmd === "help") {
+    console.log(help);
+    return cmd ? 0 : 2;
+  }
+  if (cmd === "--version") {
+    console.log("cassette 0.1.0");
+    return 0;
+  }
+  const command = commands[cmd];
+  if (!command) {
+    console.error(`cassette: unknown command '${cmd}' (commands: ${Object.keys(commands).join(", ")}; see cassette --help)`);
+    return 2;
+  }
+  try {
+    return await command.run(rest);
+  } catch (e) {
+    if (e instanceof CassetteError) {
+      console.error(`cassette ${cmd}: ${e.message} [${e.code}]`);
+      return 2;
+    }
+    throw e;
+  }
+}
+
+if (import.meta.main ?? true) runtime.exit(await main(runtime.args()));

@@ -1,0 +1,43 @@
+import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
+import { test } from "../_support/harness.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { sampleId } from "../../src/dataset/sample_id.ts";
+
+function cassette(...args: string[]) {
+  const [cmd, ...pre] = runtime.scriptCommand("src/cli/main.ts", args);
+  const r = spawnSync(cmd, pre, { encoding: "utf8", timeout: 60_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+test("cassette id --json prints the documented ids", () => {
+  const r = cassette("id", "--json", "fashion-mnist", "train/0", "t10k/9");
+  assert.is(r.code, 0, r.err);
+  assert.equal(JSON.parse(r.out), {
+    dataset: "fashion-mnist",
+    ids: { "train/0": sampleId("fashion-mnist", "train/0"), "t10k/9": sampleId("fashion-mnist", "t10k/9") },
+  });
+});
+
+test("every command has --help; bad use exits 2 with a message naming the problem", () => {
+  for (const c of [[], ["id"], ["cassandra"]]) {
+    const r = cassette(...c, "--help");
+    assert.is(r.code, 0, `${c} --help: ${r.err}`);
+    assert.match(r.out, /usage: cassette/);
+  }
+  const bad = cassette("id", "--frob");
+  assert.is(bad.code, 2);
+  assert.match(bad.err, /unknown option '--frob'.*cassette id --help/);
+  const unknown = cassette("teleport");
+  assert.is(unknown.code, 2);
+  assert.match(unknown.err, /unknown command 'teleport'/);
+  assert.match(cassette("cassandra", "reboot").err, /start, stop, status/);
+});
+
+test("cassette cassandra status --json reports the node's state", () => {
+  const r = cassette("cassandra", "status", "--json");
+  const doc = JSON.parse(r.out);
+  assert.is(doc.command, "status");
+  assert.is(doc.running, r.code === 0);
+  assert.match(doc.output, /running|stopped/);
+});
