@@ -91,6 +91,17 @@ export class SqliteStore {
     return { written, existing };
   }
 
+  /** Which of `ids` are stored (to skip work for them, e.g. re-encoding on a resumed ingest). */
+  has(ids: readonly string[]): Set<string> {
+    const out = new Set<string>();
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      const chunk = ids.slice(i, i + IN_CHUNK);
+      const rows = this.#db.prepare(`SELECT id FROM data_by_uuid WHERE id IN (${chunk.map(() => "?").join(",")})`).all(...chunk);
+      for (const r of rows) out.add(r.id as string);
+    }
+    return out;
+  }
+
   /** Number of samples of `dataset`. */
   count(dataset: string): number {
     return Number(this.#db.prepare("SELECT count(*) AS n FROM data_by_uuid WHERE dataset = ?").get(dataset)?.n ?? 0);
