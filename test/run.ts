@@ -48,7 +48,10 @@ for (const r of runtimes) if (!RUNTIMES[r]) die(`unknown runtime '${r}': use bun
 const filter = opt("--filter");
 const jobs = Number(opt("--jobs") ?? 2);
 const noCassandra = argv.includes("--no-cassandra") && argv.splice(argv.indexOf("--no-cassandra"), 1).length > 0;
-const files = argv.length ? argv : findTests(join(ROOT, "test"));
+// Arguments may be test files or folders of them.
+const files = argv.length
+  ? argv.flatMap((a) => (statSync(join(ROOT, a), { throwIfNoEntry: false })?.isDirectory() ? findTests(join(ROOT, a)) : [a]))
+  : findTests(join(ROOT, "test"));
 
 function die(msg: string): never {
   console.error(`test: ${msg}`);
