@@ -11,21 +11,27 @@ declare const Deno: any;
 
 let dawn: Promise<GPU> | undefined;
 function dawnGpu(): Promise<GPU> {
-  dawn ??= import("webgpu").then(({ create, globals }) => {
+  // An npm: specifier, so the import resolves from any Deno project that imports cassette,
+  // not only from this repository's package.json (the version is the one package.json pins).
+  dawn ??= import("npm:webgpu@0.6.2").then(({ create, globals }) => {
     for (const [k, v] of Object.entries(globals)) if (!(k in globalThis)) (globalThis as any)[k] = v;
     return create([]) as GPU;
   });
   return dawn;
 }
 
-const backends: GpuBackend[] = ["builtin", "dawn"];
+// Dawn first: measured with our kernels (bench/gpu_backend.bench.ts, bench/RESULTS.md), the
+// built-in wgpu moves a large batch 1.3× faster but each awaited submit costs ~12 ms (Dawn:
+// ~0.25 ms) and a chain of 100 small dispatches runs 3.2× slower: a training step and the
+// loader's per-batch handoff are made of exactly those.
+const backends: GpuBackend[] = ["dawn", "builtin"];
 
 export const deno: Runtime = {
   name: "deno",
   version: Deno.version.deno,
   gpuBackends: backends,
   async requestAdapter(req: GpuRequest = {}) {
-    const backend = req.backend ?? (Deno.env.get("CASSETTE_GPU_BACKEND") as GpuBackend | undefined) ?? backends[0];
+    const backend = req.backend ?? backends[0];
     if (backend === "builtin") {
       return adapterFrom(
         (navigator as Navigator).gpu,

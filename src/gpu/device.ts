@@ -7,7 +7,10 @@ import type { GpuBackend } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 
 export interface DeviceOptions {
-  /** "dawn" or "builtin" (Deno only); default: the runtime's faster backend. */
+  /**
+   * "dawn" or "builtin" (Deno only); default: $CASSETTE_GPU_BACKEND, else the runtime's
+   * faster backend (runtime.gpuBackends[0]).
+   */
   backend?: GpuBackend;
   powerPreference?: "low-power" | "high-performance";
 }
@@ -33,7 +36,7 @@ const infos = new WeakMap<GPUDevice, DeviceInfo>();
  * ```
  */
 export async function requestDevice(options: DeviceOptions = {}): Promise<GPUDevice> {
-  const backend = options.backend ?? runtime.gpuBackends[0];
+  const backend = options.backend ?? (runtime.env("CASSETTE_GPU_BACKEND") as GpuBackend | undefined) ?? runtime.gpuBackends[0];
   const adapter = await runtime.requestAdapter({ backend, powerPreference: options.powerPreference });
   // Ask for the adapter's own storage limits: default limits (128 MiB buffers) are too small
   // for a batch of large images, and lavapipe offers far more.
