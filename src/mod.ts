@@ -12,3 +12,4 @@ export { CassetteError } from "./errors.ts";
 export type { ErrorCode } from "./errors.ts";
 export { deviceInfo, requestDevice } from "./gpu/device.ts";
 export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
+export { SAMPLE_NAMESPACE, sampleId } from "./dataset/sample_id.ts";
