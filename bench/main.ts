@@ -1,0 +1,35 @@
+/**
+ * `deno task bench` (or `bun bench/main.ts`): runs every bench/*.bench.ts in this runtime, one
+ * after another (never in parallel: they measure), and says where the figures belong.
+ *
+ *   deno task bench [--quick] [NAME…]     NAME: e.g. gpu_backend, jpeg
+ */
+import { spawnSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { runtime } from "../runtime-adapters/index.ts";
+
+const args = runtime.args();
+if (args.includes("--help") || args.includes("-h")) {
+  console.log("usage: deno task bench [--quick] [NAME…]\n  runs bench/NAME.bench.ts (all by default); record figures in bench/RESULTS.md");
+  runtime.exit(0);
+}
+const names = args.filter((a) => !a.startsWith("-"));
+const dir = new URL(".", import.meta.url).pathname;
+const all = readdirSync(dir).filter((f) => f.endsWith(".bench.ts")).sort();
+const chosen = names.length ? all.filter((f) => names.some((n) => f.startsWith(`${n}.`))) : all;
+if (chosen.length === 0) {
+  console.error(`bench: no benchmark matches ${names.join(", ")}: have ${all.join(", ")}`);
+  runtime.exit(2);
+}
+let failed = 0;
+for (const f of chosen) {
+  console.log(`\n=== ${f} (${runtime.name} ${runtime.version})`);
+  const [cmd, ...rest] = runtime.scriptCommand(`${dir}${f}`, args.filter((a) => a.startsWith("-")));
+  const r = spawnSync(cmd, rest, { stdio: "inherit" });
+  if (r.status !== 0) {
+    failed++;
+    console.error(`bench: ${f} exited ${r.status}`);
+  }
+}
+console.log("\nRecord the figures, the machine and the command in bench/RESULTS.md.");
+runtime.exit(failed ? 1 : 0);
