@@ -74,6 +74,10 @@ pid_of() { [ -f "$RUN/cassandra.pid" ] && cat "$RUN/cassandra.pid" || true; }
 alive() { local p; p=$(pid_of); [ -n "$p" ] && kill -0 "$p" 2>/dev/null; }
 
 write_conf() {
+  # Node 1 seeds itself. Node N > 1 joins node 1's cluster when node 1 runs (a second replica
+  # for fault tests), else it starts a cluster of its own rather than wait for a missing seed.
+  local seeds=127.0.0.1
+  if [ "$NODE" != 1 ] && ! cql_ping 127.0.0.1 "$CQL_PORT"; then seeds=$HOST; fi
   cat > "$RUN/cassandra.yaml" <<YAML
 cluster_name: 'cassette test'
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -83,7 +87,7 @@ commitlog_sync_period: 10000ms
 seed_provider:
   - class_name: org.apache.cassandra.locator.SimpleSeedProvider
     parameters:
-      - seeds: "127.0.0.1"
+      - seeds: "$seeds"
 num_tokens: 1
 listen_address: $HOST
 rpc_address: $HOST
