@@ -6,15 +6,12 @@
  * once) → read back in batches → decode → upload to the GPU → one WGSL kernel (normalize) →
  * check the GPU's answer against the CPU's → report what it did and how fast.
  */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import jpeg from "jpeg-js";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
-import { parseStoreAddress } from "./src/source/address.ts";
-import { SqliteStore } from "./src/source/sqlite.ts";
-import { ingestIdx } from "./src/dataset/ingest_idx.ts";
-import { sampleId } from "./src/dataset/sample_id.ts";
+import { openStore } from "./src/source/open.ts";
+import { ingest } from "./src/dataset/ingest.ts";
+import { progress } from "./src/observe/progress.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import { readBuffer } from "./src/gpu/buffers.ts";
 import { encodeNormalize } from "./src/gpu/normalize.ts";
@@ -25,7 +22,7 @@ const HELP = `usage: bun run train.ts [options]
 Runs the end-to-end slice: ingest Fashion-MNIST into the embedded store (first run only),
 read it back in batches, decode, upload, normalize on the GPU, and report throughput.
 
-  --store ADDRESS   sqlite:PATH (default sqlite:data/fashion-mnist.sqlite)
+  --store ADDRESS   sqlite:PATH (default sqlite:data/fashion-mnist.sqlite) or cassandra://…/KEYSPACE
   --idx PREFIX      idx files (default /usr/share/datasets/fashion-mnist/)
   --limit N         only the first N images of each idx split (default: all 70000)
   --batch B         images per batch (default 256)
@@ -47,30 +44,32 @@ async function main(): Promise<number> {
   const backend = options.get("backend") as "dawn" | "builtin" | undefined;
   const log = (s: string) => json || console.log(s);
 
-  const a = parseStoreAddress(address);
-  if (a.kind !== "sqlite") {
-    throw new CassetteError("ERR_UNSUPPORTED", `Cannot run train.ts on '${address}' yet: this slice reads the embedded store (sqlite:PATH)`);
-  }
-  mkdirSync(dirname(a.path), { recursive: true });
-  const store = SqliteStore.open(a.path);
+  const store = await openStore(address);
   try {
     // 1. Ingest (skipped for samples already stored).
     let t0 = runtime.now();
-    const ing = await ingestIdx(store, DATASET, prefix, {
+    let bar: ReturnType<typeof progress> | undefined;
+    const ing = await ingest(store, `idx:${prefix}`, {
+      dataset: DATASET,
       limit,
-      onProgress: (done, total) => {
-        if (!json && (globalThis as any).process?.stderr?.isTTY) {
-          (globalThis as any).process.stderr.write(`\ringest ${done}/${total}`);
-        }
+      onProgress: (p) => {
+        bar ??= progress("ingest", p.total, json, runtime.now() - p.seconds * 1000);
+        bar.update(p.done, `${p.written} new`);
       },
     });
+    if (ing.errors.length) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use ${DATASET}: ${ing.errors.length} samples failed to ingest, first: ${ing.errors[0].reason}`);
     const ingestS = (runtime.now() - t0) / 1000;
-    log(`\ningest   ${ing.written} new, ${ing.existing} already stored (${a.path}) in ${ingestS.toFixed(1)} s` +
+    log(`ingest   ${ing.written} new, ${ing.existing} already stored (${store.address}) in ${ingestS.toFixed(1)} s` +
       (ing.written ? ` — ${(ing.written / ingestS).toFixed(0)} samples/s, ${(ing.bytes / 1e6).toFixed(1)} MB of JPEG` : ""));
 
-    // 2. Read back in batches, decode, upload, normalize on the GPU.
-    // The samples this run ingested (or found), in idx order: train/0…, then t10k/0….
-    const ids = Object.entries(ing.perSplit).flatMap(([split, n]) => Array.from({ length: n }, (_, i) => sampleId(DATASET, `${split}/${i}`)));
+    // 2. Read back in batches, decode, upload, normalize on the GPU. The samples are this
+    // run's (the first --limit of each idx split), in idx order, found from the metadata.
+    const rows: { id: string; split: string; idx: number }[] = [];
+    for await (const page of store.scanNat(DATASET)) {
+      for (const r of page) if ((r.meta.idx as number) < (limit ?? Infinity)) rows.push({ id: r.id, split: r.meta.split as string, idx: r.meta.idx as number });
+    }
+    rows.sort((x, y) => (x.split === y.split ? x.idx - y.idx : x.split === "train" ? -1 : 1));
+    const ids = rows.map((r) => r.id);
     const device = await requestDevice({ backend });
     const info = deviceInfo(device)!;
     log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}`);
@@ -83,7 +82,7 @@ async function main(): Promise<number> {
     t0 = runtime.now();
     for (let start = 0; start < ids.length; start += batch) {
       let t = runtime.now();
-      const samples = store.get(ids.slice(start, start + batch));
+      const samples = await store.get(DATASET, ids.slice(start, start + batch));
       readMs += runtime.now() - t;
       t = runtime.now();
       samples.forEach((s, k) => {
@@ -120,7 +119,7 @@ async function main(): Promise<number> {
 
     const report = {
       dataset: DATASET,
-      store: address,
+      store: store.address,
       device: info,
       ingest: { written: ing.written, existing: ing.existing, seconds: ingestS },
       samples: ids.length,
@@ -143,7 +142,7 @@ async function main(): Promise<number> {
     }
     return 0;
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

@@ -131,11 +131,15 @@ async function main(): Promise<number> {
   if (!noCassandra && runtimes.length > 0) {
     if (cassandra("status") === 0) console.log("test: using the Cassandra node already running");
     else {
-      console.log("test: starting Cassandra");
+      // With authentication on, as production clusters run: tests log in as the default
+      // superuser, and the wrong-credentials test has something to be refused by.
+      console.log("test: starting Cassandra (PasswordAuthenticator)");
+      process.env.CASSETTE_CASSANDRA_AUTH = "PasswordAuthenticator";
       if (cassandra("start") !== 0) die("Cassandra did not start (see above); nothing was tested");
       startedCassandra = true;
+      process.env.CASSETTE_TEST_CASSANDRA_AUTH = "1";
     }
-    process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://127.0.0.1:9042/cassette_test";
+    process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_test";
   }
   const queue = files.flatMap((f) => runtimes.map((r) => [r, f] as const));
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };

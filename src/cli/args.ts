@@ -44,3 +44,25 @@ function splitOnce(s: string): [string, string | undefined] {
 export function usageError(command: string, why: string): never {
   throw new CassetteError("ERR_INVALID_OPTION", `${why} (see cassette ${command} --help)`);
 }
+
+/** A required valued option. */
+export function required(options: Map<string, string | true>, command: string, name: string): string {
+  const v = options.get(name);
+  if (typeof v !== "string" || v === "") usageError(command, `needs --${name}`);
+  return v as string;
+}
+
+/** An optional integer option; errors name the option and value. */
+export function intOption(options: Map<string, string | true>, command: string, name: string): number | undefined {
+  const v = options.get(name);
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n)) usageError(command, `--${name} must be an integer: current value is ${v}`);
+  return n;
+}
+
+/** An optional comma-separated list option. */
+export function listOption(options: Map<string, string | true>, name: string): string[] | undefined {
+  const v = options.get(name);
+  return typeof v === "string" ? v.split(",").map((x) => x.trim()).filter(Boolean) : undefined;
+}

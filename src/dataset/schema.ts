@@ -1,46 +1,92 @@
 /**
- * The three tables of the 2021 paper (§3.2), for SQLite and for Cassandra:
- *   data_by_uuid      id → label, data: all that training reads, in one query
- *   metadata_by_nat   natural order (dataset, group, label, id): what splits are built from
- *   metadata_by_uuid  id → origin (key, metadata): trace a sample back to its source
- * SQLite files may hold several datasets, so its tables carry a `dataset` column; a Cassandra
- * keyspace holds the same columns as the paper.
+ * The three tables of the 2021 paper (§3.2) per dataset, for SQLite and Cassandra, plus one
+ * registry table of datasets and their specs:
+ *
+ *   cassette_datasets        name → table prefix, spec (JSON)
+ *   <p>_data_by_uuid         id → label, data: all that training reads, in one query
+ *   <p>_metadata_by_nat      ((group columns…, label), other columns…, id): splits read this
+ *   <p>_metadata_by_uuid     id → key, label, size, columns: trace a sample to its origin
+ *
+ * `<p>` is `tablePrefix(name)`. In Cassandra, metadata_by_nat's partition key also holds a
+ * `bucket` (0..15 from the id) so that a dataset without group columns does not put all of a
+ * label's rows in one partition, and it clusters by id alone: the paper clusters by the other
+ * columns too, but clustering columns cannot be null and metadata is often incomplete.
  */
+import { type Column, type DatasetSpec, otherColumns, tablePrefix } from "./spec.ts";
 
-export const SQLITE_SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+export const NAT_BUCKETS = 16;
 
-export const SQLITE_SCHEMA = `
+export interface Tables {
+  data: string;
+  byUuid: string;
+  byNat: string;
+}
+
+export function tables(name: string): Tables {
+  const p = tablePrefix(name);
+  return { data: `${p}_data_by_uuid`, byUuid: `${p}_metadata_by_uuid`, byNat: `${p}_metadata_by_nat` };
+}
+
+// --- SQLite ---------------------------------------------------------------------------------
+
+const SQLITE_TYPE = { text: "TEXT", int: "INTEGER", float: "REAL" } as const;
+const q = (name: string) => `"${name}"`;
+
+export const SQLITE_REGISTRY = `
 PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS cassette_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT OR IGNORE INTO cassette_meta VALUES ('schema_version', '${SQLITE_SCHEMA_VERSION}');
-CREATE TABLE IF NOT EXISTS data_by_uuid (
-  id TEXT PRIMARY KEY,
-  dataset TEXT NOT NULL,
-  label INTEGER NOT NULL,
-  data BLOB NOT NULL
+INSERT OR IGNORE INTO cassette_meta VALUES ('schema_version', '${SCHEMA_VERSION}');
+CREATE TABLE IF NOT EXISTS cassette_datasets (
+  name TEXT PRIMARY KEY,
+  prefix TEXT NOT NULL UNIQUE,
+  spec TEXT NOT NULL,
+  created TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS metadata_by_uuid (
-  id TEXT PRIMARY KEY,
-  dataset TEXT NOT NULL,
-  key TEXT NOT NULL,
-  label INTEGER NOT NULL,
-  meta TEXT NOT NULL DEFAULT '{}'
-);
-CREATE TABLE IF NOT EXISTS metadata_by_nat (
-  dataset TEXT NOT NULL,
-  grp TEXT NOT NULL DEFAULT '',
-  label INTEGER NOT NULL,
-  id TEXT NOT NULL,
-  PRIMARY KEY (dataset, grp, label, id)
-) WITHOUT ROWID;
 `;
 
-/** CQL statements that create the keyspace (if absent) and its three tables. */
-export function cqlSchema(keyspace: string, replication = "{'class': 'SimpleStrategy', 'replication_factor': 1}"): string[] {
+export function sqliteDatasetDdl(spec: DatasetSpec): string {
+  const t = tables(spec.name);
+  const col = (c: Column) => `${q(c.name)} ${SQLITE_TYPE[c.type]}`;
+  const groups = spec.groupBy.map((g) => spec.columns.find((c) => c.name === g)!);
+  return `
+CREATE TABLE IF NOT EXISTS ${q(t.data)} (id TEXT PRIMARY KEY, label INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS ${q(t.byUuid)} (
+  id TEXT PRIMARY KEY, key TEXT NOT NULL, label INTEGER NOT NULL, size INTEGER NOT NULL${spec.columns.map((c) => `, ${col(c)}`).join("")}
+);
+CREATE TABLE IF NOT EXISTS ${q(t.byNat)} (
+  ${[...groups.map((c) => `${col(c)} NOT NULL`), "label INTEGER NOT NULL", ...otherColumns(spec).map(col), "id TEXT NOT NULL"].join(",\n  ")},
+  PRIMARY KEY (${[...spec.groupBy.map(q), "label", "id"].join(", ")})
+) WITHOUT ROWID;
+`;
+}
+
+// --- Cassandra -------------------------------------------------------------------------------
+
+const CQL_TYPE = { text: "text", int: "bigint", float: "double" } as const;
+
+export function cqlRegistry(keyspace: string, replication: string): string[] {
   return [
     `CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = ${replication}`,
-    `CREATE TABLE IF NOT EXISTS ${keyspace}.data_by_uuid (id uuid PRIMARY KEY, label int, data blob)`,
-    `CREATE TABLE IF NOT EXISTS ${keyspace}.metadata_by_uuid (id uuid PRIMARY KEY, dataset text, key text, label int, meta text)`,
-    `CREATE TABLE IF NOT EXISTS ${keyspace}.metadata_by_nat (dataset text, grp text, label int, id uuid, PRIMARY KEY ((dataset, grp, label), id))`,
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.cassette_datasets (name text PRIMARY KEY, prefix text, spec text, created timestamp)`,
   ];
+}
+
+export function cqlDatasetDdl(keyspace: string, spec: DatasetSpec): string[] {
+  const t = tables(spec.name);
+  const col = (c: Column) => `${c.name} ${CQL_TYPE[c.type]}`;
+  const others = otherColumns(spec);
+  const groups = spec.groupBy.map((g) => spec.columns.find((c) => c.name === g)!);
+  return [
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.data} (id uuid PRIMARY KEY, label int, data blob)`,
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.byUuid} (id uuid PRIMARY KEY, key text, label int, size int${spec.columns.map((c) => `, ${col(c)}`).join("")})`,
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.byNat} (${[...groups.map(col), "label int", "bucket int", ...others.map(col), "id uuid"].join(", ")}, ` +
+    `PRIMARY KEY ((${[...spec.groupBy, "label", "bucket"].join(", ")}), id))`,
+  ];
+}
+
+/** The metadata_by_nat bucket of an id (its first hex digit). */
+export function natBucket(id: string): number {
+  return parseInt(id[0], 16) % NAT_BUCKETS;
 }

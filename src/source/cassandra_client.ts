@@ -14,6 +14,11 @@ import { CassetteError } from "../errors.ts";
 import { parseStoreAddress } from "./address.ts";
 
 export interface CassandraOptions {
+  /**
+   * cassandra-driver client options, merged over cassette's (pooling, policies, socket options
+   * …): the driver's own settings are passed through, not reimplemented.
+   */
+  driver?: Partial<cassandra.ClientOptions>;
   /** Give up connecting after this long (default 10 s). */
   connectTimeoutMs?: number;
   /** Cap the native protocol version (e.g. 4); default: negotiate. */
@@ -31,15 +36,21 @@ export async function openCassandra(address: string, options: CassandraOptions =
     throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${address}' as Cassandra: it is a ${a.kind} address`);
   }
   const timeout = options.connectTimeoutMs ?? 10_000;
+  // Credentials: from the address, else from the environment (so they need not be typed).
+  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
+  const username = a.username ?? env.CASSETTE_CASSANDRA_USER;
+  const password = a.password ?? env.CASSETTE_CASSANDRA_PASSWORD ?? "";
+  const d = options.driver ?? {};
   const client = new cassandra.Client({
+    ...d,
     contactPoints: a.hosts,
     localDataCenter: a.dc,
     keyspace: options.withoutKeyspace ? undefined : a.keyspace,
-    protocolOptions: { port: a.port, maxVersion: options.maxProtocolVersion },
-    socketOptions: { connectTimeout: timeout, readTimeout: 30_000 },
-    credentials: a.username ? { username: a.username, password: a.password ?? "" } : undefined,
-    sslOptions: a.tls ? {} : undefined,
-    pooling: { heartBeatInterval: 10_000 },
+    protocolOptions: { port: a.port, maxVersion: options.maxProtocolVersion, ...d.protocolOptions },
+    socketOptions: { connectTimeout: timeout, readTimeout: 30_000, ...d.socketOptions },
+    credentials: d.credentials ?? (username ? { username, password } : undefined),
+    sslOptions: d.sslOptions ?? (a.tls ? {} : undefined),
+    pooling: { heartBeatInterval: 10_000, ...d.pooling },
   });
   const where = `${a.hosts.join(",")}:${a.port}`;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -60,6 +71,15 @@ export async function openCassandra(address: string, options: CassandraOptions =
     const e = cause as Error & { innerErrors?: Record<string, Error> };
     const detail = e.innerErrors ? Object.entries(e.innerErrors).map(([h, err]) => `${h}: ${err.message}`).join("; ") : e.message;
     const keyspaceMissing = /keyspace/i.test(detail) && !options.withoutKeyspace;
+    const auth = /auth|credential|password|username/i.test(detail);
+    if (auth) {
+      throw new CassetteError(
+        "ERR_STORE",
+        `Cannot log in to Cassandra at ${where} as ${username ? `user '${username}'` : "no user"}: ${detail} ` +
+          "(credentials come from the address, or CASSETTE_CASSANDRA_USER and CASSETTE_CASSANDRA_PASSWORD)",
+        { cause },
+      );
+    }
     throw new CassetteError(
       keyspaceMissing ? "ERR_STORE" : "ERR_STORE_UNREACHABLE",
       keyspaceMissing

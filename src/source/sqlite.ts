@@ -1,48 +1,49 @@
 /**
  * The embedded store: one SQLite file (`sqlite:PATH`), through the runtime's own SQLite
- * (bun:sqlite, node:sqlite). Writes are one transaction per call, so a sample's data and
- * metadata land together or not at all; ids are UUIDv5, so writing twice stores once.
+ * (bun:sqlite, node:sqlite). Each `put` is one transaction: a sample's data and metadata land
+ * together or not at all. Calls are synchronous underneath; the async interface is the Store's.
  */
 import { runtime } from "../../runtime-adapters/index.ts";
-import type { SqliteDatabase, SqliteStatement } from "../../runtime-adapters/index.ts";
+import type { SqliteDatabase, SqliteStatement, SqliteValue } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { sampleId } from "../dataset/sample_id.ts";
-import { SQLITE_SCHEMA, SQLITE_SCHEMA_VERSION } from "../dataset/schema.ts";
-
-/** One sample to store. */
-export interface SampleInput {
-  /** Source key: the id is `sampleId(dataset, key)`. */
-  key: string;
-  label: number;
-  data: Uint8Array;
-  /** Group for splits (e.g. a patient or a scan); "" when none. */
-  group?: string;
-  meta?: Record<string, unknown>;
-}
-
-/** What training reads: the label travels with the bytes. */
-export interface StoredSample {
-  id: string;
-  label: number;
-  data: Uint8Array;
-}
+import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
+import { SCHEMA_VERSION, SQLITE_REGISTRY, sqliteDatasetDdl, tables } from "../dataset/schema.ts";
+import {
+  type DatasetInfo,
+  metaValues,
+  type NatRow,
+  type PutResult,
+  sameSchema,
+  type SampleInput,
+  type Store,
+  type StoredSample,
+  unknownDataset,
+} from "./store.ts";
 
 const IN_CHUNK = 500; // ids per SELECT … IN (…), under SQLite's parameter limit
+const SCAN_PAGE = 10_000;
 
-export class SqliteStore {
+interface Prepared {
+  spec: DatasetSpec;
+  insertData: SqliteStatement;
+  insertByUuid: SqliteStatement;
+  insertByNat: SqliteStatement;
+  natOrder: string[]; // metadata_by_nat columns, in insert order
+}
+
+export class SqliteStore implements Store {
+  readonly kind = "sqlite" as const;
+  readonly address: string;
   readonly path: string;
   readonly #db: SqliteDatabase;
-  readonly #insertData: SqliteStatement;
-  readonly #insertMeta: SqliteStatement;
-  readonly #insertNat: SqliteStatement;
-  readonly #select = new Map<number, SqliteStatement>();
+  readonly #datasets = new Map<string, Prepared>();
+  readonly #selects = new Map<string, SqliteStatement>();
 
   private constructor(path: string, db: SqliteDatabase) {
     this.path = path;
+    this.address = `sqlite:${path}`;
     this.#db = db;
-    this.#insertData = db.prepare("INSERT OR IGNORE INTO data_by_uuid (id, dataset, label, data) VALUES (?, ?, ?, ?)");
-    this.#insertMeta = db.prepare("INSERT OR IGNORE INTO metadata_by_uuid (id, dataset, key, label, meta) VALUES (?, ?, ?, ?, ?)");
-    this.#insertNat = db.prepare("INSERT OR IGNORE INTO metadata_by_nat (dataset, grp, label, id) VALUES (?, ?, ?, ?)");
   }
 
   /** Opens (creating if needed) the store at `path`. */
@@ -50,88 +51,181 @@ export class SqliteStore {
     let db: SqliteDatabase;
     try {
       db = runtime.openSqlite(path);
-      db.exec(SQLITE_SCHEMA);
+      db.exec("PRAGMA busy_timeout = 10000");
+      db.exec(SQLITE_REGISTRY);
     } catch (cause) {
       throw new CassetteError("ERR_STORE", `Cannot open the SQLite store at '${path}': ${(cause as Error).message}`, { cause });
     }
     const v = db.prepare("SELECT value FROM cassette_meta WHERE name = 'schema_version'").get()?.value;
-    if (Number(v) !== SQLITE_SCHEMA_VERSION) {
+    if (Number(v) !== SCHEMA_VERSION) {
       db.close();
-      throw new CassetteError("ERR_UNSUPPORTED", `Cannot use the SQLite store at '${path}' as its schema version is ${v}: this cassette reads ${SQLITE_SCHEMA_VERSION}`);
+      throw new CassetteError(
+        "ERR_UNSUPPORTED",
+        `Cannot use the SQLite store at '${path}' as its schema version is ${v}: this cassette reads version ${SCHEMA_VERSION} (re-ingest into a new file)`,
+      );
     }
     return new SqliteStore(path, db);
   }
 
-  /**
-   * Stores `samples` of `dataset` in one transaction. Returns how many were new and how many
-   * were already there (same id). On error nothing of this call is stored.
-   */
-  put(dataset: string, samples: Iterable<SampleInput>): { written: number; existing: number } {
+  async listDatasets(): Promise<DatasetSpec[]> {
+    return this.#db.prepare("SELECT spec FROM cassette_datasets ORDER BY name").all().map((r) => JSON.parse(r.spec as string));
+  }
+
+  async getDataset(name: string): Promise<DatasetSpec> {
+    return this.#prepared(name).spec;
+  }
+
+  async createDataset(spec: DatasetSpec): Promise<DatasetSpec> {
+    validateSpec(spec);
+    const row = this.#db.prepare("SELECT name, spec FROM cassette_datasets WHERE name = ? OR prefix = ?").get(spec.name, tablePrefix(spec.name));
+    if (row) {
+      const stored = JSON.parse(row.spec as string) as DatasetSpec;
+      if (stored.name !== spec.name) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot create dataset '${spec.name}' as its table names would clash with dataset '${stored.name}' in ${this.address}`);
+      }
+      sameSchema(spec, stored, specHash, this.address);
+      return stored;
+    }
+    this.#transaction(() => {
+      this.#db.exec(sqliteDatasetDdl(spec));
+      this.#db.prepare("INSERT INTO cassette_datasets (name, prefix, spec, created) VALUES (?, ?, ?, ?)")
+        .run(spec.name, tablePrefix(spec.name), JSON.stringify(spec), new Date().toISOString());
+    });
+    return spec;
+  }
+
+  async existing(dataset: string, ids: readonly string[]): Promise<Set<string>> {
+    const t = tables(this.#prepared(dataset).spec.name);
+    const out = new Set<string>();
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      const chunk = ids.slice(i, i + IN_CHUNK);
+      for (const r of this.#select(t.data, "id", chunk.length).all(...chunk)) out.add(r.id as string);
+    }
+    return out;
+  }
+
+  async put(dataset: string, samples: readonly SampleInput[]): Promise<PutResult> {
+    const p = this.#prepared(dataset);
+    const rows = samples.map((s) => ({ s, id: sampleId(p.spec.name, s.key), meta: metaValues(p.spec, s) })); // validate all first
     let written = 0, existing = 0;
-    this.#db.exec("BEGIN IMMEDIATE");
-    try {
-      for (const s of samples) {
-        if (!Number.isInteger(s.label)) {
-          throw new CassetteError("ERR_INVALID_OPTION", `Cannot store sample '${s.key}' of '${dataset}' as its label must be an integer: current value is ${s.label}`);
-        }
-        const id = sampleId(dataset, s.key);
-        if (this.#insertData.run(id, dataset, s.label, s.data).changes === 0) {
+    this.#transaction(() => {
+      for (const { s, id, meta } of rows) {
+        if (p.insertData.run(id, s.label, s.data).changes === 0) {
           existing++;
           continue;
         }
-        this.#insertMeta.run(id, dataset, s.key, s.label, JSON.stringify(s.meta ?? {}));
-        this.#insertNat.run(dataset, s.group ?? "", s.label, id);
+        p.insertByUuid.run(id, s.key, s.label, s.data.length, ...meta);
+        const byName = Object.fromEntries(p.spec.columns.map((c, i) => [c.name, meta[i]]));
+        p.insertByNat.run(...p.natOrder.map((n) => (n === "label" ? s.label : n === "id" ? id : byName[n])) as SqliteValue[]);
         written++;
       }
+    });
+    return { written, existing };
+  }
+
+  async get(dataset: string, ids: readonly string[]): Promise<StoredSample[]> {
+    return this.getSync(dataset, ids);
+  }
+
+  /** `get` without the promise: for callers on the hot path that batch their own work. */
+  getSync(dataset: string, ids: readonly string[]): StoredSample[] {
+    const t = tables(this.#prepared(dataset).spec.name);
+    const found = new Map<string, StoredSample>();
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      const chunk = ids.slice(i, i + IN_CHUNK);
+      for (const r of this.#select(t.data, "id, label, data", chunk.length).all(...chunk)) {
+        found.set(r.id as string, { id: r.id as string, label: Number(r.label), data: r.data as Uint8Array });
+      }
+    }
+    return ids.map((id) => {
+      const s = found.get(id);
+      if (!s) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${dataset}' in ${this.address}`);
+      return s;
+    });
+  }
+
+  async *scanNat(dataset: string): AsyncIterable<NatRow[]> {
+    const p = this.#prepared(dataset);
+    const t = tables(p.spec.name);
+    const cols = p.spec.columns.map((c) => c.name);
+    // Keyset pagination over the primary key: each page starts where the last ended, so a
+    // scan of millions of rows costs one index walk, not a growing OFFSET.
+    const key = [...p.spec.groupBy, "label", "id"].map((k) => `"${k}"`);
+    const order = `ORDER BY ${key.join(", ")} LIMIT ${SCAN_PAGE}`;
+    const first = this.#db.prepare(`SELECT * FROM "${t.byNat}" ${order}`);
+    const next = this.#db.prepare(`SELECT * FROM "${t.byNat}" WHERE (${key.join(", ")}) > (${key.map(() => "?").join(", ")}) ${order}`);
+    let rows = first.all();
+    while (rows.length > 0) {
+      yield rows.map((r) => ({
+        id: r.id as string,
+        label: Number(r.label),
+        meta: Object.fromEntries(cols.map((c) => [c, (r[c] ?? null) as string | number | null])),
+      }));
+      if (rows.length < SCAN_PAGE) return;
+      const last = rows[rows.length - 1];
+      rows = next.all(...[...p.spec.groupBy, "label", "id"].map((k) => last[k]));
+    }
+  }
+
+  async info(dataset: string): Promise<DatasetInfo> {
+    const p = this.#prepared(dataset);
+    const t = tables(p.spec.name);
+    const perLabel: Record<number, number> = {};
+    let count = 0, bytes = 0;
+    for (const r of this.#db.prepare(`SELECT label, count(*) AS n, sum(size) AS b FROM "${t.byUuid}" GROUP BY label ORDER BY label`).all()) {
+      perLabel[Number(r.label)] = Number(r.n);
+      count += Number(r.n);
+      bytes += Number(r.b);
+    }
+    return { spec: p.spec, count, perLabel, bytes };
+  }
+
+  async close(): Promise<void> {
+    this.#db.close();
+  }
+
+  #prepared(name: string): Prepared {
+    let p = this.#datasets.get(name);
+    if (p) return p;
+    const row = this.#db.prepare("SELECT spec FROM cassette_datasets WHERE name = ?").get(name);
+    if (!row) {
+      throw unknownDataset(name, this.address, this.#db.prepare("SELECT name FROM cassette_datasets ORDER BY name").all().map((r) => r.name as string));
+    }
+    const spec = JSON.parse(row.spec as string) as DatasetSpec;
+    const t = tables(name);
+    const colNames = spec.columns.map((c) => `"${c.name}"`);
+    const natOrder = [...spec.groupBy, "label", ...otherColumns(spec).map((c) => c.name), "id"];
+    p = {
+      spec,
+      insertData: this.#db.prepare(`INSERT OR IGNORE INTO "${t.data}" (id, label, data) VALUES (?, ?, ?)`),
+      insertByUuid: this.#db.prepare(
+        `INSERT OR REPLACE INTO "${t.byUuid}" (id, key, label, size${colNames.map((c) => `, ${c}`).join("")}) VALUES (?, ?, ?, ?${colNames.map(() => ", ?").join("")})`,
+      ),
+      insertByNat: this.#db.prepare(`INSERT OR REPLACE INTO "${t.byNat}" (${natOrder.map((n) => `"${n}"`).join(", ")}) VALUES (${natOrder.map(() => "?").join(", ")})`),
+      natOrder,
+    };
+    this.#datasets.set(name, p);
+    return p;
+  }
+
+  #select(table: string, cols: string, n: number): SqliteStatement {
+    const key = `${table}|${cols}|${n}`;
+    let st = this.#selects.get(key);
+    if (!st) {
+      st = this.#db.prepare(`SELECT ${cols} FROM "${table}" WHERE id IN (${new Array(n).fill("?").join(",")})`);
+      this.#selects.set(key, st);
+    }
+    return st;
+  }
+
+  #transaction(fn: () => void): void {
+    this.#db.exec("BEGIN IMMEDIATE");
+    try {
+      fn();
       this.#db.exec("COMMIT");
     } catch (e) {
       this.#db.exec("ROLLBACK");
       throw e;
     }
-    return { written, existing };
-  }
-
-  /** Which of `ids` are stored (to skip work for them, e.g. re-encoding on a resumed ingest). */
-  has(ids: readonly string[]): Set<string> {
-    const out = new Set<string>();
-    for (let i = 0; i < ids.length; i += IN_CHUNK) {
-      const chunk = ids.slice(i, i + IN_CHUNK);
-      const rows = this.#db.prepare(`SELECT id FROM data_by_uuid WHERE id IN (${chunk.map(() => "?").join(",")})`).all(...chunk);
-      for (const r of rows) out.add(r.id as string);
-    }
-    return out;
-  }
-
-  /** Number of samples of `dataset`. */
-  count(dataset: string): number {
-    return Number(this.#db.prepare("SELECT count(*) AS n FROM data_by_uuid WHERE dataset = ?").get(dataset)?.n ?? 0);
-  }
-
-  /** Ids of `dataset` in natural order (group, label, id). */
-  ids(dataset: string): string[] {
-    return this.#db.prepare("SELECT id FROM metadata_by_nat WHERE dataset = ? ORDER BY grp, label, id").all(dataset).map((r) => r.id as string);
-  }
-
-  /** The samples with these ids, in the order given; a missing id is an error that names it. */
-  get(ids: readonly string[]): StoredSample[] {
-    const found = new Map<string, StoredSample>();
-    for (let i = 0; i < ids.length; i += IN_CHUNK) {
-      const chunk = ids.slice(i, i + IN_CHUNK);
-      let st = this.#select.get(chunk.length);
-      if (!st) {
-        st = this.#db.prepare(`SELECT id, label, data FROM data_by_uuid WHERE id IN (${chunk.map(() => "?").join(",")})`);
-        this.#select.set(chunk.length, st);
-      }
-      for (const r of st.all(...chunk)) found.set(r.id as string, { id: r.id as string, label: Number(r.label), data: r.data as Uint8Array });
-    }
-    return ids.map((id) => {
-      const s = found.get(id);
-      if (!s) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} in the SQLite store at '${this.path}'`);
-      return s;
-    });
-  }
-
-  close(): void {
-    this.#db.close();
   }
 }

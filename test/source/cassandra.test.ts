@@ -4,7 +4,6 @@ import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { cassandraTypes, openCassandra } from "../../src/source/cassandra_client.ts";
-import { cqlSchema } from "../../src/dataset/schema.ts";
 import { parseStoreAddress } from "../../src/source/address.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { CassetteError } from "../../src/errors.ts";
@@ -15,7 +14,8 @@ test("cassandra-driver: create keyspace and tables, write and read random blobs,
   const { keyspace } = parseStoreAddress(address) as { keyspace: string };
   const admin = await openCassandra(address, { withoutKeyspace: true });
   try {
-    for (const cql of cqlSchema(keyspace)) await admin.execute(cql);
+    await admin.execute(`CREATE KEYSPACE IF NOT EXISTS ${keyspace} WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 1}`);
+    await admin.execute(`CREATE TABLE IF NOT EXISTS ${keyspace}.data_by_uuid (id uuid PRIMARY KEY, label int, data blob)`);
   } finally {
     await admin.shutdown();
   }
@@ -98,3 +98,16 @@ test("store addresses: every form parses, and bad ones say what is wrong", () =>
   assert.throws(() => parseStoreAddress("cassandra://h/k?consistency=all"), /'consistency' is not an option/);
   assert.throws(() => parseStoreAddress("mysql://h/db"), /scheme/);
 });
+
+test("wrong credentials: a clear error that names the user, not a hang", async () => {
+  const good = testCassandra("cassette_auth")!;
+  const bad = good.replace(/\/\/[^@]*@/, "//cassandra:wrong-password@");
+  try {
+    await openCassandra(bad, { connectTimeoutMs: 10_000 });
+    assert.unreachable("should be refused");
+  } catch (e) {
+    assert.is((e as CassetteError).code, "ERR_STORE", (e as Error).message);
+    assert.match((e as Error).message, /user 'cassandra'/);
+    assert.not.match((e as Error).message, /wrong-password/, "the password is not echoed");
+  }
+}, { skip: NO_CASSANDRA || (runtime.env("CASSETTE_TEST_CASSANDRA_AUTH") ? false : "the test node runs without authentication (started outside test/run.ts)") });

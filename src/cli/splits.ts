@@ -1,0 +1,55 @@
+/** `cassette splits`: train/val/test splits from a dataset's metadata, saved as a split file. */
+import { createSplits, formatSplits, saveSplits } from "../dataset/splits.ts";
+import type { NatRow } from "../source/store.ts";
+import { openStore } from "../source/open.ts";
+import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
+
+export const help = `usage: cassette splits --store URL --dataset NAME --ratios 7,2,1 --out FILE [options]
+
+Builds splits from the dataset's metadata: groups (--group-by) never straddle two splits,
+ratios and class balance are met approximately, rows are taken round-robin across groups.
+
+  --ratios R1,R2,…      relative split sizes
+  --names N1,N2,…       split names (default train,test | train,val,test | split0…)
+  --group-by COL,…      columns whose values form a group (e.g. patient_id)
+  --balance B           data (as in the data, default) | equal | W1,W2,… (one weight per label)
+  --max N               total samples over all splits
+  --seed S              seed (default 0): the same seed gives the same splits
+  --out FILE            where to write the split file (JSON, version 1)
+  --json                print { "out", "splits": [ { "name", "count", "groups", "counts" } ] }`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { options } = parseArgs(argv, "splits", ["store", "dataset", "ratios", "names", "group-by", "balance", "max", "seed", "out"]);
+  if (options.has("help")) return void console.log(help), 0;
+  const out = required(options, "splits", "out");
+  const ratios = (listOption(options, "ratios") ?? usageError("splits", "needs --ratios, e.g. --ratios 7,2,1")).map(Number);
+  const b = options.get("balance") as string | undefined;
+  const balance = b === undefined || b === "data" || b === "equal" ? (b as "data" | "equal" | undefined) : b.split(",").map(Number);
+  const store = await openStore(required(options, "splits", "store"));
+  try {
+    const spec = await store.getDataset(required(options, "splits", "dataset"));
+    const rows: NatRow[] = [];
+    for await (const page of store.scanNat(spec.name)) rows.push(...page);
+    const file = createSplits(spec, rows, {
+      ratios,
+      names: listOption(options, "names"),
+      groupBy: listOption(options, "group-by"),
+      balance,
+      max: intOption(options, "splits", "max"),
+      seed: intOption(options, "splits", "seed"),
+    });
+    await saveSplits(out, file);
+    if (options.has("json")) {
+      console.log(JSON.stringify({
+        out, dataset: spec.name, params: file.params,
+        splits: file.splits.map((s) => ({ name: s.name, count: s.ids.length, groups: s.groups.length, counts: s.counts })),
+      }));
+    } else {
+      console.log(formatSplits(file, spec.label.classes));
+      console.log(`wrote ${out}`);
+    }
+    return 0;
+  } finally {
+    await store.close();
+  }
+}

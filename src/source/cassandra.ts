@@ -1,0 +1,196 @@
+/**
+ * Apache Cassandra / ScyllaDB as a store (`cassandra://…/KEYSPACE`), through cassandra-driver.
+ * Each sample's three rows go in one logged batch (atomic), many batches in flight; reads are
+ * prepared single-partition queries, labels fetched with the bytes.
+ */
+import { CassetteError } from "../errors.ts";
+import { sampleId } from "../dataset/sample_id.ts";
+import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
+import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../dataset/schema.ts";
+import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
+import { parseStoreAddress, redact } from "./address.ts";
+import { mapLimit } from "./map_limit.ts";
+import {
+  type DatasetInfo,
+  type MetaValue,
+  metaValues,
+  type NatRow,
+  type PutResult,
+  sameSchema,
+  type SampleInput,
+  type Store,
+  type StoredSample,
+  unknownDataset,
+} from "./store.ts";
+
+export interface CassandraStoreOptions extends CassandraOptions {
+  /** Replication of a keyspace cassette creates (default SimpleStrategy, factor 1). */
+  replication?: string;
+  /** Requests in flight for writes and reads (default 64 writes, 256 reads). */
+  writeConcurrency?: number;
+  readConcurrency?: number;
+}
+
+const PAGE = 5000;
+const q = { prepare: true } as const;
+
+export class CassandraStore implements Store {
+  readonly kind = "cassandra" as const;
+  readonly address: string;
+  readonly keyspace: string;
+  readonly client: CassandraClient;
+  readonly #opts: CassandraStoreOptions;
+  readonly #specs = new Map<string, DatasetSpec>();
+
+  private constructor(address: string, keyspace: string, client: CassandraClient, opts: CassandraStoreOptions) {
+    this.address = redact(address);
+    this.keyspace = keyspace;
+    this.client = client;
+    this.#opts = opts;
+  }
+
+  /** Connects, and creates the keyspace and cassette's registry table if absent. */
+  static async open(address: string, opts: CassandraStoreOptions = {}): Promise<CassandraStore> {
+    const a = parseStoreAddress(address);
+    if (a.kind !== "cassandra") throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${redact(address)}' as Cassandra: it is a ${a.kind} address`);
+    const client = await openCassandra(address, { ...opts, withoutKeyspace: true });
+    try {
+      for (const cql of cqlRegistry(a.keyspace, opts.replication ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}")) {
+        await client.execute(cql);
+      }
+    } catch (cause) {
+      await client.shutdown();
+      throw new CassetteError("ERR_STORE", `Cannot prepare keyspace '${a.keyspace}' in ${redact(address)}: ${(cause as Error).message}`, { cause });
+    }
+    return new CassandraStore(address, a.keyspace, client, opts);
+  }
+
+  async listDatasets(): Promise<DatasetSpec[]> {
+    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets`);
+    return r.rows.map((row) => JSON.parse(row.spec) as DatasetSpec).sort((x, y) => x.name.localeCompare(y.name));
+  }
+
+  async getDataset(name: string): Promise<DatasetSpec> {
+    const cached = this.#specs.get(name);
+    if (cached) return cached;
+    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets WHERE name = ?`, [name], q);
+    const row = r.first();
+    if (!row) throw unknownDataset(name, this.address, (await this.listDatasets()).map((s) => s.name));
+    const spec = JSON.parse(row.spec) as DatasetSpec;
+    this.#specs.set(name, spec);
+    return spec;
+  }
+
+  async createDataset(spec: DatasetSpec): Promise<DatasetSpec> {
+    validateSpec(spec);
+    const all = await this.listDatasets();
+    const same = all.find((s) => s.name === spec.name);
+    if (same) {
+      sameSchema(spec, same, specHash, this.address);
+      return same;
+    }
+    const clash = all.find((s) => tablePrefix(s.name) === tablePrefix(spec.name));
+    if (clash) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot create dataset '${spec.name}' as its table names would clash with dataset '${clash.name}' in ${this.address}`);
+    }
+    for (const cql of cqlDatasetDdl(this.keyspace, spec)) await this.client.execute(cql);
+    await this.client.execute(
+      `INSERT INTO ${this.keyspace}.cassette_datasets (name, prefix, spec, created) VALUES (?, ?, ?, ?)`,
+      [spec.name, tablePrefix(spec.name), JSON.stringify(spec), new Date()],
+      q,
+    );
+    this.#specs.set(spec.name, spec);
+    return spec;
+  }
+
+  async existing(dataset: string, ids: readonly string[]): Promise<Set<string>> {
+    const t = tables((await this.getDataset(dataset)).name);
+    const cql = `SELECT id FROM ${this.keyspace}.${t.data} WHERE id = ?`;
+    const found = await mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => (await this.client.execute(cql, [id], q)).rowLength > 0);
+    return new Set(ids.filter((_, i) => found[i]));
+  }
+
+  async put(dataset: string, samples: readonly SampleInput[]): Promise<PutResult> {
+    const spec = await this.getDataset(dataset);
+    const t = tables(spec.name);
+    const ks = this.keyspace;
+    const cols = spec.columns.map((c) => c.name);
+    const natCols = [...spec.groupBy, "label", "bucket", ...otherColumns(spec).map((c) => c.name), "id"];
+    const insData = `INSERT INTO ${ks}.${t.data} (id, label, data) VALUES (?, ?, ?)`;
+    const insUuid = `INSERT INTO ${ks}.${t.byUuid} (id, key, label, size${cols.map((c) => `, ${c}`).join("")}) VALUES (?, ?, ?, ?${cols.map(() => ", ?").join("")})`;
+    const insNat = `INSERT INTO ${ks}.${t.byNat} (${natCols.join(", ")}) VALUES (${natCols.map(() => "?").join(", ")})`;
+    const rows = samples.map((s) => ({ s, id: sampleId(spec.name, s.key), meta: metaValues(spec, s) })); // validate all first
+    const stored = await this.existing(dataset, rows.map((r) => r.id));
+    const fresh = rows.filter((r) => !stored.has(r.id));
+    await mapLimit(fresh, this.#opts.writeConcurrency ?? 64, async ({ s, id, meta }) => {
+      const byName: Record<string, unknown> = Object.fromEntries(cols.map((c, i) => [c, meta[i]]));
+      Object.assign(byName, { label: s.label, bucket: natBucket(id), id });
+      try {
+        // One logged batch: the data row and both metadata rows land together or not at all.
+        await this.client.batch([
+          { query: insData, params: [id, s.label, Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength)] },
+          { query: insUuid, params: [id, s.key, s.label, s.data.length, ...meta] },
+          { query: insNat, params: natCols.map((c) => byName[c]) },
+        ], { prepare: true, logged: true });
+      } catch (cause) {
+        throw new CassetteError("ERR_STORE", `Cannot store sample '${s.key}' (${id}) of '${dataset}' in ${this.address}: ${(cause as Error).message}`, { cause });
+      }
+    });
+    return { written: fresh.length, existing: rows.length - fresh.length };
+  }
+
+  async get(dataset: string, ids: readonly string[]): Promise<StoredSample[]> {
+    const t = tables((await this.getDataset(dataset)).name);
+    const cql = `SELECT label, data FROM ${this.keyspace}.${t.data} WHERE id = ?`;
+    return mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => {
+      const row = (await this.client.execute(cql, [id], q)).first();
+      if (!row) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${dataset}' in ${this.address}`);
+      const data: Uint8Array = row.data;
+      return { id, label: row.label, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+    });
+  }
+
+  async *scanNat(dataset: string): AsyncIterable<NatRow[]> {
+    const spec = await this.getDataset(dataset);
+    const t = tables(spec.name);
+    const cols = spec.columns.map((c) => c.name);
+    let pageState: string | undefined;
+    do {
+      const r = await this.client.execute(`SELECT * FROM ${this.keyspace}.${t.byNat}`, [], { prepare: true, fetchSize: PAGE, pageState });
+      yield r.rows.map((row) => ({
+        id: row.id.toString(),
+        label: row.label,
+        meta: Object.fromEntries(cols.map((c) => [c, plain(row[c])])),
+      }));
+      pageState = r.pageState ?? undefined;
+    } while (pageState);
+  }
+
+  async info(dataset: string): Promise<DatasetInfo> {
+    const spec = await this.getDataset(dataset);
+    const t = tables(spec.name);
+    const perLabel: Record<number, number> = {};
+    let count = 0, bytes = 0, pageState: string | undefined;
+    do {
+      const r = await this.client.execute(`SELECT label, size FROM ${this.keyspace}.${t.byUuid}`, [], { prepare: true, fetchSize: PAGE, pageState });
+      for (const row of r.rows) {
+        perLabel[row.label] = (perLabel[row.label] ?? 0) + 1;
+        count++;
+        bytes += row.size;
+      }
+      pageState = r.pageState ?? undefined;
+    } while (pageState);
+    return { spec, count, perLabel, bytes };
+  }
+
+  close(): Promise<void> {
+    return this.client.shutdown();
+  }
+}
+
+/** Driver values (Long for bigint) as plain JSON values. */
+function plain(v: unknown): MetaValue {
+  if (v === null || v === undefined) return null;
+  if (typeof v === "object" && "toNumber" in (v as object)) return (v as { toNumber(): number }).toNumber();
+  return v as MetaValue;
+}

@@ -1,0 +1,128 @@
+/**
+ * One suite for every Store (STYLE.md habit 12): SQLite and Cassandra pass the same cases, in
+ * every runtime. Cassandra's cases are skipped with a reason only when the suite runs without it.
+ */
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
+import { openStore } from "../../src/source/open.ts";
+import type { SampleInput, Store } from "../../src/source/store.ts";
+import type { DatasetSpec } from "../../src/dataset/spec.ts";
+import { sampleId } from "../../src/dataset/sample_id.ts";
+import { CassetteError } from "../../src/errors.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-store-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const stores: { name: string; skip: string | false; open: () => Promise<Store> }[] = [
+  { name: "sqlite", skip: false, open: () => openStore(`sqlite:${join(dir, "conf.sqlite")}`) },
+  { name: "cassandra", skip: NO_CASSANDRA, open: () => openStore(testCassandra("cassette_conf")!) },
+];
+
+// A unique dataset per run: Cassandra keyspaces outlive a test run.
+const run = `${runtime.name}-${(runtime.now() * 1000).toFixed(0).slice(-9)}`;
+const spec = (name: string): DatasetSpec => ({
+  version: 1,
+  name,
+  columns: [{ name: "patient", type: "text" }, { name: "slide", type: "int" }, { name: "x", type: "float" }],
+  groupBy: ["patient"],
+  label: { kind: "int" },
+});
+
+async function expectError(p: Promise<unknown>, code: string, re: RegExp) {
+  try {
+    await p;
+  } catch (e) {
+    assert.instance(e, CassetteError);
+    assert.is((e as CassetteError).code, code, (e as Error).message);
+    assert.match((e as Error).message, re);
+    return;
+  }
+  assert.unreachable(`should fail with ${code}`);
+}
+
+for (const s of stores) {
+  test(`${s.name}: random blobs and labels round trip, in the order asked; metadata scans typed`, async () => {
+    const store = await s.open();
+    try {
+      const name = `rt-${run}`;
+      await store.createDataset(spec(name));
+      const seed = freshSeed();
+      const next = rng(seed);
+      const samples: SampleInput[] = Array.from({ length: 120 }, (_, i) => ({
+        key: `p${i % 7}/s${i}.jpg`,
+        label: randomInt(next, 0, 4),
+        data: randomBytes(next, randomInt(next, 0, 30_000)),
+        meta: { patient: `P${i % 7}`, slide: i, x: i / 3 },
+      }));
+      assert.equal(await store.put(name, samples), { written: 120, existing: 0 });
+      const ids = samples.map((x) => sampleId(name, x.key)).reverse();
+      const got = await store.get(name, ids);
+      got.forEach((g, i) => {
+        const want = samples[119 - i];
+        assert.is(g.id, ids[i]);
+        assert.is(g.label, want.label, `label of ${want.key} (seed ${seed})`);
+        assert.ok(g.data.length === want.data.length && g.data.every((b, k) => b === want.data[k]), `bytes of ${want.key} (seed ${seed})`);
+      });
+      const rows = [];
+      for await (const page of store.scanNat(name)) rows.push(...page);
+      assert.is(rows.length, 120);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      for (const x of samples) {
+        const r = byId.get(sampleId(name, x.key))!;
+        assert.ok(r, `nat row of ${x.key}`);
+        assert.equal(r.meta, x.meta);
+        assert.is(r.label, x.label);
+      }
+      const info = await store.info(name);
+      assert.is(info.count, 120);
+      assert.is(info.bytes, samples.reduce((n, x) => n + x.data.length, 0));
+      assert.is(Object.values(info.perLabel).reduce((a, b) => a + b, 0), 120);
+      assert.ok((await store.listDatasets()).some((d) => d.name === name));
+    } finally {
+      await store.close();
+    }
+  }, { skip: s.skip, timeoutMs: 120_000 });
+
+  test(`${s.name}: writing twice stores once; existing() finds exactly what is stored`, async () => {
+    const store = await s.open();
+    try {
+      const name = `idem-${run}`;
+      await store.createDataset(spec(name));
+      await store.createDataset(spec(name)); // the same schema again: a no-op
+      const samples = [0, 1, 2].map((i) => ({ key: `k${i}`, label: i, data: new Uint8Array([i, 1]), meta: { patient: "P" } }));
+      assert.equal(await store.put(name, samples), { written: 3, existing: 0 });
+      assert.equal(await store.put(name, samples), { written: 0, existing: 3 });
+      assert.is((await store.info(name)).count, 3);
+      const ids = ["k0", "k9"].map((k) => sampleId(name, k));
+      assert.equal([...await store.existing(name, ids)], [ids[0]]);
+    } finally {
+      await store.close();
+    }
+  }, { skip: s.skip, timeoutMs: 120_000 });
+
+  test(`${s.name}: bad samples, unknown datasets, clashing schemas and missing ids give clear errors; nothing half-written`, async () => {
+    const store = await s.open();
+    try {
+      const name = `bad-${run}`;
+      await store.createDataset(spec(name));
+      const good = { key: "good", label: 1, data: new Uint8Array([1]), meta: { patient: "P1" } };
+      await expectError(store.put(name, [good, { key: "float", label: 1.5, data: new Uint8Array(1), meta: { patient: "P" } }]), "ERR_INVALID_OPTION", /'float'.*label/);
+      await expectError(store.put(name, [good, { key: "col", label: 1, data: new Uint8Array(1), meta: { patient: "P", colour: "red" } }]), "ERR_INVALID_OPTION", /'colour' is not a column/);
+      await expectError(store.put(name, [good, { key: "nogroup", label: 1, data: new Uint8Array(1), meta: {} }]), "ERR_INVALID_OPTION", /'nogroup'.*group column 'patient'/);
+      await expectError(store.put(name, [{ key: "type", label: 1, data: new Uint8Array(1), meta: { patient: "P", slide: "one" } }]), "ERR_INVALID_OPTION", /'slide' is int/);
+      assert.is((await store.info(name)).count, 0, "the good sample of each failed call is not stored either");
+      await expectError(store.get(name, [sampleId(name, "good")]), "ERR_STORE", new RegExp(sampleId(name, "good")));
+      await expectError(store.getDataset(`nope-${run}`), "ERR_STORE", new RegExp(`nope-${run}.*${name}`));
+      await expectError(store.createDataset({ ...spec(name), groupBy: [] }), "ERR_INVALID_OPTION", /exists with another schema/);
+      await expectError(store.createDataset({ ...spec(`x-${run}`), groupBy: ["slde"] }), "ERR_INVALID_OPTION", /group column 'slde'/);
+    } finally {
+      await store.close();
+    }
+  }, { skip: s.skip, timeoutMs: 120_000 });
+}
