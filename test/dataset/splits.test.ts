@@ -1,0 +1,121 @@
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { freshSeed, randomInt, rng } from "../_support/random.ts";
+import { createSplits, loadSplit, loadSplits, saveSplits } from "../../src/dataset/splits.ts";
+import type { DatasetSpec } from "../../src/dataset/spec.ts";
+import type { NatRow } from "../../src/source/store.ts";
+import { CassetteError } from "../../src/errors.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-splits-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const spec: DatasetSpec = {
+  version: 1,
+  name: "tissue",
+  columns: [{ name: "patient_id", type: "text" }, { name: "slide", type: "int" }, { name: "x", type: "int" }],
+  groupBy: ["patient_id", "slide"],
+  label: { kind: "int", classes: ["normal", "tumor"] },
+};
+
+/** A pathology-like dataset: patients with uneven slide counts and patch counts, 1:4 tumor. */
+function pathology(seed: number, patients = 60): NatRow[] {
+  const next = rng(seed);
+  const rows: NatRow[] = [];
+  for (let p = 0; p < patients; p++) {
+    const slides = randomInt(next, 1, 4);
+    for (let s = 0; s < slides; s++) {
+      const patches = randomInt(next, 20, 150);
+      for (let x = 0; x < patches; x++) {
+        rows.push({ id: `${p}-${s}-${x}`, label: next() < 0.2 ? 1 : 0, meta: { patient_id: `P${p}`, slide: s, x } });
+      }
+    }
+  }
+  return rows;
+}
+
+function patientsOf(ids: string[]): Set<string> {
+  return new Set(ids.map((id) => id.split("-")[0]));
+}
+
+test("no patient in two splits; ratios within 5 points; every sample at most once", () => {
+  const seed = freshSeed();
+  const rows = pathology(seed);
+  const f = createSplits(spec, rows, { ratios: [7, 2, 1], groupBy: ["patient_id"], seed: 3 });
+  const sets = f.splits.map((s) => patientsOf(s.ids));
+  for (let a = 0; a < 3; a++) for (let b = a + 1; b < 3; b++) {
+    const shared = [...sets[a]].filter((p) => sets[b].has(p));
+    assert.equal(shared, [], `patients in ${f.splits[a].name} and ${f.splits[b].name} (seed ${seed})`);
+  }
+  const all = f.splits.flatMap((s) => s.ids);
+  assert.is(new Set(all).size, all.length, "no id twice");
+  const n = all.length;
+  assert.ok(n > 0.9 * rows.length, `uses most rows with balance=data: ${n}/${rows.length} (seed ${seed})`);
+  [0.7, 0.2, 0.1].forEach((want, i) => {
+    const got = f.splits[i].ids.length / n;
+    assert.ok(Math.abs(got - want) < 0.05, `${f.splits[i].name}: ${got.toFixed(3)} vs ${want} (seed ${seed})`);
+  });
+  assert.equal(f.params.names, ["train", "val", "test"]);
+  assert.is(f.version, 1);
+});
+
+test("balance equal with a cap: 1:1 normal/tumor in every split, total ≤ max", () => {
+  const seed = freshSeed();
+  const f = createSplits(spec, pathology(seed), { ratios: [3, 1], groupBy: ["patient_id"], balance: "equal", max: 1000, seed: 1 });
+  const total = f.splits.reduce((n, s) => n + s.ids.length, 0);
+  assert.ok(total <= 1000 && total > 900, `total ${total} (seed ${seed})`);
+  for (const s of f.splits) {
+    const [normal = 0, tumor = 0] = [s.counts[0], s.counts[1]];
+    assert.ok(Math.abs(normal - tumor) <= 0.1 * (normal + tumor), `${s.name}: ${normal} normal vs ${tumor} tumor (seed ${seed})`);
+  }
+});
+
+test("deterministic by seed; another seed gives other splits", () => {
+  const rows = pathology(42);
+  const p = { ratios: [7, 2, 1], groupBy: ["patient_id"], seed: 9 };
+  assert.equal(createSplits(spec, rows, p), createSplits(spec, rows.slice().reverse(), p), "row order does not matter");
+  const other = createSplits(spec, rows, { ...p, seed: 10 });
+  assert.not.equal(other.splits[0].ids, createSplits(spec, rows, p).splits[0].ids);
+});
+
+test("impossible requests are refused with the reason", () => {
+  const rows = pathology(7, 2);
+  const attempt = (params: Parameters<typeof createSplits>[2], re: RegExp) => {
+    try {
+      createSplits(spec, rows, params);
+      assert.unreachable(`should refuse ${JSON.stringify(params)}`);
+    } catch (e) {
+      assert.instance(e, CassetteError);
+      assert.match((e as Error).message, re);
+    }
+  };
+  attempt({ ratios: [1, 1, 1], groupBy: ["patient_id"] }, /3 splits need at least 3 groups and 'patient_id' gives 2/);
+  attempt({ ratios: [1, 1], groupBy: ["hospital"] }, /no such column: columns are patient_id, slide, x/);
+  attempt({ ratios: [1, 1], balance: [1, 2, 3] }, /one non-negative weight per label \(2: labels 0,1\)/);
+  attempt({ ratios: [0, 0] }, /at least one positive/);
+  attempt({ ratios: [1, 1], names: ["a"] }, /2 ratios but 1 names/);
+});
+
+test("split files save and load; FILE:INDEX and FILE:NAME select a split; bad files say why", async () => {
+  const f = createSplits(spec, pathology(5), { ratios: [7, 2, 1], groupBy: ["patient_id", "slide"], seed: 2 });
+  const path = join(dir, "s.json");
+  await saveSplits(path, f);
+  assert.equal(await loadSplits(path), f);
+  assert.equal((await loadSplit(`${path}:1`)).split.ids, f.splits[1].ids);
+  assert.equal((await loadSplit(`${path}:test`)).split.ids, f.splits[2].ids);
+  try {
+    await loadSplit(`${path}:holdout`);
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, /0:train, 1:val, 2:test/);
+  }
+  await saveSplits(path, { ...f, version: 2 as 1 });
+  try {
+    await loadSplits(path);
+    assert.unreachable();
+  } catch (e) {
+    assert.is((e as CassetteError).code, "ERR_UNSUPPORTED");
+  }
+});
