@@ -116,7 +116,7 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
       return { key: it.key, label: it.label, data, meta: it.meta };
     });
     const good = loaded.filter((s): s is SampleInput => s !== undefined);
-    const r = await store.put(opts.dataset, good);
+    const r = await store.put(opts.dataset, good, { checked: true });
     summary.written += r.written;
     summary.existing += r.existing;
     for (const s of good) {

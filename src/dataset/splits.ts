@@ -70,13 +70,15 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
   if (params.max !== undefined && !(Number.isInteger(params.max) && params.max > 0)) bad(`'max' must be a positive integer: current value is ${params.max}`);
   if (rows.length === 0) bad("the dataset has no rows");
 
-  // 1. Groups, with their ids per class in a seeded order.
+  // 1. Groups, with their ids per class in a seeded order. Without group columns every
+  // sample is its own group: one pseudo-group per class holds them, and step 3 cuts it.
   const labels = [...new Set(rows.map((r) => r.label))].sort((a, b) => a - b);
   const li = new Map(labels.map((l, i) => [l, i]));
   const K = labels.length;
   const groups = new Map<string, string[][]>();
+  const ungrouped = groupBy.length === 0;
   for (const r of rows) {
-    const key = groupBy.length ? JSON.stringify(groupBy.map((g) => r.meta[g] ?? null)) : r.id;
+    const key = ungrouped ? "" : JSON.stringify(groupBy.map((g) => r.meta[g] ?? null));
     let g = groups.get(key);
     if (!g) groups.set(key, (g = Array.from({ length: K }, () => [])));
     g[li.get(r.label)!].push(r.id);
@@ -84,8 +86,9 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
   const gKeys = [...groups.keys()].sort();
   for (const k of gKeys) for (const ids of groups.get(k)!) shuffle(ids.sort(), rng(seed, hash32(k)));
   const active = ratios.map((r, s) => [r, s]).filter(([r]) => r > 0).map(([, s]) => s);
-  if (active.length > gKeys.length) {
-    bad(`${active.length} splits need at least ${active.length} groups and ${groupBy.length ? `'${groupBy.join(",")}' gives` : "there are"} ${gKeys.length}`);
+  const groupCount = ungrouped ? rows.length : gKeys.length;
+  if (active.length > groupCount) {
+    bad(`${active.length} splits need at least ${active.length} groups and ${groupBy.length ? `'${groupBy.join(",")}' gives` : "there are"} ${groupCount}`);
   }
 
   // 2. Targets per split and class.
@@ -107,6 +110,8 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
   if (!Number.isFinite(total)) total = rows.length;
   const rSum = ratios.reduce((a, b) => a + b, 0);
   const target = ratios.map((r) => w.map((wc) => Math.floor((total * r * wc) / rSum + 1e-9)));
+
+  if (ungrouped) return result(cutUngrouped(groups.get("")!, target, names));
 
   // 3. Assign groups.
   const order = shuffle(gKeys.slice(), rng(seed, 0x5eed));
@@ -167,12 +172,31 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
     return { name, groups: gs.filter((_, j) => used.has(j)), ids, counts };
   });
 
-  return {
-    version: 1,
-    dataset: spec.name,
-    params: { ratios, names, groupBy, balance, max: params.max ?? null, seed, specHash: specHash(spec) },
-    splits,
-  };
+  return result(splits);
+
+  function result(splits: Split[]): SplitFile {
+    return {
+      version: 1,
+      dataset: spec.name,
+      params: { ratios, names, groupBy, balance, max: params.max ?? null, seed, specHash: specHash(spec) },
+      splits,
+    };
+  }
+
+  /** Without groups: each class's shuffled ids are cut into consecutive runs per split. */
+  function cutUngrouped(perClass: string[][], target: number[][], names: string[]): Split[] {
+    const cursor = perClass.map(() => 0);
+    return names.map((name, s) => {
+      const ids: string[] = [];
+      const counts: Record<number, number> = {};
+      perClass.forEach((list, c) => {
+        const take = Math.min(target[s][c], list.length - cursor[c]);
+        for (let k = 0; k < take; k++) ids.push(list[cursor[c]++]);
+        if (take > 0) counts[labels[c]] = take;
+      });
+      return { name, groups: [], ids: shuffle(ids, rng(seed, s, 0x77)), counts };
+    });
+  }
 }
 
 /** Writes a split file (JSON). */

@@ -110,7 +110,7 @@ export class CassandraStore implements Store {
     return new Set(ids.filter((_, i) => found[i]));
   }
 
-  async put(dataset: string, samples: readonly SampleInput[]): Promise<PutResult> {
+  async put(dataset: string, samples: readonly SampleInput[], opts: { checked?: boolean } = {}): Promise<PutResult> {
     const spec = await this.getDataset(dataset);
     const t = tables(spec.name);
     const ks = this.keyspace;
@@ -120,7 +120,7 @@ export class CassandraStore implements Store {
     const insUuid = `INSERT INTO ${ks}.${t.byUuid} (id, key, label, size${cols.map((c) => `, ${c}`).join("")}) VALUES (?, ?, ?, ?${cols.map(() => ", ?").join("")})`;
     const insNat = `INSERT INTO ${ks}.${t.byNat} (${natCols.join(", ")}) VALUES (${natCols.map(() => "?").join(", ")})`;
     const rows = samples.map((s) => ({ s, id: sampleId(spec.name, s.key), meta: metaValues(spec, s) })); // validate all first
-    const stored = await this.existing(dataset, rows.map((r) => r.id));
+    const stored = opts.checked ? new Set<string>() : await this.existing(dataset, rows.map((r) => r.id));
     const fresh = rows.filter((r) => !stored.has(r.id));
     await mapLimit(fresh, this.#opts.writeConcurrency ?? 64, async ({ s, id, meta }) => {
       const byName: Record<string, unknown> = Object.fromEntries(cols.map((c, i) => [c, meta[i]]));

@@ -57,8 +57,13 @@ export interface Store {
   createDataset(spec: DatasetSpec): Promise<DatasetSpec>;
   /** Which of `ids` are stored. */
   existing(dataset: string, ids: readonly string[]): Promise<Set<string>>;
-  /** Writes each sample's data and metadata atomically; a stored id is left as it is. */
-  put(dataset: string, samples: readonly SampleInput[]): Promise<PutResult>;
+  /**
+   * Writes each sample's data and metadata atomically; a stored id is left as it is and
+   * counted as existing. `checked`: the caller has just filtered out stored ids with
+   * `existing()` (ingest does), so a store that would need a read per sample to know may skip
+   * it (re-writing a sample writes the same rows: ids are content keys).
+   */
+  put(dataset: string, samples: readonly SampleInput[], opts?: { checked?: boolean }): Promise<PutResult>;
   /** The samples, in the order asked; a missing id is ERR_STORE naming it. */
   get(dataset: string, ids: readonly string[]): Promise<StoredSample[]>;
   /** Every row of metadata_by_nat, in pages. */
