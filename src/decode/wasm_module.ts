@@ -10,7 +10,37 @@ export interface JpegExports {
   memory: WebAssembly.Memory;
   alloc(bytes: number): number;
   reset(): void;
-  idct8x8(src: number, dst: number, stride: number): void;
+  /** Test entry: IDCT of 64 i16 (transposed natural order) with a u16 table into n×n bytes. */
+  idctTest(blk: number, quant: number, dst: number, stride: number, n: number): void;
+  errorCode(): number;
+  errorOffset(): number;
+  /** 0 or an error code; mode 0 = pixels, 1 = coefficients; scaleLog2 0…3. */
+  decode(src: number, len: number, scaleLog2: number, maxPixels: number, mode: number): number;
+  /** Markers up to the first SOS; 0 or an error code. */
+  inspect(src: number, len: number): number;
+  /** 0 gray, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK. */
+  colorSpace(): number;
+  outPtr(): number;
+  outWidth(): number;
+  outHeight(): number;
+  outChannels(): number;
+  frameWidth(): number;
+  frameHeight(): number;
+  frameComponents(): number;
+  frameMarker(): number;
+  framePrecision(): number;
+  frameRestartInterval(): number;
+  frameOrientation(): number;
+  frameAdobeTransform(): number;
+  frameJfif(): number;
+  compId(c: number): number;
+  compH(c: number): number;
+  compV(c: number): number;
+  compTq(c: number): number;
+  compBlocksW(c: number): number;
+  compBlocksH(c: number): number;
+  compCoefficients(c: number): number;
+  compQuant(c: number): number;
 }
 
 let compiled: Promise<WebAssembly.Module> | undefined;

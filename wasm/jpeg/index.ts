@@ -1,4 +1,41 @@
 // The JPEG decoder's flat numeric exports (no managed objects cross the boundary).
-// The host (src/decode/wasm_module.ts) owns every message; the module returns codes.
+// The host (src/decode/jpeg.ts) owns every message; the module returns codes and offsets.
+//
+// Use: reset(); p = alloc(n); copy the file to p; decode(p, n, scaleLog2, maxPixels, mode);
+// then read outPtr/outWidth/… (pixels) or comp*(c) (coefficients) before the next reset().
+import * as F from "./frame";
+import * as D from "./decoder";
+import { QLATCH } from "./scan";
+
 export { alloc, reset } from "./memory";
-export { idct8x8 } from "./idct";
+export { idctTest } from "./idct";
+export { errorCode, errorOffset } from "./errors";
+export { decode, inspect, colorSpace } from "./decoder";
+
+export function outPtr(): usize { return D.outPtr; }
+export function outWidth(): i32 { return D.outWidth; }
+export function outHeight(): i32 { return D.outHeight; }
+export function outChannels(): i32 { return D.outChannels; }
+
+// Frame facts (after inspect or decode).
+export function frameWidth(): i32 { return F.width; }
+export function frameHeight(): i32 { return F.height; }
+export function frameComponents(): i32 { return F.ncomp; }
+export function frameMarker(): i32 { return F.sofMarker; }
+export function framePrecision(): i32 { return F.precision; }
+export function frameRestartInterval(): i32 { return F.restartInterval; }
+export function frameOrientation(): i32 { return F.orientation; }
+export function frameAdobeTransform(): i32 { return F.adobeTransform; }
+export function frameJfif(): bool { return F.jfif; }
+
+// Per component c.
+export function compId(c: i32): i32 { return F.cget(c, F.F_ID); }
+export function compH(c: i32): i32 { return F.cget(c, F.F_H); }
+export function compV(c: i32): i32 { return F.cget(c, F.F_V); }
+export function compTq(c: i32): i32 { return F.cget(c, F.F_TQ); }
+/** Coefficient mode: blocks across and down (padded to whole MCUs), 64 i16 each, natural order. */
+export function compBlocksW(c: i32): i32 { return F.cget(c, F.F_BW); }
+export function compBlocksH(c: i32): i32 { return F.cget(c, F.F_BH); }
+export function compCoefficients(c: i32): usize { return <usize>F.cget(c, F.F_COEF); }
+/** Coefficient mode: the component's quantization table, 64 u16 in natural order. */
+export function compQuant(c: i32): usize { return QLATCH + (<usize>c << 7); }

@@ -1,0 +1,277 @@
+/**
+ * The JPEG decoder: one WebAssembly instance (wasm/jpeg, AssemblyScript) behind a small typed
+ * API. Baseline, extended and progressive Huffman JPEG, 8-bit, 1, 3 or 4 components, any
+ * integer sampling ratio, restart intervals; scaled output (1/2, 1/4, 1/8 through reduced
+ * IDCTs) and a coefficient mode that stops after entropy decoding (for an IDCT on the GPU).
+ *
+ * Each call copies the input into the instance's memory and the result out of it, so results
+ * are plain, transferable arrays and the instance is ready for the next image, even after an
+ * error. One decoder is single-threaded: use one per worker (see pool.ts).
+ *
+ * @example
+ * ```ts
+ * import { createJpegDecoder } from "./jpeg.ts";
+ * const jpeg = await createJpegDecoder();
+ * // A 1×1 grey baseline JPEG (what `cjpeg -grayscale` writes for one pixel of value 128).
+ * const bytes = Uint8Array.from(atob(
+ *   "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAABAAEBAREA/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/9oACAEBAAA/ACv/2Q=="), (c) => c.charCodeAt(0));
+ * const img = jpeg.decode(bytes);
+ * console.assert(img.width === 1 && img.channels === 1 && img.data[0] === 128);
+ * ```
+ */
+import { CassetteError } from "../errors.ts";
+import { JpegError } from "./jpeg_error.ts";
+import { instantiateJpegWasm, type JpegExports } from "./wasm_module.ts";
+
+/** Output size as a fraction of the image's: 1, 1/2, 1/4 or 1/8 (a reduced IDCT, not a resize). */
+export type JpegScale = 1 | 0.5 | 0.25 | 0.125;
+
+export interface JpegDecodeOptions {
+  /** Default 1. */
+  scale?: JpegScale;
+  /** Images with more pixels (width × height, before scaling) are refused before any allocation. Default 100e6. */
+  maxPixels?: number;
+  /** Rotate/flip the pixels as the Exif orientation says (default false: reported, not applied). */
+  applyOrientation?: boolean;
+}
+
+export interface JpegImage {
+  width: number;
+  height: number;
+  /** 1 (grey) or 3 (RGB); CMYK and YCCK files come out as RGB. */
+  channels: 1 | 3;
+  /** Interleaved samples, row-major, `width * channels` bytes a row, no padding. */
+  data: Uint8Array;
+  /** Exif orientation 1…8 (1 when absent); already applied when `applyOrientation` was set. */
+  orientation: number;
+}
+
+export type JpegColorSpace = "gray" | "ycbcr" | "rgb" | "cmyk" | "ycck";
+export type JpegProcess = "baseline" | "extended" | "progressive" | "lossless" | "hierarchical" | "arithmetic";
+
+export interface JpegInfo {
+  width: number;
+  height: number;
+  components: number;
+  colorSpace: JpegColorSpace;
+  process: JpegProcess;
+  progressive: boolean;
+  /** Bits per sample (8; 12 and 16 are reported, not decoded). */
+  precision: number;
+  /** Per component: identifier and sampling factors, in frame order. */
+  sampling: { id: number; h: number; v: number }[];
+  /** MCUs per restart interval (0: none) as defined before the first scan. */
+  restartInterval: number;
+  orientation: number;
+}
+
+export interface JpegComponentCoefficients {
+  id: number;
+  h: number;
+  v: number;
+  /** Blocks across and down, padded to whole MCUs (A.2.4). */
+  blocksW: number;
+  blocksH: number;
+  /** The component's own size in samples: ceil(width·h/hmax) × ceil(height·v/vmax). */
+  width: number;
+  height: number;
+  /** Quantization table, natural order (index v·8 + u, v the vertical frequency). */
+  quant: Uint16Array;
+  /** blocksW·blocksH blocks of 64 quantized coefficients, raster order, each in natural order. */
+  coefficients: Int16Array;
+}
+
+export interface JpegCoefficients {
+  width: number;
+  height: number;
+  colorSpace: JpegColorSpace;
+  progressive: boolean;
+  orientation: number;
+  components: JpegComponentCoefficients[];
+}
+
+export interface JpegDecoder {
+  /** Pixels. Throws JpegError (malformed or unsupported input) or CassetteError (bad options). */
+  decode(bytes: Uint8Array, options?: JpegDecodeOptions): JpegImage;
+  /** Header only (markers up to the first scan): size, components, sampling, process. */
+  inspect(bytes: Uint8Array): JpegInfo;
+  /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
+  decodeCoefficients(bytes: Uint8Array, options?: Pick<JpegDecodeOptions, "maxPixels">): JpegCoefficients;
+}
+
+const DEFAULT_MAX_PIXELS = 100e6;
+const SCALES: Record<number, number> = { 1: 0, 0.5: 1, 0.25: 2, 0.125: 3 };
+const COLOR_SPACES: JpegColorSpace[] = ["gray", "ycbcr", "rgb", "cmyk", "ycck"];
+
+/** Instantiates the wasm decoder once; the returned decoder is reused for every image. */
+export async function createJpegDecoder(): Promise<JpegDecoder> {
+  return new WasmJpegDecoder(await instantiateJpegWasm());
+}
+
+class WasmJpegDecoder implements JpegDecoder {
+  readonly #w: JpegExports;
+  constructor(w: JpegExports) {
+    this.#w = w;
+  }
+
+  /** Copies `bytes` to the bottom of the freshly reset arena. */
+  #load(bytes: Uint8Array): number {
+    if (!(bytes instanceof Uint8Array)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as the input must be a Uint8Array: current value is ${describe(bytes)}`);
+    }
+    const w = this.#w;
+    w.reset();
+    const p = w.alloc(bytes.length);
+    if (p === 0) throw JpegError.fromCode(15, 0, ` (${bytes.length} bytes of input)`);
+    new Uint8Array(w.memory.buffer, p, bytes.length).set(bytes);
+    return p;
+  }
+
+  #check(rc: number): void {
+    if (rc !== 0) {
+      const w = this.#w;
+      const detail = rc === 14 ? ` (${w.frameWidth()}×${w.frameHeight()})` : "";
+      throw JpegError.fromCode(rc, w.errorOffset(), detail);
+    }
+  }
+
+  decode(bytes: Uint8Array, options: JpegDecodeOptions = {}): JpegImage {
+    const scale = options.scale ?? 1;
+    const log2 = SCALES[scale];
+    if (log2 === undefined) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'scale' must be 1, 0.5, 0.25 or 0.125: current value is ${scale}`);
+    }
+    const maxPixels = maxPixelsOf(options);
+    const w = this.#w;
+    const p = this.#load(bytes);
+    this.#check(w.decode(p, bytes.length, log2, maxPixels, 0));
+    const width = w.outWidth();
+    const height = w.outHeight();
+    const channels = w.outChannels() as 1 | 3;
+    const start = w.outPtr();
+    const data = new Uint8Array(w.memory.buffer.slice(start, start + width * height * channels));
+    const img: JpegImage = { width, height, channels, data, orientation: w.frameOrientation() };
+    return options.applyOrientation ? orient(img) : img;
+  }
+
+  inspect(bytes: Uint8Array): JpegInfo {
+    const w = this.#w;
+    const p = this.#load(bytes);
+    this.#check(w.inspect(p, bytes.length));
+    const n = w.frameComponents();
+    const m = w.frameMarker();
+    const sampling = [];
+    for (let c = 0; c < Math.min(n, 4); c++) sampling.push({ id: w.compId(c), h: w.compH(c), v: w.compV(c) });
+    return {
+      width: w.frameWidth(),
+      height: w.frameHeight(),
+      components: n,
+      colorSpace: COLOR_SPACES[w.colorSpace()],
+      process: processOf(m),
+      progressive: m === 0xc2 || m === 0xca || m === 0xc6 || m === 0xce,
+      precision: w.framePrecision(),
+      sampling,
+      restartInterval: w.frameRestartInterval(),
+      orientation: w.frameOrientation(),
+    };
+  }
+
+  decodeCoefficients(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels"> = {}): JpegCoefficients {
+    const maxPixels = maxPixelsOf(options);
+    const w = this.#w;
+    const p = this.#load(bytes);
+    this.#check(w.decode(p, bytes.length, 0, maxPixels, 1));
+    const width = w.frameWidth();
+    const height = w.frameHeight();
+    const n = w.frameComponents();
+    let hmax = 1, vmax = 1;
+    for (let c = 0; c < n; c++) {
+      hmax = Math.max(hmax, w.compH(c));
+      vmax = Math.max(vmax, w.compV(c));
+    }
+    const mem = w.memory.buffer;
+    const components: JpegComponentCoefficients[] = [];
+    for (let c = 0; c < n; c++) {
+      const h = w.compH(c), v = w.compV(c);
+      const bw = w.compBlocksW(c), bh = w.compBlocksH(c);
+      const cp = w.compCoefficients(c);
+      const qp = w.compQuant(c);
+      components.push({
+        id: w.compId(c),
+        h,
+        v,
+        blocksW: bw,
+        blocksH: bh,
+        width: Math.ceil((width * h) / hmax),
+        height: Math.ceil((height * v) / vmax),
+        quant: new Uint16Array(mem.slice(qp, qp + 128)),
+        coefficients: new Int16Array(mem.slice(cp, cp + bw * bh * 128)),
+      });
+    }
+    const m = w.frameMarker();
+    return {
+      width,
+      height,
+      colorSpace: COLOR_SPACES[w.colorSpace()],
+      progressive: m === 0xc2,
+      orientation: w.frameOrientation(),
+      components,
+    };
+  }
+}
+
+function maxPixelsOf(options: { maxPixels?: number }): number {
+  const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS;
+  if (typeof maxPixels !== "number" || !(maxPixels > 0)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'maxPixels' must be a positive number: current value is ${maxPixels}`);
+  }
+  return maxPixels;
+}
+
+function processOf(m: number): JpegProcess {
+  if (m === 0xc0) return "baseline";
+  if (m === 0xc1) return "extended";
+  if (m === 0xc2) return "progressive";
+  if (m === 0xc3) return "lossless";
+  if (m >= 0xc5 && m <= 0xc7) return "hierarchical";
+  return "arithmetic";
+}
+
+function describe(x: unknown): string {
+  if (x === null) return "null";
+  if (typeof x === "object") return (x as object).constructor?.name ?? "object";
+  return `${typeof x} ${String(x).slice(0, 40)}`;
+}
+
+/**
+ * Applies Exif orientation `img.orientation` (TIFF 6.0 tag 274): the result is as a viewer
+ * shows it, with orientation 1.
+ */
+export function orient(img: JpegImage): JpegImage {
+  const o = img.orientation;
+  if (o <= 1 || o > 8) return img;
+  const { width: W, height: H, channels: ch, data } = img;
+  const swap = o >= 5;
+  const w2 = swap ? H : W;
+  const h2 = swap ? W : H;
+  const out = new Uint8Array(data.length);
+  for (let y = 0; y < h2; y++) {
+    for (let x = 0; x < w2; x++) {
+      // (sx, sy): where displayed pixel (x, y) is stored.
+      let sx: number, sy: number;
+      switch (o) {
+        case 2: sx = W - 1 - x; sy = y; break;
+        case 3: sx = W - 1 - x; sy = H - 1 - y; break;
+        case 4: sx = x; sy = H - 1 - y; break;
+        case 5: sx = y; sy = x; break;
+        case 6: sx = y; sy = H - 1 - x; break;
+        case 7: sx = W - 1 - y; sy = H - 1 - x; break;
+        default: sx = W - 1 - y; sy = x; break; // 8
+      }
+      const s = (sy * W + sx) * ch;
+      const d = (y * w2 + x) * ch;
+      for (let c = 0; c < ch; c++) out[d + c] = data[s + c];
+    }
+  }
+  return { width: w2, height: h2, channels: ch, data: out, orientation: 1 };
+}

@@ -1,0 +1,274 @@
+// The decoding process of one image (T.81 Figure E.6): markers → scans → (IDCT) → upsampling
+// and colour conversion → interleaved output. Also the geometry that scaled decoding needs.
+//
+// Scaled output (1/2, 1/4, 1/8) uses a reduced IDCT per block (idct.ts): luma blocks become
+// 4×4, 2×2 or 1×1. A subsampled component whose upsampling ratio can absorb the scale instead
+// keeps a larger IDCT (a 4:2:0 chroma block stays 8×8 at 1/2 scale), so it needs no upsampling
+// at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
+import * as F from "./frame";
+import * as M from "./markers";
+import { decodeScan, QF } from "./scan";
+import { resetTables } from "./huffman";
+import { alloc } from "./memory";
+import { idctBlock } from "./idct";
+import { yccRow, rgbRow, cmykRow } from "./color";
+import { h2v1, h2v2, h1v2, replicate } from "./upsample";
+import { clearError, errorCode, fail, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";
+
+export const MODE_PIXELS = 0;
+export const MODE_COEFFICIENTS = 1;
+
+// Colour spaces of the output, as the host reads them.
+export const CS_GRAY = 0;
+export const CS_YCBCR = 1;
+export const CS_RGB = 2;
+export const CS_CMYK = 3;
+export const CS_YCCK = 4;
+
+/** Arena blocks above this are refused before asking (wasm32 memory is 4 GiB in all). */
+const MAX_BLOCK: u64 = 0x7fff0000;
+
+export let outPtr: usize = 0;
+export let outWidth: i32 = 0;
+export let outHeight: i32 = 0;
+export let outChannels: i32 = 0;
+let bsY: i32 = 8;
+
+// Per component: row buffer for upsampled samples.
+const ROWBUF: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+
+function allocChecked(bytes: u64): usize {
+  if (bytes > MAX_BLOCK) {
+    fail(E_OUT_OF_MEMORY, F.sofOffset);
+    return 0;
+  }
+  const p = alloc(<usize>bytes);
+  if (p == 0) fail(E_OUT_OF_MEMORY, F.sofOffset);
+  return p;
+}
+
+/** Colour space from the markers (libjpeg's rules: JFIF, then Adobe, then component ids). */
+export function colorSpace(): i32 {
+  if (F.ncomp == 1) return CS_GRAY;
+  if (F.ncomp == 4) return F.adobeTransform == 2 ? CS_YCCK : CS_CMYK;
+  if (F.jfif) return CS_YCBCR;
+  if (F.adobeTransform == 0) return CS_RGB;
+  if (F.adobeTransform > 0) return CS_YCBCR;
+  if (F.cget(0, F.F_ID) == 82 && F.cget(1, F.F_ID) == 71 && F.cget(2, F.F_ID) == 66) return CS_RGB; // 'R','G','B'
+  return CS_YCBCR;
+}
+
+/** Geometry and buffers, once the frame is known (at the first SOS). */
+function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
+  // Decompression bombs are refused here, before any allocation.
+  if (<f64>F.width * <f64>F.height > maxPixels) return fail(E_TOO_LARGE, F.sofOffset);
+  bsY = 8 >> scaleLog2;
+  outWidth = (F.width * bsY + 7) >> 3;
+  outHeight = (F.height * bsY + 7) >> 3;
+  const stored = mode == MODE_COEFFICIENTS || F.progressive;
+  for (let c = 0; c < F.ncomp; c++) {
+    const h = F.cget(c, F.F_H);
+    const v = F.cget(c, F.F_V);
+    const fh = F.hmax / h;
+    const fv = F.vmax / v;
+    // Grow this component's IDCT while the upsampling ratio in both directions can absorb it.
+    let bs = bsY;
+    while (bs < 8 && fh % ((bs << 1) / bsY) == 0 && fv % ((bs << 1) / bsY) == 0) bs <<= 1;
+    const bw = F.mcusX * h;
+    const bh = F.mcusY * v;
+    F.cset(c, F.F_BW, bw);
+    F.cset(c, F.F_BH, bh);
+    F.cset(c, F.F_BS, bs);
+    F.cset(c, F.F_CW, <i32>((<i64>F.width * h * bs + <i64>F.hmax * 8 - 1) / (<i64>F.hmax * 8)));
+    F.cset(c, F.F_CH, <i32>((<i64>F.height * v * bs + <i64>F.vmax * 8 - 1) / (<i64>F.vmax * 8)));
+    if (stored) {
+      const bytes = <u64>bw * <u64>bh * 128;
+      const p = allocChecked(bytes);
+      if (p == 0) return errorCode();
+      memory.fill(p, 0, <usize>bytes);
+      F.cset(c, F.F_COEF, <i32>p);
+    }
+    if (mode == MODE_PIXELS) {
+      const stride = bw * bs;
+      const p = allocChecked(<u64>stride * <u64>(bh * bs) + 64);
+      if (p == 0) return errorCode();
+      F.cset(c, F.F_STRIDE, stride);
+      F.cset(c, F.F_PLANE, <i32>p);
+      const rb = allocChecked(<u64>outWidth + 64);
+      if (rb == 0) return errorCode();
+      store<u32>(ROWBUF + (<usize>c << 2), <u32>rb);
+    }
+  }
+  if (mode == MODE_PIXELS) {
+    outChannels = F.ncomp == 1 ? 1 : 3;
+    outPtr = allocChecked(<u64>outWidth * <u64>outHeight * outChannels + 64);
+    if (outPtr == 0) return errorCode();
+  }
+  return 0;
+}
+
+/**
+ * Decodes the JPEG at `src` (`len` bytes). `scaleLog2` 0…3 gives 1, 1/2, 1/4, 1/8 of the size;
+ * `mode` picks pixels or coefficients. Returns 0 or an error code (errorOffset() says where).
+ */
+export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
+  begin(src, len);
+  if (M.begin() != 0) return errorCode();
+  let ready = false;
+  const direct = mode == MODE_PIXELS;
+  while (true) {
+    const m = M.nextScan(false);
+    if (m < 0) return errorCode();
+    if (m == M.M_EOI) break;
+    if (!ready) {
+      if (setup(scaleLog2, maxPixels, mode) != 0) return errorCode();
+      ready = true;
+    }
+    if (decodeScan(direct && !F.progressive) != 0) return errorCode();
+  }
+  if (!ready) return fail(E_NO_FRAME, F.offsetOf(M.cursor) - 2);
+  if (mode == MODE_COEFFICIENTS) {
+    transposeAll();
+    return 0;
+  }
+  if (F.progressive) idctAll();
+  for (let c = 0; c < F.ncomp; c++) {
+    // A component no scan carried (a sequential file cut between scans) shows as mid-grey.
+    if (F.cget(c, F.F_SEEN) == 0 && !F.progressive) {
+      memory.fill(<usize>F.cget(c, F.F_PLANE), 128, <usize>(F.cget(c, F.F_STRIDE) * F.cget(c, F.F_BH) * F.cget(c, F.F_BS)));
+    }
+  }
+  output();
+  return 0;
+}
+
+function begin(src: usize, len: i32): void {
+  // The host reset the arena and put the input at its bottom: keep it.
+  clearError();
+  F.resetFrame();
+  resetTables();
+  F.src = src;
+  F.srcEnd = src + <usize>len;
+  outPtr = 0;
+  outWidth = 0;
+  outHeight = 0;
+  outChannels = 0;
+}
+
+/** Header only: markers up to the first SOS. Returns 0 or an error code. */
+export function inspect(src: usize, len: i32): i32 {
+  // The input lives in the arena: keep it, reset only the decoder state.
+  clearError();
+  F.resetFrame();
+  resetTables();
+  F.src = src;
+  F.srcEnd = src + <usize>len;
+  if (M.begin() != 0) return errorCode();
+  while (true) {
+    const m = M.nextScan(true);
+    if (m < 0) return errorCode();
+    if (m == M.M_SOS || m == M.M_EOI) break;
+  }
+  if (F.sofMarker == 0) return fail(E_NO_FRAME, F.offsetOf(M.cursor));
+  return 0;
+}
+
+/** IDCT of every stored block (progressive): coefficients → planes. */
+function idctAll(): void {
+  for (let c = 0; c < F.ncomp; c++) {
+    const bw = F.cget(c, F.F_BW);
+    const bh = F.cget(c, F.F_BH);
+    const bs = F.cget(c, F.F_BS);
+    const stride = F.cget(c, F.F_STRIDE);
+    const plane = <usize>F.cget(c, F.F_PLANE);
+    const qf = QF + (<usize>c << 8);
+    let blk = <usize>F.cget(c, F.F_COEF);
+    for (let by = 0; by < bh; by++) {
+      for (let bx = 0; bx < bw; bx++) {
+        // Any AC non-zero? OR the 8 rows, then drop lane 0 of row 0 (the DC).
+        let acc = v128.and(v128.load(blk), i16x8(0, -1, -1, -1, -1, -1, -1, -1));
+        for (let i = 1; i < 8; i++) acc = v128.or(acc, v128.load(blk + (<usize>i << 4)));
+        idctBlock(blk, qf, plane + <usize>(by * bs * stride + bx * bs), stride, bs, v128.any_true(acc));
+        blk += 128;
+      }
+    }
+  }
+}
+
+/** Coefficient mode hands blocks out in natural order (v·8 + u): undo the internal transpose. */
+function transposeAll(): void {
+  for (let c = 0; c < F.ncomp; c++) {
+    const n = F.cget(c, F.F_BW) * F.cget(c, F.F_BH);
+    let blk = <usize>F.cget(c, F.F_COEF);
+    for (let b = 0; b < n; b++) {
+      for (let i = 0; i < 8; i++) {
+        for (let j = i + 1; j < 8; j++) {
+          const a = blk + (<usize>(i * 8 + j) << 1);
+          const t = blk + (<usize>(j * 8 + i) << 1);
+          const x = load<i16>(a);
+          store<i16>(a, load<i16>(t));
+          store<i16>(t, x);
+        }
+      }
+      blk += 128;
+    }
+  }
+}
+
+/** Row `y` of component `c` at output resolution: upsampled into its row buffer if needed. */
+function componentRow(c: i32, y: i32): usize {
+  const plane = <usize>F.cget(c, F.F_PLANE);
+  const stride = F.cget(c, F.F_STRIDE);
+  const bs = F.cget(c, F.F_BS);
+  const cw = F.cget(c, F.F_CW);
+  const ch = F.cget(c, F.F_CH);
+  // Residual ratios after the IDCT size absorbed what it could (setup()).
+  const rh = ((F.hmax / F.cget(c, F.F_H)) * bsY) / bs;
+  const rv = ((F.vmax / F.cget(c, F.F_V)) * bsY) / bs;
+  if (rh == 1 && rv == 1) return plane + <usize>(y * stride);
+  const out = <usize>load<u32>(ROWBUF + (<usize>c << 2));
+  // libjpeg turns the triangle filter off at 1/8 scale (1×1 blocks): replicate there too.
+  const fancy = bsY > 1;
+  if (rv == 1) {
+    const row = plane + <usize>(y * stride);
+    if (rh == 2 && fancy) h2v1(row, cw, out);
+    else replicate(row, cw, rh, out, outWidth);
+    return out;
+  }
+  if (rv == 2 && (rh == 1 || rh == 2) && fancy) {
+    const sy = y >> 1;
+    const odd = (y & 1) != 0;
+    let fy = odd ? sy + 1 : sy - 1;
+    if (fy < 0) fy = 0;
+    if (fy > ch - 1) fy = ch - 1;
+    const near = plane + <usize>(sy * stride);
+    const far = plane + <usize>(fy * stride);
+    if (rh == 2) h2v2(near, far, cw, out);
+    else h1v2(near, far, cw, out, odd);
+    return out;
+  }
+  let sy = y / rv;
+  if (sy > ch - 1) sy = ch - 1;
+  replicate(plane + <usize>(sy * stride), cw, rh, out, outWidth);
+  return out;
+}
+
+/** Upsampling and colour conversion, row by row, into the interleaved output. */
+function output(): void {
+  const w = outWidth;
+  const cs = colorSpace();
+  const rowBytes = <usize>(w * outChannels);
+  for (let y = 0; y < outHeight; y++) {
+    const out = outPtr + <usize>y * rowBytes;
+    if (cs == CS_GRAY) {
+      memory.copy(out, componentRow(0, y), w);
+      continue;
+    }
+    const a = componentRow(0, y);
+    const b = componentRow(1, y);
+    const c = componentRow(2, y);
+    if (cs == CS_YCBCR) yccRow(a, b, c, out, w);
+    else if (cs == CS_RGB) rgbRow(a, b, c, out, w);
+    else cmykRow(a, b, c, componentRow(3, y), out, w, cs == CS_YCCK);
+  }
+}

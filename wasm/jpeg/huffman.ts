@@ -1,0 +1,226 @@
+// Huffman decoding (T.81 Annex C and F.2.2.3) and the bit reader over entropy-coded data
+// (F.1.2.3 byte stuffing, B.1.1.2 markers).
+//
+// Tables. Eight slots: DC tables 0–3 are slots 0–3, AC tables 0–3 are slots 4–7. Each slot has
+//   LUT     512 × u16  the first LOOKAHEAD bits → (code length << 8) | symbol, 0 if the code is
+//                      longer (then the MAXCODE/VALOFF walk of F.2.2.3, Figure F.16, decides)
+//   MAXCODE 18 × i32   largest code of each length, -1 if none (F.2.2.3, Figure F.15)
+//   VALOFF  18 × i32   VALPTR(l) − MINCODE(l): symbol index = code + VALOFF(l)
+//   VALS    256 × u8   HUFFVAL in order of increasing code length (B.2.4.2)
+// AC slots also have FAST, 512 × i32: when a code and the magnitude bits that follow it
+// (F.2.2.2: RECEIVE(SSSS), EXTEND) fit in LOOKAHEAD bits together, the entry holds the whole
+// coefficient: (value << 16) | (run << 8) | total bits. One lookup then decodes one coefficient.
+//
+// Bit buffer. 64 bits, left-aligned: the next bit of the stream is bit 63 of `bitbuf`, and
+// `bitcnt` bits are valid. Refills add whole bytes below them:
+//
+//   bit 63                                                              bit 0
+//   ├──── bitcnt valid bits ────┼── next byte goes here ──┼── zero ────────┤
+//
+// When the reader meets a marker (0xFF then a non-zero byte) or the end of the input it does
+// not pass it: it feeds zero bytes and counts them in `padBytes`. Consuming any of those zero
+// bits means the scan ran short, which `overran()` reports at the end of each restart interval
+// and scan. Decoding time stays bounded: the MCU count, not the data, drives the loops.
+import * as F from "./frame";
+import { fail, E_BAD_HUFFMAN_CODE, E_BAD_HUFFMAN_TABLE } from "./errors";
+
+/** Bits resolved by one table lookup. 9 keeps the tables at 1 KiB and covers most codes. */
+export const LOOKAHEAD = 9;
+const LUT_SIZE = 1 << LOOKAHEAD;
+
+const LUT: usize = memory.data(8 * LUT_SIZE * 2, 16);
+const MAXCODE: usize = memory.data(8 * 18 * 4, 16);
+const VALOFF: usize = memory.data(8 * 18 * 4, 16);
+const VALS: usize = memory.data(8 * 256, 16);
+const FAST: usize = memory.data(4 * LUT_SIZE * 4, 16);
+export let tablesDefined: i32 = 0; // bit s set once slot s is defined
+
+export function resetTables(): void {
+  tablesDefined = 0;
+}
+
+/**
+ * Builds slot `slot` from BITS (16 counts at `counts`) and HUFFVAL (`n` symbols at `vals`):
+ * the code assignment of C.2 (Figures C.1–C.3) and the decoder tables of F.2.2.3.
+ * Returns 0, or E_BAD_HUFFMAN_TABLE when the counts overflow a code length.
+ */
+export function buildTable(slot: i32, counts: usize, vals: usize, n: i32, at: i32): i32 {
+  const lut = LUT + ((<usize>slot) << (LOOKAHEAD + 1));
+  const maxcode = MAXCODE + <usize>slot * 72;
+  const valoff = VALOFF + <usize>slot * 72;
+  memory.copy(VALS + ((<usize>slot) << 8), vals, n);
+  memory.fill(lut, 0, LUT_SIZE * 2);
+  let code = 0;
+  let k = 0;
+  for (let l = 1; l <= 16; l++) {
+    const cnt = <i32>load<u8>(counts + l - 1);
+    store<i32>(valoff + (l << 2), k - code);
+    for (let i = 0; i < cnt; i++) {
+      if (l <= LOOKAHEAD) {
+        // Every LOOKAHEAD-bit word that starts with this code maps to it.
+        const first = code << (LOOKAHEAD - l);
+        const entry = <u16>((l << 8) | load<u8>(vals + k));
+        for (let j = 0; j < 1 << (LOOKAHEAD - l); j++) store<u16>(lut + ((<usize>(first + j)) << 1), entry);
+      }
+      code++;
+      k++;
+    }
+    store<i32>(maxcode + (l << 2), cnt ? code - 1 : -1);
+    // Codes of length l are the integers below 2^l (C.2): more than that cannot be decoded.
+    if (code > 1 << l) return fail(E_BAD_HUFFMAN_TABLE, at);
+    code <<= 1;
+  }
+  store<i32>(maxcode + (17 << 2), 0x7fffffff); // sentinel: the walk stops at 16 bits anyway
+  if (slot >= 4) buildFast(slot);
+  tablesDefined |= 1 << slot;
+  return 0;
+}
+
+function buildFast(slot: i32): void {
+  const lut = LUT + ((<usize>slot) << (LOOKAHEAD + 1));
+  const fast = FAST + ((<usize>(slot - 4)) << (LOOKAHEAD + 2));
+  for (let i = 0; i < LUT_SIZE; i++) {
+    const e = <i32>load<u16>(lut + (<usize>i << 1));
+    let f = 0;
+    if (e != 0) {
+      const len = e >> 8;
+      const r = (e >> 4) & 15;
+      const s = e & 15;
+      if (s != 0 && len + s <= LOOKAHEAD) {
+        const bits = (i >> (LOOKAHEAD - len - s)) & ((1 << s) - 1);
+        f = (extend(bits, s) << 16) | (r << 8) | (len + s);
+      }
+    }
+    store<i32>(fast + (<usize>i << 2), f);
+  }
+}
+
+// ─── the bit reader ───────────────────────────────────────────────────────────────────────────
+
+export let pos: usize = 0;
+export let bitbuf: u64 = 0;
+export let bitcnt: i32 = 0;
+export let padBytes: i32 = 0;
+
+export function startBits(p: usize): void {
+  pos = p;
+  bitbuf = 0;
+  bitcnt = 0;
+  padBytes = 0;
+}
+
+/** Fills the buffer to at least 57 bits. */
+export function refill(): void {
+  const end = F.srcEnd;
+  while (bitcnt <= 56) {
+    if (pos + 8 <= end) {
+      // Fast path: 8 bytes with no 0xFF among them need no stuffing or marker checks.
+      const v = bswap<u64>(load<u64>(pos));
+      const nv = ~v;
+      if (((nv - 0x0101010101010101) & v & 0x8080808080808080) == 0) {
+        const n = (64 - bitcnt) >> 3;
+        const keep = bitcnt + (n << 3); // 8 … 64
+        const mask = ~((<u64>-1 >> 1) >> <u64>(keep - 1));
+        bitbuf |= (v >> <u64>bitcnt) & mask;
+        bitcnt = keep;
+        pos += n;
+        return;
+      }
+    }
+    let b: u64 = 0;
+    if (pos < end) {
+      const c = load<u8>(pos);
+      if (c != 0xff) {
+        b = c;
+        pos++;
+      } else if (pos + 1 < end && load<u8>(pos + 1) == 0) {
+        b = 0xff; // F.1.2.3: 0xFF 0x00 is a stuffed 0xFF data byte
+        pos += 2;
+      } else {
+        padBytes++; // a marker: stay before it
+      }
+    } else {
+      padBytes++;
+    }
+    bitbuf |= b << <u64>(56 - bitcnt);
+    bitcnt += 8;
+  }
+}
+
+/** True when decoding consumed bits past the end of the entropy-coded segment. */
+@inline export function overran(): bool {
+  return padBytes > 0 && (padBytes << 3) > bitcnt;
+}
+
+/** Offset of the byte holding the next unread bit, for error reports. */
+export function bitOffset(): i32 {
+  const ahead = (bitcnt >> 3) - padBytes;
+  return F.offsetOf(pos) - (ahead > 0 ? ahead : 0);
+}
+
+@inline export function ensure(n: i32): void {
+  if (bitcnt < n) refill();
+}
+
+@inline export function consume(n: i32): void {
+  bitbuf <<= <u64>n;
+  bitcnt -= n;
+}
+
+/** The next bit (used by refinement scans, G.1.2.3). */
+@inline export function getBit(): i32 {
+  if (bitcnt < 1) refill();
+  const b = <i32>(bitbuf >> 63);
+  consume(1);
+  return b;
+}
+
+/** RECEIVE(s) (F.2.2.4), 1 ≤ s ≤ 16; the caller has ensured s bits. */
+@inline export function receive(s: i32): i32 {
+  const v = <i32>(bitbuf >> <u64>(64 - s));
+  consume(s);
+  return v;
+}
+
+/** EXTEND(v, t) (F.2.2.1, Figure F.12), branch-free: values below 2^(t−1) are negative. */
+@inline export function extend(v: i32, t: i32): i32 {
+  return v + (((v - (1 << (t - 1))) >> 31) & ((-1 << t) + 1));
+}
+
+/** RECEIVE then EXTEND, s ≥ 1; the caller has ensured s bits. */
+@inline export function receiveExtend(s: i32): i32 {
+  return extend(receive(s), s);
+}
+
+/** DECODE (F.2.2.3) from `slot`; the caller has ensured 16 bits. */
+@inline export function decodeSym(slot: i32): i32 {
+  const look = <usize>(bitbuf >> <u64>(64 - LOOKAHEAD));
+  const e = <i32>load<u16>(LUT + ((<usize>slot) << (LOOKAHEAD + 1)) + (look << 1));
+  if (e != 0) {
+    consume(e >> 8);
+    return e & 255;
+  }
+  return decodeLong(slot);
+}
+
+/** Codes longer than LOOKAHEAD bits: the MAXCODE walk of Figure F.16. */
+function decodeLong(slot: i32): i32 {
+  const maxcode = MAXCODE + <usize>slot * 72;
+  for (let l = LOOKAHEAD + 1; l <= 16; l++) {
+    const code = <i32>(bitbuf >> <u64>(64 - l));
+    if (code <= load<i32>(maxcode + (l << 2))) {
+      consume(l);
+      const idx = code + load<i32>(VALOFF + <usize>slot * 72 + (l << 2));
+      return <i32>load<u8>(VALS + ((<usize>slot) << 8) + <usize>(idx & 255));
+    }
+  }
+  fail(E_BAD_HUFFMAN_CODE, bitOffset());
+  consume(16);
+  return 0;
+}
+
+/** The FAST entry for the next LOOKAHEAD bits of AC slot `slot` (4–7); 0 if none. */
+@inline export function fastAC(slot: i32): i32 {
+  const look = <usize>(bitbuf >> <u64>(64 - LOOKAHEAD));
+  return load<i32>(FAST + ((<usize>(slot - 4)) << (LOOKAHEAD + 2)) + (look << 2));
+}

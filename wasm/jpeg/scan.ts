@@ -1,0 +1,364 @@
+// Scan decoding (T.81 Annex F for sequential, Annex G for progressive Huffman scans): entropy
+// data → quantized DCT coefficients. Two consumers of the blocks:
+//   • direct: sequential scans in pixel mode decode each block into SCRATCH and hand it to the
+//     IDCT at once (no coefficient buffer: one pass over memory);
+//   • stored: progressive scans, and coefficient mode, accumulate into the component's COEF
+//     buffer (frame.ts), which the IDCT, or the host in coefficient mode, reads at the end.
+import * as F from "./frame";
+import * as H from "./huffman";
+import * as M from "./markers";
+import { buildQF, idctBlock } from "./idct";
+import {
+  fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
+} from "./errors";
+
+// Byte offset, inside a block in transposed natural order, of each zig-zag position.
+const ZZT: usize = memory.data(64, 16);
+let zztReady = false;
+
+function buildZZT(): void {
+  for (let k = 0; k < 64; k++) {
+    const n = <i32>load<u8>(M.ZIGZAG + k); // natural index v·8 + u
+    store<u8>(ZZT + k, <u8>((((n & 7) << 3) | (n >> 3)) << 1));
+  }
+  zztReady = true;
+}
+
+/** Per component: the quantization table latched at its first scan (natural u16, then QF f32). */
+export const QLATCH: usize = memory.data(F.MAX_COMPONENTS * 128, 16);
+export const QF: usize = memory.data(F.MAX_COMPONENTS * 256, 16);
+
+/** One block of coefficients for direct mode; all zero between blocks. */
+const SCRATCH: usize = memory.data(64 * 2 + 16, 16);
+
+let eobrun: i32 = 0;
+let nextRst: i32 = 0;
+
+// @ts-ignore: decorator
+@inline function coefAt(c: i32, bx: i32, by: i32): usize {
+  return <usize>F.cget(c, F.F_COEF) + ((<usize>(by * F.cget(c, F.F_BW) + bx)) << 7);
+}
+
+/**
+ * Decodes the scan whose header markers.ts just read; the bit reader starts at M.cursor.
+ * On return M.cursor is at the marker after the entropy-coded data. Returns 0 or an error.
+ */
+export function decodeScan(direct: bool): i32 {
+  if (!zztReady) buildZZT();
+  const ns = F.scanNs;
+  const prog = F.progressive;
+  const needDC = !prog || (F.ss == 0 && F.ah == 0);
+  const needAC = !prog || F.ss > 0;
+  for (let i = 0; i < ns; i++) {
+    const c = F.scanComp(i);
+    const tq = F.cget(c, F.F_TQ);
+    if ((F.quantDefined & (1 << tq)) == 0) return fail(E_MISSING_TABLE, F.offsetOf(M.cursor));
+    if (needDC && (H.tablesDefined & (1 << F.cget(c, F.F_TD))) == 0) return fail(E_MISSING_TABLE, F.offsetOf(M.cursor));
+    if (needAC && (H.tablesDefined & (1 << (4 + F.cget(c, F.F_TA)))) == 0) return fail(E_MISSING_TABLE, F.offsetOf(M.cursor));
+    if (F.cget(c, F.F_SEEN) == 0) {
+      // The table in force at a component's first scan is the one its samples use (B.2.4.1).
+      const q = QLATCH + (<usize>c << 7);
+      memory.copy(q, F.QUANT + (<usize>tq << 7), 128);
+      buildQF(q, QF + (<usize>c << 8));
+      F.cset(c, F.F_SEEN, 1);
+    }
+    F.cset(c, F.F_PRED, 0);
+  }
+  eobrun = 0;
+  nextRst = 0;
+  H.startBits(M.cursor);
+
+  // A scan of one component is non-interleaved: its MCU is one block, and it covers only the
+  // component's own blocks, not the MCU padding (A.2.2). Otherwise MCUs follow A.2.3.
+  let across = F.mcusX;
+  let down = F.mcusY;
+  const c0 = F.scanComp(0);
+  if (ns == 1) {
+    const cw = (F.width * F.cget(c0, F.F_H) + F.hmax - 1) / F.hmax;
+    const ch = (F.height * F.cget(c0, F.F_V) + F.vmax - 1) / F.vmax;
+    across = (cw + 7) >> 3;
+    down = (ch + 7) >> 3;
+  }
+  const kind = !prog ? 0 : F.ss == 0 ? (F.ah == 0 ? 1 : 2) : F.ah == 0 ? 3 : 4;
+  const interval = F.restartInterval;
+  let left = interval;
+  for (let my = 0; my < down; my++) {
+    for (let mx = 0; mx < across; mx++) {
+      if (interval != 0) {
+        if (left == 0) {
+          if (!restart()) return failedCode();
+          left = interval;
+        }
+        left--;
+      }
+      if (ns == 1) {
+        block(kind, c0, mx, my, direct);
+      } else {
+        for (let i = 0; i < ns; i++) {
+          const c = F.scanComp(i);
+          const h = F.cget(c, F.F_H);
+          const v = F.cget(c, F.F_V);
+          for (let y = 0; y < v; y++) {
+            for (let x = 0; x < h; x++) block(kind, c, mx * h + x, my * v + y, direct);
+          }
+        }
+      }
+    }
+    if (failed()) return failedCode();
+    if (H.overran()) return shortScan();
+  }
+  if (H.overran()) return shortScan();
+  // Skip to the next marker: whatever follows the last MCU before it is padding (libjpeg warns
+  // about such bytes and goes on; so do we).
+  let p = H.pos;
+  const end = F.srcEnd;
+  while (p + 1 < end) {
+    if (load<u8>(p) == 0xff) {
+      const m = load<u8>(p + 1);
+      if (m != 0 && m != 0xff && (m < 0xd0 || m > 0xd7)) break;
+    }
+    p++;
+  }
+  M.cursor = p + 1 < end ? p : end;
+  return 0;
+}
+
+// @ts-ignore: decorator
+@inline function failedCode(): i32 {
+  return 1;
+}
+
+function shortScan(): i32 {
+  return H.pos >= F.srcEnd ? fail(E_TRUNCATED, F.offsetOf(F.srcEnd)) : fail(E_SHORT_SCAN, F.offsetOf(H.pos));
+}
+
+/** End of a restart interval (E.2.4, Figure E.9): find RSTm, reset the DC predictions and EOBRUN. */
+function restart(): bool {
+  if (H.overran()) {
+    shortScan();
+    return false;
+  }
+  // The bits left in the buffer are the fill bits of the interval's last byte.
+  let p = H.pos;
+  const end = F.srcEnd;
+  while (p + 1 < end && load<u8>(p) == 0xff && load<u8>(p + 1) == 0xff) p++; // fill bytes (B.1.1.2)
+  if (p + 1 >= end) {
+    fail(E_TRUNCATED, F.offsetOf(end));
+    return false;
+  }
+  if (load<u8>(p) != 0xff || <i32>load<u8>(p + 1) != 0xd0 + nextRst) {
+    fail(E_BAD_RESTART, F.offsetOf(p));
+    return false;
+  }
+  nextRst = (nextRst + 1) & 7;
+  H.startBits(p + 2);
+  for (let i = 0; i < F.scanNs; i++) F.cset(F.scanComp(i), F.F_PRED, 0);
+  eobrun = 0;
+  return true;
+}
+
+// @ts-ignore: decorator
+@inline function block(kind: i32, c: i32, bx: i32, by: i32, direct: bool): void {
+  if (kind == 0) {
+    if (direct) {
+      const ac = sequential(SCRATCH, c);
+      const bs = F.cget(c, F.F_BS);
+      const stride = F.cget(c, F.F_STRIDE);
+      const dst = <usize>F.cget(c, F.F_PLANE) + <usize>(by * bs * stride + bx * bs);
+      idctBlock(SCRATCH, QF + (<usize>c << 8), dst, stride, bs, ac);
+      clearScratch();
+    } else {
+      sequential(coefAt(c, bx, by), c);
+    }
+  } else if (kind == 1) dcFirst(coefAt(c, bx, by), c);
+  else if (kind == 2) dcRefine(coefAt(c, bx, by));
+  else if (kind == 3) acFirst(coefAt(c, bx, by), c);
+  else acRefine(coefAt(c, bx, by), c);
+}
+
+// @ts-ignore: decorator
+@inline function clearScratch(): void {
+  const z = i32x4.splat(0);
+  for (let i = 0; i < 8; i++) v128.store(SCRATCH + (<usize>i << 4), z);
+}
+
+/** DC difference (F.2.2.1): a category from the DC table, then that many magnitude bits. */
+// @ts-ignore: decorator
+@inline function dcDiff(c: i32): i32 {
+  H.ensure(32);
+  const t = H.decodeSym(F.cget(c, F.F_TD));
+  if (t == 0) return 0;
+  if (t > 15) {
+    fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+    return 0;
+  }
+  return H.receiveExtend(t);
+}
+
+/**
+ * One block of a sequential scan (F.2.2.1, F.2.2.2) into `dst`, which holds zeros.
+ * Returns true when some AC coefficient is non-zero.
+ */
+function sequential(dst: usize, c: i32): bool {
+  const pred = F.cget(c, F.F_PRED) + dcDiff(c);
+  F.cset(c, F.F_PRED, pred);
+  store<i16>(dst, <i16>pred);
+  const slot = 4 + F.cget(c, F.F_TA);
+  let ac = false;
+  let k = 1;
+  while (k < 64) {
+    H.ensure(32); // one code (≤ 16 bits) and its magnitude (≤ 15) per iteration
+    const f = H.fastAC(slot);
+    if (f != 0) {
+      k += (f >> 8) & 15;
+      H.consume(f & 255);
+      if (k > 63) {
+        fail(E_BAD_COEFFICIENT, H.bitOffset());
+        break;
+      }
+      store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(f >> 16));
+      k++;
+      ac = true;
+      continue;
+    }
+    const rs = H.decodeSym(slot);
+    const s = rs & 15;
+    const r = rs >> 4;
+    if (s == 0) {
+      if (r != 15) break; // EOB
+      k += 16; // ZRL
+      continue;
+    }
+    k += r;
+    if (k > 63) {
+      fail(E_BAD_COEFFICIENT, H.bitOffset());
+      break;
+    }
+    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>H.receiveExtend(s));
+    k++;
+    ac = true;
+  }
+  return ac;
+}
+
+/** Progressive DC, first scan (G.1.2.1): the DC difference, scaled by 2^Al. */
+function dcFirst(dst: usize, c: i32): void {
+  const pred = F.cget(c, F.F_PRED) + dcDiff(c);
+  F.cset(c, F.F_PRED, pred);
+  store<i16>(dst, <i16>(pred << F.al));
+}
+
+/** Progressive DC, refinement (G.1.2.1): one more bit of the DC. */
+function dcRefine(dst: usize): void {
+  if (H.getBit()) store<i16>(dst, <i16>(<i32>load<i16>(dst) | (1 << F.al)));
+}
+
+/** Progressive AC, first scan of a band (G.1.2.2): like F.2.2.2 plus end-of-band runs. */
+function acFirst(dst: usize, c: i32): void {
+  if (eobrun > 0) {
+    eobrun--;
+    return;
+  }
+  const slot = 4 + F.cget(c, F.F_TA);
+  const se = F.se;
+  const al = F.al;
+  let k = F.ss;
+  while (k <= se) {
+    H.ensure(32);
+    const f = H.fastAC(slot);
+    if (f != 0) {
+      k += (f >> 8) & 15;
+      H.consume(f & 255);
+      if (k > se) {
+        fail(E_BAD_COEFFICIENT, H.bitOffset());
+        return;
+      }
+      store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
+      k++;
+      continue;
+    }
+    const rs = H.decodeSym(slot);
+    const s = rs & 15;
+    const r = rs >> 4;
+    if (s == 0) {
+      if (r < 15) {
+        // EOBr: this block and 2^r − 1 + RECEIVE(r) more end here (G.1.2.2, Table G.1).
+        eobrun = (1 << r) - 1;
+        if (r != 0) eobrun += H.receive(r);
+        return;
+      }
+      k += 16;
+      continue;
+    }
+    k += r;
+    if (k > se) {
+      fail(E_BAD_COEFFICIENT, H.bitOffset());
+      return;
+    }
+    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.receiveExtend(s) << al));
+    k++;
+  }
+}
+
+/**
+ * Progressive AC, refinement (G.1.2.3). Coefficients already non-zero get one correction bit
+ * each, in order, as the decoder passes them; new coefficients are ±1 (scaled by 2^Al) and
+ * land after `r` zero-history coefficients. An EOB run refines what is left of the band.
+ */
+function acRefine(dst: usize, c: i32): void {
+  const slot = 4 + F.cget(c, F.F_TA);
+  const se = F.se;
+  const p1 = 1 << F.al;
+  const m1 = -1 << F.al;
+  let k = F.ss;
+  if (eobrun == 0) {
+    while (k <= se) {
+      H.ensure(32);
+      const rs = H.decodeSym(slot);
+      let r = rs >> 4;
+      const s = rs & 15;
+      let value = 0;
+      if (s != 0) {
+        if (s != 1) {
+          fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
+          return;
+        }
+        value = H.receive(1) ? p1 : m1;
+      } else if (r != 15) {
+        eobrun = 1 << r;
+        if (r != 0) eobrun += H.receive(r);
+        break; // the rest of this band is refined below, as part of the run
+      }
+      // Skip r zero-history coefficients (ZRL: 16, the last one included), refining the
+      // non-zero ones on the way; `value` goes into the zero coefficient where the run ends.
+      while (k <= se) {
+        const z = dst + <usize>load<u8>(ZZT + k);
+        const cur = <i32>load<i16>(z);
+        if (cur != 0) {
+          if (H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
+        } else {
+          if (r == 0) break;
+          r--;
+        }
+        k++;
+      }
+      if (value != 0) {
+        if (k > se) {
+          fail(E_BAD_COEFFICIENT, H.bitOffset());
+          return;
+        }
+        store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>value);
+      }
+      k++;
+    }
+  }
+  if (eobrun > 0) {
+    while (k <= se) {
+      const z = dst + <usize>load<u8>(ZZT + k);
+      const cur = <i32>load<i16>(z);
+      if (cur != 0 && H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
+      k++;
+    }
+    eobrun--;
+  }
+}
