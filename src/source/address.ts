@@ -1,7 +1,7 @@
 /**
  * Store addresses (DESIGN.md, "The surface users touch"):
  *   sqlite:PATH
- *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1]
+ *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&connections=N&requests=N]
  *   http(s)://HOST/PREFIX        objects at PREFIX/ID
  *   file:DIR
  */
@@ -19,6 +19,10 @@ export type StoreAddress =
     /** Local datacenter for the driver's load balancing; Cassandra's default name otherwise. */
     dc: string;
     tls: boolean;
+    /** Connections per local host (driver pooling.coreConnectionsPerHost), if set. */
+    connections?: number;
+    /** Requests in flight per connection (driver pooling.maxRequestsPerConnection), if set. */
+    requests?: number;
   }
   | { kind: "http"; url: string }
   | { kind: "file"; dir: string };
@@ -66,8 +70,19 @@ export function parseStoreAddress(address: string): StoreAddress {
     const hosts = authority.split(",").filter(Boolean);
     if (hosts.length === 0) bad("it names no host");
     const params = new URLSearchParams(query);
-    for (const k of params.keys()) if (k !== "dc" && k !== "tls") bad(`'${k}' is not an option (dc, tls)`);
-    return { kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1", tls: params.get("tls") === "1" };
+    const known = ["dc", "tls", "connections", "requests"];
+    for (const k of params.keys()) if (!known.includes(k)) bad(`'${k}' is not an option (${known.join(", ")})`);
+    const count = (k: string) => {
+      const v = params.get(k);
+      if (v === null) return undefined;
+      if (!/^\d+$/.test(v) || Number(v) < 1) bad(`'${k}' must be a positive integer: current value is ${v}`);
+      return Number(v);
+    };
+    const out: StoreAddress = { kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1", tls: params.get("tls") === "1" };
+    const connections = count("connections"), requests = count("requests");
+    if (connections !== undefined) out.connections = connections;
+    if (requests !== undefined) out.requests = requests;
+    return out;
   }
   return bad("its scheme is none of sqlite:, cassandra://, http(s)://, file:");
 }

@@ -50,7 +50,12 @@ export async function openCassandra(address: string, options: CassandraOptions =
     socketOptions: { connectTimeout: timeout, readTimeout: 30_000, ...d.socketOptions },
     credentials: d.credentials ?? (username ? { username, password } : undefined),
     sslOptions: d.sslOptions ?? (a.tls ? {} : undefined),
-    pooling: { heartBeatInterval: 10_000, ...d.pooling },
+    pooling: {
+      heartBeatInterval: 10_000,
+      ...(a.connections ? { coreConnectionsPerHost: { [cassandra.types.distance.local]: a.connections, [cassandra.types.distance.remote]: 1 } } : {}),
+      ...(a.requests ? { maxRequestsPerConnection: a.requests } : {}),
+      ...d.pooling,
+    },
   });
   const where = `${a.hosts.join(",")}:${a.port}`;
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -96,6 +96,11 @@ test("store addresses: every form parses, and bad ones say what is wrong", () =>
   assert.throws(() => parseStoreAddress("cassandra://u:secret@h"), (e: Error) => /no keyspace/.test(e.message) && !/secret/.test(e.message));
   assert.throws(() => parseStoreAddress("cassandra://h:99999/k"), /port 99999/);
   assert.throws(() => parseStoreAddress("cassandra://h/k?consistency=all"), /'consistency' is not an option/);
+  assert.equal(parseStoreAddress("cassandra://h/k?connections=4&requests=2048"), {
+    kind: "cassandra", hosts: ["h"], port: 9042, keyspace: "k", username: undefined, password: undefined, dc: "datacenter1", tls: false,
+    connections: 4, requests: 2048,
+  });
+  assert.throws(() => parseStoreAddress("cassandra://h/k?connections=0"), /'connections' must be a positive integer/);
   assert.throws(() => parseStoreAddress("mysql://h/db"), /scheme/);
 });
 
