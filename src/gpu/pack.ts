@@ -1,0 +1,235 @@
+/**
+ * The CPU half of GPU preprocessing (STYLE.md habit 10: the CPU plans, the GPU executes).
+ * `planImage` turns (seed, epoch, sample id) into a crop box and a flip flag, a pure value;
+ * `packBatch` lays a batch of decoded images and their plans into one upload for
+ * shaders/preprocess/crop_resize_normalize.wgsl. The kernel holds no randomness and no policy.
+ *
+ * NOTE [ Packed preprocessing input ]
+ * One storage buffer, read as array<u32>. A table of one 32-byte record per image comes first,
+ * then each image's bytes (u8 HWC, rows unpadded) starting on a 4-byte boundary:
+ *
+ *   word  0        8        16                   8n
+ *         ┌────────┬────────┬───── … ────┬───────┬──────────────┬───┬──────────────┬───┐
+ *         │ rec 0  │ rec 1  │            │rec n-1│ image 0 HWC  │pad│ image 1 HWC  │pad│ …
+ *         └────────┴────────┴───── … ────┴───────┴──────────────┴───┴──────────────┴───┘
+ *
+ *   record (8 × 32 bit):
+ *   ┌────────┬───────┬────────┬───────────────────────────┬───────┬───────┬───────┬───────┐
+ *   │ OFFSET │ WIDTH │ HEIGHT │ FLAGS: bits 0-3 channels, │ X0 f32│ Y0 f32│ W f32 │ H f32 │
+ *   │ bytes  │  px   │   px   │ bit 8 mirror              │ crop box in source pixels     │
+ *   └────────┴───────┴────────┴───────────────────────────┴───────┴───────┴───────┴───────┘
+ *
+ * OFFSET is from the start of the buffer. The crop box may be fractional (Resize + CenterCrop
+ * is a fractional box in source pixels) and may reach past the image edge (edge pixels repeat).
+ */
+import { CassetteError } from "../errors.ts";
+import { hash32, rng } from "../plan/rng.ts";
+
+/** Bytes of one table record. */
+export const RECORD_BYTES = 32;
+/** Bit of FLAGS set when the image is mirrored left–right. */
+export const FLAG_MIRROR = 1 << 8;
+
+/** How each image becomes an output of fixed size. */
+export type CropPolicy =
+  /** The whole image, stretched to the output size. */
+  | { kind: "resize" }
+  /**
+   * torchvision `Resize(resize)` then `CenterCrop(output)`: the shorter side is scaled to
+   * `resize` (default: the output's shorter side), the centre cut out.
+   */
+  | { kind: "center"; resize?: number }
+  /**
+   * torchvision `RandomResizedCrop(output, scale, ratio)`: a box of random area (fraction of the
+   * image in `scale`) and aspect ratio (log-uniform in `ratio`), at a random place, resized.
+   */
+  | { kind: "random-resized"; scale?: readonly [number, number]; ratio?: readonly [number, number] };
+
+export interface PlanOptions {
+  /** Output width and height in pixels. */
+  width: number;
+  height: number;
+  /** Default `{ kind: "resize" }`. */
+  crop?: CropPolicy;
+  /** Probability of a left–right mirror per image (default 0). */
+  flip?: number;
+  /** Seed of every random choice (default 0). */
+  seed?: number;
+}
+
+/** What the GPU does to one image: the source box to sample, and whether to mirror it. */
+export interface ImagePlan {
+  /** Crop box in source pixels: left, top, width, height (may be fractional). */
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  mirror: boolean;
+}
+
+/** A sample id: the UUID string of the store, or any number. */
+export type SampleKey = string | number;
+
+/** Whether a policy draws random numbers (and so needs sample ids). */
+export function isRandom(o: PlanOptions): boolean {
+  return (o.crop?.kind === "random-resized") || (o.flip ?? 0) > 0;
+}
+
+/**
+ * The plan of one image, a pure function of its size, the options and (seed, epoch, id):
+ * the same arguments give the same box on every runtime.
+ *
+ * @example
+ * ```ts
+ * import { planImage } from "cassette";
+ * const opts = { width: 224, height: 224, crop: { kind: "random-resized" }, flip: 0.5, seed: 7 } as const;
+ * const a = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
+ * const b = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
+ * console.assert(JSON.stringify(a) === JSON.stringify(b));
+ * console.log(a.w <= 640 && a.h <= 480); // true
+ * ```
+ */
+export function planImage(width: number, height: number, o: PlanOptions, epoch: number, id: SampleKey): ImagePlan {
+  const crop = o.crop ?? { kind: "resize" };
+  const key = typeof id === "number" ? id : hash32(id);
+  // Two independent streams, so that changing the flip probability keeps the crops.
+  const r = rng(o.seed ?? 0, epoch, key, 1);
+  let box: [number, number, number, number];
+  if (crop.kind === "resize") {
+    box = [0, 0, width, height];
+  } else if (crop.kind === "center") {
+    box = centerBox(width, height, o.width, o.height, crop.resize ?? Math.min(o.width, o.height));
+  } else {
+    box = randomResizedBox(width, height, crop.scale ?? [0.08, 1], crop.ratio ?? [3 / 4, 4 / 3], r.next);
+  }
+  const p = o.flip ?? 0;
+  const mirror = p > 0 && rng(o.seed ?? 0, epoch, key, 2).next() < p;
+  return { x: box[0], y: box[1], w: box[2], h: box[3], mirror };
+}
+
+/**
+ * Resize so the shorter side is `resize`, then centre-crop outW × outH, expressed as a box in
+ * source pixels. torchvision's Resize truncates the longer side (int(long · resize / short))
+ * and CenterCrop offsets by round((size − crop) / 2); the box follows both exactly.
+ */
+function centerBox(w: number, h: number, outW: number, outH: number, resize: number): [number, number, number, number] {
+  const [rw, rh] = w <= h ? [resize, Math.floor((h * resize) / w)] : [Math.floor((w * resize) / h), resize];
+  const sx = w / rw, sy = h / rh;
+  const left = roundHalfEven((rw - outW) / 2), top = roundHalfEven((rh - outH) / 2);
+  return [left * sx, top * sy, outW * sx, outH * sy];
+}
+
+/** Python's round(), which CenterCrop uses: halves go to the even neighbour. */
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/** torchvision RandomResizedCrop.get_params: ten tries, then a centred box of clamped ratio. */
+function randomResizedBox(
+  w: number,
+  h: number,
+  scale: readonly [number, number],
+  ratio: readonly [number, number],
+  next: () => number,
+): [number, number, number, number] {
+  const area = w * h;
+  const lo = Math.log(ratio[0]), hi = Math.log(ratio[1]);
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const target = area * (scale[0] + next() * (scale[1] - scale[0]));
+    const aspect = Math.exp(lo + next() * (hi - lo));
+    const cw = roundHalfEven(Math.sqrt(target * aspect));
+    const ch = roundHalfEven(Math.sqrt(target / aspect));
+    if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
+      const top = Math.floor(next() * (h - ch + 1));
+      const left = Math.floor(next() * (w - cw + 1));
+      return [left, top, cw, ch];
+    }
+  }
+  const inRatio = w / h;
+  let cw = w, ch = h;
+  if (inRatio < ratio[0]) ch = roundHalfEven(w / ratio[0]);
+  else if (inRatio > ratio[1]) cw = roundHalfEven(h * ratio[1]);
+  cw = Math.max(1, Math.min(w, cw));
+  ch = Math.max(1, Math.min(h, ch));
+  return [Math.floor((w - cw) / 2), Math.floor((h - ch) / 2), cw, ch];
+}
+
+/** A decoded image: u8 pixels, interleaved (HWC), rows unpadded. */
+export interface DecodedImage {
+  data: Uint8Array;
+  width: number;
+  height: number;
+  /** 1 (gray), 3 (RGB) or 4 (RGBA; alpha is ignored). */
+  channels: number;
+}
+
+/** Shape of one image in a batch: what packing needs to know before the bytes exist. */
+export interface ImageShape {
+  width: number;
+  height: number;
+  channels: number;
+}
+
+/** Byte offsets of a batch's images in the packed buffer, and its total size. */
+export interface PackLayout {
+  offsets: number[];
+  bytes: number;
+}
+
+/** Where each image of a batch goes (see NOTE [ Packed preprocessing input ]). */
+export function packLayout(shapes: readonly ImageShape[]): PackLayout {
+  let at = shapes.length * RECORD_BYTES;
+  const offsets = shapes.map((s, i) => {
+    checkShape(s, i);
+    const o = at;
+    at += Math.ceil((s.width * s.height * s.channels) / 4) * 4;
+    return o;
+  });
+  return { offsets, bytes: Math.max(4, at) };
+}
+
+function checkShape(s: ImageShape, i: number): void {
+  if (!(s.channels === 1 || s.channels === 3 || s.channels === 4)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess image ${i} as 'channels' must be 1, 3 or 4: current value is ${s.channels}`);
+  }
+  if (!(Number.isInteger(s.width) && Number.isInteger(s.height) && s.width >= 1 && s.height >= 1 && s.width <= 65535 && s.height <= 65535)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess image ${i} as its size must be 1 to 65535 pixels a side: current value is ${s.width}×${s.height}`);
+  }
+}
+
+/**
+ * Writes the table and the pixels of `images` into `dst` (at least `layout.bytes` long,
+ * typically a mapped staging buffer). Images with `data` undefined get a record only: their
+ * bytes are written on the GPU (the hybrid JPEG path).
+ */
+export function packBatch(
+  dst: Uint8Array,
+  images: readonly (ImageShape & { data?: Uint8Array })[],
+  plans: readonly ImagePlan[],
+  layout: PackLayout,
+): void {
+  const words = new Uint32Array(dst.buffer, dst.byteOffset, images.length * 8);
+  const floats = new Float32Array(dst.buffer, dst.byteOffset, images.length * 8);
+  images.forEach((img, i) => {
+    const p = plans[i];
+    const n = img.width * img.height * img.channels;
+    words[i * 8] = layout.offsets[i];
+    words[i * 8 + 1] = img.width;
+    words[i * 8 + 2] = img.height;
+    words[i * 8 + 3] = img.channels | (p.mirror ? FLAG_MIRROR : 0);
+    floats[i * 8 + 4] = p.x;
+    floats[i * 8 + 5] = p.y;
+    floats[i * 8 + 6] = p.w;
+    floats[i * 8 + 7] = p.h;
+    if (img.data) {
+      if (img.data.length < n) {
+        throw new CassetteError(
+          "ERR_INVALID_OPTION",
+          `Cannot preprocess image ${i} as its data must hold width·height·channels = ${n} bytes: current value is ${img.data.length}`,
+        );
+      }
+      dst.set(img.data.length === n ? img.data : img.data.subarray(0, n), layout.offsets[i]);
+    }
+  });
+}

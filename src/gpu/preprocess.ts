@@ -1,0 +1,237 @@
+/**
+ * Owner of shaders/preprocess/crop_resize_normalize.wgsl: decoded images of any size in, one
+ * f32 batch tensor out, in one upload and one dispatch per batch. The plans come from pack.ts,
+ * the upload goes through a staging ring (staging.ts), and JPEG coefficient images are turned
+ * into pixels on the GPU first (idct.ts) when the batch holds any.
+ */
+import code from "../../shaders/preprocess/crop_resize_normalize.wgsl" with { type: "text" };
+import { CassetteError } from "../errors.ts";
+import { Kernel } from "./kernel.ts";
+import { isRandom, packBatch, packLayout, planImage } from "./pack.ts";
+import type { DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";
+import { StagingRing } from "./staging.ts";
+import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
+import type { JpegCoefficients } from "./idct.ts";
+
+const kernel = new Kernel({
+  name: "preprocess/crop_resize_normalize",
+  code,
+  bindings: ["uniform", "read-only-storage", "storage"],
+});
+const WORKGROUP = 64;
+
+export interface PreprocessOptions extends PlanOptions {
+  /** Output channels: 3 (gray input is repeated) or 1 (RGB input becomes BT.601 luma). Default 3. */
+  channels?: 1 | 3;
+  /** Tensor layout, default "nchw". */
+  layout?: "nchw" | "nhwc";
+  /** Per-output-channel mean and std in 0..1 units (torchvision's Normalize); default 0 and 1. */
+  mean?: readonly number[];
+  std?: readonly number[];
+  /** Batches in flight at once: slots of the staging ring, and output buffers (default 3). */
+  depth?: number;
+  /** Shrink factor past which resampling widens into the antialiased triangle filter (default 2). */
+  antialiasAbove?: number;
+}
+
+export interface RunOptions {
+  /** Epoch of the batch: with `seed` and the ids, it fixes every random choice. Default 0. */
+  epoch?: number;
+  /** One id per image (sample UUIDs); required when the policy is random. */
+  ids?: readonly SampleKey[];
+  /**
+   * Write the tensor here (STORAGE usage, at least n·c·h·w·4 bytes) instead of into one of the
+   * preprocessor's own output buffers: a training tensor, say.
+   */
+  output?: GPUBuffer;
+}
+
+/** One batch on the GPU. */
+export interface PreprocessedBatch {
+  /**
+   * The f32 tensor (STORAGE | COPY_SRC), or `RunOptions.output`. Unless given, it belongs to the preprocessor and is rewritten by the
+   * `depth`-th following `run`: submit the work that reads it before then (queue order does
+   * the rest).
+   */
+  buffer: GPUBuffer;
+  /** [n, c, h, w] or [n, h, w, c]. */
+  shape: [number, number, number, number];
+  layout: "nchw" | "nhwc";
+  /** Bytes of the tensor at the start of `buffer` (which may be larger). */
+  bytes: number;
+  /** What was done to each image. */
+  plans: ImagePlan[];
+}
+
+/**
+ * Batch preprocessing on one device: random-resized or centre crop, mirror, antialiased resize,
+ * gray↔RGB and mean/std normalization of variable-size u8 images, one dispatch per batch.
+ * Create with `createPreprocessor`.
+ */
+export class Preprocessor {
+  readonly device: GPUDevice;
+  readonly options: Readonly<PreprocessOptions>;
+  readonly #ring: StagingRing;
+  readonly #params: GPUBuffer;
+  readonly #constants: Record<string, number>;
+
+  /** @internal use createPreprocessor */
+  constructor(device: GPUDevice, options: PreprocessOptions) {
+    this.device = device;
+    this.options = options;
+    const channels = options.channels ?? 3;
+    this.#constants = { NCHW: (options.layout ?? "nchw") === "nchw" ? 1 : 0, OUT_CHANNELS: channels, ANTIALIAS_ABOVE: options.antialiasAbove ?? 2 };
+    this.#ring = new StagingRing(device, { depth: options.depth ?? 3, label: "preprocess" });
+    const params = new ArrayBuffer(48);
+    new Uint32Array(params, 0, 4).set([options.width, options.height, 0, 0]);
+    const f = new Float32Array(params, 16, 8);
+    for (let c = 0; c < channels; c++) {
+      const mean = options.mean?.[c] ?? 0, std = options.std?.[c] ?? 1;
+      f[c] = 1 / (255 * std);
+      f[4 + c] = -mean / std;
+    }
+    this.#params = device.createBuffer({ label: "preprocess.params", size: 48, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    device.queue.writeBuffer(this.#params, 0, params);
+  }
+
+  /** The pipeline, compiled once per device and specialization (done by createPreprocessor). */
+  compile(): Promise<unknown> {
+    return kernel.compile(this.device, this.#constants);
+  }
+
+  /** GPU buffers created so far; constant once batches stop growing (see NOTE [ Staging ring ]). */
+  get allocations(): number {
+    return this.#ring.allocations;
+  }
+
+  /** The plan of each image, exactly as `run` would make it. */
+  plan(shapes: readonly { width: number; height: number }[], run: RunOptions = {}): ImagePlan[] {
+    if (isRandom(this.options) && (!run.ids || run.ids.length !== shapes.length)) {
+      throw new CassetteError(
+        "ERR_INVALID_OPTION",
+        `Cannot plan random crops or flips as 'ids' must give one sample id per image: current value is ${run.ids ? `${run.ids.length} ids for ${shapes.length} images` : "undefined"}`,
+      );
+    }
+    return shapes.map((s, i) => planImage(s.width, s.height, this.options, run.epoch ?? 0, run.ids?.[i] ?? i));
+  }
+
+  /**
+   * Uploads, preprocesses and returns one batch. Images are decoded pixels or, for the hybrid
+   * JPEG path, the decoder's coefficients (see idct.ts). Resolves once the work is submitted,
+   * not when it has run.
+   */
+  async run(images: readonly (DecodedImage | JpegCoefficients)[], run: RunOptions = {}): Promise<PreprocessedBatch> {
+    const n = images.length;
+    if (n < 1 || n > 65535) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess a batch as it must hold 1 to 65535 images: current value is ${n}`);
+    }
+    const { width: W, height: H } = this.options;
+    const C = this.options.channels ?? 3;
+    const layout = this.options.layout ?? "nchw";
+    const pixels = images.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
+    const plans = this.plan(pixels, run);
+    const pack = packLayout(pixels);
+    const coef = planCoefficients(images, pack);
+    const coefAt = Math.ceil(pack.bytes / 256) * 256;
+    const upload = coef ? coefAt + coef.uploadBytes : pack.bytes;
+    const outBytes = n * C * W * H * 4;
+
+    const slot = await this.#ring.acquire(upload);
+    try {
+      packBatch(slot.bytes, pixels, plans, pack);
+      if (coef) coef.write(slot.bytes.subarray(coefAt));
+      const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+      if (run.output && run.output.size < outBytes) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess into 'output' as the batch needs ${outBytes} bytes: current value is ${run.output.size}`);
+      }
+      const output = run.output ?? slot.target("output", outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+      const encoder = this.device.createCommandEncoder({ label: "preprocess" });
+      const copies = [{ from: 0, to: input, bytes: pack.bytes }];
+      let coefBuf: GPUBuffer | undefined;
+      if (coef) {
+        coefBuf = slot.target("coefficients", coef.uploadBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+        copies.push({ from: coefAt, to: coefBuf, bytes: coef.uploadBytes });
+      }
+      this.#ring.commit(slot, encoder, copies);
+      if (coef) {
+        const planes = slot.target("planes", coef.planeBytes, GPUBufferUsage.STORAGE);
+        await encodeCoefficients(this.device, encoder, coef, coefBuf!, planes, input);
+      }
+      const pixelsPerImage = W * H;
+      const groups = Math.ceil(pixelsPerImage / WORKGROUP);
+      if (groups > 65535) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess to ${W}×${H} as an output image may have at most ${65535 * WORKGROUP} pixels`);
+      }
+      await kernel.encode(this.device, encoder, [this.#params, input, output], [groups, n], this.#constants);
+      this.device.queue.submit([encoder.finish()]);
+      this.#ring.submitted(slot);
+      const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];
+      return { buffer: output, shape, layout, bytes: outBytes, plans };
+    } catch (e) {
+      this.#ring.abandon(slot);
+      throw e;
+    }
+  }
+
+  /** Frees every buffer of the preprocessor (outputs of earlier batches included). */
+  destroy(): void {
+    this.#ring.destroy();
+    this.#params.destroy();
+  }
+}
+
+/**
+ * A batch preprocessor for `device`, its pipeline compiled. The CPU plans each image's crop
+ * and flip from (seed, epoch, sample id); the GPU does the rest in one dispatch per batch.
+ *
+ * @example
+ * ```ts
+ * import { createPreprocessor, requestDevice } from "cassette";
+ * const device = await requestDevice();
+ * const pre = await createPreprocessor(device, {
+ *   width: 32, height: 32, crop: { kind: "random-resized" }, flip: 0.5, seed: 1,
+ *   mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225],
+ * });
+ * const images = [
+ *   { data: new Uint8Array(60 * 40 * 3).fill(200), width: 60, height: 40, channels: 3 },
+ *   { data: new Uint8Array(17 * 90).fill(50), width: 17, height: 90, channels: 1 },
+ * ];
+ * const batch = await pre.run(images, { epoch: 0, ids: ["a", "b"] });
+ * console.log(batch.shape.join("x")); // 2x3x32x32
+ * pre.destroy();
+ * device.destroy();
+ * ```
+ */
+export async function createPreprocessor(device: GPUDevice, options: PreprocessOptions): Promise<Preprocessor> {
+  check(options);
+  const pre = new Preprocessor(device, options);
+  await pre.compile();
+  return pre;
+}
+
+function check(o: PreprocessOptions): void {
+  const bad = (what: string, value: unknown) => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a preprocessor as ${what}: current value is ${JSON.stringify(value)}`);
+  };
+  for (const k of ["width", "height"] as const) {
+    if (!(Number.isInteger(o[k]) && o[k] >= 1 && o[k] <= 65535)) bad(`'${k}' must be an integer from 1 to 65535`, o[k]);
+  }
+  const channels = o.channels ?? 3;
+  if (channels !== 1 && channels !== 3) bad("'channels' must be 1 or 3", channels);
+  if (o.layout !== undefined && o.layout !== "nchw" && o.layout !== "nhwc") bad("'layout' must be \"nchw\" or \"nhwc\"", o.layout);
+  if (o.mean !== undefined && o.mean.length !== channels) bad(`'mean' must have one value per output channel (${channels})`, o.mean);
+  if (o.std !== undefined && (o.std.length !== channels || o.std.some((s) => !(s > 0)))) bad(`'std' must have ${channels} values > 0`, o.std);
+  if (o.flip !== undefined && !(o.flip >= 0 && o.flip <= 1)) bad("'flip' must be a probability from 0 to 1", o.flip);
+  const crop = o.crop;
+  if (crop?.kind === "random-resized") {
+    const [s0, s1] = crop.scale ?? [0.08, 1];
+    const [r0, r1] = crop.ratio ?? [3 / 4, 4 / 3];
+    if (!(s0 > 0 && s0 <= s1 && s1 <= 1)) bad("'crop.scale' must be [lo, hi] with 0 < lo ≤ hi ≤ 1", crop.scale);
+    if (!(r0 > 0 && r0 <= r1)) bad("'crop.ratio' must be [lo, hi] with 0 < lo ≤ hi", crop.ratio);
+  } else if (crop?.kind === "center") {
+    if (crop.resize !== undefined && !(Number.isInteger(crop.resize) && crop.resize >= 1)) bad("'crop.resize' must be a positive integer", crop.resize);
+  } else if (crop !== undefined && crop.kind !== "resize") {
+    bad("'crop.kind' must be \"resize\", \"center\" or \"random-resized\"", (crop as { kind: unknown }).kind);
+  }
+  if (o.antialiasAbove !== undefined && !(o.antialiasAbove >= 1)) bad("'antialiasAbove' must be ≥ 1", o.antialiasAbove);
+}
