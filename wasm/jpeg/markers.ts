@@ -105,7 +105,9 @@ export function nextScan(headerOnly: bool): i32 {
     if (m == 0xc4) readDHT(body, stop);
     else if (m == 0xdb) readDQT(body, stop);
     else if (m == 0xdd) readDRI(body, stop);
-    else if (m == 0xcc) fail(E_UNSUP_ARITHMETIC, at); // DAC: conditioning for arithmetic coding
+    else if (m == 0xcc) {
+      if (!headerOnly) fail(E_UNSUP_ARITHMETIC, at); // DAC: conditioning for arithmetic coding
+    }
     else if (m >= 0xc0 && m <= 0xcf) readSOF(m, body, stop, at, headerOnly);
     else if (m == 0xde || m == 0xdf) fail(E_UNSUP_HIERARCHICAL, at); // DHP, EXP
     else if (m == 0xe0) readJFIF(body, stop);
