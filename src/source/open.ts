@@ -16,6 +16,9 @@ import { parseStoreAddress, redact } from "./address.ts";
 import { CassandraStore, type CassandraStoreOptions } from "./cassandra.ts";
 import { SqliteStore } from "./sqlite.ts";
 import type { Store } from "./store.ts";
+import type { Source } from "./source.ts";
+import { SqliteSource } from "./sqlite_source.ts";
+import { CassandraSource } from "./cassandra_source.ts";
 
 export interface OpenStoreOptions {
   /** Options for `cassandra://` addresses (driver options pass through as `driver`). */
@@ -36,4 +39,15 @@ export async function openStore(address: string, options: OpenStoreOptions = {})
         `Cannot open '${redact(address)}' as a dataset store: ${a.kind} addresses are read-only sources (the loader reads them); ingest into sqlite: or cassandra://`,
       );
   }
+}
+
+/**
+ * The read side of a store for the loader. `maxInFlight` caps requests in flight (default:
+ * 1024 for Cassandra, 4096 for SQLite).
+ */
+export async function openSource(store: Store, dataset: string, maxInFlight?: number): Promise<Source> {
+  await store.getDataset(dataset); // a clear error now rather than per sample
+  if (store instanceof SqliteStore) return new SqliteSource(store, dataset, maxInFlight);
+  if (store instanceof CassandraStore) return new CassandraSource(store, dataset, maxInFlight);
+  throw new CassetteError("ERR_UNSUPPORTED", `Cannot read from store ${store.address}: it has no source`);
 }

@@ -127,16 +127,22 @@ export class SqliteStore implements Store {
     return this.getSync(dataset, ids);
   }
 
-  /** `get` without the promise: for callers on the hot path that batch their own work. */
-  getSync(dataset: string, ids: readonly string[]): StoredSample[] {
+  /** The stored samples among `ids`, in no particular order: missing ids are simply absent. */
+  getSomeSync(dataset: string, ids: readonly string[]): StoredSample[] {
     const t = tables(this.#prepared(dataset).spec.name);
-    const found = new Map<string, StoredSample>();
+    const out: StoredSample[] = [];
     for (let i = 0; i < ids.length; i += IN_CHUNK) {
       const chunk = ids.slice(i, i + IN_CHUNK);
       for (const r of this.#select(t.data, "id, label, data", chunk.length).all(...chunk)) {
-        found.set(r.id as string, { id: r.id as string, label: Number(r.label), data: r.data as Uint8Array });
+        out.push({ id: r.id as string, label: Number(r.label), data: r.data as Uint8Array });
       }
     }
+    return out;
+  }
+
+  /** `get` without the promise: for callers on the hot path that batch their own work. */
+  getSync(dataset: string, ids: readonly string[]): StoredSample[] {
+    const found = new Map(this.getSomeSync(dataset, ids).map((s) => [s.id, s]));
     return ids.map((id) => {
       const s = found.get(id);
       if (!s) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${dataset}' in ${this.address}`);

@@ -1,0 +1,427 @@
+/**
+ * The Loader: wires the stages of the flow for one split.
+ *
+ *   epochPlan ─► Window (ramp) ─► Source.fetch (one request per sample, out of order)
+ *                    ▲                 │ retries (RetrySource), skip/throw policy
+ *                    │                 ▼
+ *                consumed ◄── Assembler (ready order | strict order) ◄── transform (decode)
+ *
+ * NOTE [ Ready-order assembly ]: a batch is formed from whichever samples are ready — fetched
+ * and transformed — not from a fixed list of ids. A slow connection or a slow decode delays
+ * only its own samples, which join a later batch, so the consumer waits for the *fastest*
+ * `batchSize` of the outstanding samples rather than for the slowest of a fixed set. This one
+ * mechanism gives the 2025 paper's out-of-order incremental prefetching and MINATOLoader's
+ * fast/slow queues. The ledger keeps it honest: every id of the epoch shard is handed over
+ * exactly once. `order: "strict"` builds batch k from plan positions k·B … (k+1)·B − 1.
+ *
+ * @example
+ * ```ts
+ * import { Loader, openStore, ingest } from "cassette";
+ * const store = await openStore("sqlite:.tmp/loader-example.sqlite");
+ * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 64 });
+ * const ids: string[] = [];
+ * for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
+ * const loader = new Loader({ store, dataset: "fm", ids, batchSize: 32, prefetch: 4, seed: 7 });
+ * let n = 0;
+ * for await (const batch of loader.epoch(0)) n += batch.ids.length;
+ * console.log(n); // 128
+ * await loader.close();
+ * await store.close();
+ * ```
+ */
+import { runtime } from "../runtime-adapters/index.ts";
+import { CassetteError } from "./errors.ts";
+import { epochPlan } from "./plan/epoch.ts";
+import { Window } from "./schedule/window.ts";
+import { Ledger } from "./schedule/ledger.ts";
+import { type Batch, packBatch } from "./assemble/batch.ts";
+import type { Fetched, Source } from "./source/source.ts";
+import { RetrySource } from "./source/retry.ts";
+import { openSource, openStore } from "./source/open.ts";
+import type { Store } from "./source/store.ts";
+
+export interface LoaderOptions<T = Fetched> {
+  /** A store address, an open Store, or a Source. */
+  store: string | Store | Source;
+  /** The dataset (needed unless `store` is a Source). */
+  dataset?: string;
+  /** The split's ids (e.g. `(await loadSplit("splits.json:train")).split.ids`). */
+  ids: readonly string[];
+  batchSize: number;
+  /** Permute ids each epoch (default true). */
+  shuffle?: boolean;
+  seed?: number;
+  rank?: number;
+  worldSize?: number;
+  /** Batches of requests kept in flight once ramped up (default 8). */
+  prefetch?: number;
+  /** Batches requested at the start of an epoch before the ramp (default 2). */
+  rampStart?: number;
+  /** "ready" (default): batches from whatever arrived; "strict": plan order. */
+  order?: "ready" | "strict";
+  /** Drop samples so every rank has the same whole number of batches. */
+  dropLast?: boolean;
+  /** Retries of a failed fetch (default 3), with backoff. */
+  retries?: number;
+  /** After the retries: "throw" (default) ends the epoch with an error naming the id; "skip" counts it and goes on. */
+  onError?: "throw" | "skip";
+  /** Runs on each fetched sample (e.g. decode); a sample is ready when its promise resolves. */
+  transform?: (s: Fetched) => T | Promise<T>;
+  /** Cap on requests in flight at the source (default: the source's). */
+  maxInFlight?: number;
+  signal?: AbortSignal;
+}
+
+export interface EpochOptions {
+  /** Ids already handed over in an interrupted run of this epoch (from checkpointed batch.ids): they are not read again. */
+  skip?: Iterable<string>;
+}
+
+export interface LoaderStats {
+  epochs: number;
+  batches: number;
+  samples: number;
+  bytes: number;
+  seconds: number;
+  samplesPerSec: number;
+  mbPerSec: number;
+  /** Time between consecutive batches handed over. */
+  batchMs: { p50: number; p99: number; max: number };
+  /** Time the consumer spent waiting inside the iterator. */
+  waitSeconds: number;
+  errors: number;
+  retries: number;
+  duplicates: number;
+  /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
+  maxOutstanding: number;
+  /** Bytes per connection (or host), when the source says which served a sample. */
+  perConnection: Record<string, number>;
+}
+
+export class Loader<T = Fetched> implements AsyncDisposable {
+  readonly options: LoaderOptions<T>;
+  #source?: Promise<Source>;
+  #retry?: RetrySource;
+  #ownsStore?: Store;
+  #active?: EpochRun<T>;
+  #closed = false;
+  readonly #stats = {
+    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0,
+    batchMs: [] as number[], perConnection: {} as Record<string, number>,
+  };
+
+  constructor(options: LoaderOptions<T>) {
+    const o = options;
+    const bad = (why: string): never => {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a Loader as ${why}`);
+    };
+    if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
+    if (o.prefetch !== undefined && !(Number.isInteger(o.prefetch) && o.prefetch >= 1)) bad(`'prefetch' must be a positive integer: current value is ${o.prefetch}`);
+    if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
+    if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
+    if (typeof o.store === "string" || isStore(o.store)) {
+      if (!o.dataset) bad("'dataset' is needed to read from a store");
+    }
+    if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
+    this.options = options;
+  }
+
+  /** Batches of epoch `epoch`: iterate with `for await`. One epoch at a time. */
+  epoch(epoch: number, opts: EpochOptions = {}): AsyncIterableIterator<Batch<T>> {
+    if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", "Cannot start an epoch as the loader is closed");
+    if (this.#active && !this.#active.finished) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot start epoch ${epoch} while epoch ${this.#active.epoch} is still being read: finish or break out of it first`);
+    }
+    const o = this.options;
+    const skip = new Set(opts.skip ?? []);
+    const plan = epochPlan(o.ids, {
+      seed: o.seed ?? 0, epoch, rank: o.rank, worldSize: o.worldSize, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast,
+    }).filter((id) => !skip.has(id));
+    const run = new EpochRun<T>(this, epoch, plan);
+    this.#active = run;
+    this.#stats.epochs++;
+    return run;
+  }
+
+  /** The source, opened on first use. */
+  source(): Promise<Source> {
+    this.#source ??= (async () => {
+      const o = this.options;
+      let src: Source;
+      if (typeof o.store === "string") {
+        this.#ownsStore = await openStore(o.store);
+        src = await openSource(this.#ownsStore, o.dataset!, o.maxInFlight);
+      } else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight);
+      else src = o.store;
+      this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
+      this.#retry.onDrain(() => this.#active?.drained());
+      return this.#retry;
+    })();
+    return this.#source;
+  }
+
+  /** Figures for everything read so far. */
+  stats(): LoaderStats {
+    const s = this.#stats;
+    const sorted = s.batchMs.slice().sort((a, b) => a - b);
+    const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
+    const seconds = s.busyMs / 1000;
+    return {
+      epochs: s.epochs, batches: s.batches, samples: s.samples, bytes: s.bytes, seconds,
+      samplesPerSec: seconds > 0 ? s.samples / seconds : 0, mbPerSec: seconds > 0 ? s.bytes / 1e6 / seconds : 0,
+      batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
+      waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0, duplicates: s.duplicates,
+      maxOutstanding: s.maxOutstanding, perConnection: { ...s.perConnection },
+    };
+  }
+
+  /** Stops reading, closes what the loader opened. Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#active?.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader was closed"));
+    if (this.#source) await (await this.#source.catch(() => undefined))?.close();
+    await this.#ownsStore?.close();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** @internal bookkeeping from the epoch run. */
+  _record(batch: Batch<T>, gapMs: number, waitMs: number, outstanding: number, conns: Map<string, number>): void {
+    const s = this.#stats;
+    s.batches++;
+    s.samples += batch.ids.length;
+    s.bytes += batch.bytes;
+    s.batchMs.push(gapMs);
+    s.busyMs += gapMs;
+    s.waitMs += waitMs;
+    s.maxOutstanding = Math.max(s.maxOutstanding, outstanding);
+    for (const [c, b] of conns) s.perConnection[c] = (s.perConnection[c] ?? 0) + b;
+    conns.clear();
+  }
+  /** @internal */
+  _error(duplicates = 0, errors = 0): void {
+    this.#stats.duplicates += duplicates;
+    this.#stats.errors += errors;
+  }
+  /** @internal */
+  _outstanding(n: number): void {
+    this.#stats.maxOutstanding = Math.max(this.#stats.maxOutstanding, n);
+  }
+}
+
+function isStore(x: unknown): x is Store {
+  return typeof x === "object" && x !== null && "scanNat" in x && "createDataset" in x;
+}
+
+/** One epoch's reading: scheduler, ledger and assembler for one pass over the plan. */
+class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
+  readonly epoch: number;
+  finished = false;
+  readonly #loader: Loader<T>;
+  readonly #plan: string[];
+  readonly #ledger: Ledger;
+  readonly #window: Window;
+  readonly #B: number;
+  readonly #strict: boolean;
+  readonly #skipErrors: boolean;
+  readonly #transform?: (s: Fetched) => T | Promise<T>;
+  #source?: Source;
+  #next = 0; // plan position of the next request
+  #outstanding = 0; // requested and not yet handed over (in flight, transforming, or ready)
+  #pending = 0; // requested and neither arrived nor skipped
+  #saturated = false;
+  #ready: { s: Fetched; item: T }[] = []; // ready order: arrival order
+  readonly #byId = new Map<string, { s: Fetched; item: T }>(); // strict order
+  readonly #skipped = new Set<string>();
+  #batchIndex = 0;
+  #error?: Error;
+  #wake?: () => void;
+  #lastHandOver = 0;
+  readonly #conns = new Map<string, number>();
+  readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
+
+  constructor(loader: Loader<T>, epoch: number, plan: string[]) {
+    const o = loader.options;
+    this.#loader = loader;
+    this.epoch = epoch;
+    this.#plan = plan;
+    this.#ledger = new Ledger(plan);
+    this.#B = o.batchSize;
+    this.#window = new Window(o.batchSize, o.prefetch ?? 8, o.rampStart ?? 2);
+    this.#strict = o.order === "strict";
+    this.#skipErrors = o.onError === "skip";
+    this.#transform = o.transform;
+    o.signal?.addEventListener("abort", this.#onAbort, { once: true });
+    if (o.signal?.aborted) this.#onAbort();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<Batch<T>>> {
+    const t0 = runtime.now();
+    if (!this.#source) {
+      try {
+        this.#source = await this.#loader.source();
+      } catch (e) {
+        this.#finish();
+        throw e;
+      }
+      this.#lastHandOver = runtime.now();
+      this.#pump();
+    }
+    for (;;) {
+      if (this.#error) {
+        this.#finish();
+        throw this.#error;
+      }
+      const taken = this.#take();
+      if (taken) {
+        const { skippedCount, ...batch } = taken;
+        const now = runtime.now();
+        this.#loader._record(batch, now - this.#lastHandOver, now - t0, this.#outstanding, this.#conns);
+        this.#lastHandOver = now;
+        this.#outstanding -= batch.ids.length + skippedCount;
+        this.#window.consumed();
+        this.#pump();
+        return { value: batch, done: false };
+      }
+      if (this.#next === this.#plan.length && this.#pending === 0) {
+        this.#finish();
+        if (!this.#ledger.complete()) {
+          throw new Error(`ledger: epoch ${this.epoch} ended with ${this.#ledger.delivered} delivered + ${this.#ledger.skipped} skipped of ${this.#ledger.size}`);
+        }
+        return { value: undefined, done: true };
+      }
+      await new Promise<void>((r) => (this.#wake = r));
+    }
+  }
+
+  /** Breaking out of `for await` ends the epoch. */
+  return(): Promise<IteratorResult<Batch<T>>> {
+    this.stop();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  stop(error?: Error): void {
+    if (this.finished) return;
+    if (error) this.#error = error;
+    this.#next = this.#plan.length; // request nothing more
+    this.#finish();
+    this.#wakeUp();
+  }
+
+  drained(): void {
+    this.#saturated = false;
+    this.#pump();
+  }
+
+  #finish(): void {
+    this.finished = true;
+    this.#loader.options.signal?.removeEventListener("abort", this.#onAbort);
+  }
+
+  /** Requests as many samples as the window, the plan and the source allow. */
+  #pump(): void {
+    const src = this.#source;
+    if (!src || this.finished) return;
+    while (!this.#saturated && this.#next < this.#plan.length && this.#outstanding < this.#window.samples()) {
+      const id = this.#plan[this.#next++];
+      this.#ledger.requested(id);
+      this.#outstanding++;
+      this.#pending++;
+      if (!src.fetch(id, (err, s) => this.#arrived(id, err, s))) this.#saturated = true;
+    }
+    this.#loader._outstanding(this.#outstanding);
+  }
+
+  #arrived(id: string, err: Error | null, s?: Fetched): void {
+    if (this.finished && !this.#error) return;
+    if (err || !s) {
+      this.#pending--;
+      if (this.#skipErrors) {
+        this.#ledger.skip(id);
+        this.#skipped.add(id);
+        this.#loader._error(0, 1);
+      } else {
+        this.#error ??= new CassetteError(
+          ((err as { code?: string })?.code?.startsWith?.("ERR_") ? (err as CassetteError).code : "ERR_STORE_UNREACHABLE"),
+          `Cannot read sample ${id} of epoch ${this.epoch} from ${this.#source?.name}: ${err?.message}`,
+          { cause: err },
+        );
+      }
+      return this.#wakeUp();
+    }
+    if (!this.#ledger.deliver(id)) return this.#loader._error(1, 0);
+    if (s.conn) this.#conns.set(s.conn, (this.#conns.get(s.conn) ?? 0) + s.data.length);
+    if (!this.#transform) return this.#ready1(s, s as unknown as T);
+    let out: T | Promise<T>;
+    try {
+      out = this.#transform(s);
+    } catch (e) {
+      return this.#transformFailed(id, e as Error);
+    }
+    Promise.resolve(out).then((item) => this.#ready1(s, item), (e) => this.#transformFailed(id, e));
+  }
+
+  #transformFailed(id: string, e: Error): void {
+    this.#pending--;
+    if (this.#skipErrors) {
+      this.#ledger.skip(id);
+      this.#skipped.add(id);
+      this.#loader._error(0, 1);
+    } else this.#error ??= e instanceof CassetteError ? e : new CassetteError("ERR_MALFORMED_INPUT", `Cannot transform sample ${id}: ${e.message}`, { cause: e });
+    this.#wakeUp();
+  }
+
+  #ready1(s: Fetched, item: T): void {
+    this.#pending--;
+    if (this.#strict) this.#byId.set(s.id, { s, item });
+    else this.#ready.push({ s, item });
+    this.#wakeUp();
+  }
+
+  #wakeUp(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+
+  /** The next batch if one is ready. */
+  #take(): (Batch<T> & { skippedCount: number }) | undefined {
+    const pack = !this.#transform;
+    const allIn = this.#next === this.#plan.length && this.#pending === 0;
+    if (!this.#strict) {
+      // Skipped samples free their window slots as soon as a batch is taken.
+      if (this.#ready.length >= this.#B || (allIn && this.#ready.length > 0)) {
+        const part = this.#ready.splice(0, this.#B);
+        const skippedCount = this.#skipped.size;
+        this.#skipped.clear();
+        return { ...packBatch(this.epoch, this.#batchIndex++, part, pack), skippedCount };
+      }
+      if (allIn && this.#skipped.size) this.#outstanding -= this.#skipped.size, this.#skipped.clear();
+      return undefined;
+    }
+    const start = this.#batchIndex * this.#B;
+    if (start >= this.#plan.length) return undefined;
+    const ids = this.#plan.slice(start, start + this.#B);
+    if (!ids.every((id) => this.#byId.has(id) || this.#skipped.has(id))) return undefined;
+    const part = ids.filter((id) => this.#byId.has(id)).map((id) => this.#byId.get(id)!);
+    let skippedCount = 0;
+    for (const id of ids) {
+      this.#byId.delete(id);
+      if (this.#skipped.delete(id)) skippedCount++;
+    }
+    if (part.length === 0) {
+      // A batch of nothing but skipped samples: hand over nothing, move on.
+      this.#batchIndex++;
+      this.#outstanding -= skippedCount;
+      return this.#take();
+    }
+    return { ...packBatch(this.epoch, this.#batchIndex++, part, pack), skippedCount };
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * A Source is the read side of a store as the loader sees it: one request per sample (batch
+ * disassembly, ConcurrentDataLoader §2), answered in whatever order the network gives.
+ *
+ * Backpressure is a return value (STYLE.md habit 4, as undici's dispatch()): `fetch` returns
+ * false when the source is saturated, and the source calls its drain listener when it can take
+ * more. The scheduler never polls.
+ */
+export interface Fetched {
+  id: string;
+  label: number;
+  data: Uint8Array;
+  /** Which connection or worker served it (for per-connection statistics), if known. */
+  conn?: string;
+}
+
+export type FetchCallback = (err: Error | null, sample?: Fetched) => void;
+
+export interface Source {
+  /** For messages and statistics, e.g. "cassandra://127.0.0.1/ks (fashion-mnist)". */
+  readonly name: string;
+  /** Starts fetching `id`; returns false when no more requests should be made until drain. */
+  fetch(id: string, done: FetchCallback): boolean;
+  /** Called when a saturated source can take requests again. */
+  onDrain(listener: () => void): void;
+  /** Requests started and not yet answered. */
+  inFlight(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Shared bookkeeping for sources with a fixed request capacity: counts in-flight requests,
+ * answers `fetch` with false at capacity and calls drain listeners when a slot frees up.
+ */
+export class Capacity {
+  readonly max: number;
+  #inFlight = 0;
+  #saturated = false;
+  readonly #listeners: (() => void)[] = [];
+
+  constructor(max: number) {
+    this.max = max;
+  }
+  /** Takes a slot; returns whether more requests may follow. */
+  take(): boolean {
+    this.#inFlight++;
+    if (this.#inFlight >= this.max) this.#saturated = true;
+    return !this.#saturated;
+  }
+  release(): void {
+    this.#inFlight--;
+    if (this.#saturated && this.#inFlight < this.max) {
+      this.#saturated = false;
+      for (const l of this.#listeners) l();
+    }
+  }
+  onDrain(l: () => void): void {
+    this.#listeners.push(l);
+  }
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+}
