@@ -9,8 +9,9 @@ import * as id from "./id.ts";
 import * as info from "./info.ts";
 import * as ingest from "./ingest.ts";
 import * as splits from "./splits.ts";
+import * as read from "./read.ts";
 
-const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, id, info, ingest, splits };
+const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, id, info, ingest, read, splits };
 
 const help = `cassette: a deep-learning data loader for Deno, Bun and Node
 
@@ -20,6 +21,7 @@ commands:
   ingest SOURCE --store URL --dataset NAME    samples from a folder, idx files or a manifest
   info --store URL [--dataset NAME]           datasets, counts per label, bytes
   splits --store URL --dataset NAME --ratios 7,2,1 --out FILE    splits from metadata
+  read --store URL --dataset NAME [--split FILE[:INDEX]]     the tight loop: MB/s, batch times
   cassandra start|stop|status   the local test/dev Cassandra node (127.0.0.1:9042)
   id DATASET KEY…               the portable sample id of a key
 

@@ -1,0 +1,80 @@
+/** `cassette read`: the tight loop — read a split as fast as the loader can, report figures. */
+import { Loader } from "../loader.ts";
+import { loadSplit } from "../dataset/splits.ts";
+import { openStore } from "../source/open.ts";
+import { progress } from "../observe/progress.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { intOption, parseArgs, required, usageError } from "./args.ts";
+
+export const help = `usage: cassette read --store URL --dataset NAME [--split FILE[:INDEX|:NAME]] [options]
+
+Reads every sample of the split (default: the whole dataset) through the loader, with no
+decoding, and reports MB/s, images/s and batch-time percentiles.
+
+  --batch B            samples per batch (default 128)
+  --prefetch K         batches of requests in flight once ramped up (default 8)
+  --order ready|strict ready (default): batches from whatever arrived; strict: plan order
+  --epochs E           epochs to read (default 1)
+  --seed S             shuffle seed (default 0)
+  --rank R --world-size W   read rank R's shard of W
+  --on-error throw|skip     after retries: stop (default) or skip and count
+  --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
+                       batchMs: { p50, p99, max }, errors, … }`;
+
+export async function run(argv: string[]): Promise<number> {
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error"]);
+  if (options.has("help")) return void console.log(help), 0;
+  const json = options.has("json");
+  const dataset = required(options, "read", "dataset");
+  const order = (options.get("order") ?? "ready") as "ready" | "strict";
+  if (order !== "ready" && order !== "strict") usageError("read", `--order must be ready or strict: current value is ${order}`);
+  const onError = (options.get("on-error") ?? "throw") as "throw" | "skip";
+  const store = await openStore(required(options, "read", "store"));
+  try {
+    let ids: string[];
+    if (options.has("split")) {
+      const { file, split } = await loadSplit(String(options.get("split")));
+      if (file.dataset !== dataset) usageError("read", `the split file is for dataset '${file.dataset}', not '${dataset}'`);
+      ids = split.ids;
+    } else {
+      ids = [];
+      for await (const page of store.scanNat(dataset)) for (const r of page) ids.push(r.id);
+    }
+    const epochs = intOption(options, "read", "epochs") ?? 1;
+    const loader = new Loader({
+      store, dataset, ids, order, onError,
+      batchSize: intOption(options, "read", "batch") ?? 128,
+      prefetch: intOption(options, "read", "prefetch"),
+      seed: intOption(options, "read", "seed"),
+      rank: intOption(options, "read", "rank"),
+      worldSize: intOption(options, "read", "world-size"),
+    });
+    const t0 = runtime.now();
+    try {
+      for (let e = 0; e < epochs; e++) {
+        const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), json);
+        let n = 0;
+        for await (const b of loader.epoch(e)) bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+        bar.done();
+      }
+    } finally {
+      await loader.close();
+    }
+    const s = loader.stats();
+    const report = {
+      store: store.address, dataset, order, epochs, samples: s.samples, bytes: s.bytes,
+      seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
+      batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
+    };
+    if (json) console.log(JSON.stringify(report));
+    else {
+      console.log(`read ${s.samples} samples, ${(s.bytes / 1e6).toFixed(1)} MB in ${report.seconds.toFixed(2)} s (${order} order)`);
+      console.log(`  ${s.samplesPerSec.toFixed(0)} samples/s, ${s.mbPerSec.toFixed(1)} MB/s`);
+      console.log(`  batch time p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms, max ${s.batchMs.max.toFixed(1)} ms`);
+      console.log(`  errors ${s.errors}, retries ${s.retries}, most samples outstanding ${s.maxOutstanding}`);
+    }
+    return s.errors ? 1 : 0;
+  } finally {
+    await store.close();
+  }
+}
