@@ -1,0 +1,61 @@
+/**
+ * Source → Source decorators for loader tests, wrapped around a real source (never a fake
+ * store): delays per request, failures on chosen ids, and a recorder of requests in flight.
+ */
+import type { FetchCallback, Source } from "../../src/source/source.ts";
+
+/** Delays each answer by `delayMs(id)` (after the real fetch), e.g. a slow connection. */
+export function delayed(inner: Source, delayMs: (id: string) => number): Source {
+  return {
+    name: `${inner.name} +delay`,
+    fetch: (id, done) => inner.fetch(id, (err, s) => setTimeout(() => done(err, s), delayMs(id))),
+    onDrain: (l) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => inner.close(),
+  };
+}
+
+/** Fails the first `times` attempts for each id in `ids` (times = Infinity: always). */
+export function flaky(inner: Source, ids: Set<string>, times: number): Source & { attempts: Map<string, number> } {
+  const attempts = new Map<string, number>();
+  return {
+    name: `${inner.name} +flaky`,
+    attempts,
+    fetch(id: string, done: FetchCallback) {
+      const n = (attempts.get(id) ?? 0) + 1;
+      attempts.set(id, n);
+      if (ids.has(id) && n <= times) {
+        setTimeout(() => done(Object.assign(new Error(`injected failure ${n} of ${id}`), { code: "ECONNRESET" })), 1);
+        return true;
+      }
+      return inner.fetch(id, done);
+    },
+    onDrain: (l) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => inner.close(),
+  };
+}
+
+/** Records how many requests are in flight at most, and the requests made. */
+export function recording(inner: Source): Source & { maxInFlight: number; requests: string[]; current: () => number } {
+  let current = 0;
+  const r = {
+    name: inner.name,
+    maxInFlight: 0,
+    requests: [] as string[],
+    current: () => current,
+    fetch(id: string, done: FetchCallback) {
+      current++;
+      r.maxInFlight = Math.max(r.maxInFlight, current);
+      r.requests.push(id);
+      return inner.fetch(id, (e, s) => {
+        current--;
+        done(e, s);
+      });
+    },
+    onDrain: (l: () => void) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => inner.close(),
+  };
+  return r;
+}

@@ -1,0 +1,185 @@
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { freshSeed, rng } from "../_support/random.ts";
+import { delayed, flaky, recording } from "../_support/sources.ts";
+import { Loader } from "../../src/loader.ts";
+import { openSource, openStore } from "../../src/source/open.ts";
+import { ingest } from "../../src/dataset/ingest.ts";
+import { epochPlan } from "../../src/plan/epoch.ts";
+import type { Store } from "../../src/source/store.ts";
+import type { Source } from "../../src/source/source.ts";
+import { CassetteError } from "../../src/errors.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-loader-"));
+let store: Store;
+let ids: string[] = [];
+const bytesById = new Map<string, number>();
+afterAll(async () => {
+  await store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function setup(): Promise<Source> {
+  if (!store) {
+    store = await openStore(`sqlite:${join(dir, "fm.sqlite")}`);
+    await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 150 });
+    for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
+    for (const s of await store.get("fm", ids)) bytesById.set(s.id, s.data.length);
+  }
+  return openSource(store, "fm");
+}
+
+test("ready order under uneven delays: every id exactly once per epoch, over 3 epochs; batches are full but the last", async () => {
+  const seed = freshSeed();
+  const r = rng(seed);
+  const slow = new Set<string>();
+  const src = await setup();
+  for (const id of ids) if (r() < 0.25) slow.add(id); // one sample in four is 20× slower
+  const loader = new Loader({ store: delayed(src, (id) => (slow.has(id) ? 40 : r() * 2)), ids, batchSize: 32, prefetch: 4, seed });
+  for (let e = 0; e < 3; e++) {
+    const seen: string[] = [];
+    const sizes: number[] = [];
+    for await (const b of loader.epoch(e)) {
+      seen.push(...b.ids);
+      sizes.push(b.ids.length);
+      assert.is(b.offsets.length, b.ids.length + 1);
+      assert.is(b.data.length, b.offsets[b.ids.length]);
+      b.ids.forEach((id, i) => assert.is(b.offsets[i + 1] - b.offsets[i], bytesById.get(id)));
+    }
+    assert.is(seen.length, ids.length, `epoch ${e} (seed ${seed})`);
+    assert.is(new Set(seen).size, ids.length, `no duplicates in epoch ${e} (seed ${seed})`);
+    assert.ok(sizes.slice(0, -1).every((n) => n === 32), `full batches: ${sizes}`);
+  }
+  assert.is(loader.stats().samples, 3 * ids.length);
+  await loader.close();
+});
+
+test("ready order lets slow samples join later batches; strict order follows the plan exactly", async () => {
+  const src = await setup();
+  const slow = new Set(epochPlan(ids, { seed: 1, epoch: 0, batchSize: 30 }).slice(0, 10)); // the first batch's head is slow
+  const ready = new Loader({ store: delayed(src, (id) => (slow.has(id) ? 150 : 0)), ids, batchSize: 30, prefetch: 4, seed: 1 });
+  const first = (await ready.epoch(0).next()).value!;
+  assert.ok(first.ids.filter((id) => slow.has(id)).length < 10, "the first ready batch does not wait for all slow samples");
+  await ready.close();
+
+  const strict = new Loader({ store: delayed(await setup(), (id) => (slow.has(id) ? 30 : Math.random() * 3)), ids, batchSize: 30, prefetch: 4, seed: 1, order: "strict" });
+  const plan = epochPlan(ids, { seed: 1, epoch: 0, batchSize: 30 });
+  let k = 0;
+  for await (const b of strict.epoch(0)) {
+    assert.equal(b.ids, plan.slice(k * 30, (k + 1) * 30), `strict batch ${k} is plan positions ${k * 30}…`);
+    k++;
+  }
+  assert.is(k, Math.ceil(ids.length / 30));
+  await strict.close();
+});
+
+test("the ramp: 2 batches at first, then one more for every 4 consumed, never more than prefetch", async () => {
+  const rec = recording(delayed(await setup(), () => 5));
+  const loader = new Loader({ store: rec, ids, batchSize: 10, prefetch: 5, rampStart: 2, seed: 3 });
+  const it = loader.epoch(0);
+  const first = await it.next();
+  assert.ok(!first.done);
+  // Before the first batch was consumed, at most 2 batches had been requested.
+  assert.ok(rec.requests.length <= 2 * 10 + 10, `requested ${rec.requests.length} after one batch`);
+  let consumed = 1;
+  let worst = 0;
+  for (let r = await it.next(); !r.done; r = await it.next()) {
+    consumed++;
+    const outstanding = rec.requests.length - consumed * 10;
+    worst = Math.max(worst, outstanding);
+    assert.ok(outstanding <= Math.min(5, 2 + Math.floor(consumed / 4)) * 10, `outstanding ${outstanding} after ${consumed} batches`);
+  }
+  assert.ok(worst <= 50 && rec.maxInFlight <= 50, `window of 5 batches holds: max in flight ${rec.maxInFlight}`);
+  assert.ok(loader.stats().maxOutstanding <= 50);
+  await loader.close();
+});
+
+test("ranks partition the epoch: 3 ranks together read every id exactly once", async () => {
+  const seen: string[] = [];
+  for (let rank = 0; rank < 3; rank++) {
+    const loader = new Loader({ store: await setup(), ids, batchSize: 16, seed: 5, rank, worldSize: 3 });
+    for await (const b of loader.epoch(2)) seen.push(...b.ids);
+    await loader.close();
+  }
+  assert.is(seen.length, ids.length);
+  assert.is(new Set(seen).size, ids.length);
+  const equal = epochPlan(ids, { seed: 5, epoch: 2, rank: 0, worldSize: 3, batchSize: 16, dropLast: true });
+  assert.is(equal.length % 16, 0, "dropLast gives whole batches");
+  assert.is(equal.length, epochPlan(ids, { seed: 5, epoch: 2, rank: 2, worldSize: 3, batchSize: 16, dropLast: true }).length, "…the same number on every rank");
+});
+
+test("failures are retried and counted; after the retries, skip counts and goes on, throw names the id", async () => {
+  const bad = new Set(ids.slice(0, 5));
+  const recovering = flaky(await setup(), bad, 2);
+  const loader = new Loader({ store: recovering, ids, batchSize: 32, retries: 3, seed: 1 });
+  let n = 0;
+  for await (const b of loader.epoch(0)) n += b.ids.length;
+  assert.is(n, ids.length, "transient failures cost nothing");
+  assert.is(loader.stats().retries, 10);
+  assert.is(loader.stats().errors, 0);
+  await loader.close();
+
+  const broken = new Set(ids.slice(10, 13));
+  const skipping = new Loader({ store: flaky(await setup(), broken, Infinity), ids, batchSize: 32, retries: 1, onError: "skip", seed: 1 });
+  const got: string[] = [];
+  for await (const b of skipping.epoch(0)) got.push(...b.ids);
+  assert.is(got.length, ids.length - 3);
+  assert.ok(!got.some((id) => broken.has(id)));
+  assert.is(skipping.stats().errors, 3);
+  await skipping.close();
+
+  const throwing = new Loader({ store: flaky(await setup(), broken, Infinity), ids, batchSize: 32, retries: 1, seed: 1 });
+  try {
+    for await (const _ of throwing.epoch(0)) { /* read */ }
+    assert.unreachable("should throw");
+  } catch (e) {
+    assert.instance(e, CassetteError);
+    assert.match((e as Error).message, new RegExp(`(${[...broken].join("|")}).*injected failure 2`));
+  }
+  await throwing.close();
+});
+
+test("a missing id is an error that names it; resume skips what was handed over; abort stops", async () => {
+  const missing = "00000000-0000-5000-8000-000000000000";
+  const loader = new Loader({ store: await setup(), ids: [...ids.slice(0, 20), missing], batchSize: 8 });
+  try {
+    for await (const _ of loader.epoch(0)) { /* read */ }
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, new RegExp(`Cannot find sample ${missing}`));
+  }
+  await loader.close();
+
+  const full = new Loader({ store: await setup(), ids, batchSize: 25, seed: 9 });
+  const it = full.epoch(0);
+  const done: string[] = [];
+  for (let i = 0; i < 3; i++) done.push(...(await it.next()).value!.ids);
+  await it.return!();
+  const rest: string[] = [];
+  for await (const b of full.epoch(0, { skip: done })) rest.push(...b.ids);
+  assert.is(done.length + rest.length, ids.length);
+  assert.is(new Set([...done, ...rest]).size, ids.length, "resumed epoch reads the rest, once");
+  await full.close();
+
+  const ac = new AbortController();
+  const aborting = new Loader({ store: delayed(await setup(), () => 5), ids, batchSize: 10, signal: ac.signal });
+  let batches = 0;
+  try {
+    for await (const _ of aborting.epoch(0)) if (++batches === 2) ac.abort();
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, /aborted/);
+  }
+  assert.is(batches, 2);
+  await aborting.close();
+});
+
+test("bad options say what is wrong", () => {
+  assert.throws(() => new Loader({ store: "sqlite:x", dataset: "d", ids: [], batchSize: 0 }), /'batchSize' must be a positive integer: current value is 0/);
+  assert.throws(() => new Loader({ store: "sqlite:x", dataset: "d", ids: [], batchSize: 1, order: "random" as "ready" }), /'order'/);
+  assert.throws(() => new Loader({ store: "sqlite:x", ids: [], batchSize: 1 }), /'dataset' is needed/);
+  assert.throws(() => epochPlan(["a"], { seed: 0, epoch: 0, batchSize: 1, rank: 3, worldSize: 2 }), /'rank' must be in 0..1/);
+});
