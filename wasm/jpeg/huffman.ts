@@ -56,6 +56,9 @@ export function buildTable(slot: i32, counts: usize, vals: usize, n: i32, at: i3
     const cnt = <i32>load<u8>(counts + l - 1);
     store<i32>(valoff + (l << 2), k - code);
     for (let i = 0; i < cnt; i++) {
+      // Codes of length l are the integers below 2^l (C.2): more cannot be decoded, and
+      // would write past this slot's lookup table.
+      if (code >= 1 << l) return fail(E_BAD_HUFFMAN_TABLE, at);
       if (l <= LOOKAHEAD) {
         // Every LOOKAHEAD-bit word that starts with this code maps to it.
         const first = code << (LOOKAHEAD - l);
@@ -66,8 +69,6 @@ export function buildTable(slot: i32, counts: usize, vals: usize, n: i32, at: i3
       k++;
     }
     store<i32>(maxcode + (l << 2), cnt ? code - 1 : -1);
-    // Codes of length l are the integers below 2^l (C.2): more than that cannot be decoded.
-    if (code > 1 << l) return fail(E_BAD_HUFFMAN_TABLE, at);
     code <<= 1;
   }
   store<i32>(maxcode + (17 << 2), 0x7fffffff); // sentinel: the walk stops at 16 bits anyway
