@@ -27,3 +27,4 @@ export type { Batch } from "./assemble/batch.ts";
 export type { Fetched, Source } from "./source/source.ts";
 export { openSource } from "./source/open.ts";
 export { epochPlan } from "./plan/epoch.ts";
+export * from "./decode/mod.ts";

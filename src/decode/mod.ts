@@ -1,0 +1,14 @@
+/**
+ * The decode stage's public surface (re-exported by src/mod.ts): the wasm JPEG decoder, its
+ * errors, and the worker pool.
+ * @module
+ */
+export { createJpegDecoder, orient } from "./jpeg.ts";
+export type {
+  JpegCoefficients, JpegColorSpace, JpegComponentCoefficients, JpegDecodeOptions, JpegDecoder, JpegImage, JpegInfo,
+  JpegProcess, JpegScale,
+} from "./jpeg.ts";
+export { JpegError } from "./jpeg_error.ts";
+export type { JpegErrorReason } from "./jpeg_error.ts";
+export { createDecodePool, JpegDecodePool } from "./pool.ts";
+export type { DecodeJob, DecodePoolOptions, DecodeResult } from "./pool.ts";
