@@ -1,7 +1,185 @@
+/**
+ * The hybrid JPEG path (like nvJPEG's): the CPU stops after entropy decoding
+ * (`JpegDecoder.decodeCoefficients`), the GPU does the rest and writes pixels straight into the
+ * preprocessing input, in two dispatches recorded before the preprocessing kernel:
+ *
+ *   shaders/preprocess/idct_planes.wgsl   dequantize + 8×8 IDCT (T.81 A.3.3) + level shift:
+ *                                         blocks → one u8 sample plane per component
+ *   shaders/preprocess/ycbcr_rgb.wgsl     chroma upsampling (the decoder's triangle filter)
+ *                                         + YCbCr→RGB (JFIF): planes → packed u8 HWC pixels
+ *
+ * Two kernels rather than one: the triangle filter reads chroma samples across block and MCU
+ * edges, which a one-block-per-thread IDCT cannot see; a plane in between makes both passes
+ * plain gathers. Pixels match the WASM decoder's full decode within ±2 per channel (2 is the
+ * worst seen on test/fixtures/jpeg): upsampling and colour use the decoder's own integer
+ * formulas and add nothing, but the IDCTs are both f32 with a different order of operations,
+ * so a sample may round the other way, and YCbCr→RGB scales a chroma step by up to 1.772.
+ *
+ * NOTE [ Coefficient upload ]  one storage buffer, array<u32>, built by `planCoefficients`:
+ *
+ *   ┌────────┬──────────────────┬────────────────────┬──────────────┬──────────────────────┐
+ *   │ header │ component records│ image records      │ quant tables │ coefficient blocks    │
+ *   │ 8 w    │ 8 w each         │ 32 w each          │ 64 w each    │ 32 w each (2 i16 / w) │
+ *   └────────┴──────────────────┴────────────────────┴──────────────┴──────────────────────┘
+ *   header:     components, blocks, images, output words, component records at, image records at
+ *   component:  FIRST_BLOCK │ BLOCKS_W │ BLOCKS_H │ COEF_WORD │ QUANT_WORD │ PLANE_BYTE │ STRIDE │ –
+ *   image:      FIRST_WORD │ WIDTH │ HEIGHT │ CHANNELS │ COLOR (0 gray, 1 YCbCr, 2 RGB) │
+ *               DST_BYTE │ COMPONENTS │ – │ then per component (≤ 3) 8 words:
+ *               PLANE_BYTE │ STRIDE │ RX │ RY │ CW │ CH │ – │ –
+ *   Blocks are the decoder's: raster order within a component, 64 coefficients each in natural
+ *   order (v·8 + u); quant tables natural order. FIRST_BLOCK and FIRST_WORD are running sums, so
+ *   a thread finds its component or image by binary search.
+ *
+ * The planes (a scratch buffer of the staging slot) hold each component's whole padded block
+ * grid, BLOCKS_W·8 bytes a row.
+ */
+import idctCode from "../../shaders/preprocess/idct_planes.wgsl" with { type: "text" };
+import colorCode from "../../shaders/preprocess/ycbcr_rgb.wgsl" with { type: "text" };
+import { CassetteError } from "../errors.ts";
+import type { JpegCoefficients } from "../decode/jpeg.ts";
+import { grid2d, Kernel } from "./kernel.ts";
 import type { PackLayout } from "./pack.ts";
-export interface JpegCoefficients { kind: "jpeg-coefficients"; width: number; height: number }
-export function isCoefficientImage(x: unknown): x is JpegCoefficients { return (x as JpegCoefficients).kind === "jpeg-coefficients"; }
-export function coefficientImageShape(x: JpegCoefficients) { return { width: x.width, height: x.height, channels: 3 }; }
-export interface CoefficientPlan { uploadBytes: number; planeBytes: number; write(dst: Uint8Array): void }
-export function planCoefficients(_i: readonly unknown[], _p: PackLayout): CoefficientPlan | undefined { return undefined; }
-export async function encodeCoefficients(..._a: unknown[]): Promise<void> {}
+
+export type { JpegCoefficients } from "../decode/jpeg.ts";
+
+const idctKernel = new Kernel({ name: "preprocess/idct_planes", code: idctCode, bindings: ["uniform", "read-only-storage", "storage"] });
+const colorKernel = new Kernel({ name: "preprocess/ycbcr_rgb", code: colorCode, bindings: ["read-only-storage", "read-only-storage", "storage"] });
+const WORKGROUP = 64;
+const HEADER = 8, COMP_WORDS = 8, IMAGE_WORDS = 32;
+const COLOR = { gray: 0, ycbcr: 1, rgb: 2 } as const;
+
+/** True for the decoder's coefficient output (as opposed to decoded pixels). */
+export function isCoefficientImage(x: object): x is JpegCoefficients {
+  return "components" in x && !("data" in x);
+}
+
+/** The pixels a coefficient image becomes: 1 channel for gray, 3 for YCbCr and RGB. */
+export function coefficientImageShape(img: JpegCoefficients): { width: number; height: number; channels: number } {
+  if (!(img.colorSpace in COLOR)) {
+    throw new CassetteError(
+      "ERR_UNSUPPORTED",
+      `Cannot run the GPU IDCT on a ${img.colorSpace} JPEG as only gray, YCbCr and RGB are supported: decode it on the CPU`,
+    );
+  }
+  return { width: img.width, height: img.height, channels: img.colorSpace === "gray" ? 1 : 3 };
+}
+
+/** A batch's coefficient images, laid out for upload (NOTE [ Coefficient upload ]). */
+export interface CoefficientPlan {
+  /** Bytes of the coefficient upload. */
+  uploadBytes: number;
+  /** Bytes of the sample-plane scratch buffer. */
+  planeBytes: number;
+  blocks: number;
+  words: number;
+  /** Writes the upload into `dst` (uploadBytes long). */
+  write(dst: Uint8Array): void;
+}
+
+/**
+ * Lays out the coefficient images of a batch (undefined when it holds none). `pack` gives where
+ * each image's pixels go in the preprocessing input, so the colour pass writes them there.
+ */
+export function planCoefficients(images: readonly object[], pack: PackLayout): CoefficientPlan | undefined {
+  const jpegs: Array<[JpegCoefficients, number]> = [];
+  images.forEach((img, i) => {
+    if (isCoefficientImage(img)) jpegs.push([img, i]);
+  });
+  if (jpegs.length === 0) return undefined;
+  let comps = 0, blocks = 0, words = 0, planeBytes = 0;
+  for (const [img, i] of jpegs) {
+    const n = img.components.length;
+    const want = img.colorSpace === "gray" ? 1 : 3;
+    if (n !== want) {
+      throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot run the GPU IDCT on image ${i} as a ${img.colorSpace} JPEG needs ${want} components: current value is ${n}`);
+    }
+    comps += n;
+    for (const c of img.components) {
+      if (c.coefficients.length !== c.blocksW * c.blocksH * 64 || c.quant.length !== 64) {
+        throw new CassetteError(
+          "ERR_MALFORMED_INPUT",
+          `Cannot run the GPU IDCT on image ${i} as component ${c.id} must hold blocksW·blocksH·64 coefficients and 64 quantizers: current value is ${c.coefficients.length} and ${c.quant.length}`,
+        );
+      }
+      blocks += c.blocksW * c.blocksH;
+      planeBytes += c.blocksW * c.blocksH * 64;
+    }
+    words += Math.ceil((img.width * img.height * want) / 4);
+  }
+  const compAt = HEADER;
+  const imageAt = compAt + comps * COMP_WORDS;
+  const quantAt = imageAt + jpegs.length * IMAGE_WORDS;
+  const coefAt = quantAt + comps * 64;
+  const totalWords = coefAt + blocks * 32;
+  return {
+    uploadBytes: totalWords * 4,
+    planeBytes: Math.max(4, planeBytes),
+    blocks,
+    words,
+    write(dst: Uint8Array) {
+      const u = new Uint32Array(dst.buffer, dst.byteOffset, totalWords);
+      const s16 = new Int16Array(dst.buffer, dst.byteOffset, totalWords * 2);
+      u.set([comps, blocks, jpegs.length, words, compAt, imageAt, 0, 0], 0);
+      let comp = 0, block = 0, word = 0, plane = 0;
+      jpegs.forEach(([img, i], k) => {
+        const hmax = Math.max(...img.components.map((c) => c.h));
+        const vmax = Math.max(...img.components.map((c) => c.v));
+        const channels = img.colorSpace === "gray" ? 1 : 3;
+        const rec = imageAt + k * IMAGE_WORDS;
+        u.set([word, img.width, img.height, channels, COLOR[img.colorSpace as keyof typeof COLOR], pack.offsets[i], img.components.length, 0], rec);
+        img.components.forEach((c, j) => {
+          const cr = compAt + comp * COMP_WORDS;
+          const q = quantAt + comp * 64;
+          const coef = coefAt + block * 32;
+          const stride = c.blocksW * 8;
+          u.set([block, c.blocksW, c.blocksH, coef, q, plane, stride, 0], cr);
+          u.set(c.quant, q);
+          s16.set(c.coefficients, coef * 2);
+          u.set([plane, stride, hmax / c.h, vmax / c.v, c.width, c.height, 0, 0], rec + 8 + j * 8);
+          comp++;
+          block += c.blocksW * c.blocksH;
+          plane += c.blocksW * c.blocksH * 64;
+        });
+        word += Math.ceil((img.width * img.height * channels) / 4);
+      });
+    },
+  };
+}
+
+/** The IDCT basis, M[x][u] = C(u)/2 · cos((2x+1)uπ/16), so that s = M·F·Mᵀ (T.81 A.3.3). */
+function basis(): Float32Array {
+  const m = new Float32Array(64);
+  for (let x = 0; x < 8; x++) {
+    for (let u = 0; u < 8; u++) m[x * 8 + u] = ((u === 0 ? Math.SQRT1_2 : 1) / 2) * Math.cos(((2 * x + 1) * u * Math.PI) / 16);
+  }
+  return m;
+}
+
+const basisBuffers = new WeakMap<GPUDevice, GPUBuffer>();
+
+/**
+ * Records both passes: `coef` holds the upload, `planes` is scratch (planeBytes), and `dst` the
+ * preprocessing input, whose coefficient images' pixel ranges get written.
+ */
+export async function encodeCoefficients(
+  device: GPUDevice,
+  encoder: GPUCommandEncoder,
+  plan: CoefficientPlan,
+  coef: GPUBuffer,
+  planes: GPUBuffer,
+  dst: GPUBuffer,
+): Promise<void> {
+  let m = basisBuffers.get(device);
+  if (!m) {
+    m = device.createBuffer({ label: "idct.basis", size: 256, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    device.queue.writeBuffer(m, 0, basis());
+    basisBuffers.set(device, m);
+  }
+  await idctKernel.encode(device, encoder, [m, coef, planes], grid2d(plan.blocks, WORKGROUP));
+  await colorKernel.encode(device, encoder, [coef, planes, dst], grid2d(plan.words, WORKGROUP));
+}
+
+/** Compiles both pipelines for `device` ahead of the first batch. */
+export async function compileCoefficientKernels(device: GPUDevice): Promise<void> {
+  await Promise.all([idctKernel.compile(device), colorKernel.compile(device)]);
+}
