@@ -28,3 +28,7 @@ export type { Fetched, Source } from "./source/source.ts";
 export { openSource } from "./source/open.ts";
 export { epochPlan } from "./plan/epoch.ts";
 export * from "./decode/mod.ts";
+export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
+export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export { planImage } from "./gpu/pack.ts";
+export type { CropPolicy, DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./gpu/pack.ts";

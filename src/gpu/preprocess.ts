@@ -34,7 +34,7 @@ export interface PreprocessOptions extends PlanOptions {
   antialiasAbove?: number;
 }
 
-export interface RunOptions {
+export interface PreprocessRunOptions {
   /** Epoch of the batch: with `seed` and the ids, it fixes every random choice. Default 0. */
   epoch?: number;
   /** One id per image (sample UUIDs); required when the policy is random. */
@@ -49,9 +49,9 @@ export interface RunOptions {
 /** One batch on the GPU. */
 export interface PreprocessedBatch {
   /**
-   * The f32 tensor (STORAGE | COPY_SRC), or `RunOptions.output`. Unless given, it belongs to the preprocessor and is rewritten by the
-   * `depth`-th following `run`: submit the work that reads it before then (queue order does
-   * the rest).
+   * The f32 tensor (STORAGE | COPY_SRC), or `PreprocessRunOptions.output`. Unless given, it
+   * belongs to the preprocessor and is rewritten by the `depth`-th following `run`: submit the
+   * work that reads it before then (queue order does the rest).
    */
   buffer: GPUBuffer;
   /** [n, c, h, w] or [n, h, w, c]. */
@@ -105,7 +105,7 @@ export class Preprocessor {
   }
 
   /** The plan of each image, exactly as `run` would make it. */
-  plan(shapes: readonly { width: number; height: number }[], run: RunOptions = {}): ImagePlan[] {
+  plan(shapes: readonly { width: number; height: number }[], run: PreprocessRunOptions = {}): ImagePlan[] {
     if (isRandom(this.options) && (!run.ids || run.ids.length !== shapes.length)) {
       throw new CassetteError(
         "ERR_INVALID_OPTION",
@@ -119,8 +119,28 @@ export class Preprocessor {
    * Uploads, preprocesses and returns one batch. Images are decoded pixels or, for the hybrid
    * JPEG path, the decoder's coefficients (see idct.ts). Resolves once the work is submitted,
    * not when it has run.
+   *
+   * @example
+   * ```ts
+   * import { createJpegDecoder, createPreprocessor, requestDevice } from "cassette";
+   * // The hybrid path: the CPU stops after entropy decoding, the GPU does IDCT and colour.
+   * const jpeg = await createJpegDecoder();
+   * const bytes = Uint8Array.from(atob( // 1×1 grey (128) baseline JPEG
+   *   "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/wAALCAABAAEBAREA/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/9oACAEBAAA/ACv/2Q=="), (c) => c.charCodeAt(0));
+   * const device = await requestDevice();
+   * const pre = await createPreprocessor(device, { width: 4, height: 4, channels: 1 });
+   * const batch = await pre.run([jpeg.decodeCoefficients(bytes)]);
+   * const read = device.createBuffer({ size: batch.bytes, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+   * const enc = device.createCommandEncoder();
+   * enc.copyBufferToBuffer(batch.buffer, 0, read, 0, batch.bytes);
+   * device.queue.submit([enc.finish()]);
+   * await read.mapAsync(GPUMapMode.READ);
+   * console.log(new Float32Array(read.getMappedRange())[0].toFixed(3)); // 0.502
+   * pre.destroy();
+   * device.destroy();
+   * ```
    */
-  async run(images: readonly (DecodedImage | JpegCoefficients)[], run: RunOptions = {}): Promise<PreprocessedBatch> {
+  async run(images: readonly (DecodedImage | JpegCoefficients)[], run: PreprocessRunOptions = {}): Promise<PreprocessedBatch> {
     const n = images.length;
     if (n < 1 || n > 65535) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess a batch as it must hold 1 to 65535 images: current value is ${n}`);
