@@ -1,0 +1,155 @@
+/**
+ * How fast does cassette's wasm JPEG decoder turn JPEG into RGB pixels, next to its peers, on
+ * the same inputs in the same run, one thread? And how much do two decode workers give over one?
+ *
+ *   node_modules/.bin/bun bench/jpeg.bench.ts            # full: 11 rounds, every group
+ *   node_modules/.bin/bun bench/jpeg.bench.ts --quick    # 3 rounds, fewer images
+ *
+ * Peers: jpeg-js (pure JS), @jsquash/jpeg (MozJPEG in wasm), sharp (libvips, native,
+ * concurrency 1), and libjpeg-turbo with SIMD called in-process from a C loop
+ * (bench/jpeg/turbo_loop.c, built here with cc against Debian's libjpeg62-turbo-dev): the
+ * limit on this CPU. Inputs come from bench/jpeg/make_inputs.sh (real photos, see there).
+ * Figures: megapixels of output per second, fastest round (the median beside it).
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+import jpegjs from "jpeg-js";
+import { compare, printTable, type Contender, type Row } from "./_lib/compare.ts";
+import { createJpegDecoder } from "../src/decode/jpeg.ts";
+import { createDecodePool } from "../src/decode/pool.ts";
+import { runtime } from "../runtime-adapters/index.ts";
+
+const args = runtime.args();
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(`usage: bun bench/jpeg.bench.ts [--quick] [--only GROUP] [--no-pool]
+
+  Decodes four groups of JPEGs (224×224 crops, large 4:2:0 photos, progressive, grey) with
+  cassette, jpeg-js, @jsquash/jpeg, sharp and libjpeg-turbo (C), interleaved, one thread, and
+  prints Mpx/s with ratios; then the worker pool with 1 and 2 workers.
+
+  --quick       3 rounds instead of 11, 60 crops instead of 200
+  --only GROUP  crops | large | progressive | gray | pool
+  --no-pool     skip the worker-pool comparison`);
+  runtime.exit(0);
+}
+const quick = args.includes("--quick");
+const only = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined;
+const ROUNDS = quick ? 3 : 11;
+
+const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
+execFileSync("bash", [HERE + "make_inputs.sh"], { stdio: "inherit" });
+
+function files(group: string): string[] {
+  const dir = `${HERE}data/${group}/`;
+  const all = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().map((f) => dir + f);
+  return quick && group === "crops" ? all.filter((_, i) => i % 10 < 3) : all;
+}
+
+// ─── peers ────────────────────────────────────────────────────────────────────────────────────
+
+const cassette = await createJpegDecoder();
+
+const jsquash = await import("@jsquash/jpeg/decode.js");
+const jsquashWasm = new URL("../node_modules/@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm", import.meta.url);
+await jsquash.init(await WebAssembly.compile(readFileSync(fileURLToPath(jsquashWasm))));
+
+const sharp = (await import("sharp")).default;
+sharp.concurrency(1);
+sharp.cache(false);
+
+/** Builds the C loop once; undefined (with the reason printed) when the toolchain is missing. */
+function buildTurbo(): string | undefined {
+  const exe = `${HERE}build/turbo_loop`;
+  if (existsSync(exe)) return exe;
+  mkdirSync(`${HERE}build`, { recursive: true });
+  const cc = spawnSync("cc", ["-O2", "-o", exe, `${HERE}turbo_loop.c`, "-ljpeg"], { encoding: "utf8" });
+  if (cc.status !== 0) {
+    console.log(`libjpeg-turbo (C) skipped: cc failed (is libjpeg62-turbo-dev installed?)\n${cc.stderr}`);
+    return undefined;
+  }
+  return exe;
+}
+const turbo = buildTurbo();
+
+function runTurbo(list: string[], rounds: number): { best: number; median: number; spread: number } | undefined {
+  if (!turbo) return undefined;
+  const r = spawnSync(turbo, [String(rounds)], { input: list.join("\n"), encoding: "utf8", maxBuffer: 1 << 20 });
+  if (r.status !== 0) throw new Error(`turbo_loop failed: ${r.stderr}`);
+  const { seconds, megapixels } = JSON.parse(r.stdout) as { seconds: number[]; megapixels: number };
+  const t = seconds.slice().sort((a, b) => a - b);
+  return { best: megapixels / t[0], median: megapixels / t[t.length >> 1], spread: (t[t.length - 1] - t[0]) / t[0] };
+}
+
+// ─── single-thread groups ─────────────────────────────────────────────────────────────────────
+
+const GROUPS: Array<[string, string]> = [
+  ["crops", "200 × 224×224 q90 4:2:0 crops of real photos"],
+  ["large", "large photos (4.1 and 8.2 Mpx), q90 4:2:0"],
+  ["progressive", "progressive (4.1 Mpx photos, q90 4:2:0)"],
+  ["gray", "greyscale (4.1 Mpx photos, q90)"],
+];
+
+const summary: Array<{ group: string; rows: Row[] }> = [];
+for (const [group, title] of GROUPS) {
+  if (only && only !== group) continue;
+  const list = files(group);
+  const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
+  let mpx = 0;
+  for (const b of inputs) {
+    const img = cassette.decode(b);
+    mpx += (img.width * img.height) / 1e6;
+  }
+  const contenders: Contender[] = [
+    { name: "cassette (wasm)", run: () => { for (const b of inputs) cassette.decode(b); }, work: mpx, baseline: true },
+    { name: "jpeg-js", run: () => { for (const b of inputs) jpegjs.decode(b, { useTArray: true, formatAsRGBA: false, maxMemoryUsageInMB: 4096 }); }, work: mpx },
+    { name: "@jsquash/jpeg", run: async () => { for (const b of inputs) await jsquash.default(b.buffer as ArrayBuffer); }, work: mpx },
+    { name: "sharp", run: async () => { for (const b of inputs) await sharp(b).raw().toBuffer(); }, work: mpx },
+  ];
+  const rows = await compare(`${title}: ${inputs.length} files, ${mpx.toFixed(1)} Mpx a round`, { rounds: ROUNDS, unit: "Mpx/s" }, contenders);
+  const t = runTurbo(list, ROUNDS);
+  if (t) {
+    const base = rows.find((r) => r.name === "cassette (wasm)")!;
+    rows.push({ name: "libjpeg-turbo (C)", best: t.best, median: t.median, spread: t.spread, ratio: t.best / base.best });
+    rows.sort((a, b) => b.best - a.best);
+    printTable(`${title}, with libjpeg-turbo (C, timed inside its own process)`, "Mpx/s", rows, "cassette (wasm)", ROUNDS);
+  }
+  summary.push({ group, rows });
+}
+
+// ─── worker pool ──────────────────────────────────────────────────────────────────────────────
+
+if (!args.includes("--no-pool") && (!only || only === "pool")) {
+  const inputs = files("crops").map((f) => new Uint8Array(readFileSync(f)));
+  let mpx = 0;
+  for (const b of inputs) {
+    const img = cassette.decode(b);
+    mpx += (img.width * img.height) / 1e6;
+  }
+  const pools = [await createDecodePool({ workers: 1 }), await createDecodePool({ workers: 2 })];
+  // Each round sends copies: the pool transfers (detaches) what it is given.
+  const runPool = async (i: number) => {
+    for await (const r of pools[i].decodeAll(inputs.map((b) => ({ bytes: b.slice() })))) if (r.error) throw r.error;
+  };
+  try {
+    await compare(`worker pool on ${inputs.length} crops (${cpus().length} cores): 2 workers vs 1`, { rounds: ROUNDS, unit: "Mpx/s" }, [
+      { name: "pool, 1 worker", run: () => runPool(0), work: mpx, baseline: true },
+      { name: "pool, 2 workers", run: () => runPool(1), work: mpx },
+    ]);
+  } finally {
+    for (const p of pools) p.close();
+  }
+}
+
+console.log(`\n${runtime.name} ${runtime.version}, ${cpus()[0]?.model ?? "unknown CPU"} × ${cpus().length}`);
+if (summary.length > 0) {
+  console.log("\n| group | cassette | jpeg-js | @jsquash/jpeg | sharp | libjpeg-turbo (C) |\n|---|---:|---:|---:|---:|---:|");
+  const cell = (rows: Row[], name: string) => {
+    const r = rows.find((x) => x.name === name);
+    return r ? `${r.best.toFixed(1)} (${r.ratio.toFixed(2)}×)` : "—";
+  };
+  for (const { group, rows } of summary) {
+    console.log(`| ${group} | ${cell(rows, "cassette (wasm)")} | ${cell(rows, "jpeg-js")} | ${cell(rows, "@jsquash/jpeg")} | ${cell(rows, "sharp")} | ${cell(rows, "libjpeg-turbo (C)")} |`);
+  }
+}
