@@ -177,12 +177,7 @@ export class Preprocessor {
         const planes = slot.target("planes", coef.planeBytes, GPUBufferUsage.STORAGE);
         await encodeCoefficients(this.device, encoder, coef, coefBuf!, planes, input);
       }
-      const pixelsPerImage = W * H;
-      const groups = Math.ceil(pixelsPerImage / WORKGROUP);
-      if (groups > 65535) {
-        throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess to ${W}×${H} as an output image may have at most ${65535 * WORKGROUP} pixels`);
-      }
-      await kernel.encode(this.device, encoder, [this.#params, input, output], [groups, n], this.#constants);
+      await this.encode(encoder, input, output, n);
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
       const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];
@@ -191,6 +186,21 @@ export class Preprocessor {
       this.#ring.abandon(slot);
       throw e;
     }
+  }
+
+  /**
+   * Records the preprocessing kernel alone over `count` images already packed on the GPU
+   * (`input`, laid out as NOTE [ Packed preprocessing input ] in pack.ts says) into `output`.
+   * `run` calls it; it is public for callers that fill the input themselves, and for
+   * measuring the kernel without the upload.
+   */
+  async encode(encoder: GPUCommandEncoder, input: GPUBuffer, output: GPUBuffer, count: number): Promise<void> {
+    const { width: W, height: H } = this.options;
+    const groups = Math.ceil((W * H) / WORKGROUP);
+    if (groups > 65535) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess to ${W}×${H} as an output image may have at most ${65535 * WORKGROUP} pixels`);
+    }
+    await kernel.encode(this.device, encoder, [this.#params, input, output], [groups, count], this.#constants);
   }
 
   /** Frees every buffer of the preprocessor (outputs of earlier batches included). */
