@@ -7,7 +7,7 @@
 // at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
 import * as F from "./frame";
 import * as M from "./markers";
-import { decodeScan, QF } from "./scan";
+import { decodeScan, QF, LAST } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "./memory";
 import { idctBlock } from "./idct";
@@ -87,6 +87,13 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       if (p == 0) return errorCode();
       memory.fill(p, 0, <usize>bytes);
       F.cset(c, F.F_COEF, <i32>p);
+    }
+    if (F.progressive) {
+      const n = <u64>bw * <u64>bh;
+      const p = allocChecked(n);
+      if (p == 0) return errorCode();
+      memory.fill(p, 0, <usize>n);
+      store<u32>(LAST + (<usize>c << 2), <u32>p);
     }
     if (mode == MODE_PIXELS) {
       const stride = bw * bs;
@@ -183,13 +190,12 @@ function idctAll(): void {
     const plane = <usize>F.cget(c, F.F_PLANE);
     const qf = QF + (<usize>c << 8);
     let blk = <usize>F.cget(c, F.F_COEF);
+    let last = <usize>load<u32>(LAST + (<usize>c << 2)); // zig-zag index of the last non-zero AC
     for (let by = 0; by < bh; by++) {
       for (let bx = 0; bx < bw; bx++) {
-        // Any AC non-zero? OR the 8 rows, then drop lane 0 of row 0 (the DC).
-        let acc = v128.and(v128.load(blk), i16x8(0, -1, -1, -1, -1, -1, -1, -1));
-        for (let i = 1; i < 8; i++) acc = v128.or(acc, v128.load(blk + (<usize>i << 4)));
-        idctBlock(blk, qf, plane + <usize>(by * bs * stride + bx * bs), stride, bs, v128.any_true(acc));
+        idctBlock(blk, qf, plane + <usize>(by * bs * stride + bx * bs), stride, bs, <i32>load<u8>(last));
         blk += 128;
+        last++;
       }
     }
   }

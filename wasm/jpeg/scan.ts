@@ -32,6 +32,13 @@ export const QF: usize = memory.data(F.MAX_COMPONENTS * 256, 16);
 const SCRATCH: usize = memory.data(64 * 2 + 16, 16);
 
 let eobrun: i32 = 0;
+
+/**
+ * Per component, a pointer to one u8 per block: the zig-zag index of its last non-zero AC
+ * coefficient so far (progressive only). Refinement scans stop there: past it every
+ * coefficient is zero and has no correction bit to read (G.1.2.3).
+ */
+export const LAST: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
 let nextRst: i32 = 0;
 
 // @ts-ignore: decorator
@@ -161,19 +168,22 @@ function restart(): bool {
 @inline function block(kind: i32, c: i32, bx: i32, by: i32, direct: bool): void {
   if (kind == 0) {
     if (direct) {
-      const ac = sequential(SCRATCH, c);
+      const last = sequential(SCRATCH, c);
       const bs = F.cget(c, F.F_BS);
       const stride = F.cget(c, F.F_STRIDE);
       const dst = <usize>F.cget(c, F.F_PLANE) + <usize>(by * bs * stride + bx * bs);
-      idctBlock(SCRATCH, QF + (<usize>c << 8), dst, stride, bs, ac);
+      idctBlock(SCRATCH, QF + (<usize>c << 8), dst, stride, bs, last);
       clearScratch();
     } else {
       sequential(coefAt(c, bx, by), c);
     }
   } else if (kind == 1) dcFirst(coefAt(c, bx, by), c);
   else if (kind == 2) dcRefine(coefAt(c, bx, by));
-  else if (kind == 3) acFirst(coefAt(c, bx, by), c);
-  else acRefine(coefAt(c, bx, by), c);
+  else {
+    const lp = <usize>load<u32>(LAST + (<usize>c << 2)) + <usize>(by * F.cget(c, F.F_BW) + bx);
+    if (kind == 3) acFirst(coefAt(c, bx, by), c, lp);
+    else acRefine(coefAt(c, bx, by), c, lp);
+  }
 }
 
 // @ts-ignore: decorator
@@ -197,14 +207,14 @@ function restart(): bool {
 
 /**
  * One block of a sequential scan (F.2.2.1, F.2.2.2) into `dst`, which holds zeros.
- * Returns true when some AC coefficient is non-zero.
+ * Returns the zig-zag index of the last non-zero coefficient (0 when only the DC may be).
  */
-function sequential(dst: usize, c: i32): bool {
+function sequential(dst: usize, c: i32): i32 {
   const pred = F.cget(c, F.F_PRED) + dcDiff(c);
   F.cset(c, F.F_PRED, pred);
   store<i16>(dst, <i16>pred);
   const slot = 4 + F.cget(c, F.F_TA);
-  let ac = false;
+  let last = 0;
   let k = 1;
   while (k < 64) {
     H.ensure(32); // one code (≤ 16 bits) and its magnitude (≤ 15) per iteration
@@ -217,8 +227,8 @@ function sequential(dst: usize, c: i32): bool {
         break;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(f >> 16));
+      last = k;
       k++;
-      ac = true;
       continue;
     }
     const rs = H.decodeSym(slot);
@@ -235,10 +245,10 @@ function sequential(dst: usize, c: i32): bool {
       break;
     }
     store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>H.receiveExtend(s));
+    last = k;
     k++;
-    ac = true;
   }
-  return ac;
+  return last;
 }
 
 /** Progressive DC, first scan (G.1.2.1): the DC difference, scaled by 2^Al. */
@@ -254,7 +264,7 @@ function dcRefine(dst: usize): void {
 }
 
 /** Progressive AC, first scan of a band (G.1.2.2): like F.2.2.2 plus end-of-band runs. */
-function acFirst(dst: usize, c: i32): void {
+function acFirst(dst: usize, c: i32, lp: usize): void {
   if (eobrun > 0) {
     eobrun--;
     return;
@@ -274,6 +284,7 @@ function acFirst(dst: usize, c: i32): void {
         return;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
+      if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
       k++;
       continue;
     }
@@ -296,6 +307,7 @@ function acFirst(dst: usize, c: i32): void {
       return;
     }
     store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.receiveExtend(s) << al));
+    if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
     k++;
   }
 }
@@ -305,7 +317,7 @@ function acFirst(dst: usize, c: i32): void {
  * each, in order, as the decoder passes them; new coefficients are ±1 (scaled by 2^Al) and
  * land after `r` zero-history coefficients. An EOB run refines what is left of the band.
  */
-function acRefine(dst: usize, c: i32): void {
+function acRefine(dst: usize, c: i32, lp: usize): void {
   const slot = 4 + F.cget(c, F.F_TA);
   const se = F.se;
   const p1 = 1 << F.al;
@@ -348,12 +360,14 @@ function acRefine(dst: usize, c: i32): void {
           return;
         }
         store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>value);
+        if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
       }
       k++;
     }
   }
   if (eobrun > 0) {
-    while (k <= se) {
+    const stop = min(se, <i32>load<u8>(lp));
+    while (k <= stop) {
       const z = dst + <usize>load<u8>(ZZT + k);
       const cur = <i32>load<i16>(z);
       if (cur != 0 && H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
