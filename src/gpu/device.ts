@@ -13,6 +13,11 @@ export interface DeviceOptions {
    */
   backend?: GpuBackend;
   powerPreference?: "low-power" | "high-performance";
+  /**
+   * Features to enable when the adapter has them (e.g. "shader-f16", "timestamp-query");
+   * the device's `features` says which were granted.
+   */
+  features?: GPUFeatureName[];
 }
 
 /** What was opened, for logs and benchmark reports. */
@@ -45,7 +50,8 @@ export async function requestDevice(options: DeviceOptions = {}): Promise<GPUDev
   for (const k of want) requiredLimits[k] = adapter.limits[k];
   let device: GPUDevice;
   try {
-    device = await adapter.requestDevice({ requiredLimits });
+    const requiredFeatures = (options.features ?? []).filter((f) => adapter.features.has(f));
+    device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
   } catch (cause) {
     throw new CassetteError("ERR_GPU_DEVICE", `Cannot open a device on the ${backend} adapter: ${String(cause)}`, { cause });
   }

@@ -72,3 +72,17 @@ test("normalize_u8 rejects a std of zero with a clear error", async () => {
     b.destroy();
   }
 });
+
+test("requestDevice enables the asked features the adapter has, and only those", async () => {
+  const { requestDevice } = await import("../../src/gpu/device.ts");
+  const adapter = await runtime.requestAdapter();
+  const asked: GPUFeatureName[] = ["shader-f16", "timestamp-query", "texture-compression-astc"];
+  const d = await requestDevice({ features: asked });
+  try {
+    for (const f of asked) assert.is(d.features.has(f), adapter.features.has(f), f);
+    assert.not.ok(d.features.has("texture-compression-astc"), "lavapipe has no ASTC: it must not be granted");
+    assert.not.ok((await requestDevice()).features.has("shader-f16") && !asked.length, "nothing unasked");
+  } finally {
+    d.destroy();
+  }
+});
