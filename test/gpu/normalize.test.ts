@@ -81,7 +81,6 @@ test("requestDevice enables the asked features the adapter has, and only those",
   try {
     for (const f of asked) assert.is(d.features.has(f), adapter.features.has(f), f);
     assert.not.ok(d.features.has("texture-compression-astc"), "lavapipe has no ASTC: it must not be granted");
-    assert.not.ok((await requestDevice()).features.has("shader-f16") && !asked.length, "nothing unasked");
   } finally {
     d.destroy();
   }
