@@ -1,0 +1,27 @@
+/** The esbuild bundle (dist/, built by build.ts) works on its own: stores, ids, and the decode pool's worker entry. */
+import * as assert from "uvu/assert";
+import { readFileSync, readdirSync } from "node:fs";
+import { test } from "../_support/harness.ts";
+
+const dist = new URL("../../dist/mod.js", import.meta.url).href;
+
+test("dist/mod.js exports the public surface and its decode pool starts its bundled worker", async () => {
+  const m = await import(dist);
+  for (const name of ["Loader", "openStore", "sampleId", "createSplits", "loadSplits", "createJpegDecoder", "requestDevice", "createPreprocessor"]) {
+    assert.type(m[name], "function", `dist exports ${name}`);
+  }
+  assert.is(m.sampleId("fashion-mnist", "train/0"), "6ceecba5-6052-5b9e-9e8a-368b24047c2e");
+  const dir = new URL("../fixtures/jpeg/", import.meta.url);
+  const name = readdirSync(dir).find((n) => n.endsWith(".jpg"))!;
+  const bytes = new Uint8Array(readFileSync(new URL(name, dir)));
+  const pool = await m.createDecodePool({ workers: 2 });
+  try {
+    const img = await pool.decode(bytes.slice()); // the pool transfers (detaches) its input
+    const ref = (await m.createJpegDecoder()).decode(bytes);
+    assert.is(img.width, ref.width);
+    assert.is(img.data.length, ref.data.length);
+    assert.ok(img.data.every((v: number, i: number) => v === ref.data[i]), "the pool's worker decodes as the main thread does");
+  } finally {
+    await pool.close();
+  }
+});
