@@ -53,8 +53,13 @@ export interface LoaderOptions<T = Fetched> {
   seed?: number;
   rank?: number;
   worldSize?: number;
-  /** Batches of requests kept in flight once ramped up (default 8). */
-  prefetch?: number;
+  /**
+   * Batches of requests kept in flight once ramped up (default 8), or "auto": start at 8 and
+   * deepen whenever the consumer starves with the window full, up to `maxPrefetch`.
+   */
+  prefetch?: number | "auto";
+  /** Deepest window "auto" may reach, in batches (default 64). */
+  maxPrefetch?: number;
   /** Batches requested at the start of an epoch before the ramp (default 2). */
   rampStart?: number;
   /** "ready" (default): batches from whatever arrived; "strict": plan order. */
@@ -94,6 +99,8 @@ export interface LoaderStats {
   duplicates: number;
   /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
   maxOutstanding: number;
+  /** The window's depth in batches at the end (grows under prefetch: "auto"). */
+  prefetch: number;
   /** Bytes per connection (or host), when the source says which served a sample. */
   perConnection: Record<string, number>;
 }
@@ -105,6 +112,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   #ownsStore?: Store;
   #active?: EpochRun<T>;
   #closed = false;
+  #depth?: number;
   readonly #stats = {
     epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0,
     batchMs: [] as number[], perConnection: {} as Record<string, number>,
@@ -116,7 +124,9 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a Loader as ${why}`);
     };
     if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
-    if (o.prefetch !== undefined && !(Number.isInteger(o.prefetch) && o.prefetch >= 1)) bad(`'prefetch' must be a positive integer: current value is ${o.prefetch}`);
+    if (o.prefetch !== undefined && o.prefetch !== "auto" && !(Number.isInteger(o.prefetch) && o.prefetch >= 1)) {
+      bad(`'prefetch' must be a positive integer or "auto": current value is ${o.prefetch}`);
+    }
     if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
     if (typeof o.store === "string" || isStore(o.store)) {
@@ -171,7 +181,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       samplesPerSec: seconds > 0 ? s.samples / seconds : 0, mbPerSec: seconds > 0 ? s.bytes / 1e6 / seconds : 0,
       batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
       waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0, duplicates: s.duplicates,
-      maxOutstanding: s.maxOutstanding, perConnection: { ...s.perConnection },
+      maxOutstanding: s.maxOutstanding, prefetch: this.#active?.prefetch() ?? 0, perConnection: { ...s.perConnection },
     };
   }
 
@@ -205,6 +215,11 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   _error(duplicates = 0, errors = 0): void {
     this.#stats.duplicates += duplicates;
     this.#stats.errors += errors;
+  }
+  /** @internal The window depth an epoch starts from: what earlier epochs learned. */
+  _depth(learned?: number): number {
+    if (learned !== undefined) this.#depth = learned;
+    return this.#depth ?? (typeof this.options.prefetch === "number" ? this.options.prefetch : 8);
   }
   /** @internal */
   _outstanding(n: number): void {
@@ -250,7 +265,9 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
     this.#plan = plan;
     this.#ledger = new Ledger(plan);
     this.#B = o.batchSize;
-    this.#window = new Window(o.batchSize, o.prefetch ?? 8, o.rampStart ?? 2);
+    const auto = o.prefetch === "auto";
+    const prefetch = loader._depth();
+    this.#window = new Window(o.batchSize, prefetch, o.rampStart ?? 2, auto ? Math.max(prefetch, o.maxPrefetch ?? 64) : prefetch);
     this.#strict = o.order === "strict";
     this.#skipErrors = o.onError === "skip";
     this.#transform = o.transform;
@@ -297,6 +314,11 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
         }
         return { value: undefined, done: true };
       }
+      // Nothing ready with the window full: the window is too shallow for this link.
+      if (this.#outstanding >= this.#window.samples() && this.#next < this.#plan.length) {
+        this.#window.starved();
+        this.#pump();
+      }
       await new Promise<void>((r) => (this.#wake = r));
     }
   }
@@ -315,6 +337,10 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
     this.#wakeUp();
   }
 
+  prefetch(): number {
+    return this.#window.prefetch;
+  }
+
   drained(): void {
     this.#saturated = false;
     this.#pump();
@@ -322,6 +348,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
 
   #finish(): void {
     this.finished = true;
+    this.#loader._depth(this.#window.prefetch); // the next epoch starts as deep as this one ended
     this.#loader.options.signal?.removeEventListener("abort", this.#onAbort);
   }
 

@@ -7,17 +7,34 @@
  *
  *   consumed batches:  0  4  8  12 …
  *   window (batches):  2  3  4  5 … prefetch
+ *
+ * Adaptive depth (`maxPrefetch` > `prefetch`): when the consumer finds nothing ready while the
+ * window is full, the window was too shallow for the latency × throughput of this link, so its
+ * ceiling grows by one batch (up to `maxPrefetch`), still at the ramp's pace. A hand-set depth
+ * that suits RTT 0 starves at 150 ms; this finds the depth Little's law asks for.
  */
 export class Window {
   readonly batchSize: number;
-  readonly prefetch: number;
   readonly start: number;
+  readonly maxPrefetch: number;
+  #prefetch: number;
   #consumed = 0;
 
-  constructor(batchSize: number, prefetch: number, start = 2) {
+  constructor(batchSize: number, prefetch: number, start = 2, maxPrefetch = prefetch) {
     this.batchSize = batchSize;
-    this.prefetch = prefetch;
+    this.#prefetch = prefetch;
+    this.maxPrefetch = Math.max(prefetch, maxPrefetch);
     this.start = Math.min(start, prefetch);
+  }
+
+  /** The ceiling now (grows from `prefetch` toward `maxPrefetch` when starved). */
+  get prefetch(): number {
+    return this.#prefetch;
+  }
+
+  /** The consumer waited while the window was full: deepen it (if adaptive). */
+  starved(): void {
+    if (this.#prefetch < this.maxPrefetch && this.batches() >= this.#prefetch) this.#prefetch++;
   }
 
   /** The consumer took one batch. */
@@ -27,7 +44,7 @@ export class Window {
 
   /** Batches the window holds now. */
   batches(): number {
-    return Math.min(this.prefetch, this.start + Math.floor(this.#consumed / 4));
+    return Math.min(this.#prefetch, this.start + Math.floor(this.#consumed / 4));
   }
 
   /** Samples that may be outstanding now. */

@@ -183,3 +183,17 @@ test("bad options say what is wrong", () => {
   assert.throws(() => new Loader({ store: "sqlite:x", ids: [], batchSize: 1 }), /'dataset' is needed/);
   assert.throws(() => epochPlan(["a"], { seed: 0, epoch: 0, batchSize: 1, rank: 3, worldSize: 2 }), /'rank' must be in 0..1/);
 });
+
+test("prefetch auto deepens the window when the consumer starves, within maxPrefetch", async () => {
+  const rec = recording(delayed(await setup(), () => 30)); // a 30 ms link: 2 batches of 10 are far too shallow
+  const loader = new Loader({ store: rec, ids, batchSize: 5, prefetch: "auto", maxPrefetch: 12, rampStart: 2, seed: 4 });
+  for (let e = 0; e < 2; e++) {
+    let n = 0;
+    for await (const b of loader.epoch(e)) n += b.ids.length;
+    assert.is(n, ids.length);
+  }
+  const s = loader.stats();
+  assert.ok(s.prefetch > 8 && s.prefetch <= 12, `window grew from 8 toward 12: ${s.prefetch}`);
+  assert.ok(rec.maxInFlight <= 12 * 5, `never more than maxPrefetch batches in flight: ${rec.maxInFlight}`);
+  await loader.close();
+});
