@@ -2,16 +2,19 @@
  * bun run train.ts — the main job.
  *
  * Until the training kernels land, this runs the end-to-end slice of the flow on real data:
- * Fashion-MNIST (Debian's dataset-fashion-mnist) → JPEG → the embedded SQLite store (ingested
- * once) → read back in batches → decode → upload to the GPU → one WGSL kernel (normalize) →
- * check the GPU's answer against the CPU's → report what it did and how fast.
+ * Fashion-MNIST (Debian's dataset-fashion-mnist) → JPEG → the store (ingested once) → the
+ * Loader (out-of-order prefetching, exactly once) → the wasm JPEG decoder (in the loader's
+ * transform, or a worker pool) → upload to the GPU → one WGSL kernel (normalize) → check the
+ * GPU's answer against the CPU's → report what it did and how fast.
  */
-import jpeg from "jpeg-js";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
 import { ingest } from "./src/dataset/ingest.ts";
 import { progress } from "./src/observe/progress.ts";
+import { Loader } from "./src/loader.ts";
+import { createJpegDecoder } from "./src/decode/jpeg.ts";
+import { createDecodePool, type JpegDecodePool } from "./src/decode/pool.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import { readBuffer } from "./src/gpu/buffers.ts";
 import { encodeNormalize } from "./src/gpu/normalize.ts";
@@ -26,6 +29,8 @@ read it back in batches, decode, upload, normalize on the GPU, and report throug
   --idx PREFIX      idx files (default /usr/share/datasets/fashion-mnist/)
   --limit N         only the first N images of each idx split (default: all 70000)
   --batch B         images per batch (default 256)
+  --order ORDER     ready (default) or strict
+  --workers N       decode in N worker threads (default 0: in the loader's transform, fastest for 28×28)
   --backend NAME    WebGPU backend: dawn, or builtin (Deno only); default: the runtime's fastest
   --json            print one JSON document instead of the report
   -h, --help        this text`;
@@ -34,7 +39,7 @@ const DATASET = "fashion-mnist";
 const MEAN = 0.2860, STD = 0.3530; // Fashion-MNIST train pixel statistics (0..1 units)
 
 async function main(): Promise<number> {
-  const { options } = parseArgs(runtime.args(), "train.ts", ["store", "idx", "limit", "batch", "backend"]);
+  const { options } = parseArgs(runtime.args(), "train.ts", ["store", "idx", "limit", "batch", "backend", "order", "workers"]);
   if (options.has("help")) return void console.log(HELP), 0;
   const json = options.has("json");
   const address = String(options.get("store") ?? "sqlite:data/fashion-mnist.sqlite");
@@ -42,6 +47,8 @@ async function main(): Promise<number> {
   const limit = options.has("limit") ? positiveInt("limit", options.get("limit")) : undefined;
   const batch = positiveInt("batch", options.get("batch") ?? "256");
   const backend = options.get("backend") as "dawn" | "builtin" | undefined;
+  const order = (options.get("order") ?? "ready") as "ready" | "strict";
+  const workers = Number(options.get("workers") ?? 0);
   const log = (s: string) => json || console.log(s);
 
   const store = await openStore(address);
@@ -77,35 +84,45 @@ async function main(): Promise<number> {
     const input = device.createBuffer({ size: batch * px, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
     const output = device.createBuffer({ size: batch * px * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
     const pixels = new Uint8Array(batch * px);
-    let readMs = 0, decodeMs = 0, gpuMs = 0, bytes = 0, batches = 0, lastCount = 0;
+    const decoder = await createJpegDecoder();
+    let pool: JpegDecodePool | undefined;
+    if (workers > 0) pool = await createDecodePool({ workers });
+    const loader = new Loader({
+      store, dataset: DATASET, ids, batchSize: batch, order, prefetch: "auto", shuffle: true, seed: 0,
+      // Decoding is the loader's transform: a sample is ready once decoded (NOTE [ Ready-order
+      // assembly ] in src/loader.ts), so a slow decode delays only its own sample.
+      transform: (s) => (pool ? pool.decode(s.data.slice()) : decoder.decode(s.data)),
+    });
+    let gpuMs = 0, bytes = 0, batches = 0, lastCount = 0;
     const labels = new Array(10).fill(0);
     t0 = runtime.now();
-    for (let start = 0; start < ids.length; start += batch) {
-      let t = runtime.now();
-      const samples = await store.get(DATASET, ids.slice(start, start + batch));
-      readMs += runtime.now() - t;
-      t = runtime.now();
-      samples.forEach((s, k) => {
-        bytes += s.data.length;
-        labels[s.label]++;
-        const img = jpeg.decode(s.data, { useTArray: true, formatAsRGBA: false });
-        if (img.width !== 28 || img.height !== 28) {
-          throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use sample ${s.id} as it decodes to ${img.width}×${img.height}, not 28×28`);
-        }
-        for (let p = 0; p < px; p++) pixels[k * px + p] = img.data[3 * p]; // grey: R = G = B
-      });
-      decodeMs += runtime.now() - t;
-      t = runtime.now();
-      lastCount = samples.length * px;
-      device.queue.writeBuffer(input, 0, pixels, 0, Math.ceil(lastCount / 4) * 4);
-      const enc = device.createCommandEncoder();
-      const params = await encodeNormalize(device, enc, input, output, lastCount, { channels: 1, mean: [MEAN], std: [STD] });
-      device.queue.submit([enc.finish()]);
-      await device.queue.onSubmittedWorkDone();
-      params.destroy();
-      gpuMs += runtime.now() - t;
-      batches++;
+    try {
+      for await (const b of loader.epoch(0)) {
+        bytes += b.bytes;
+        b.items.forEach((img, k) => {
+          labels[b.labels[k]]++;
+          if (img.width !== 28 || img.height !== 28) {
+            throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use sample ${b.ids[k]} as it decodes to ${img.width}×${img.height}, not 28×28`);
+          }
+          const c = img.channels;
+          for (let p = 0; p < px; p++) pixels[k * px + p] = img.data[c * p]; // grey, or R of R = G = B
+        });
+        const t = runtime.now();
+        lastCount = b.ids.length * px;
+        device.queue.writeBuffer(input, 0, pixels, 0, Math.ceil(lastCount / 4) * 4);
+        const enc = device.createCommandEncoder();
+        const params = await encodeNormalize(device, enc, input, output, lastCount, { channels: 1, mean: [MEAN], std: [STD] });
+        device.queue.submit([enc.finish()]);
+        await device.queue.onSubmittedWorkDone();
+        params.destroy();
+        gpuMs += runtime.now() - t;
+        batches++;
+      }
+    } finally {
+      await loader.close();
+      await pool?.close();
     }
+    const ls = loader.stats();
     const totalS = (runtime.now() - t0) / 1000;
 
     // 3. The GPU's last batch against the CPU's arithmetic: proof the kernel ran on real data.
@@ -128,7 +145,10 @@ async function main(): Promise<number> {
       seconds: totalS,
       samplesPerSec: ids.length / totalS,
       mbPerSec: bytes / 1e6 / totalS,
-      stageSeconds: { read: readMs / 1000, decode: decodeMs / 1000, gpu: gpuMs / 1000 },
+      order,
+      decode: workers > 0 ? `wasm, ${workers} workers` : "wasm, in the loader's transform",
+      stageSeconds: { waitForData: ls.waitSeconds, gpu: gpuMs / 1000 },
+      batchMs: ls.batchMs,
       perLabel: labels,
       gpuCheckMaxDiff: maxDiff,
     };
@@ -136,7 +156,8 @@ async function main(): Promise<number> {
     else {
       log(`read     ${ids.length} samples in ${batches} batches of ${batch}: ${(bytes / 1e6).toFixed(1)} MB`);
       log(`time     ${totalS.toFixed(2)} s — ${report.samplesPerSec.toFixed(0)} samples/s, ${report.mbPerSec.toFixed(1)} MB/s`);
-      log(`stages   read ${report.stageSeconds.read.toFixed(2)} s · decode (jpeg-js) ${report.stageSeconds.decode.toFixed(2)} s · upload + normalize kernel ${report.stageSeconds.gpu.toFixed(2)} s`);
+      log(`stages   waiting for the loader (fetch + decode, ${order} order, ${report.decode}) ${ls.waitSeconds.toFixed(2)} s · upload + normalize kernel ${report.stageSeconds.gpu.toFixed(2)} s`);
+      log(`batches  p50 ${ls.batchMs.p50.toFixed(1)} ms, p99 ${ls.batchMs.p99.toFixed(1)} ms; window ${ls.prefetch} batches`);
       log(`labels   ${labels.join(" ")}`);
       log(`check    GPU vs CPU on the last batch: max diff ${maxDiff.toExponential(1)}`);
     }
