@@ -54,7 +54,10 @@ async function setting(label: string, profile: ProfileFn, connections: number) {
   const proxy: Proxy = await startProxy({ target: { host: a.hosts[0], port: a.port }, profile });
   const auth = a.username ? `${a.username}:${a.password}@` : "";
   const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?connections=${connections}`);
-  const source = await openSource(store, DATASET, window);
+  const source = await openSource(store, DATASET);
+  // The raw driver keeps as many requests in flight as the loader can: its window, capped by
+  // what the driver's connections accept (the source's capacity).
+  const inFlight = Math.min(window, (source as unknown as { capacity: number }).capacity);
   const cql = `SELECT label, data FROM ${store.keyspace}.${tables(DATASET).data} WHERE id = ?`;
   const loaders = { ready: 0, strict: 0 } as Record<string, number>;
   const last: Record<string, Loader> = {};
@@ -70,7 +73,7 @@ async function setting(label: string, profile: ProfileFn, connections: number) {
         const worker = async () => {
           while (next < ids.length) await store.client.execute(cql, [ids[next++]], { prepare: true });
         };
-        await Promise.all(Array.from({ length: window }, worker));
+        await Promise.all(Array.from({ length: inFlight }, worker));
       },
     },
     { name: "ready order", work: ids.length, run: run("ready") },

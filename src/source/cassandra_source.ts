@@ -16,11 +16,17 @@ export class CassandraSource implements Source {
   readonly #cap: Capacity;
   readonly #dataset: string;
 
-  constructor(store: CassandraStore, dataset: string, maxInFlight = 1024) {
+  constructor(store: CassandraStore, dataset: string, maxInFlight?: number) {
     this.#store = store;
     this.#dataset = dataset;
     this.#cql = `SELECT label, data FROM ${store.keyspace}.${tables(dataset).data} WHERE id = ?`;
-    this.#cap = new Capacity(maxInFlight);
+    // More in flight than the pool's connections accept makes the driver fail requests with
+    // BusyConnectionError: cap at connections × requests per connection × hosts.
+    const pooling = store.client.options.pooling ?? {};
+    const perConn = pooling.maxRequestsPerConnection ?? 2048;
+    const conns = (pooling.coreConnectionsPerHost as Record<number, number> | undefined)?.[0] ?? 1; // 0: distance.local
+    const hosts = Math.max(1, store.client.hosts?.length ?? 1);
+    this.#cap = new Capacity(Math.min(maxInFlight ?? Infinity, perConn * conns * hosts));
     this.name = `${store.address} (${dataset})`;
   }
 
@@ -49,6 +55,10 @@ export class CassandraSource implements Source {
   }
   inFlight(): number {
     return this.#cap.inFlight;
+  }
+  /** Requests this source allows in flight. */
+  get capacity(): number {
+    return this.#cap.max;
   }
   close(): Promise<void> {
     return Promise.resolve(); // the store owns the client
