@@ -126,3 +126,40 @@ for (const s of stores) {
     }
   }, { skip: s.skip, timeoutMs: 120_000 });
 }
+
+for (const s of stores) {
+  test(`${s.name}: the Loader reads a dataset exactly once per epoch in both orders, bytes as stored`, async () => {
+    const store = await s.open();
+    const { Loader } = await import("../../src/loader.ts");
+    try {
+      const name = `loader-${run}`;
+      await store.createDataset(spec(name));
+      const next = rng(freshSeed());
+      const samples: SampleInput[] = Array.from({ length: 90 }, (_, i) => ({
+        key: `k${i}`, label: i % 3, data: randomBytes(next, randomInt(next, 1, 5000)), meta: { patient: `P${i % 5}` },
+      }));
+      await store.put(name, samples);
+      const want = new Map(samples.map((x) => [sampleId(name, x.key), x]));
+      for (const order of ["ready", "strict"] as const) {
+        const loader = new Loader({ store, dataset: name, ids: [...want.keys()], batchSize: 16, order, seed: 2 });
+        for (let e = 0; e < 2; e++) {
+          const seen = new Set<string>();
+          for await (const b of loader.epoch(e)) {
+            b.ids.forEach((id, i) => {
+              assert.not.ok(seen.has(id), `${id} twice in epoch ${e}`);
+              seen.add(id);
+              const w = want.get(id)!;
+              assert.is(b.labels[i], w.label);
+              const got = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
+              assert.ok(got.length === w.data.length && got.every((v, k) => v === w.data[k]), `bytes of ${w.key}`);
+            });
+          }
+          assert.is(seen.size, 90, `${order} epoch ${e}`);
+        }
+        await loader.close();
+      }
+    } finally {
+      await store.close();
+    }
+  }, { skip: s.skip, timeoutMs: 120_000 });
+}
