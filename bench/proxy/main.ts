@@ -1,0 +1,123 @@
+/**
+ * The latency proxy as a command, in its own process (so it does not share the event loop of
+ * what it measures). Prints per-connection stats on SIGINT/SIGTERM, then exits.
+ *
+ *   bun bench/proxy/main.ts --target 127.0.0.1:9042 --listen 127.0.0.1:19042 --delay-ms 75
+ */
+import process from "node:process";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../../src/errors.ts";
+import { type ConnectionStats, type Profile, startProxy, unevenEvery, uniform } from "./proxy.ts";
+
+const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
+  A TCP proxy that adds latency (and optionally a bandwidth cap) to every connection.
+  --target HOST:PORT      the real server (required)
+  --listen HOST:PORT      where to listen (default 127.0.0.1:0, any free port)
+  --delay-ms D            one-way delay per direction: round trips grow by 2×D (default 0)
+  --jitter-ms J           each piece of data is delayed D ± J ms, never reordered (default 0)
+  --bandwidth-bps B       cap every connection at B bytes/s per direction
+  --congest-every N       every Nth connection (the Nth, 2Nth, …) is congested…
+  --congest-bps B         …at B bytes/s per direction (both options go together)
+  --queue-bytes Q         bytes held per direction before reading pauses (default 4194304)
+  --no-handshake          connections open at once (default: set-up costs one round trip)
+  --seed S                seed of the jitter draws (default 1)
+  --json                  on exit, print the stats as one JSON document
+  -h, --help              this text
+On SIGINT or SIGTERM it prints each connection's bytes, duration and rate, and exits.`;
+
+const args = runtime.args();
+if (args.includes("-h") || args.includes("--help")) {
+  console.log(USAGE);
+  runtime.exit(0);
+}
+
+try {
+  await main();
+} catch (e) {
+  if (!(e instanceof CassetteError)) throw e;
+  console.error(`proxy: ${e.message}`);
+  runtime.exit(2);
+}
+
+async function main() {
+  const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--queue-bytes", "--seed"]);
+  const flags = new Set(["--no-handshake", "--json"]);
+  const values = new Map<string, string>();
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (flags.has(a)) values.set(a, "");
+    else if (known.has(a) && i + 1 < args.length) values.set(a, args[++i]);
+    else bad(known.has(a) ? `'${a}' needs a value` : `unknown argument '${a}' (try --help)`);
+  }
+  const num = (name: string): number | undefined => {
+    const v = values.get(name);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (v.trim() === "" || !Number.isFinite(n)) bad(`'${name}' must be a number: current value is ${v}`);
+    return n;
+  };
+  const target = endpoint("--target", values.get("--target") ?? bad("'--target HOST:PORT' is required"), false);
+  const listen = endpoint("--listen", values.get("--listen") ?? "127.0.0.1:0", true);
+  const base: Profile = {
+    delayMs: num("--delay-ms") ?? 0,
+    jitterMs: num("--jitter-ms"),
+    bandwidthBytesPerSec: num("--bandwidth-bps"),
+    seed: num("--seed"),
+  };
+  const every = num("--congest-every"), congestBps = num("--congest-bps");
+  if ((every === undefined) !== (congestBps === undefined)) bad("'--congest-every' and '--congest-bps' go together");
+  const profile = every !== undefined ? unevenEvery(every, { ...base, bandwidthBytesPerSec: congestBps }, base) : uniform(base.delayMs, base);
+  const proxy = await startProxy({ target, listen, profile, queueBytes: num("--queue-bytes"), handshake: !values.has("--no-handshake") });
+
+  const congestion = every !== undefined ? `; 1 connection in ${every} capped at ${congestBps} B/s` : "";
+  const cap = base.bandwidthBytesPerSec ? `, cap ${base.bandwidthBytesPerSec} B/s` : "";
+  const jitter = base.jitterMs ? ` ± ${base.jitterMs}` : "";
+  console.log(`proxy ${proxy.host}:${proxy.port} → ${target.host}:${target.port}: ${base.delayMs}${jitter} ms one way (round trip +${2 * base.delayMs} ms)${cap}${congestion}`);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const st = proxy.stats();
+    await proxy.close();
+    if (values.has("--json")) console.log(JSON.stringify({ signal, ...st }));
+    else {
+      console.log(`\n${signal}: ${st.accepted} connection(s), ${st.bytesUp} bytes up, ${st.bytesDown} bytes down`);
+      if (st.connections.length) console.log(table(st.connections, st.at));
+    }
+    runtime.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+function table(conns: ConnectionStats[], now: number): string {
+  const rows = conns.map((c) => {
+    const secs = ((c.closedAt ?? now) - c.openedAt) / 1000;
+    const p = c.profile;
+    return [
+      String(c.index),
+      `${p.delayMs}${p.jitterMs ? `±${p.jitterMs}` : ""}${p.bandwidthBytesPerSec ? ` @${p.bandwidthBytesPerSec}B/s` : ""}`,
+      c.connectedAt !== undefined ? (c.connectedAt - c.openedAt).toFixed(1) : "-",
+      String(c.bytesUp),
+      String(c.bytesDown),
+      secs.toFixed(2),
+      ((c.bytesUp + c.bytesDown) / 1e6 / Math.max(secs, 1e-3)).toFixed(3),
+      c.error ?? (c.closedAt === undefined ? "open" : "closed"),
+    ];
+  });
+  const head = ["conn", "profile (ms)", "connect ms", "bytes up", "bytes down", "seconds", "MB/s", "state"];
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  return [head, ...rows].map((r) => r.map((x, i) => (i === 1 || i === 7 ? x.padEnd(w[i]) : x.padStart(w[i]))).join("  ")).join("\n");
+}
+
+function endpoint(name: string, v: string, portZero: boolean): { host: string; port: number } {
+  const m = /^(.+):(\d+)$/.exec(v);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535 || (!portZero && port === 0)) bad(`'${name}' must be HOST:PORT: current value is ${v}`);
+  return { host: m![1], port };
+}
+
+function bad(why: string): never {
+  throw new CassetteError("ERR_INVALID_OPTION", `Cannot start the proxy as ${why}`);
+}
