@@ -1,0 +1,32 @@
+/** Shape checks shared by the op planners: each throws a CassetteError naming the operand. */
+import { CassetteError } from "../../errors.ts";
+import type { Tensor } from "../tensor.ts";
+
+/** Throws unless `t` has exactly `shape` (-1 matches any size). */
+export function expectShape(op: string, what: string, t: Tensor, shape: readonly number[]): void {
+  const ok = t.shape.length === shape.length && shape.every((d, i) => d < 0 || d === t.shape[i]);
+  if (!ok) {
+    throw new CassetteError(
+      "ERR_INVALID_OPTION",
+      `Cannot run ${op} as '${what}' must have shape [${shape.map((d) => (d < 0 ? "?" : d))}]: current shape is [${t.shape}]`,
+    );
+  }
+}
+
+/** Throws unless `t` has `rank` dimensions. */
+export function expectRank(op: string, what: string, t: Tensor, rank: number): void {
+  if (t.shape.length !== rank) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot run ${op} as '${what}' must have ${rank} dimensions: current shape is [${t.shape}]`);
+  }
+}
+
+/** Throws unless `t` holds exactly `size` values. */
+export function expectSize(op: string, what: string, t: Tensor, size: number): void {
+  if (t.size !== size) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot run ${op} as '${what}' must hold ${size} values: current shape is [${t.shape}] (${t.size})`);
+  }
+}
+
+export function invalid(message: string): never {
+  throw new CassetteError("ERR_INVALID_OPTION", message);
+}
