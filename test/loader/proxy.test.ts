@@ -1,0 +1,51 @@
+/**
+ * Exactly once through a real network path: Cassandra behind the project's TCP proxy with
+ * jitter and one congested connection in two, several epochs and two ranks whose shards must
+ * partition each epoch.
+ */
+import * as assert from "uvu/assert";
+import { test } from "../_support/harness.ts";
+import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { startProxy, unevenEvery } from "../../bench/proxy/proxy.ts";
+import { parseStoreAddress } from "../../src/source/address.ts";
+import { CassandraStore } from "../../src/source/cassandra.ts";
+import { Loader } from "../../src/loader.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+test("ready order through jitter and a congested connection: 2 ranks × 3 epochs, every id exactly once per epoch", async () => {
+  const address = testCassandra("cassette_jitter")!;
+  const a = parseStoreAddress(address) as Extract<ReturnType<typeof parseStoreAddress>, { kind: "cassandra" }>;
+  const dataset = `jitter-${runtime.name}`;
+  const direct = await CassandraStore.open(address);
+  await direct.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
+  await direct.put(dataset, Array.from({ length: 400 }, (_, i) => ({ key: `k${i}`, label: i % 7, data: new Uint8Array(2048).fill(i % 256) })));
+  const ids: string[] = [];
+  for await (const page of direct.scanNat(dataset)) ids.push(...page.map((r) => r.id));
+  await direct.close();
+
+  const proxy = await startProxy({
+    target: { host: a.hosts[0], port: a.port },
+    profile: unevenEvery(2, { delayMs: 8, jitterMs: 6, bandwidthBytesPerSec: 300_000 }, { delayMs: 2, jitterMs: 2 }),
+  });
+  const auth = a.username ? `${a.username}:${a.password}@` : "";
+  const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?connections=3`);
+  try {
+    for (let epoch = 0; epoch < 3; epoch++) {
+      const seen: string[] = [];
+      for (let rank = 0; rank < 2; rank++) {
+        const loader = new Loader({ store, dataset, ids, batchSize: 24, prefetch: 3, seed: 11, rank, worldSize: 2 });
+        for await (const b of loader.epoch(epoch)) {
+          seen.push(...b.ids);
+          b.ids.forEach((id, i) => assert.is(b.offsets[i + 1] - b.offsets[i], 2048, `bytes of ${id}`));
+        }
+        await loader.close();
+      }
+      assert.is(seen.length, ids.length, `epoch ${epoch}: every id read`);
+      assert.is(new Set(seen).size, ids.length, `epoch ${epoch}: no id twice, the ranks' shards are disjoint`);
+    }
+    assert.ok(proxy.stats().accepted >= 3, `went through the proxy: ${proxy.stats().accepted} connections`);
+  } finally {
+    await store.close();
+    await proxy.close();
+  }
+}, { skip: NO_CASSANDRA, timeoutMs: 180_000 });
