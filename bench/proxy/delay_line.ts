@@ -136,6 +136,11 @@ export class DelayLine {
 
   /** Drops whatever is queued and releases nothing more (the sink or the connection is gone). */
   stop(): void {
+    // A paused source must flow again, or its FIN (or the data that earns it a reset) is never read.
+    if (this.#paused && !this.#stopped) {
+      this.#paused = false;
+      this.#o.onResume();
+    }
     this.#stopped = true;
     clearTimeout(this.#timer);
     this.#timer = undefined;
