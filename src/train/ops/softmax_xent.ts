@@ -1,0 +1,26 @@
+/** Owner of shaders/train/softmax_xent.wgsl: softmax cross-entropy, its gradient, epoch sums. */
+import code from "../../../shaders/train/softmax_xent.wgsl" with { type: "text" };
+import { Kernel } from "../../gpu/kernel.ts";
+import type { Dispatch } from "../program.ts";
+import { uniforms } from "../program.ts";
+import type { Tensor } from "../tensor.ts";
+import { expectRank, expectShape } from "./_check.ts";
+
+export const softmaxXentKernel = new Kernel({
+  name: "train/softmax_xent",
+  code,
+  bindings: ["uniform", "read-only-storage", "read-only-storage", "storage", "storage"],
+});
+
+/**
+ * Plans dz = ∂(mean loss)/∂z for logits z [B, C] and u32 labels [B], and adds the batch's
+ * loss sum, correct count and row count to stats [3].
+ */
+export function softmaxXent(z: Tensor, labels: Tensor, dz: Tensor, stats: Tensor): Dispatch {
+  expectRank("softmax_xent", "z", z, 2);
+  const [B, C] = z.shape;
+  expectShape("softmax_xent", "labels", labels, [B]);
+  expectShape("softmax_xent", "dz", dz, [B, C]);
+  expectShape("softmax_xent", "stats", stats, [3]);
+  return { kernel: softmaxXentKernel, bindings: [uniforms([B, C, { f32: 1 / B }]), z, labels, dz, stats], workgroups: [1, 1, 1] };
+}

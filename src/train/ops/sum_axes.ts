@@ -1,0 +1,17 @@
+/** Owner of shaders/train/sum_axes.wgsl: sums a [O, J, I] tensor over O and I (bias gradients). */
+import code from "../../../shaders/train/sum_axes.wgsl" with { type: "text" };
+import { Kernel } from "../../gpu/kernel.ts";
+import type { Dispatch } from "../program.ts";
+import { grid, uniforms } from "../program.ts";
+import type { Tensor } from "../tensor.ts";
+import { expectRank, expectShape } from "./_check.ts";
+
+export const sumAxesKernel = new Kernel({ name: "train/sum_axes", code, bindings: ["uniform", "read-only-storage", "storage"] });
+
+/** Plans out[J] = Σ_{o,i} src[o, j, i] for src of shape [O, J, I]. */
+export function sumAxes(src: Tensor, out: Tensor): Dispatch {
+  expectRank("sum_axes", "src", src, 3);
+  const [O, J, I] = src.shape;
+  expectShape("sum_axes", "out", out, [J]);
+  return { kernel: sumAxesKernel, bindings: [uniforms([O, J, I]), src, out], workgroups: grid(J, 1) };
+}

@@ -1,0 +1,69 @@
+import * as assert from "uvu/assert";
+import { test } from "../_support/harness.ts";
+import { assertClose, testDevice } from "../_support/gpu.ts";
+import { freshSeed, randomInt, rng } from "../_support/random.ts";
+import { biasAddRef, gatherRowsRef, reluRef, sumAxesRef } from "../reference/train/elementwise.ts";
+import { dot, numericGrad, someIndices } from "../reference/train/finite_diff.ts";
+import { relu } from "../../src/train/ops/relu.ts";
+import { reluBwd } from "../../src/train/ops/relu_bwd.ts";
+import { biasAdd } from "../../src/train/ops/bias_add.ts";
+import { sumAxes } from "../../src/train/ops/sum_axes.ts";
+import { gatherRows } from "../../src/train/ops/gather_rows.ts";
+import { readBuffer } from "../../src/gpu/buffers.ts";
+import { free, poisoned, randomArray, read, runOnce, upload } from "./_helpers.ts";
+
+test("relu matches the reference and relu_bwd matches central differences away from the kink", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const n = randomInt(next, 1, 5000);
+  // Keep |x| ≥ 0.01 so that x ± h never crosses 0, where ReLU has no derivative.
+  const x = Float32Array.from(randomArray(next, n), (v) => (v >= 0 ? v + 0.01 : v - 0.01));
+  const dy = randomArray(next, n);
+  const X = upload(device, x, [n]), DY = upload(device, dy, [n]);
+  const Y = poisoned(device, [n]), DX = poisoned(device, [n]);
+  await runOnce(device, [relu(X, Y), reluBwd(Y, DY, DX)]);
+  assertClose(await read(device, Y), Float32Array.from(reluRef(x)), 0, seed);
+  const idx = someIndices(next, n, 200);
+  const want = numericGrad((v) => dot(reluRef(v), dy), x, idx);
+  const got = await read(device, DX);
+  assertClose(Float32Array.from(idx, (i) => got[i]), Float32Array.from(want), 1e-6, seed);
+  free(X, DY, Y, DX);
+});
+
+test("bias_add matches the reference, and sum_axes (its gradient) matches central differences", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  for (const rank of [2, 4]) {
+    const N = randomInt(next, 1, 9), C = randomInt(next, 1, 40), I = rank === 2 ? 1 : randomInt(next, 1, 60);
+    const shape = rank === 2 ? [N, C] : [N, C, I, 1];
+    const y = randomArray(next, N * C * I), b = randomArray(next, C), dy = randomArray(next, N * C * I);
+    const Y = upload(device, y, shape), B = upload(device, b, [C]), DY = upload(device, dy, [N, C, I]), DB = poisoned(device, [C]);
+    await runOnce(device, [biasAdd(B, Y), sumAxes(DY, DB)]);
+    assertClose(await read(device, Y), Float32Array.from(biasAddRef(y, b, C, I)), 1e-6, seed);
+    const want = numericGrad((v) => dot(biasAddRef(y, v, C, I), dy), b, someIndices(next, C, C));
+    assertClose(await read(device, DB), Float32Array.from(want), 1e-5 * N * I, seed);
+    assertClose(await read(device, DB), Float32Array.from(sumAxesRef(dy, N, C, I)), 1e-5 * N * I, seed);
+    free(Y, B, DY, DB);
+  }
+});
+
+test("gather_rows copies the indexed rows bit for bit, f32 and u32", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const R = randomInt(next, 1, 50), L = randomInt(next, 1, 100), B = randomInt(next, 1, 70);
+  const src = randomArray(next, R * L);
+  src[0] = -0; // sign of zero survives: a bit copy, not arithmetic
+  const index = Uint32Array.from({ length: B }, () => randomInt(next, 0, R - 1));
+  index[0] = 0;
+  const labels = Uint32Array.from({ length: R }, () => randomInt(next, 0, 2 ** 31));
+  const S = upload(device, src, [R, L]), I = upload(device, index, [B]), O = poisoned(device, [B, L]);
+  const SL = upload(device, labels, [R]), OL = poisoned(device, [B]);
+  await runOnce(device, [gatherRows(S, I, O), gatherRows(SL, I, OL)]);
+  const got = new Uint32Array((await read(device, O)).buffer);
+  assert.equal([...got], [...new Uint32Array(gatherRowsRef(src, L, index).buffer)], `seed ${seed}`);
+  assert.equal([...new Uint32Array(await readBuffer(device, OL.buffer))], [...gatherRowsRef(labels, 1, index)], `seed ${seed}`);
+  free(S, I, O, SL, OL);
+});
