@@ -1,0 +1,44 @@
+/**
+ * Fashion-MNIST from Debian's idx files as normalized f32 tensors, for the no-I/O path of
+ * train.ts and for benchmarks: pixels/255, then (x − 0.2860) / 0.3530 (the train split's mean
+ * and std, the same constants train.ts's GPU preprocessing uses).
+ */
+import { readIdxDataset } from "../dataset/idx.ts";
+import { CassetteError } from "../errors.ts";
+
+export const FASHION_MNIST_MEAN = 0.2860;
+export const FASHION_MNIST_STD = 0.3530;
+
+export interface ImageSplit {
+  images: Float32Array;
+  labels: Uint32Array;
+  count: number;
+  /** Per-sample shape, [1, 28, 28]. */
+  shape: number[];
+}
+
+/** u8 pixels → normalized f32 (NCHW with one channel is the same order as the bytes). */
+export function normalizePixels(bytes: Uint8Array, mean = FASHION_MNIST_MEAN, std = FASHION_MNIST_STD): Float32Array {
+  const out = new Float32Array(bytes.length);
+  const scale = 1 / (255 * std), bias = -mean / std;
+  for (let i = 0; i < bytes.length; i++) out[i] = bytes[i] * scale + bias;
+  return out;
+}
+
+/** The train and t10k splits, the first `limit` samples of each when given. */
+export async function loadFashionMnist(prefix = "/usr/share/datasets/fashion-mnist/", limit?: number): Promise<{ train: ImageSplit; test: ImageSplit }> {
+  const splits = await readIdxDataset(prefix);
+  const take = (name: string): ImageSplit => {
+    const s = splits.find((x) => x.name === name);
+    if (!s) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot load Fashion-MNIST from ${prefix} as its ${name} split is missing`);
+    const count = Math.min(s.count, limit ?? s.count);
+    const px = s.height * s.width;
+    return {
+      images: normalizePixels(s.images.subarray(0, count * px)),
+      labels: Uint32Array.from(s.labels.subarray(0, count)),
+      count,
+      shape: [1, s.height, s.width],
+    };
+  };
+  return { train: take("train"), test: take("t10k") };
+}

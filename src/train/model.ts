@@ -1,0 +1,360 @@
+/**
+ * A small sequential model trained on the GPU: layers (layers.ts) with forward and backward
+ * on GPU buffers, parameters in one buffer, an optimizer step in one dispatch, softmax
+ * cross-entropy as the loss, evaluation, and save/load of weights.
+ *
+ * For each batch size it sees, the model plans every dispatch once (activation tensors,
+ * uniforms, bind groups) and records a step as one compute pass; steps are submitted without
+ * waiting, at most two in flight. Loss and accuracy are summed on the GPU and read back only
+ * when asked (once per epoch).
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+import { readBuffer } from "../gpu/buffers.ts";
+import { initValues } from "./init.ts";
+import { describe, planLayer } from "./layers.ts";
+import type { LayerPlan, LayerSpec, ParamSpec } from "./layers.ts";
+import { Optimizer } from "./optim.ts";
+import type { OptimizerSpec } from "./optim.ts";
+import { Program } from "./program.ts";
+import type { Dispatch } from "./program.ts";
+import { softmaxXent } from "./ops/softmax_xent.ts";
+import { createTensor, Tensor, TensorArena } from "./tensor.ts";
+import { decodeWeights, encodeWeights } from "./weights.ts";
+import { modelSpec } from "./models.ts";
+
+export interface ModelSpec {
+  /** Per-sample input shape, [C, H, W] for images. */
+  input: number[];
+  /** Layers in order; the last one must output `classes` values (the logits). */
+  layers: LayerSpec[];
+}
+
+/**
+ * One batch for a step or an evaluation: `n` samples of f32 NCHW values in `x` (from byte
+ * `xOffset`, needs COPY_SRC usage) and their class labels. The model copies both before the
+ * step's kernels run, so the source may rewrite `x` once the following step has been submitted.
+ */
+export interface TrainBatch {
+  x: GPUBuffer;
+  xOffset?: number;
+  /** u32/i32 labels: on the CPU, or in a GPUBuffer (COPY_SRC) from byte `labelsOffset`. */
+  labels: GPUBuffer | Int32Array | Uint32Array;
+  labelsOffset?: number;
+  n: number;
+}
+
+/** Loss (mean per sample) and accuracy over the samples summed since the last reset. */
+export interface Metrics {
+  loss: number;
+  accuracy: number;
+  samples: number;
+}
+
+export interface CreateModelOptions {
+  /** Seed of the weight initialization (default 0). */
+  seed?: number;
+  /** Default: Adam, lr 1e-3 (TF.js's and Keras's defaults). */
+  optimizer?: OptimizerSpec;
+}
+
+interface BatchPlan {
+  batch: number;
+  input: Tensor;
+  labels: Tensor;
+  layers: LayerPlan[];
+  train: Program;
+  evalProgram?: Promise<Program>;
+  evalDispatches: Dispatch[];
+  owned: Tensor[];
+}
+
+interface Slot {
+  spec: ParamSpec;
+  value: Tensor;
+  grad?: Tensor;
+}
+
+const MAX_IN_FLIGHT = 2;
+
+export class Sequential {
+  readonly device: GPUDevice;
+  readonly spec: ModelSpec;
+  readonly optimizer: Optimizer;
+  /** Per-sample output shape of each layer. */
+  readonly shapes: number[][];
+  readonly classes: number;
+  readonly #params: Slot[][];
+  readonly #state: Slot[][];
+  readonly #buffers: GPUBuffer[];
+  readonly #trainStats: Tensor;
+  readonly #evalStats: Tensor;
+  readonly #plans = new Map<number, Promise<BatchPlan>>();
+  #inFlight: Promise<unknown>[] = [];
+
+  private constructor(device: GPUDevice, spec: ModelSpec, o: CreateModelOptions) {
+    this.device = device;
+    this.spec = spec;
+    if (!Array.isArray(spec.input) || spec.input.length === 0 || spec.input.some((d) => !Number.isInteger(d) || d < 1)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot build a model as 'input' must be a per-sample shape of positive integers: current value is ${JSON.stringify(spec.input)}`);
+    }
+    if (!spec.layers?.length) throw new CassetteError("ERR_INVALID_OPTION", "Cannot build a model as 'layers' is empty");
+    // Shapes, parameter and state specs, layer by layer.
+    const paramSpecs: ParamSpec[][] = [], stateSpecs: ParamSpec[][] = [];
+    this.shapes = [];
+    let shape = spec.input;
+    spec.layers.forEach((l, i) => {
+      const d = describe(l, shape, i);
+      this.shapes.push(d.output);
+      paramSpecs.push(d.params);
+      stateSpecs.push(d.state);
+      shape = d.output;
+    });
+    if (shape.length !== 1) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot build a model as its last layer must output class scores [classes]: current shape is [${shape}]`);
+    }
+    this.classes = shape[0];
+    // Parameters and their gradients share one layout in two buffers; state has its own.
+    const arena = new TensorArena(device), stateArena = new TensorArena(device);
+    const pIdx = paramSpecs.map((ps) => ps.map((p) => arena.reserve(p.shape)));
+    const sIdx = stateSpecs.map((ss) => ss.map((s) => stateArena.reserve(s.shape)));
+    const P = arena.allocate(device, "model/params"), G = arena.allocate(device, "model/grads"), S = stateArena.allocate(device, "model/state");
+    this.#buffers = [P.buffer, G.buffer, S.buffer];
+    this.#params = paramSpecs.map((ps, i) => ps.map((p, j) => ({ spec: p, value: P.tensors[pIdx[i][j]], grad: G.tensors[pIdx[i][j]] })));
+    this.#state = stateSpecs.map((ss, i) => ss.map((s, j) => ({ spec: s, value: S.tensors[sIdx[i][j]] })));
+    const seed = o.seed ?? 0;
+    let stream = 0;
+    for (const slot of [...this.#params.flat(), ...this.#state.flat()]) {
+      const v = initValues(slot.spec.init, slot.value.size, slot.spec.fanIn, slot.spec.fanOut, seed, stream++);
+      device.queue.writeBuffer(slot.value.buffer, slot.value.offset, v);
+    }
+    const whole = (b: GPUBuffer) => new Tensor(b, [b.size / 4]);
+    this.optimizer = new Optimizer(device, o.optimizer ?? { kind: "adam", lr: 1e-3 }, whole(P.buffer), whole(G.buffer));
+    this.#trainStats = createTensor(device, [3], "model/train-stats");
+    this.#evalStats = createTensor(device, [3], "model/eval-stats");
+  }
+
+  /**
+   * Builds a model from its spec: weights initialized from `seed` (He for ReLU layers, Glorot
+   * for the output layer, zeros for biases).
+   */
+  static create(device: GPUDevice, spec: ModelSpec, o: CreateModelOptions = {}): Sequential {
+    return new Sequential(device, spec, o);
+  }
+
+  /** Number of trained values. */
+  get parameterCount(): number {
+    return this.#params.flat().reduce((a, s) => a + s.value.size, 0);
+  }
+
+  /** Names and shapes of every parameter, in order. */
+  get parameters(): { name: string; shape: number[] }[] {
+    return this.#params.flat().map((s) => ({ name: s.spec.name, shape: s.spec.shape }));
+  }
+
+  #plan(batch: number): Promise<BatchPlan> {
+    if (!Number.isInteger(batch) || batch < 1) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot run a batch of ${batch} samples: 'n' must be a positive integer`);
+    }
+    let plan = this.#plans.get(batch);
+    if (!plan) {
+      plan = this.#build(batch);
+      this.#plans.set(batch, plan);
+      plan.catch(() => this.#plans.delete(batch));
+    }
+    return plan;
+  }
+
+  async #build(B: number): Promise<BatchPlan> {
+    const device = this.device;
+    const input = createTensor(device, [B, ...this.spec.input], "model/input");
+    const labels = createTensor(device, [B], "model/labels", "u32");
+    const owned = [input, labels];
+    const layers: LayerPlan[] = [];
+    let x = input;
+    this.spec.layers.forEach((spec, i) => {
+      const plan = planLayer(spec, {
+        device, batch: B, x, output: this.shapes[i],
+        params: this.#params[i].map((s) => s.value),
+        grads: this.#params[i].map((s) => s.grad!),
+        state: this.#state[i].map((s) => s.value),
+      });
+      layers.push(plan);
+      owned.push(...plan.owned);
+      x = plan.y;
+    });
+    const logits = x;
+    const dlogits = createTensor(device, logits.shape, "model/dlogits");
+    owned.push(dlogits);
+    // Backward, last layer first; each layer's dx is the previous layer's dy.
+    const backward: Dispatch[] = [];
+    let dy = dlogits;
+    for (let i = layers.length - 1; i >= 0; i--) {
+      const dx = i > 0 ? createTensor(device, layers[i - 1].y.shape, `model/d${i - 1}`) : null;
+      if (dx) owned.push(dx);
+      backward.push(...layers[i].backward(dy, dx));
+      if (dx) dy = dx;
+    }
+    const train = await Program.build(device, [
+      ...layers.flatMap((l) => l.train),
+      softmaxXent(logits, labels, dlogits, this.#trainStats),
+      ...backward,
+      this.optimizer.dispatch,
+    ], `train-${B}`);
+    const evalDispatches = [...layers.flatMap((l) => l.eval), softmaxXent(logits, labels, dlogits, this.#evalStats)];
+    return { batch: B, input, labels, layers, train, evalDispatches, owned };
+  }
+
+  #load(encoder: GPUCommandEncoder, plan: BatchPlan, b: TrainBatch): void {
+    const bytes = plan.input.bytes;
+    const xOffset = b.xOffset ?? 0;
+    if (b.x.size < xOffset + bytes) {
+      throw new CassetteError(
+        "ERR_INVALID_OPTION",
+        `Cannot take a batch of ${b.n} samples of [${this.spec.input}] as 'x' holds ${b.x.size - xOffset} bytes from byte ${xOffset}: it needs ${bytes}`,
+      );
+    }
+    encoder.copyBufferToBuffer(b.x, xOffset, plan.input.buffer, 0, bytes);
+    if (b.labels instanceof Int32Array || b.labels instanceof Uint32Array) {
+      if (b.labels.length < b.n) throw new CassetteError("ERR_INVALID_OPTION", `Cannot take a batch of ${b.n} samples as 'labels' has ${b.labels.length}`);
+      this.device.queue.writeBuffer(plan.labels.buffer, 0, b.labels.buffer, b.labels.byteOffset, b.n * 4);
+    } else {
+      encoder.copyBufferToBuffer(b.labels, b.labelsOffset ?? 0, plan.labels.buffer, 0, b.n * 4);
+    }
+  }
+
+  async #submit(encoder: GPUCommandEncoder): Promise<void> {
+    this.device.queue.submit([encoder.finish()]);
+    this.#inFlight.push(this.device.queue.onSubmittedWorkDone());
+    // Bound how far the CPU runs ahead of the GPU (and how long a batch's buffers stay in use).
+    while (this.#inFlight.length > MAX_IN_FLIGHT) await this.#inFlight.shift();
+  }
+
+  /** Waits until every submitted step has run. */
+  async flush(): Promise<void> {
+    await Promise.all(this.#inFlight.splice(0));
+  }
+
+  /** One training step: forward, loss, backward and optimizer update on this batch. */
+  async trainStep(b: TrainBatch): Promise<void> {
+    const plan = await this.#plan(b.n);
+    const encoder = this.device.createCommandEncoder();
+    // writeBuffer calls (labels, optimizer hyper-parameters) land before this submit in queue order.
+    this.#load(encoder, plan, b);
+    this.optimizer.beforeStep();
+    plan.train.encode(encoder);
+    await this.#submit(encoder);
+  }
+
+  /** Forward in eval mode (batch norm uses running statistics), adding to the eval metrics. */
+  async evalStep(b: TrainBatch): Promise<void> {
+    const plan = await this.#plan(b.n);
+    plan.evalProgram ??= Program.build(this.device, plan.evalDispatches, `eval-${plan.batch}`);
+    const program = await plan.evalProgram;
+    const encoder = this.device.createCommandEncoder();
+    this.#load(encoder, plan, b);
+    program.encode(encoder);
+    await this.#submit(encoder);
+  }
+
+  /** Loss and accuracy over an iterable of batches, in eval mode. */
+  async evaluate(batches: AsyncIterable<TrainBatch> | Iterable<TrainBatch>): Promise<Metrics> {
+    this.#clear(this.#evalStats);
+    for await (const b of batches) await this.evalStep(b);
+    return this.#metrics(this.#evalStats);
+  }
+
+  /** Training loss and accuracy summed since the last call (the forward pass of each step, before its update). */
+  async takeTrainMetrics(): Promise<Metrics> {
+    const m = await this.#metrics(this.#trainStats);
+    this.#clear(this.#trainStats);
+    return m;
+  }
+
+  #clear(t: Tensor): void {
+    const e = this.device.createCommandEncoder();
+    e.clearBuffer(t.buffer);
+    this.device.queue.submit([e.finish()]);
+  }
+
+  async #metrics(t: Tensor): Promise<Metrics> {
+    await this.flush();
+    const [loss, hits, rows] = new Float32Array(await readBuffer(this.device, t.buffer, 12));
+    return { loss: rows ? loss / rows : NaN, accuracy: rows ? hits / rows : NaN, samples: rows };
+  }
+
+  /** Every parameter's values (CPU copies), in `parameters` order. */
+  async readParameters(): Promise<Float32Array[]> {
+    return this.#read(this.#params.flat().map((s) => s.value));
+  }
+
+  /** Every parameter's gradient from the last training step. */
+  async readGradients(): Promise<Float32Array[]> {
+    return this.#read(this.#params.flat().map((s) => s.grad!));
+  }
+
+  async #read(ts: Tensor[]): Promise<Float32Array[]> {
+    await this.flush();
+    const cache = new Map<GPUBuffer, Float32Array>();
+    for (const t of ts) if (!cache.has(t.buffer)) cache.set(t.buffer, new Float32Array(await readBuffer(this.device, t.buffer)));
+    return ts.map((t) => cache.get(t.buffer)!.slice(t.offset / 4, t.offset / 4 + t.size));
+  }
+
+  /** Writes the weights (parameters and batch-norm statistics) to a file (format: weights.ts). */
+  async save(path: string | URL): Promise<void> {
+    const slots = [...this.#params.flat(), ...this.#state.flat()];
+    const values = await this.#read(slots.map((s) => s.value));
+    const header = { format: "cassette-weights" as const, version: 1 as const, model: this.spec, tensors: slots.map((s) => ({ name: s.spec.name, shape: s.spec.shape })) };
+    await runtime.writeFile(path, encodeWeights(header, values));
+  }
+
+  /** Reads weights saved by `save` from a model of the same layers; optimizer state starts afresh. */
+  async load(path: string | URL): Promise<void> {
+    const { header, values } = decodeWeights(await runtime.readFile(path), String(path));
+    const slots = [...this.#params.flat(), ...this.#state.flat()];
+    const mismatch = (why: string): never => {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot load weights from ${String(path)} into this model as ${why}`);
+    };
+    if (header.tensors.length !== slots.length) mismatch(`the file has ${header.tensors.length} tensors: the model has ${slots.length}`);
+    header.tensors.forEach((t, i) => {
+      const s = slots[i].spec;
+      if (t.name !== s.name || t.shape.join() !== s.shape.join()) mismatch(`tensor ${i} is ${t.name} [${t.shape}] in the file: the model has ${s.name} [${s.shape}]`);
+    });
+    await this.flush();
+    slots.forEach((s, i) => this.device.queue.writeBuffer(s.value.buffer, s.value.offset, values[i]));
+  }
+
+  /** Frees every buffer of the model. */
+  async destroy(): Promise<void> {
+    await this.flush();
+    for (const p of this.#plans.values()) {
+      const plan = await p.catch(() => undefined);
+      if (!plan) continue;
+      plan.train.destroy();
+      (await plan.evalProgram)?.destroy();
+      for (const t of plan.owned) t.buffer.destroy();
+    }
+    this.#plans.clear();
+    this.optimizer.destroy();
+    for (const b of this.#buffers) b.destroy();
+    this.#trainStats.buffer.destroy();
+    this.#evalStats.buffer.destroy();
+  }
+}
+
+/**
+ * A model from a spec or a name of MODELS (models.ts: "mlp", "cnn", "cnn-bn").
+ *
+ * @example
+ * ```ts
+ * import { requestDevice, createModel } from "cassette";
+ * const device = await requestDevice();
+ * const model = createModel(device, "cnn", { seed: 1 });
+ * console.log(model.parameterCount); // 20490
+ * await model.destroy();
+ * device.destroy();
+ * ```
+ */
+export function createModel(device: GPUDevice, spec: ModelSpec | string, o: CreateModelOptions = {}): Sequential {
+  return Sequential.create(device, typeof spec === "string" ? modelSpec(spec) : spec, o);
+}

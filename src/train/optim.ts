@@ -1,0 +1,89 @@
+/**
+ * Optimizers over a model's parameter buffer: every parameter sits in one TensorArena buffer
+ * and every gradient at the same offset in another, so one dispatch updates them all.
+ * Weight decay applies to every parameter (biases and batch-norm scales included), as torch's
+ * defaults do when no parameter groups are given.
+ */
+import { CassetteError } from "../errors.ts";
+import type { Dispatch } from "./program.ts";
+import { Tensor, TENSOR_USAGE } from "./tensor.ts";
+import { adamw, adamwParams } from "./ops/adamw.ts";
+import type { AdamWHyper } from "./ops/adamw.ts";
+import { sgd, sgdParams } from "./ops/sgd.ts";
+
+export type OptimizerSpec =
+  | { kind: "adamw"; lr: number; beta1?: number; beta2?: number; eps?: number; weightDecay?: number }
+  | { kind: "adam"; lr: number; beta1?: number; beta2?: number; eps?: number }
+  | { kind: "sgd"; lr: number; momentum?: number; weightDecay?: number };
+
+export class Optimizer {
+  readonly spec: OptimizerSpec;
+  readonly #device: GPUDevice;
+  readonly #uniform: GPUBuffer;
+  readonly #state: GPUBuffer[];
+  readonly #dispatch: Dispatch;
+  readonly #count: number;
+  #lr: number;
+  /** Steps taken (AdamW's bias correction needs it). */
+  step = 0;
+
+  constructor(device: GPUDevice, spec: OptimizerSpec, params: Tensor, grads: Tensor) {
+    if (!(spec.lr > 0) || !Number.isFinite(spec.lr)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot create the ${spec.kind} optimizer as 'lr' must be a finite number > 0: current value is ${spec.lr}`);
+    }
+    if (!["adamw", "adam", "sgd"].includes(spec.kind)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot create an optimizer of kind '${spec.kind}': use adamw, adam or sgd`);
+    }
+    this.spec = spec;
+    this.#device = device;
+    this.#lr = spec.lr;
+    this.#count = params.size;
+    const state = (label: string) => device.createBuffer({ label, size: params.bytes, usage: TENSOR_USAGE });
+    if (spec.kind === "sgd") {
+      this.#uniform = device.createBuffer({ label: "sgd/params", size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      this.#state = [state("sgd/velocity")];
+      this.#dispatch = sgd(this.#uniform, params, grads, new Tensor(this.#state[0], params.shape));
+    } else {
+      this.#uniform = device.createBuffer({ label: "adamw/params", size: 32, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      this.#state = [state("adamw/m"), state("adamw/v")];
+      this.#dispatch = adamw(this.#uniform, params, grads, new Tensor(this.#state[0], params.shape), new Tensor(this.#state[1], params.shape));
+    }
+  }
+
+  get lr(): number {
+    return this.#lr;
+  }
+
+  /** Changes the learning rate from the next step on (schedules). */
+  set lr(v: number) {
+    this.#lr = v;
+  }
+
+  /** The update dispatch; it reads the uniform that `beforeStep` writes. */
+  get dispatch(): Dispatch {
+    return this.#dispatch;
+  }
+
+  /** Writes this step's hyper-parameters (queue order puts them before the step's dispatch). */
+  beforeStep(): void {
+    this.step++;
+    const s = this.spec;
+    if (s.kind === "sgd") {
+      this.#device.queue.writeBuffer(this.#uniform, 0, sgdParams(this.#count, this.#lr, s.momentum ?? 0.9, s.weightDecay ?? 0));
+    } else {
+      const h: AdamWHyper = {
+        lr: this.#lr,
+        beta1: s.beta1 ?? 0.9,
+        beta2: s.beta2 ?? 0.999,
+        eps: s.eps ?? (s.kind === "adam" ? 1e-7 : 1e-8),
+        weightDecay: s.kind === "adamw" ? (s.weightDecay ?? 0.01) : 0,
+      };
+      this.#device.queue.writeBuffer(this.#uniform, 0, adamwParams(this.#count, h, this.step));
+    }
+  }
+
+  destroy(): void {
+    this.#uniform.destroy();
+    for (const b of this.#state) b.destroy();
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The weight file of a Sequential model:
+ *
+ *   ┌────────────┬──────────────┬─────────────────────┬─────────┬──────────────────────────┐
+ *   │ "CSTWGT01" │ u32 LE: H    │ H bytes of UTF-8    │ 0…3 pad │ f32 LE values, tensor by │
+ *   │ 8 bytes    │ header bytes │ JSON header         │ to 4    │ tensor, in header order  │
+ *   └────────────┴──────────────┴─────────────────────┴─────────┴──────────────────────────┘
+ *
+ * The header names the model and lists every tensor (parameters, then state such as batch
+ * norm's running statistics) with its shape, so a file loads only into a model of the same
+ * architecture, and the error says which tensor differs.
+ */
+import { CassetteError } from "../errors.ts";
+
+const MAGIC = "CSTWGT01";
+
+export interface WeightHeader {
+  format: "cassette-weights";
+  version: 1;
+  model: unknown;
+  tensors: { name: string; shape: number[] }[];
+}
+
+export function encodeWeights(header: WeightHeader, values: Float32Array[]): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const start = Math.ceil((12 + json.length) / 4) * 4;
+  const total = values.reduce((a, v) => a + v.length, 0);
+  const out = new Uint8Array(start + total * 4);
+  out.set(new TextEncoder().encode(MAGIC), 0);
+  new DataView(out.buffer).setUint32(8, json.length, true);
+  out.set(json, 12);
+  const view = new DataView(out.buffer, start);
+  let at = 0;
+  for (const v of values) for (let i = 0; i < v.length; i++, at += 4) view.setFloat32(at, v[i], true);
+  return out;
+}
+
+export function decodeWeights(bytes: Uint8Array, where: string): { header: WeightHeader; values: Float32Array[] } {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot load weights from ${where} as ${why}`);
+  };
+  if (bytes.length < 12 || new TextDecoder().decode(bytes.subarray(0, 8)) !== MAGIC) bad(`it does not start with "${MAGIC}"`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const len = dv.getUint32(8, true);
+  if (12 + len > bytes.length) bad(`its header of ${len} bytes is truncated (file is ${bytes.length} bytes)`);
+  let header: WeightHeader;
+  try {
+    header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + len)));
+  } catch {
+    return bad("its header is not JSON");
+  }
+  if (header.format !== "cassette-weights" || header.version !== 1) bad(`its header is not cassette-weights version 1`);
+  let at = Math.ceil((12 + len) / 4) * 4;
+  const values = header.tensors.map((t) => {
+    const n = t.shape.reduce((a, b) => a * b, 1);
+    if (at + n * 4 > bytes.length) bad(`tensor ${t.name} [${t.shape}] runs past the end of the file (${bytes.length} bytes)`);
+    const v = new Float32Array(n);
+    for (let i = 0; i < n; i++, at += 4) v[i] = dv.getFloat32(at, true);
+    return v;
+  });
+  if (at !== bytes.length) bad(`${bytes.length - at} bytes follow the last tensor`);
+  return { header, values };
+}
