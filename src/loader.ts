@@ -113,6 +113,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   #active?: EpochRun<T>;
   #closed = false;
   #depth?: number;
+  #rampedUp = false;
   readonly #stats = {
     epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0,
     batchMs: [] as number[], perConnection: {} as Record<string, number>,
@@ -221,6 +222,12 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     if (learned !== undefined) this.#depth = learned;
     return this.#depth ?? (typeof this.options.prefetch === "number" ? this.options.prefetch : 8);
   }
+  /** @internal Whether an earlier epoch already ramped this loader's link up (then: true). */
+  _started(): boolean {
+    const was = this.#rampedUp;
+    this.#rampedUp = true;
+    return was;
+  }
   /** @internal */
   _outstanding(n: number): void {
     this.#stats.maxOutstanding = Math.max(this.#stats.maxOutstanding, n);
@@ -267,7 +274,10 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
     this.#B = o.batchSize;
     const auto = o.prefetch === "auto";
     const prefetch = loader._depth();
-    this.#window = new Window(o.batchSize, prefetch, o.rampStart ?? 2, auto ? Math.max(prefetch, o.maxPrefetch ?? 64) : prefetch);
+    // The ramp guards the first start of a link; later epochs start at the depth the loader
+    // has learned, which is the steady state, not a burst above it.
+    const start = loader._started() ? prefetch : (o.rampStart ?? 2);
+    this.#window = new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch ?? 64) : prefetch);
     this.#strict = o.order === "strict";
     this.#skipErrors = o.onError === "skip";
     this.#transform = o.transform;

@@ -25,6 +25,7 @@ export class Window {
     this.#prefetch = prefetch;
     this.maxPrefetch = Math.max(prefetch, maxPrefetch);
     this.start = Math.min(start, prefetch);
+    // batches() counts from `start`: a window created at full depth is full at once.
   }
 
   /** The ceiling now (grows from `prefetch` toward `maxPrefetch` when starved). */

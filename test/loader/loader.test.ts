@@ -94,6 +94,13 @@ test("the ramp: 2 batches at first, then one more for every 4 consumed, never mo
   }
   assert.ok(worst <= 50 && rec.maxInFlight <= 50, `window of 5 batches holds: max in flight ${rec.maxInFlight}`);
   assert.ok(loader.stats().maxOutstanding <= 50);
+  // The next epoch of the same loader starts at the depth already reached: no second ramp.
+  const before = rec.requests.length;
+  const it1 = loader.epoch(1);
+  await it1.next();
+  assert.ok(rec.requests.length - before > 2 * 10 + 10, `epoch 1 starts at full depth: ${rec.requests.length - before} requested by its first batch`);
+  assert.ok(rec.requests.length - before <= 5 * 10 + 10);
+  await it1.return!();
   await loader.close();
 });
 
