@@ -32,3 +32,18 @@ export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
 export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
 export { planImage } from "./gpu/pack.ts";
 export type { CropPolicy, DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./gpu/pack.ts";
+// Training (src/train/): WGSL training kernels, a sequential model, the training loop.
+export { createModel, Sequential } from "./train/model.ts";
+export type { CreateModelOptions, Metrics, ModelSpec, TrainBatch } from "./train/model.ts";
+export { batchNorm, conv2d, dense, globalAvgPool, maxPool, reluLayer } from "./train/layers.ts";
+export type { LayerSpec } from "./train/layers.ts";
+export { MODELS } from "./train/models.ts";
+export type { OptimizerSpec } from "./train/optim.ts";
+export { fit } from "./train/fit.ts";
+export type { EpochReport, FitOptions } from "./train/fit.ts";
+export { GpuDataset } from "./train/gpu_dataset.ts";
+export type { BatchOptions, GpuDatasetOptions } from "./train/gpu_dataset.ts";
+export { trainInGpu } from "./train/train_in_gpu.ts";
+export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
+export { loadFashionMnist } from "./train/fashion_mnist.ts";
+export type { ImageSplit } from "./train/fashion_mnist.ts";

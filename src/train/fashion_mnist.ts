@@ -1,6 +1,6 @@
 /**
- * Fashion-MNIST from Debian's idx files as normalized f32 tensors, for the no-I/O path of
- * train.ts and for benchmarks: pixels/255, then (x − 0.2860) / 0.3530 (the train split's mean
+ * Fashion-MNIST from Debian's idx files, for the no-I/O path of train.ts and for benchmarks:
+ * bytes plus the normalization pixels/255, then (x − 0.2860) / 0.3530 (the train split's mean
  * and std, the same constants train.ts's GPU preprocessing uses).
  */
 import { readIdxDataset } from "../dataset/idx.ts";
@@ -10,11 +10,13 @@ export const FASHION_MNIST_MEAN = 0.2860;
 export const FASHION_MNIST_STD = 0.3530;
 
 export interface ImageSplit {
-  images: Float32Array;
+  /** f32 values used as they are, or bytes normalized on the GPU with `normalize`. */
+  images: Float32Array | Uint8Array;
   labels: Uint32Array;
   count: number;
   /** Per-sample shape, [1, 28, 28]. */
   shape: number[];
+  normalize?: { mean: number; std: number };
 }
 
 /** u8 pixels → normalized f32 (NCHW with one channel is the same order as the bytes). */
@@ -25,7 +27,7 @@ export function normalizePixels(bytes: Uint8Array, mean = FASHION_MNIST_MEAN, st
   return out;
 }
 
-/** The train and t10k splits, the first `limit` samples of each when given. */
+/** The train and t10k splits as bytes (normalized on the GPU), the first `limit` samples of each when given. */
 export async function loadFashionMnist(prefix = "/usr/share/datasets/fashion-mnist/", limit?: number): Promise<{ train: ImageSplit; test: ImageSplit }> {
   const splits = await readIdxDataset(prefix);
   const take = (name: string): ImageSplit => {
@@ -34,7 +36,8 @@ export async function loadFashionMnist(prefix = "/usr/share/datasets/fashion-mni
     const count = Math.min(s.count, limit ?? s.count);
     const px = s.height * s.width;
     return {
-      images: normalizePixels(s.images.subarray(0, count * px)),
+      images: s.images.slice(0, count * px),
+      normalize: { mean: FASHION_MNIST_MEAN, std: FASHION_MNIST_STD },
       labels: Uint32Array.from(s.labels.subarray(0, count)),
       count,
       shape: [1, s.height, s.width],

@@ -10,10 +10,16 @@ import type { TrainBatch } from "./model.ts";
 import { Program } from "./program.ts";
 import { createTensor, Tensor, tensorFrom } from "./tensor.ts";
 import { gatherRows } from "./ops/gather_rows.ts";
+import { gatherU8 } from "./ops/gather_u8.ts";
 
 export interface GpuDatasetOptions {
   /** Per-sample shape, e.g. [1, 28, 28]. */
   shape: number[];
+  /**
+   * For byte images: batches are (byte/255 − mean) / std in f32 (one mean and std for every
+   * channel). Required with a Uint8Array, refused with a Float32Array.
+   */
+  normalize?: { mean: number; std: number };
 }
 
 export interface BatchOptions {
@@ -30,13 +36,15 @@ export class GpuDataset {
   readonly count: number;
   readonly shape: number[];
   readonly #images: Tensor;
+  readonly #normalize?: { mean: number; std: number };
   readonly #labels: Tensor;
   readonly #gathers = new Map<number, Promise<{ program: Program; index: Tensor; x: Tensor; y: Tensor }>>();
 
   /**
-   * Uploads `images` (count·∏shape f32 values, e.g. normalized NCHW pixels) and their labels.
+   * Uploads `images` and their labels: count·∏shape values, f32 (used as they are) or bytes
+   * (normalized per batch as they are gathered; a quarter of the memory).
    */
-  constructor(device: GPUDevice, images: Float32Array, labels: ArrayLike<number>, o: GpuDatasetOptions) {
+  constructor(device: GPUDevice, images: Float32Array | Uint8Array, labels: ArrayLike<number>, o: GpuDatasetOptions) {
     const per = o.shape.reduce((a, b) => a * b, 1);
     const count = labels.length;
     if (count < 1 || images.length !== count * per) {
@@ -45,10 +53,28 @@ export class GpuDataset {
         `Cannot hold a dataset of ${count} labels with ${images.length} image values: samples of shape [${o.shape}] need ${count * per}`,
       );
     }
+    const bytes = images instanceof Uint8Array;
+    if (bytes !== !!o.normalize) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot hold a dataset as 'normalize' (mean, std) is required for byte images and only for them: images are ${bytes ? "bytes" : "f32"}`);
+    }
+    const limit = device.limits.maxStorageBufferBindingSize;
+    if (images.byteLength > limit) {
+      throw new CassetteError(
+        "ERR_INVALID_OPTION",
+        `Cannot hold a dataset of ${images.byteLength} bytes on this device as one binding takes at most ${limit}${bytes ? "" : ": pass the images as bytes (Uint8Array + normalize)"}`,
+      );
+    }
     this.device = device;
     this.count = count;
     this.shape = o.shape;
-    this.#images = tensorFrom(device, images, [count, ...o.shape], "dataset/images");
+    this.#normalize = o.normalize;
+    if (bytes) {
+      const padded = new Uint8Array(Math.ceil(images.length / 4) * 4);
+      padded.set(images);
+      this.#images = tensorFrom(device, new Uint32Array(padded.buffer), [padded.length / 4], "dataset/images");
+    } else {
+      this.#images = tensorFrom(device, images, [count, ...o.shape], "dataset/images");
+    }
     this.#labels = tensorFrom(device, Uint32Array.from(labels), [count], "dataset/labels");
   }
 
@@ -77,7 +103,8 @@ export class GpuDataset {
       const index = createTensor(this.device, [n], "dataset/index", "u32");
       const x = createTensor(this.device, [n, ...this.shape], "dataset/x");
       const y = createTensor(this.device, [n], "dataset/y", "u32");
-      g = Program.build(this.device, [gatherRows(this.#images, index, x), gatherRows(this.#labels, index, y)], "gather")
+      const images = this.#normalize ? gatherU8(this.#images, index, x, this.#normalize) : gatherRows(this.#images, index, x);
+      g = Program.build(this.device, [images, gatherRows(this.#labels, index, y)], "gather")
         .then((program) => ({ program, index, x, y }));
       this.#gathers.set(n, g);
     }

@@ -54,8 +54,8 @@ export async function trainInGpu(device: GPUDevice, o: TrainInGpuOptions): Promi
   }
   const seed = o.seed ?? 0;
   const model = createModel(device, o.model, { seed, optimizer: o.optimizer });
-  const train = new GpuDataset(device, o.train.images, o.train.labels, { shape: o.train.shape });
-  const test = o.test ? new GpuDataset(device, o.test.images, o.test.labels, { shape: o.test.shape }) : undefined;
+  const train = new GpuDataset(device, o.train.images, o.train.labels, { shape: o.train.shape, normalize: o.train.normalize });
+  const test = o.test ? new GpuDataset(device, o.test.images, o.test.labels, { shape: o.test.shape, normalize: o.test.normalize }) : undefined;
   const dropLast = (o.dropLast ?? true) && o.train.count >= o.batch;
   try {
     const epochs = await fit(model, {

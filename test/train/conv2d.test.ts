@@ -25,13 +25,13 @@ test("conv2d_fwd matches the CPU reference on random shapes, paddings, bias and 
   const device = await testDevice();
   const seed = freshSeed();
   const next = rng(seed);
-  for (let round = 0; round < 6; round++) {
+  for (let round = 0; round < 4; round++) {
     const s = randomShape(next, true);
     const { OH, OW } = convOut(s);
     const x = randomArray(next, s.N * s.C * s.H * s.W), w = randomArray(next, s.K * s.C * s.KH * s.KW), b = randomArray(next, s.K);
     const X = upload(device, x, [s.N, s.C, s.H, s.W]), Wt = upload(device, w, [s.K, s.C, s.KH, s.KW]), B = upload(device, b, [s.K]);
     const Y = poisoned(device, [s.N, s.K, OH, OW]);
-    const withBias = round % 2 === 1, relu = round % 3 === 2;
+    const withBias = round % 2 === 1, relu = round >= 2;
     await runOnce(device, [conv2dFwd(X, Wt, Y, { padding: s.P, bias: withBias ? B : undefined, relu })]);
     const want = conv2dRef(x, w, s, withBias ? b : undefined, relu);
     assertClose(await read(device, Y), Float32Array.from(want), 1e-5 * s.C * s.KH * s.KW, seed);

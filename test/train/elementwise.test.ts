@@ -9,6 +9,7 @@ import { reluBwd } from "../../src/train/ops/relu_bwd.ts";
 import { biasAdd } from "../../src/train/ops/bias_add.ts";
 import { sumAxes } from "../../src/train/ops/sum_axes.ts";
 import { gatherRows } from "../../src/train/ops/gather_rows.ts";
+import { gatherU8 } from "../../src/train/ops/gather_u8.ts";
 import { readBuffer } from "../../src/gpu/buffers.ts";
 import { free, poisoned, randomArray, read, runOnce, upload } from "./_helpers.ts";
 
@@ -66,4 +67,23 @@ test("gather_rows copies the indexed rows bit for bit, f32 and u32", async () =>
   assert.equal([...got], [...new Uint32Array(gatherRowsRef(src, L, index).buffer)], `seed ${seed}`);
   assert.equal([...new Uint32Array(await readBuffer(device, OL.buffer))], [...gatherRowsRef(labels, 1, index)], `seed ${seed}`);
   free(S, I, O, SL, OL);
+});
+
+test("gather_u8 gathers byte rows of any length and normalizes them like the CPU", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const R = randomInt(next, 1, 40), L = randomInt(next, 1, 33), B = randomInt(next, 1, 50); // L not a multiple of 4
+  const bytes = Uint8Array.from({ length: R * L }, () => randomInt(next, 0, 255));
+  bytes[0] = 255;
+  const padded = new Uint8Array(Math.ceil(bytes.length / 4) * 4);
+  padded.set(bytes);
+  const index = Uint32Array.from({ length: B }, () => randomInt(next, 0, R - 1));
+  const mean = next(), std = 0.1 + next();
+  const S = upload(device, new Uint32Array(padded.buffer), [padded.length / 4]), I = upload(device, index, [B]), O = poisoned(device, [B, L]);
+  await runOnce(device, [gatherU8(S, I, O, { mean, std })]);
+  const want = new Float32Array(B * L);
+  for (let b = 0; b < B; b++) for (let j = 0; j < L; j++) want[b * L + j] = (bytes[index[b] * L + j] / 255 - mean) / std;
+  assertClose(await read(device, O), want, 1e-5, seed);
+  free(S, I, O);
 });

@@ -11,15 +11,17 @@ test("gemm matches the CPU reference for every transpose, with and without bias 
   const device = await testDevice();
   const seed = freshSeed();
   const next = rng(seed);
-  for (let round = 0; round < 8; round++) {
-    const transA = (round & 1) === 1, transB = (round & 2) === 2, withBias = (round & 4) === 4;
+  // Four rounds cover every transpose, each with other epilogues (each variant is a pipeline
+  // compile: seconds on lavapipe).
+  for (let round = 0; round < 4; round++) {
+    const transA = (round & 1) === 1, transB = (round & 2) === 2, withBias = round !== 1;
     const M = randomInt(next, 1, 70), N = randomInt(next, 1, 150), K = randomInt(next, 1, 90);
     const a = randomArray(next, M * K), b = randomArray(next, K * N), bias = randomArray(next, N);
     const A = upload(device, a, transA ? [K, M] : [M, K]);
     const B = upload(device, b, transB ? [N, K] : [K, N]);
     const Bias = upload(device, bias, [N]);
     const C = poisoned(device, [M, N]);
-    const relu = withBias && (round & 1) === 0;
+    const relu = round === 0 || round === 3;
     await runOnce(device, [gemm(A, B, C, { transA, transB, bias: withBias ? Bias : undefined, relu })]);
     const want = gemmRef(a, b, M, N, K, { transA, transB, bias: withBias ? bias : undefined, relu });
     // f32 sums of K products of values in [-1, 1]: error grows like √K ulps of the sum's size.

@@ -30,3 +30,13 @@ export function expectSize(op: string, what: string, t: Tensor, size: number): v
 export function invalid(message: string): never {
   throw new CassetteError("ERR_INVALID_OPTION", message);
 }
+
+/**
+ * Register-tile size for `need` values: the next power of two, at most `max`. Each size is
+ * one more pipeline to compile (seconds on a CPU driver), so only 1, 2, 4, 8 are used.
+ */
+export function tileSize(need: number, max = 8): number {
+  let t = 1;
+  while (t < need && t < max) t *= 2;
+  return t;
+}

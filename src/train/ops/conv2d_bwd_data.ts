@@ -4,7 +4,7 @@ import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
 import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
-import { expectShape } from "./_check.ts";
+import { expectShape, tileSize } from "./_check.ts";
 import { convGeometry, convParams, expectOutput } from "./_conv.ts";
 
 export const conv2dBwdDataKernel = new Kernel({
@@ -20,7 +20,7 @@ export function conv2dBwdData(dy: Tensor, w: Tensor, dx: Tensor, o: { padding: n
   const g = convGeometry("conv2d_bwd_data", dx, w, o.padding);
   expectOutput("conv2d_bwd_data", "dy", dy, g);
   expectShape("conv2d_bwd_data", "dx", dx, [g.N, g.C, g.H, g.W]);
-  const rc = Math.min(MAX_R, g.C);
+  const rc = tileSize(g.C, MAX_R);
   return {
     kernel: conv2dBwdDataKernel,
     bindings: [uniforms(convParams(g)), dy, w, dx],

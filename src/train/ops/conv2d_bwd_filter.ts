@@ -7,7 +7,7 @@ import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
 import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
-import { expectShape, invalid } from "./_check.ts";
+import { expectShape, invalid, tileSize } from "./_check.ts";
 import { convGeometry, convParams, expectOutput } from "./_conv.ts";
 import { sumAxes } from "./sum_axes.ts";
 
@@ -23,8 +23,8 @@ const TARGET_GROUPS = 64;
 
 function tiles(C: number, KH: number, KW: number, K: number) {
   const taps = C * KH * KW;
-  const rt = Math.min(MAX_R, Math.ceil(taps / WG));
-  const rc = Math.min(MAX_R, K);
+  const rt = tileSize(Math.ceil(taps / WG), MAX_R);
+  const rc = tileSize(K, MAX_R);
   return { taps, rt, rc, groups: Math.ceil(taps / (WG * rt)) * Math.ceil(K / rc) };
 }
 

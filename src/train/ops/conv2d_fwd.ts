@@ -4,7 +4,7 @@ import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
 import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
-import { expectShape } from "./_check.ts";
+import { expectShape, tileSize } from "./_check.ts";
 import { convGeometry, convParams, expectOutput } from "./_conv.ts";
 
 export const conv2dFwdKernel = new Kernel({
@@ -27,7 +27,7 @@ export function conv2dFwd(x: Tensor, w: Tensor, y: Tensor, o: Conv2dOptions): Di
   const g = convGeometry("conv2d_fwd", x, w, o.padding);
   expectOutput("conv2d_fwd", "y", y, g);
   if (o.bias) expectShape("conv2d_fwd", "bias", o.bias, [g.K]);
-  const rc = Math.min(MAX_R, g.K);
+  const rc = tileSize(g.K, MAX_R);
   return {
     kernel: conv2dFwdKernel,
     bindings: [uniforms(convParams(g)), x, w, o.bias ?? null, y],

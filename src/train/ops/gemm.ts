@@ -7,7 +7,7 @@ import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
 import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
-import { expectRank, expectShape, invalid } from "./_check.ts";
+import { expectRank, expectShape, invalid, tileSize } from "./_check.ts";
 
 export const gemmKernel = new Kernel({
   name: "train/gemm",
@@ -41,8 +41,8 @@ export function gemm(a: Tensor, b: Tensor, c: Tensor, o: GemmOptions = {}): Disp
   expectShape("gemm", "c", c, [M, N]);
   if (o.bias) expectShape("gemm", "bias", o.bias, [N]);
   // Narrow outputs (a 10-class head) use fewer columns per invocation instead of idle lanes.
-  const rn = Math.min(MAX_R, Math.ceil(N / WG));
-  const rm = Math.min(MAX_R, M);
+  const rn = tileSize(Math.ceil(N / WG), MAX_R);
+  const rm = tileSize(M, MAX_R);
   return {
     kernel: gemmKernel,
     bindings: [uniforms([M, N, K]), a, b, o.bias ?? null, c],

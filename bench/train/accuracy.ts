@@ -1,0 +1,34 @@
+/**
+ * Accuracy run: trains a named model on the whole of Fashion-MNIST (no I/O: tensors in GPU
+ * memory) and prints one JSON line per epoch; the figures in bench/RESULTS.md "Training
+ * kernels" come from it.
+ *
+ *   bun bench/train/accuracy.ts [--model cnn] [--epochs 10] [--batch 128] [--lr 0.001] [--seed 0] [--limit N] [--save FILE]
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
+import { loadFashionMnist } from "../../src/train/fashion_mnist.ts";
+import { trainInGpu } from "../../src/train/train_in_gpu.ts";
+
+const args = runtime.args();
+const opt = (name: string, def: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : def;
+};
+const model = opt("--model", "cnn"), epochs = Number(opt("--epochs", "10")), batch = Number(opt("--batch", "128"));
+const lr = Number(opt("--lr", "0.001")), seed = Number(opt("--seed", "0"));
+const limit = args.includes("--limit") ? Number(opt("--limit", "0")) : undefined;
+const save = args.includes("--save") ? opt("--save", "") : undefined;
+
+const device = await requestDevice();
+console.log(JSON.stringify({ device: deviceInfo(device), model, epochs, batch, lr, seed, limit: limit ?? null }));
+const { train, test } = await loadFashionMnist(undefined, limit);
+const r = await trainInGpu(device, {
+  model, train, test, epochs, batch, seed, optimizer: { kind: "adam", lr }, keepModel: !!save,
+  onEpoch: (e) => console.log(JSON.stringify(e)),
+});
+if (save && r.model) {
+  await r.model.save(save);
+  await r.model.destroy();
+}
+device.destroy();
