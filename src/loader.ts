@@ -324,8 +324,10 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
         }
         return { value: undefined, done: true };
       }
-      // Nothing ready with the window full: the window is too shallow for this link.
-      if (this.#outstanding >= this.#window.samples() && this.#next < this.#plan.length) {
+      // Nothing ready, the window full, and the source still taking requests: the window is
+      // too shallow for this link's latency. (A saturated source is the bottleneck itself:
+      // deepening the window would only hold more memory.)
+      if (this.#outstanding >= this.#window.samples() && this.#next < this.#plan.length && !this.#saturated) {
         this.#window.starved();
         this.#pump();
       }
