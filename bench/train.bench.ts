@@ -1,0 +1,130 @@
+/**
+ * Training throughput without I/O: cassette's WGSL kernels against TensorFlow.js with
+ * @tensorflow/tfjs-backend-webgpu, on devices of the same adapter, in one process, epochs
+ * interleaved round by round (STYLE.md habit 15). Same model, same batch, Adam (lr 1e-3),
+ * Fashion-MNIST held in GPU memory on both sides; after the timed rounds, both models are
+ * evaluated on the test split.
+ *
+ *   node --import ./runtime-adapters/node_hooks.mjs bench/train.bench.ts [options]
+ *   (also runs under bun and deno, where TF.js gets the same Dawn or built-in adapter)
+ *
+ *   --model mlp|cnn|all   (default all)
+ *   --limit N             training images per epoch (default 2048); --full: all 60 000
+ *   --test N              test images for the accuracy check (default 2000; --full: 10 000)
+ *   --batch B             (default 128)
+ *   --rounds R            timed epochs per contender after one warm-up epoch (default 3; --full 1)
+ *   --json                one JSON document at the end
+ */
+import * as tf from "@tensorflow/tfjs-core";
+import * as tfl from "@tensorflow/tfjs-layers";
+import { WebGPUBackend } from "@tensorflow/tfjs-backend-webgpu";
+import { runtime } from "../runtime-adapters/index.ts";
+import { deviceInfo, requestDevice } from "../src/gpu/device.ts";
+import { loadFashionMnist, normalizePixels } from "../src/train/fashion_mnist.ts";
+import type { ImageSplit } from "../src/train/fashion_mnist.ts";
+import { GpuDataset } from "../src/train/gpu_dataset.ts";
+import { createModel } from "../src/train/model.ts";
+import { compare } from "./_lib/compare.ts";
+import type { Row } from "./_lib/compare.ts";
+
+const args = runtime.args();
+if (args.includes("--help") || args.includes("-h")) {
+  console.log("usage: node --import ./runtime-adapters/node_hooks.mjs bench/train.bench.ts [--model mlp|cnn|all] [--limit N | --full] [--test N] [--batch B] [--rounds R] [--json]");
+  runtime.exit(0);
+}
+const opt = (name: string, def: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : def;
+};
+const full = args.includes("--full");
+const json = args.includes("--json");
+const limit = full ? undefined : Number(opt("--limit", "2048"));
+const testLimit = Number(opt("--test", full ? "10000" : "2000"));
+const batch = Number(opt("--batch", "128"));
+const rounds = Number(opt("--rounds", full ? "1" : "3"));
+const models = opt("--model", "all") === "all" ? ["mlp", "cnn"] : [opt("--model", "all")];
+const log = (s: string) => json || console.log(s);
+
+const ours = await requestDevice();
+const theirs = await requestDevice();
+const info = deviceInfo(ours)!;
+// TF.js's backend checks navigator.gpu before using the device it is given; Node has no such
+// global (Deno does, and then TF.js registered its own factory: ours replaces it).
+const nav = ((globalThis as { navigator?: Record<string, unknown> }).navigator ??= {});
+if (!nav.gpu) Object.defineProperty(nav, "gpu", { value: {}, configurable: true });
+if (tf.findBackendFactory("webgpu")) tf.removeBackend("webgpu");
+tf.registerBackend("webgpu", () => new WebGPUBackend(theirs, { vendor: "", architecture: "", device: "", description: info.adapter } as GPUAdapterInfo));
+await tf.setBackend("webgpu");
+await tf.ready();
+log(`${info.runtime}; ${info.backend}; adapter: ${info.adapter}; TF.js ${tf.version_core} (webgpu backend)`);
+
+const data = await loadFashionMnist(undefined, Math.max(limit ?? 60000, 1));
+const train = data.train, test: ImageSplit = { ...data.test, count: Math.min(testLimit, data.test.count) };
+log(`${train.count} training images per epoch, ${test.count} test images, batch ${batch}, Adam lr 1e-3, ${rounds} timed epoch(s) after 1 warm-up`);
+
+/** The issue's peer models, in TF.js layers (NHWC = NCHW for one channel). */
+function tfModel(name: string): tfl.LayersModel {
+  const m = tfl.sequential();
+  if (name === "mlp") {
+    m.add(tfl.layers.flatten({ inputShape: [28, 28, 1] }));
+    m.add(tfl.layers.dense({ units: 256, activation: "relu" }));
+  } else {
+    m.add(tfl.layers.conv2d({ inputShape: [28, 28, 1], filters: 16, kernelSize: 3, padding: "same", activation: "relu" }));
+    m.add(tfl.layers.maxPooling2d({ poolSize: 2 }));
+    m.add(tfl.layers.conv2d({ filters: 32, kernelSize: 3, padding: "same", activation: "relu" }));
+    m.add(tfl.layers.maxPooling2d({ poolSize: 2 }));
+    m.add(tfl.layers.flatten());
+  }
+  m.add(tfl.layers.dense({ units: 10, activation: "softmax" }));
+  m.compile({ optimizer: tf.train.adam(1e-3), loss: "categoricalCrossentropy", metrics: ["accuracy"] });
+  return m;
+}
+
+function tfTensors(s: ImageSplit, count: number) {
+  const px = normalizePixels((s.images as Uint8Array).subarray(0, count * 784), s.normalize!.mean, s.normalize!.std);
+  return {
+    x: tf.tensor4d(px, [count, 28, 28, 1]),
+    y: tf.oneHot(tf.tensor1d(Array.from(s.labels.subarray(0, count)), "int32"), 10),
+  };
+}
+
+const results: Record<string, { rows: Row[]; accuracy: Record<string, number> }> = {};
+for (const name of models) {
+  const model = createModel(ours, name, { seed: 0, optimizer: { kind: "adam", lr: 1e-3 } });
+  const trainSet = new GpuDataset(ours, train.images, train.labels, { shape: train.shape, normalize: train.normalize });
+  const testSet = new GpuDataset(ours, test.images.subarray(0, test.count * 784), test.labels.subarray(0, test.count), { shape: test.shape, normalize: test.normalize });
+  const peer = tfModel(name);
+  const tt = tfTensors(train, train.count), te = tfTensors(test, test.count);
+  let epoch = 0;
+  const rows = await compare(`${name}: training images/s, no I/O, batch ${batch}`, { unit: "img/s", rounds, warmup: 1 }, [
+    {
+      name: "cassette (WGSL)",
+      work: train.count,
+      run: async () => {
+        for await (const b of trainSet.batches(epoch++, { batch, seed: 0 })) await model.trainStep(b);
+        await model.flush();
+      },
+    },
+    {
+      name: "TF.js webgpu",
+      work: train.count,
+      baseline: true,
+      run: async () => {
+        await peer.fit(tt.x, tt.y, { batchSize: batch, epochs: 1, shuffle: true, verbose: 0 });
+      },
+    },
+  ]);
+  const ourAcc = (await model.evaluate(testSet.batches(0, { batch: 500, shuffle: false }))).accuracy;
+  const res = peer.evaluate(te.x, te.y, { batchSize: 500 }) as tf.Scalar[];
+  const theirAcc = (await res[1].data())[0];
+  log(`  test accuracy after ${rounds + 1} epoch(s): cassette ${ourAcc.toFixed(4)}, TF.js ${theirAcc.toFixed(4)} (${test.count} images)`);
+  results[name] = { rows, accuracy: { cassette: ourAcc, tfjs: theirAcc } };
+  tf.dispose([tt.x, tt.y, te.x, te.y, ...res]);
+  peer.dispose();
+  await model.destroy();
+  await trainSet.destroy();
+  await testSet.destroy();
+}
+if (json) console.log(JSON.stringify({ adapter: info, trainImages: train.count, testImages: test.count, batch, rounds, results }));
+ours.destroy();
+theirs.destroy();
