@@ -13,6 +13,7 @@
  *   --test N              test images for the accuracy check (default 2000; --full: 10 000)
  *   --batch B             (default 128)
  *   --rounds R            timed epochs per contender after one warm-up epoch (default 3; --full 1)
+ *   --quick               --limit 512 --rounds 1 (what bench/main.ts --quick passes)
  *   --json                one JSON document at the end
  */
 import * as tf from "@tensorflow/tfjs-core";
@@ -37,11 +38,12 @@ const opt = (name: string, def: string) => {
   return i >= 0 ? args[i + 1] : def;
 };
 const full = args.includes("--full");
+const quick = args.includes("--quick"); // bench/main.ts --quick: a small run
 const json = args.includes("--json");
-const limit = full ? undefined : Number(opt("--limit", "2048"));
+const limit = full ? undefined : Number(opt("--limit", quick ? "512" : "2048"));
 const testLimit = Number(opt("--test", full ? "10000" : "2000"));
 const batch = Number(opt("--batch", "128"));
-const rounds = Number(opt("--rounds", full ? "1" : "3"));
+const rounds = Number(opt("--rounds", full || quick ? "1" : "3"));
 const models = opt("--model", "all") === "all" ? ["mlp", "cnn"] : [opt("--model", "all")];
 const log = (s: string) => json || console.log(s);
 
