@@ -264,6 +264,14 @@ export class Sequential {
     return this.#metrics(this.#evalStats);
   }
 
+  /**
+   * Training loss and accuracy so far, without resetting the sums (for a progress bar: it waits
+   * for the GPU, so call it every few steps, not every step).
+   */
+  trainMetrics(): Promise<Metrics> {
+    return this.#metrics(this.#trainStats);
+  }
+
   /** Training loss and accuracy summed since the last call (the forward pass of each step, before its update). */
   async takeTrainMetrics(): Promise<Metrics> {
     const m = await this.#metrics(this.#trainStats);

@@ -86,6 +86,11 @@ test("training reduces the loss, and the same seed gives the same weights", asyn
     for (let s = 0; s < 100; s++) {
       if (s === 99) await a.takeTrainMetrics(); // the last step's loss alone
       await a.trainStep({ x: X.buffer, labels, n: B });
+      if (s === 0) {
+        const peek = await a.trainMetrics();
+        assert.equal(await a.trainMetrics(), peek, "reading the sums does not reset them");
+        assert.is(peek.samples, B);
+      }
       if (s === 0 || s === 99) losses.push((await a.takeTrainMetrics()).loss);
     }
     assert.ok(losses[1] < losses[0] * 0.5, `loss ${losses[0]} → ${losses[1]}`);
