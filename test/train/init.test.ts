@@ -7,7 +7,7 @@ function stats(v: Float32Array) {
   for (const x of v) s += x;
   const mean = s / v.length;
   for (const x of v) q += (x - mean) ** 2;
-  return { mean, std: Math.sqrt(q / v.length), min: Math.min(...v), max: Math.max(...v) };
+  return { mean, std: Math.sqrt(q / v.length), min: v.reduce((a, b) => Math.min(a, b)), max: v.reduce((a, b) => Math.max(a, b)) };
 }
 
 test("He normal has mean 0 and std √(2/fanIn); Glorot uniform stays within ±√(6/(fanIn+fanOut)) with its std", () => {
