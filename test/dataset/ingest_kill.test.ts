@@ -17,7 +17,7 @@ import { ingest } from "../../src/dataset/ingest.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-kill-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const LIMIT = 3000; // per idx split: 6000 samples
+const LIMIT = 1500; // per idx split: 3000 samples (enough chunks of 512 to be killed between)
 const SOURCE = "idx:/usr/share/datasets/fashion-mnist/";
 
 /** Starts an ingest in a child process and kills it after it has written some chunks. */
