@@ -5,13 +5,14 @@
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import * as cassandra from "./cassandra.ts";
+import * as exportCmd from "./export.ts";
 import * as id from "./id.ts";
 import * as info from "./info.ts";
 import * as ingest from "./ingest.ts";
 import * as splits from "./splits.ts";
 import * as read from "./read.ts";
 
-const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, id, info, ingest, read, splits };
+const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, export: exportCmd, id, info, ingest, read, splits };
 
 const help = `cassette: a deep-learning data loader for Deno, Bun and Node
 
@@ -22,6 +23,7 @@ commands:
   info --store URL [--dataset NAME]           datasets, counts per label, bytes
   splits --store URL --dataset NAME --ratios 7,2,1 --out FILE    splits from metadata
   read --store URL --dataset NAME [--split FILE[:INDEX]]     the tight loop: MB/s, batch times
+  export --store URL --dataset NAME --out DIR   samples as DIR/<id> + labels.json (file:, http://)
   cassandra start|stop|status   the local test/dev Cassandra node (127.0.0.1:9042)
   id DATASET KEY…               the portable sample id of a key
 
