@@ -26,6 +26,11 @@ export type { EpochOptions, LoaderOptions, LoaderStats } from "./loader.ts";
 export type { Batch } from "./assemble/batch.ts";
 export type { Fetched, Source } from "./source/source.ts";
 export { openSource } from "./source/open.ts";
+// Any store address as a Source (sqlite:, cassandra://, and cassette export's layout over http(s):// or file:).
+export { openReadSource } from "./source/open_read.ts";
+export type { OpenReadOptions } from "./source/open_read.ts";
+export type { HttpSourceOptions } from "./source/http.ts";
+export type { FileSourceOptions } from "./source/file.ts";
 export { epochPlan } from "./plan/epoch.ts";
 export * from "./decode/mod.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
