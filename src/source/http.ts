@@ -5,7 +5,7 @@
  * each sample is then one GET, its label taken from that table.
  *
  * One undici Pool to the origin: `connections` keep-alive connections, each with up to
- * `pipelining` requests on the wire. Requests past what the pool can send wait in its queue;
+ * `pipelining` requests on the wire (sent as non-blocking, so they really are pipelined). Requests past what the pool can send wait in its queue;
  * `fetch` answers false once `maxInFlight` are in flight, and the pool's own busy signal is
  * not needed. Each connection is an undici Client made by the pool's `factory`; tagging them
  * there tells which connection served a sample (`conn`: "HOST:PORT#N") for one property write
@@ -58,6 +58,7 @@ const kRequest = Symbol("cassette.request");
 interface Options {
   path: string;
   method: "GET";
+  blocking: false;
   headers?: Record<string, string>;
   [kRequest]: Get;
 }
@@ -247,7 +248,9 @@ export class HttpSource implements Source {
 
   #get(name: string, cb: ConstructorParameters<typeof Get>[0]): Get {
     const get = new Get(cb);
-    const opts: Options = { path: `${this.#prefix}/${name}`, method: "GET", [kRequest]: get };
+    // blocking: false, or undici sends the next request on a connection only once this one's
+    // headers are back (its default for GET), and pipelining buys nothing over a long RTT.
+    const opts: Options = { path: `${this.#prefix}/${name}`, method: "GET", blocking: false, [kRequest]: get };
     if (this.#headers) opts.headers = this.#headers;
     get.dispatching = true;
     try {
