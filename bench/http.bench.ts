@@ -11,7 +11,7 @@
  *   strict order      the same, batches in plan order
  *
  *   bun bench/http.bench.ts [--samples N] [--rounds R] [--connections C] [--pipelining P]
- *                           [--inflight K] [--batch B] [--rtt MS] [--quick]
+ *                           [--inflight K] [--batch B] [--prefetch K] [--rtt MS] [--quick]
  * --rtt adds a setting through the project's TCP latency proxy (in its own process), on at most
  * 2 000 of the samples; --only-rtt skips the direct one.
  */
@@ -31,7 +31,7 @@ import { compare, type Contender } from "./_lib/compare.ts";
 const args = runtime.args();
 const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
 if (args.includes("--help")) {
-  console.log("usage: bun bench/http.bench.ts [--samples N] [--rounds R] [--connections C] [--pipelining P] [--inflight K] [--batch B] [--rtt MS] [--only-rtt] [--quick]");
+  console.log("usage: bun bench/http.bench.ts [--samples N] [--rounds R] [--connections C] [--pipelining P] [--inflight K] [--batch B] [--prefetch K] [--rtt MS] [--only-rtt] [--quick]");
   runtime.exit(0);
 }
 const quick = args.includes("--quick");
@@ -42,6 +42,7 @@ const pipelining = Number(opt("--pipelining") ?? 4);
 const inflight = Number(opt("--inflight") ?? connections * pipelining * 4);
 const batchSize = Number(opt("--batch") ?? 128);
 const rtt = opt("--rtt");
+const prefetch = Number(opt("--prefetch") ?? 8);
 const DATASET = "fashion-mnist";
 
 const root = join(runtime.cwd(), ".tmp", "bench-http");
@@ -54,7 +55,7 @@ await store.close();
 const web = await startNginx({ root: join(root, "export") });
 console.log(
   `${runtime.name} ${runtime.version}: ${ids.length} Fashion-MNIST JPEGs (${exported.written} exported now) from nginx at ${web.url}; ` +
-    `${connections} connections × pipelining ${pipelining}, ${inflight} in flight; batch ${batchSize}, ${rounds} rounds`,
+    `${connections} connections × pipelining ${pipelining}, ${inflight} in flight; batch ${batchSize}, prefetch ${prefetch}, ${rounds} rounds`,
 );
 
 /** The proxy in its own process, so its copies and timers do not share the client's event loop. */
@@ -113,9 +114,9 @@ async function setting(label: string, url: string, ids: readonly string[]) {
   const seeds = { ready: 0, strict: 0 };
   const last: Record<string, Loader> = {};
   const loaderRun = (order: "ready" | "strict") => async () => {
-    // A loader per repetition, as a run of training would; prefetch deep enough that the
-    // source's `inflight` cap, not the window, sets the concurrency.
-    const loader = new Loader({ store: source, ids, batchSize, prefetch: Math.ceil((2 * inflight) / batchSize), order, seed: seeds[order]++ });
+    // A loader per repetition, as a run of training would, at the default window (8 batches):
+    // deeper than the source's `inflight` cap, which then sets the concurrency on the wire.
+    const loader = new Loader({ store: source, ids, batchSize, prefetch, order, seed: seeds[order]++ });
     for await (const _ of loader.epoch(0)) { /* the tight loop */ }
     last[order] = loader;
   };

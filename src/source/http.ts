@@ -5,15 +5,16 @@
  * each sample is then one GET, its label taken from that table.
  *
  * One undici Pool to the origin: `connections` keep-alive connections, each with up to
- * `pipelining` requests on the wire (sent as non-blocking, so they really are pipelined). Requests past what the pool can send wait in its queue;
- * `fetch` answers false once `maxInFlight` are in flight, and the pool's own busy signal is
- * not needed. Each connection is an undici Client made by the pool's `factory`; tagging them
- * there tells which connection served a sample (`conn`: "HOST:PORT#N") for one property write
- * per request.
+ * `pipelining` requests on the wire (sent non-blocking, so they really are pipelined).
+ * Requests past what the pool can send wait in its queue; `fetch` answers false once
+ * `maxInFlight` are in flight, so the pool's own busy signal is not needed. Each connection is
+ * an undici Client made by the pool's `factory`; tagging them there tells which connection
+ * served a sample (`conn`: "HOST:PORT#N") for one property write per request.
  *
  * Answers: 2xx is the sample; 404/410 is "Cannot find sample <id>" (ERR_STORE, which the
  * retry wrapper does not retry); 5xx and network failures are ERR_STORE_UNREACHABLE
- * (retried); any other status is ERR_STORE. Every error names the URL, and the status if any.
+ * (retried); any other status is ERR_STORE (which RetrySource, as it stands, still retries).
+ * Every error names the URL, and the status if any.
  *
  * URL options (query string, removed from the prefix): `connections`, `pipelining`,
  * `inflight`; credentials in the URL are sent as HTTP Basic authorization.

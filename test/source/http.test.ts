@@ -13,6 +13,7 @@ import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { openStore } from "../../src/source/open.ts";
 import { openReadSource } from "../../src/source/open_read.ts";
+import { parseHttpUrl } from "../../src/source/http.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { exportDataset } from "../../src/cli/export.ts";
 import { Loader } from "../../src/loader.ts";
@@ -198,3 +199,16 @@ test("opening: no labels.json, another dataset, a bad option, nothing listening:
   await expectError(openReadSource("http://127.0.0.1:9/data", DATASET), "ERR_STORE_UNREACHABLE", /Cannot open http:\/\/127\.0\.0\.1:9\/data as .*labels\.json cannot be fetched: .*ECONNREFUSED/);
   assert.ok(existsSync(join(out, "labels.json")));
 }, { skip });
+
+test("parseHttpUrl: origin, prefix, Basic credentials and options; the URL shown carries neither", () => {
+  const p = parseHttpUrl("https://me:p%40ss@example.org:8443/a/b/?connections=2&pipelining=8&inflight=64");
+  assert.equal(p, {
+    origin: "https://example.org:8443",
+    prefix: "/a/b",
+    auth: btoa("me:p@ss"),
+    params: { connections: 2, pipelining: 8, maxInFlight: 64 },
+    shown: "https://example.org:8443/a/b",
+  });
+  assert.is(parseHttpUrl("http://h/").prefix, "");
+  assert.throws(() => parseHttpUrl("http://h/x#frag"), /#fragment/);
+});
