@@ -15,8 +15,6 @@
  * --rtt adds a setting through the project's TCP latency proxy (in its own process), on at most
  * 2 000 of the samples; --only-rtt skips the direct one.
  */
-import { spawn } from "node:child_process";
-import { connect } from "node:net";
 import { join } from "node:path";
 import undici from "undici/index.js";
 import { runtime } from "../runtime-adapters/index.ts";
@@ -27,6 +25,7 @@ import { openReadSource } from "../src/source/open_read.ts";
 import { Loader } from "../src/loader.ts";
 import { startNginx } from "../test/_support/nginx.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
+import { startProxyProcess } from "./proxy/process.ts";
 
 const args = runtime.args();
 const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
@@ -58,25 +57,10 @@ console.log(
     `${connections} connections × pipelining ${pipelining}, ${inflight} in flight; batch ${batchSize}, prefetch ${prefetch}, ${rounds} rounds`,
 );
 
-/** The proxy in its own process, so its copies and timers do not share the client's event loop. */
-async function startProxyProcess(delayMs: number): Promise<{ url: string; close(): Promise<void> }> {
-  const port = 19300 + Math.floor(Math.random() * 500);
-  const [cmd, ...pre] = runtime.scriptCommand(new URL("./proxy/main.ts", import.meta.url).pathname, [
-    "--target", `127.0.0.1:${web.port}`, "--listen", `127.0.0.1:${port}`, "--delay-ms", String(delayMs),
-  ]);
-  const child = spawn(cmd, pre, { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((r) => {
-      const s = connect(port, "127.0.0.1", () => (s.destroy(), r(true)));
-      s.on("error", () => r(false));
-    });
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    url: `http://127.0.0.1:${port}/data`,
-    close: () => new Promise<void>((r) => (child.once("exit", () => r()), child.kill("SIGTERM"))),
-  };
+/** The proxy in its own process in front of nginx; its base URL. */
+async function startProxyProcessFor(delayMs: number): Promise<{ url: string; close(): Promise<void> }> {
+  const p = await startProxyProcess(`127.0.0.1:${web.port}`, 19300 + Math.floor(Math.random() * 500), ["--delay-ms", String(delayMs)]);
+  return { url: `http://127.0.0.1:${p.port}/data`, close: p.close };
 }
 
 /** GETs of `ids`, `inflight` outstanding, each answered through `one`. */
@@ -150,7 +134,7 @@ async function setting(label: string, url: string, ids: readonly string[]) {
 try {
   if (!args.includes("--only-rtt")) await setting("nginx direct (RTT ~0)", web.url, ids);
   if (rtt) {
-    const proxy = await startProxyProcess(Number(rtt) / 2);
+    const proxy = await startProxyProcessFor(Number(rtt) / 2);
     try {
       // At most 2 000 samples: a round trip per `connections × pipelining` GETs is slow going.
       await setting(`nginx through the proxy, RTT ${rtt} ms`, proxy.url, ids.slice(0, 2000));

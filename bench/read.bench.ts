@@ -12,8 +12,7 @@
  * Needs a running node (cassette cassandra start). Prints tables; records go in bench/RESULTS.md.
  */
 import { runtime } from "../runtime-adapters/index.ts";
-import { spawn } from "node:child_process";
-import { connect } from "node:net";
+import { startProxyProcess } from "./proxy/process.ts";
 import { CassandraStore } from "../src/source/cassandra.ts";
 import { ingest } from "../src/dataset/ingest.ts";
 import { tables } from "../src/dataset/schema.ts";
@@ -52,32 +51,8 @@ const window = batchSize * (prefetch === "auto" ? 64 : prefetch);
 const results: Record<string, { ready: number; strict: number; raw: number; p50: number; p99: number; maxOutstanding: number }> = {};
 
 let nextPort = 19100;
-/**
- * The proxy runs in its own process (bench/proxy/main.ts), so its timers and copies do not
- * share the measured client's event loop.
- */
-async function startProxyProcess(args: string[]): Promise<{ port: number; close(): Promise<void> }> {
-  const port = nextPort++;
-  const [cmd, ...pre] = runtime.scriptCommand(new URL("./proxy/main.ts", import.meta.url).pathname, [
-    "--target", `${a.hosts[0]}:${a.port}`, "--listen", `127.0.0.1:${port}`, ...args,
-  ]);
-  const child = spawn(cmd, pre, { stdio: "ignore" });
-  for (let i = 0; i < 100; i++) {
-    const up = await new Promise<boolean>((r) => {
-      const s = connect(port, "127.0.0.1", () => (s.destroy(), r(true)));
-      s.on("error", () => r(false));
-    });
-    if (up) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    port,
-    close: () => new Promise<void>((r) => (child.once("exit", () => r()), child.kill("SIGTERM"))),
-  };
-}
-
 async function setting(label: string, proxyArgs: string[], connections: number) {
-  const proxy = await startProxyProcess(proxyArgs);
+  const proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, nextPort++, proxyArgs);
   const auth = a.username ? `${a.username}:${a.password}@` : "";
   const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?connections=${connections}`);
   const source = await openSource(store, DATASET);

@@ -1,0 +1,31 @@
+/**
+ * The proxy in its own process (bench/proxy/main.ts), so its copies and timers do not share
+ * the measured client's event loop. Resolves once the proxy accepts connections.
+ */
+import { spawn } from "node:child_process";
+import { connect } from "node:net";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+export interface ProxyProcess {
+  port: number;
+  close(): Promise<void>;
+}
+
+export async function startProxyProcess(target: string, port: number, args: string[] = []): Promise<ProxyProcess> {
+  const [cmd, ...pre] = runtime.scriptCommand(new URL("./main.ts", import.meta.url).pathname, [
+    "--target", target, "--listen", `127.0.0.1:${port}`, ...args,
+  ]);
+  const child = spawn(cmd, pre, { stdio: "ignore" });
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((r) => {
+      const s = connect(port, "127.0.0.1", () => (s.destroy(), r(true)));
+      s.on("error", () => r(false));
+    });
+    if (up) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    port,
+    close: () => new Promise<void>((r) => (child.once("exit", () => r()), child.kill("SIGTERM"))),
+  };
+}
