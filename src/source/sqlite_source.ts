@@ -38,7 +38,7 @@ export class SqliteSource implements Source {
     const found = new Map<string, { label: number; data: Uint8Array }>();
     let error: Error | null = null;
     try {
-      // getSync throws on the first missing id; ask per chunk of present ids instead.
+      // getSomeSync returns what is stored; a missing id is answered below with its own error.
       for (const s of this.#store.getSomeSync(this.#dataset, batch.map(([id]) => id))) found.set(s.id, s);
     } catch (e) {
       error = e as Error;
