@@ -1,0 +1,213 @@
+/**
+ * Line charts as standalone SVG documents, with no dependencies: batch time over time, per-
+ * connection throughput over time, loss curves. The output opens in any browser and diffs as text.
+ *
+ *   ┌ title ──────────────────────────────────────────┐
+ *   │ yLabel ┌ plot area ──────────────────┐ ▬ series 1 │
+ *   │  ticks │  one <path> per series,     │ ▬ series 2 │
+ *   │        │  clipped to the plot area   │            │
+ *   │        └─────────────────────────────┘            │
+ *   │              ticks, xLabel                        │
+ *   └───────────────────────────────────────────────────┘
+ *
+ * Axes run over "nice" ticks (1, 2 or 5 × 10^k) that cover the data, or over `yMin`/`yMax` when
+ * given; `logY` puts the y axis on decades. Non-finite points (and, with `logY`, points ≤ 0) are
+ * skipped and break the line, so a gap in the data shows as a gap.
+ */
+
+export interface Series {
+  name: string;
+  points: [number, number][];
+}
+
+export interface LineChartOptions {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  series: Series[];
+  /** Pixels (default 720). */
+  width?: number;
+  /** Pixels (default 420). */
+  height?: number;
+  /** Fix the y axis' bottom (default: a nice tick at or below the data). */
+  yMin?: number;
+  /** Fix the y axis' top (default: a nice tick at or above the data). */
+  yMax?: number;
+  /** Logarithmic y axis (decades); points with y ≤ 0 are skipped. */
+  logY?: boolean;
+}
+
+/** Tableau 10, then golden-angle hues for more series (each series keeps one colour). */
+const PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const FONT = 'font-family="sans-serif"';
+/** Rough width of one character of 11 px sans-serif, to size the legend column. */
+const CHAR_PX = 6.2;
+
+/** The colour of series `i`. */
+function colour(i: number): string {
+  return i < PALETTE.length ? PALETTE[i] : `hsl(${((i - PALETTE.length) * 137.508) % 360},65%,42%)`;
+}
+
+/** Escapes text for XML content and attribute values. */
+function esc(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c]!);
+}
+
+/** A coordinate with at most 2 decimals and no trailing zeros. */
+function px(v: number): string {
+  return String(Math.round(v * 100) / 100);
+}
+
+/** 1, 2 or 5 × 10^k closest above `x` / … (Heckbert's "nice numbers", Graphics Gems I). */
+function niceStep(range: number, count: number): number {
+  const raw = range / Math.max(1, count);
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const f = raw / mag;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+interface Axis {
+  lo: number;
+  hi: number;
+  ticks: number[];
+  label: (v: number) => string;
+}
+
+function fmt(v: number, step: number): string {
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e6 || a < 1e-3) return v.toExponential(Math.max(0, Math.min(3, -Math.floor(Math.log10(step / a))))).replace(/\.?0+e/, "e");
+  return v.toFixed(Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
+}
+
+/** A linear axis over [min, max], bounds rounded out to ticks unless fixed. */
+function linearAxis(min: number, max: number, fixedLo?: number, fixedHi?: number): Axis {
+  let lo = fixedLo ?? min, hi = fixedHi ?? max;
+  if (!Number.isFinite(lo) && !Number.isFinite(hi)) lo = 0, hi = 1; // no data, nothing fixed
+  else if (!Number.isFinite(lo)) lo = hi - (Math.abs(hi) || 1);
+  else if (!Number.isFinite(hi)) hi = lo + (Math.abs(lo) || 1);
+  if (!(hi > lo)) {
+    // One value (or a fixed bound beyond the data): widen so the axis has a length.
+    const pad = lo === 0 ? 1 : Math.abs(lo) / 2;
+    if (fixedLo !== undefined && fixedHi === undefined) hi = lo + pad;
+    else if (fixedHi !== undefined && fixedLo === undefined) lo = hi - pad;
+    else lo -= pad, hi += pad;
+  }
+  const step = niceStep(hi - lo, 5);
+  if (fixedLo === undefined) lo = Math.floor(lo / step + 1e-9) * step;
+  if (fixedHi === undefined) hi = Math.ceil(hi / step - 1e-9) * step;
+  const ticks: number[] = [];
+  for (let t = Math.ceil(lo / step - 1e-9) * step; t <= hi + step * 1e-9; t += step) ticks.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+  return { lo, hi, ticks, label: (v) => fmt(v, step) };
+}
+
+/** A decade axis; its bounds are powers of 10 unless fixed. */
+function logAxis(min: number, max: number, fixedLo?: number, fixedHi?: number): Axis {
+  let lo = fixedLo !== undefined && fixedLo > 0 ? fixedLo : Number.isFinite(min) ? 10 ** Math.floor(Math.log10(min)) : 1;
+  let hi = fixedHi !== undefined && fixedHi > lo ? fixedHi : Number.isFinite(max) ? 10 ** Math.ceil(Math.log10(max)) : lo * 10;
+  if (!(hi > lo)) hi = lo * 10;
+  const ticks: number[] = [];
+  for (let k = Math.ceil(Math.log10(lo) - 1e-9); 10 ** k <= hi * (1 + 1e-9); k++) ticks.push(10 ** k);
+  if (ticks.length < 2) ticks.splice(0, ticks.length, lo, hi); // less than a decade: label the ends
+  [lo, hi] = [Math.log10(lo), Math.log10(hi)];
+  return { lo, hi, ticks: ticks.map(Math.log10), label: (v) => fmt(10 ** v, 10 ** v) };
+}
+
+/**
+ * A line chart as a complete SVG document: axes with nice ticks, a legend, one colour per
+ * series. Non-finite points are skipped (the line breaks there); empty series still get a
+ * legend entry; all text is XML-escaped.
+ *
+ * @example
+ * ```ts
+ * import { lineChart } from "./svg.ts";
+ * const svg = lineChart({
+ *   title: "batch time", xLabel: "s", yLabel: "ms",
+ *   series: [{ name: "ready", points: [[0, 5], [1, 7], [2, NaN], [3, 6]] }],
+ * });
+ * console.log(svg.startsWith("<?xml") && svg.trimEnd().endsWith("</svg>")); // true
+ * ```
+ */
+export function lineChart(o: LineChartOptions): string {
+  const W = o.width ?? 720, H = o.height ?? 420;
+  const logY = o.logY ?? false;
+  const ok = (p: [number, number]) => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!logY || p[1] > 0);
+  let xMin = Infinity, xMax = -Infinity, yMin = Infinity, yMax = -Infinity;
+  for (const s of o.series) {
+    for (const p of s.points) {
+      if (!ok(p)) continue;
+      xMin = Math.min(xMin, p[0]), xMax = Math.max(xMax, p[0]);
+      yMin = Math.min(yMin, p[1]), yMax = Math.max(yMax, p[1]);
+    }
+  }
+  const xa = linearAxis(xMin, xMax);
+  const ya = logY ? logAxis(yMin, yMax, o.yMin, o.yMax) : linearAxis(yMin, yMax, o.yMin, o.yMax);
+
+  // Layout: the legend takes a right-hand column as wide as the longest name.
+  // Rows of 16 px, squeezed down to 10 px, then more columns.
+  const left = 72, top = 40, bottom = H - 48;
+  const n = o.series.length;
+  const rowH = Math.max(10, Math.min(16, (bottom - top) / Math.max(1, n)));
+  const perColumn = Math.max(1, Math.floor((bottom - top) / rowH));
+  const columns = Math.ceil(n / perColumn);
+  const longest = Math.max(0, ...o.series.map((s) => s.name.length));
+  const columnW = Math.min(220, 34 + longest * (rowH < 14 ? 0.82 : 1) * CHAR_PX);
+  const right = W - 16 - columns * columnW;
+  const sx = (x: number) => left + ((x - xa.lo) / (xa.hi - xa.lo)) * (right - left);
+  const sy = (y: number) => bottom - (((logY ? Math.log10(y) : y) - ya.lo) / (ya.hi - ya.lo)) * (bottom - top);
+  const syAxis = (v: number) => bottom - ((v - ya.lo) / (ya.hi - ya.lo)) * (bottom - top);
+
+  const out: string[] = [];
+  out.push('<?xml version="1.0" encoding="UTF-8"?>');
+  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`);
+  out.push(`<title>${esc(o.title)}</title>`);
+  out.push(`<rect x="0" y="0" width="${W}" height="${H}" fill="#ffffff"/>`);
+  out.push(`<defs><clipPath id="plot-clip"><rect x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}"/></clipPath></defs>`);
+  out.push(`<text x="${px(W / 2)}" y="24" text-anchor="middle" font-size="15" ${FONT}>${esc(o.title)}</text>`);
+
+  // Grid and ticks.
+  out.push(`<g class="x-ticks" font-size="11" ${FONT} text-anchor="middle" fill="#333333">`);
+  for (const t of xa.ticks) {
+    const x = px(sx(t));
+    out.push(`<line x1="${x}" y1="${px(top)}" x2="${x}" y2="${px(bottom)}" stroke="#e6e6e6"/>`);
+    out.push(`<text x="${x}" y="${px(bottom + 16)}" data-value="${t}">${esc(xa.label(t))}</text>`);
+  }
+  out.push("</g>");
+  out.push(`<g class="y-ticks" font-size="11" ${FONT} text-anchor="end" fill="#333333">`);
+  for (const t of ya.ticks) {
+    const y = px(syAxis(t));
+    const value = logY ? 10 ** t : t;
+    out.push(`<line x1="${px(left)}" y1="${y}" x2="${px(right)}" y2="${y}" stroke="#e6e6e6"/>`);
+    out.push(`<text x="${px(left - 6)}" y="${y}" dy="4" data-value="${value}">${esc(ya.label(t))}</text>`);
+  }
+  out.push("</g>");
+  out.push(`<rect class="plot-area" x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}" fill="none" stroke="#333333"/>`);
+  out.push(`<text x="${px((left + right) / 2)}" y="${H - 10}" text-anchor="middle" font-size="12" ${FONT}>${esc(o.xLabel)}</text>`);
+  out.push(`<text transform="translate(16 ${px((top + bottom) / 2)}) rotate(-90)" text-anchor="middle" font-size="12" ${FONT}>${esc(o.yLabel)}</text>`);
+
+  // One path per series; a skipped point starts a new subpath.
+  out.push('<g class="series" clip-path="url(#plot-clip)" fill="none" stroke-width="1.5" stroke-linejoin="round">');
+  o.series.forEach((s, i) => {
+    const runs: string[][] = [[]];
+    for (const p of s.points) {
+      if (ok(p)) runs[runs.length - 1].push(`${px(sx(p[0]))},${px(sy(p[1]))}`);
+      else if (runs[runs.length - 1].length) runs.push([]);
+    }
+    // A lone point draws nothing as a line: a zero-length segment with round caps shows it.
+    const d = runs.filter((r) => r.length).map((r) => `M${r.join("L")}${r.length === 1 ? `L${r[0]}` : ""}`).join(" ");
+    if (d) out.push(`<path data-series="${esc(s.name)}" d="${d}" stroke="${colour(i)}" stroke-linecap="round"/>`);
+  });
+  out.push("</g>");
+
+  if (n) {
+    out.push(`<g class="legend" font-size="${rowH < 14 ? 9 : 11}" ${FONT}>`);
+    o.series.forEach((s, i) => {
+      const y = top + 6 + (i % perColumn) * rowH, x = right + Math.floor(i / perColumn) * columnW;
+      out.push(`<line x1="${px(x + 12)}" y1="${px(y)}" x2="${px(x + 28)}" y2="${px(y)}" stroke="${colour(i)}" stroke-width="3"/>`);
+      out.push(`<text x="${px(x + 32)}" y="${px(y)}" dy="4">${esc(s.name)}</text>`);
+    });
+    out.push("</g>");
+  }
+  out.push("</svg>");
+  return out.join("\n") + "\n";
+}
