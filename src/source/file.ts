@@ -28,6 +28,7 @@
 import { join } from "node:path";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
+import { storeError } from "./retryable.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
 
 /** The name of the labels file beside the objects. */
@@ -169,18 +170,19 @@ export class FileSource implements Source {
   }
 
   async #read(id: string): Promise<Uint8Array> {
-    if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", `Cannot read sample ${id}: ${this.name} is closed`);
+    if (this.#closed) throw storeError("ERR_INVALID_OPTION", `Cannot read sample ${id}: ${this.name} is closed`, false);
     if (!this.#labels.has(id)) {
-      throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' in file:${this.#dir}: it is not in ${LABELS_FILE}`);
+      throw storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' in file:${this.#dir}: it is not in ${LABELS_FILE}`, false);
     }
     const path = join(this.#dir, id);
     try {
       return await runtime.readFile(path);
     } catch (e) {
       if (isNotFound(e)) {
-        throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' in file:${this.#dir}: ${path} does not exist`);
+        throw storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' in file:${this.#dir}: ${path} does not exist`, false);
       }
-      throw new CassetteError("ERR_STORE_UNREACHABLE", `Cannot read ${path}: ${(e as Error).message}`, { cause: e });
+      // EIO, EMFILE, a stale network mount: the next read may work.
+      throw storeError("ERR_STORE_UNREACHABLE", `Cannot read ${path}: ${(e as Error).message}`, true, { cause: e });
     }
   }
 

@@ -11,10 +11,11 @@
  * an undici Client made by the pool's `factory`; tagging them there tells which connection
  * served a sample (`conn`: "HOST:PORT#N") for one property write per request.
  *
- * Answers: 2xx is the sample; 404/410 is "Cannot find sample <id>" (ERR_STORE, which the
- * retry wrapper does not retry); 5xx and network failures are ERR_STORE_UNREACHABLE
- * (retried); any other status is ERR_STORE (which RetrySource, as it stands, still retries).
- * Every error names the URL, and the status if any.
+ * Answers: 2xx is the sample; 404/410 is "Cannot find sample <id>" (ERR_STORE, not
+ * retryable); 5xx, 408, 429 and network failures or timeouts are ERR_STORE_UNREACHABLE,
+ * retryable; any other status (403, 401, 400, a 3xx undici does not follow) is ERR_STORE, not
+ * retryable: asking again gets the same answer. Every error carries that `retryable` flag
+ * (retryable.ts) and names the id's URL, and the status if any.
  *
  * URL options (query string, removed from the prefix): `connections`, `pipelining`,
  * `inflight`; credentials in the URL are sent as HTTP Basic authorization.
@@ -34,6 +35,7 @@
 import undici from "undici/index.js";
 import { CassetteError } from "../errors.ts";
 import { checkDataset, LABELS_FILE, parseLabels } from "./file.ts";
+import { retryableStatus, storeError } from "./retryable.ts";
 import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
 
 const { Client, Pool } = undici;
@@ -225,14 +227,14 @@ export class HttpSource implements Source {
       // Not exported: no request can find it (and ids outside the table are not object names).
       queueMicrotask(() => {
         this.#cap.release();
-        done(new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' at ${this.#url}: it is not in ${LABELS_FILE}`));
+        done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' at ${this.#url}: it is not in ${LABELS_FILE}`, false));
       });
       return more;
     }
     const get = this.#get(id, (err, status, statusText, body) => {
       this.#cap.release();
       const url = `${this.#url}/${id}`;
-      if (err) return done(new CassetteError("ERR_STORE_UNREACHABLE", `Cannot get ${url}: ${describe(err)}`, { cause: err }));
+      if (err) return done(storeError("ERR_STORE_UNREACHABLE", `Cannot get ${url}: ${describe(err)}`, true, { cause: err }));
       if (status >= 200 && status < 300) {
         const s: Fetched = { id, label, data: body };
         if (get.conn) s.conn = get.conn;
@@ -240,9 +242,10 @@ export class HttpSource implements Source {
       }
       const answer = `HTTP ${status}${statusText ? ` ${statusText}` : ""}`;
       if (status === 404 || status === 410) {
-        return done(new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}': ${url} answered ${answer}`));
+        return done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}': ${url} answered ${answer}`, false));
       }
-      done(new CassetteError(status >= 500 ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot get ${url}: it answered ${answer}`));
+      const again = retryableStatus(status);
+      done(storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot get ${url}: it answered ${answer}`, again));
     });
     return more;
   }

@@ -1,10 +1,13 @@
 /**
  * Retries a Source's failed requests with exponential backoff and jitter (a Source → Source
- * wrapper, STYLE.md habit 5). Errors that retrying cannot fix (a sample that does not exist,
- * a bad query) are passed on at once. With several Cassandra hosts the driver's own retry and
- * load-balancing policies send the next attempt to another replica.
+ * wrapper, STYLE.md habit 5). Which errors are retried is the error's own `retryable` flag,
+ * set by the source that made it (retryable.ts): a missing sample, an HTTP 403, a bad query
+ * are passed on at once; a 503, a timeout, a reset connection are tried again. With several
+ * Cassandra hosts the driver's own retry and load-balancing policies send the next attempt to
+ * another replica.
  */
-import { CassetteError } from "../errors.ts";
+import type { CassetteError } from "../errors.ts";
+import { isRetryable, storeError } from "./retryable.ts";
 import type { FetchCallback, Source } from "./source.ts";
 
 export interface RetryOptions {
@@ -22,6 +25,7 @@ export class RetrySource implements Source {
   readonly #base: number;
   readonly #max: number;
   #count = 0;
+  #closed = false;
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(inner: Source, o: RetryOptions = {}) {
@@ -44,8 +48,10 @@ export class RetrySource implements Source {
   #attempt(id: string, done: FetchCallback, n: number): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (!err) return done(null, s);
-      if (n >= this.#retries || !retryable(err)) {
-        return done(n > 0 ? new CassetteError(cassetteCode(err), `${err.message} (after ${n + 1} attempts)`, { cause: err }) : err);
+      const again = isRetryable(err);
+      // Once closed, the inner source aborts what is in flight: those errors are final.
+      if (n >= this.#retries || !again || this.#closed) {
+        return done(n > 0 ? storeError(cassetteCode(err), `${err.message} (after ${n + 1} attempts)`, again, { cause: err }) : err);
       }
       this.#count++;
       const delay = Math.min(this.#max, this.#base * 2 ** n) * (0.5 + Math.random() / 2);
@@ -64,20 +70,11 @@ export class RetrySource implements Source {
     return this.#inner.inFlight() + this.#timers.size;
   }
   close(): Promise<void> {
+    this.#closed = true;
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
     return this.#inner.close();
   }
-}
-
-function retryable(err: Error): boolean {
-  const code = (err as { code?: string }).code;
-  if (code === "ERR_STORE" && /Cannot find sample/.test(err.message)) return false;
-  if (code === "ERR_MALFORMED_INPUT" || code === "ERR_INVALID_OPTION" || code === "ERR_UNSUPPORTED") return false;
-  // cassandra-driver: syntax/invalid-query/unauthorized errors (ResponseError codes 0x2000–0x2300).
-  const rc = (err as { code?: number }).code;
-  if (typeof rc === "number" && rc >= 0x2000 && rc <= 0x2300) return false;
-  return true;
 }
 
 function cassetteCode(err: Error) {

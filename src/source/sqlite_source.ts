@@ -3,7 +3,7 @@
  * turn of the event loop are gathered and read with one `IN (…)` query on the next turn:
  * the loader still sees independent, callback-answered requests.
  */
-import { CassetteError } from "../errors.ts";
+import { storeError } from "./retryable.ts";
 import type { SqliteStore } from "./sqlite.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
 
@@ -47,7 +47,7 @@ export class SqliteSource implements Source {
       this.#cap.release();
       const s = found.get(id);
       if (s) done(null, { id, label: s.label, data: s.data, conn: "sqlite" });
-      else done(error ?? new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.#dataset}' in ${this.#store.address}`));
+      else done(error ?? storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.#dataset}' in ${this.#store.address}`, false));
     }
   }
 
