@@ -49,6 +49,8 @@ export type { EpochReport, FitOptions } from "./train/fit.ts";
 export { GpuDataset } from "./train/gpu_dataset.ts";
 export type { BatchOptions, GpuDatasetOptions } from "./train/gpu_dataset.ts";
 export { trainInGpu } from "./train/train_in_gpu.ts";
+export { loaderBatches } from "./train/loader_batches.ts";
+export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batches.ts";
 export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
 export { loadFashionMnist } from "./train/fashion_mnist.ts";
 export type { ImageSplit } from "./train/fashion_mnist.ts";

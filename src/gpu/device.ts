@@ -25,7 +25,15 @@ export interface DeviceInfo {
   runtime: string;
   backend: GpuBackend;
   adapter: string;
+  /**
+   * Whether the adapter is a CPU driver (lavapipe/llvmpipe, SwiftShader, WARP): work sized for
+   * a GPU would take minutes there, so callers such as train.ts pick smaller defaults.
+   */
+  cpu: boolean;
 }
+
+/** Adapter names of the software rasterizers that run "GPU" work on the CPU. */
+const CPU_ADAPTER = /llvmpipe|lavapipe|swiftshader|software|microsoft basic render|warp/i;
 
 const infos = new WeakMap<GPUDevice, DeviceInfo>();
 
@@ -36,7 +44,7 @@ const infos = new WeakMap<GPUDevice, DeviceInfo>();
  * ```ts
  * import { requestDevice, deviceInfo } from "cassette";
  * const device = await requestDevice();
- * console.log(deviceInfo(device)); // { runtime: "bun", backend: "dawn", adapter: "llvmpipe …" }
+ * console.log(deviceInfo(device)); // { runtime: "bun", backend: "dawn", adapter: "llvmpipe …", cpu: true }
  * device.destroy();
  * ```
  */
@@ -56,10 +64,12 @@ export async function requestDevice(options: DeviceOptions = {}): Promise<GPUDev
     throw new CassetteError("ERR_GPU_DEVICE", `Cannot open a device on the ${backend} adapter: ${String(cause)}`, { cause });
   }
   const info = (adapter as { info?: GPUAdapterInfo }).info;
+  const name = [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(" ") || "unknown";
   infos.set(device, {
     runtime: `${runtime.name} ${runtime.version}`,
     backend,
-    adapter: [info?.vendor, info?.architecture, info?.device, info?.description].filter(Boolean).join(" ") || "unknown",
+    adapter: name,
+    cpu: CPU_ADAPTER.test(name) || (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true,
   });
   return device;
 }

@@ -33,8 +33,11 @@ export interface FitOptions {
   test?: () => AsyncIterable<TrainBatch> | Iterable<TrainBatch>;
   /** Called after each epoch (progress output, metrics files). */
   onEpoch?: (r: EpochReport) => void | Promise<void>;
-  /** Called after each step is submitted, with the epoch's sample count so far. */
-  onStep?: (epoch: number, samples: number) => void;
+  /**
+   * Called after each step is submitted, with the epoch's sample count so far, and the
+   * milliseconds since the epoch began and those of them spent waiting for batches.
+   */
+  onStep?: (epoch: number, samples: number, elapsedMs: number, waitedMs: number) => void;
   /** Learning rate per epoch (a schedule); default: the optimizer's. */
   lr?: (epoch: number) => number;
 }
@@ -80,7 +83,7 @@ export async function fit(model: Sequential, o: FitOptions): Promise<EpochReport
       if (r.done) break;
       await model.trainStep(r.value);
       samples += r.value.n;
-      o.onStep?.(epoch, samples);
+      o.onStep?.(epoch, samples, runtime.now() - t0, waited);
     }
     const train: Metrics = await model.takeTrainMetrics(); // waits for the GPU
     const seconds = (runtime.now() - t0) / 1000;

@@ -230,6 +230,18 @@ export class Sequential {
     while (this.#inFlight.length > MAX_IN_FLIGHT) await this.#inFlight.shift();
   }
 
+  /**
+   * Compiles the training and evaluation programs for these batch sizes now, so that the first
+   * epoch's time (and images/s) measures training, not shader compilation.
+   */
+  async prepare(...batchSizes: number[]): Promise<void> {
+    await Promise.all(batchSizes.map(async (n) => {
+      const plan = await this.#plan(n);
+      plan.evalProgram ??= Program.build(this.device, plan.evalDispatches, `eval-${plan.batch}`);
+      await plan.evalProgram;
+    }));
+  }
+
   /** Waits until every submitted step has run. */
   async flush(): Promise<void> {
     await Promise.all(this.#inFlight.splice(0));

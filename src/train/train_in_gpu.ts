@@ -5,7 +5,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import { fit } from "./fit.ts";
-import type { EpochReport } from "./fit.ts";
+import type { EpochReport, FitOptions } from "./fit.ts";
 import { GpuDataset } from "./gpu_dataset.ts";
 import { createModel } from "./model.ts";
 import type { ModelSpec, Sequential } from "./model.ts";
@@ -26,7 +26,7 @@ export interface TrainInGpuOptions {
   /** Drop the last partial training batch (default true: every step has the same shape). */
   dropLast?: boolean;
   onEpoch?: (r: EpochReport) => void | Promise<void>;
-  onStep?: (epoch: number, samples: number) => void;
+  onStep?: FitOptions["onStep"];
   lr?: (epoch: number) => number;
   /** Keep the model (for evaluation or save) instead of destroying it. */
   keepModel?: boolean;

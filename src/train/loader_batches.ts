@@ -1,0 +1,74 @@
+/**
+ * The hand-off from the loader to a model: each batch of decoded images that a Loader epoch
+ * yields (in ready or strict order) becomes one GPU preprocessing dispatch (crop / resize /
+ * normalize into the model's f32 NCHW input) and one TrainBatch with the batch's labels.
+ *
+ *   Loader.epoch(e) ──► Batch<DecodedImage> ──► Preprocessor.run ──► TrainBatch { x, labels, n }
+ *   (fetch + decode,     ids, labels, items      (one upload,          read by the model's next
+ *    exactly once)                                one dispatch)          submit, in queue order)
+ *
+ * The preprocessor's output buffer is rewritten `depth` batches later (3 by default); the model
+ * copies `x` in the submit that follows this yield, so no batch is overwritten before use.
+ */
+import { CassetteError } from "../errors.ts";
+import type { EpochOptions, Loader } from "../loader.ts";
+import type { DecodedImage } from "../gpu/pack.ts";
+import type { Preprocessor } from "../gpu/preprocess.ts";
+import type { TrainBatch } from "./model.ts";
+
+/** A training batch that still knows its samples: for checkpoints and exactly-once checks. */
+export interface LoaderTrainBatch extends TrainBatch {
+  ids: string[];
+  labels: Int32Array;
+}
+
+export interface LoaderBatchesOptions extends EpochOptions {
+  /** Labels must lie in 0 … classes − 1 (the model's outputs); a sample outside is an error naming it. */
+  classes?: number;
+}
+
+/**
+ * The training batches of one loader epoch, preprocessed on the GPU.
+ *
+ * @example
+ * ```ts
+ * import { Loader, openStore, ingest, requestDevice, createPreprocessor, createJpegDecoder, loaderBatches } from "cassette";
+ * const store = await openStore("sqlite:.tmp/loader-batches-example.sqlite");
+ * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 16 });
+ * const ids: string[] = [];
+ * for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
+ * const jpeg = await createJpegDecoder();
+ * const loader = new Loader({ store, dataset: "fm", ids, batchSize: 8, transform: (s) => jpeg.decode(s.data) });
+ * const device = await requestDevice();
+ * const pre = await createPreprocessor(device, { width: 28, height: 28, channels: 1, mean: [0.286], std: [0.353] });
+ * let n = 0;
+ * for await (const b of loaderBatches(loader, pre, 0, { classes: 10 })) n += b.n;
+ * console.log(n); // 32
+ * pre.destroy();
+ * device.destroy();
+ * await loader.close();
+ * await store.close();
+ * ```
+ */
+export async function* loaderBatches(
+  loader: Loader<DecodedImage>,
+  pre: Preprocessor,
+  epoch: number,
+  o: LoaderBatchesOptions = {},
+): AsyncGenerator<LoaderTrainBatch> {
+  for await (const b of loader.epoch(epoch, o)) {
+    if (o.classes !== undefined) {
+      for (let i = 0; i < b.labels.length; i++) {
+        const y = b.labels[i];
+        if (!(y >= 0 && y < o.classes)) {
+          throw new CassetteError(
+            "ERR_MALFORMED_INPUT",
+            `Cannot train on sample ${b.ids[i]} as its label must be a class from 0 to ${o.classes - 1} (the model's outputs): current value is ${y}`,
+          );
+        }
+      }
+    }
+    const x = await pre.run(b.items, { epoch, ids: b.ids });
+    yield { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
+  }
+}

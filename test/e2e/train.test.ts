@@ -1,0 +1,92 @@
+/**
+ * train.ts end to end on real Fashion-MNIST: ingest into a fresh store, the Loader, the wasm
+ * decoder, GPU preprocessing and training, evaluation, metrics and plots, and its errors.
+ */
+import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-train-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const store = `sqlite:${join(dir, "fm.sqlite")}`;
+
+function spawnTrain(args: string[]) {
+  const [cmd, ...rest] = runtime.scriptCommand("train.ts", args);
+  return spawnSync(cmd, rest, { encoding: "utf8", timeout: 300_000 });
+}
+function train(...args: string[]) {
+  const r = spawnTrain(args);
+  if (r.status !== 0) throw new Error(`train.ts ${args.join(" ")} exited ${r.status}:\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop()!);
+}
+
+const LIMIT = 600, BATCH = 64, STEPS = Math.floor(LIMIT / BATCH);
+
+test("train.ts ingests Fashion-MNIST once, trains from the store and reports every epoch", () => {
+  const out = join(dir, "run1");
+  const r = train("--store", store, "--limit", String(LIMIT), "--batch", String(BATCH), "--epochs", "2", "--model", "mlp", "--out", out, "--json");
+  assert.is(r.ingested, 2 * LIMIT, "600 from train + 600 from t10k");
+  assert.is(r.model, "mlp");
+  assert.is(r.io, "loader");
+  assert.is(r.epochs.length, 2);
+  for (const [i, e] of r.epochs.entries()) {
+    assert.is(e.epoch, i + 1);
+    for (const k of ["seconds", "imagesPerSec", "loss", "testAccuracy", "waitShare"]) assert.type(e[k], "number", `epochs[${i}].${k}`);
+    assert.is(e.samples, STEPS * BATCH, "every step is a whole batch (the last partial one is dropped)");
+    assert.ok(e.waitShare >= 0 && e.waitShare <= 1);
+  }
+  assert.ok(r.epochs[1].loss < r.epochs[0].loss, `the loss falls: ${r.epochs.map((e: { loss: number }) => e.loss)}`);
+  // 600 images, 2 epochs of an MLP: far above chance (10 %), well short of convergence.
+  assert.ok(r.epochs[1].testAccuracy > 0.55, `test accuracy ${r.epochs[1].testAccuracy}`);
+  // The loader handed over each planned sample exactly once per epoch.
+  assert.is(r.loader.samples, 2 * STEPS * BATCH);
+  assert.is(r.loader.duplicates, 0);
+  assert.is(r.loader.errors, 0);
+  // One metrics line per epoch, and the plots.
+  const lines = readFileSync(join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(lines.map((l) => l.epoch), [1, 2]);
+  assert.is(lines[1].testAccuracy, r.epochs[1].testAccuracy);
+  for (const f of ["loss.svg", "accuracy.svg"]) {
+    const svg = readFileSync(join(out, f), "utf8");
+    assert.ok(svg.includes("<svg") && svg.trim().endsWith("</svg>"), `${f} is an SVG document`);
+    assert.ok((svg.match(/<path/g) ?? []).length >= 2, `${f} draws the train and test curves`);
+  }
+}, { timeoutMs: 400_000 });
+
+test("strict order through the loader trains exactly as --no-io on the same pixels (decode + GPU preprocess are exact)", () => {
+  // Same seed → same permutation, same initial weights; strict order feeds batches in plan
+  // order, and --no-io gathers the same decoded pixels on the GPU in that order. Any error in
+  // the loader, the decoder or the preprocessing kernel would change the losses.
+  const common = ["--store", store, "--limit", String(LIMIT), "--batch", String(BATCH), "--epochs", "2", "--model", "mlp", "--seed", "3", "--json"];
+  const viaLoader = train(...common, "--order", "strict", "--out", join(dir, "strict"));
+  const noIo = train(...common, "--no-io", "--out", join(dir, "noio"));
+  assert.is(viaLoader.ingested, 0, "nothing is stored twice");
+  assert.is(noIo.io, "none");
+  for (let e = 0; e < 2; e++) {
+    const a = viaLoader.epochs[e], b = noIo.epochs[e];
+    assert.ok(Math.abs(a.loss - b.loss) < 1e-4, `epoch ${e + 1} loss: loader ${a.loss} vs no-io ${b.loss}`);
+    assert.ok(Math.abs(a.testAccuracy - b.testAccuracy) <= 1 / LIMIT, `epoch ${e + 1} test accuracy: ${a.testAccuracy} vs ${b.testAccuracy}`);
+  }
+}, { timeoutMs: 400_000 });
+
+test("train.ts --save writes weights, and bad options fail with an error that names them", () => {
+  const weights = join(dir, "mlp.weights");
+  train("--store", store, "--limit", "128", "--batch", "64", "--epochs", "1", "--model", "mlp", "--save", weights, "--out", join(dir, "save"), "--json");
+  assert.ok(existsSync(weights) && readFileSync(weights).length > 784 * 256 * 4, "the weights file holds the parameters");
+  const fails = (args: string[], text: string) => {
+    const r = spawnTrain([...args, "--out", join(dir, "bad")]);
+    assert.is(r.status, 2, `exit status for ${args.join(" ")}: ${r.stderr}`);
+    assert.ok(r.stderr.includes(text), `stderr names the problem (${text}): ${r.stderr}`);
+  };
+  fails(["--store", store, "--model", "resnet"], "'--model' must be one of mlp");
+  fails(["--store", store, "--limit", "128", "--latency-ms", "20"], "'--latency-ms' needs a network store");
+  fails(["--store", store, "--epochs", "0"], "'--epochs' must be an integer ≥ 1: current value is 0");
+  fails(["--store", store, "--dataset", "nope"], "nope");
+  const help = spawnTrain(["--help"]);
+  assert.is(help.status, 0);
+  assert.ok(help.stdout.includes("--no-io") && help.stdout.includes("--latency-ms"));
+}, { timeoutMs: 400_000 });
