@@ -163,7 +163,9 @@ export function lineChart(o: LineChartOptions): string {
   out.push(`<title>${esc(o.title)}</title>`);
   out.push(`<rect x="0" y="0" width="${W}" height="${H}" fill="#ffffff"/>`);
   out.push(`<defs><clipPath id="plot-clip"><rect x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}"/></clipPath></defs>`);
-  out.push(`<text x="${px(W / 2)}" y="24" text-anchor="middle" font-size="15" ${FONT}>${esc(o.title)}</text>`);
+  // A long title shrinks (to 9 px at least) rather than running off the picture.
+  const titlePx = Math.max(9, Math.min(15, Math.floor((W - 24) / (0.56 * Math.max(1, o.title.length)))));
+  out.push(`<text x="${px(W / 2)}" y="24" text-anchor="middle" font-size="${titlePx}" ${FONT}>${esc(o.title)}</text>`);
 
   // Grid and ticks.
   out.push(`<g class="x-ticks" font-size="11" ${FONT} text-anchor="middle" fill="#333333">`);
