@@ -1,109 +1,272 @@
 /**
- * The 2025 paper's tight-loop read at this machine's scale: Fashion-MNIST JPEGs from a real
- * Cassandra node, at RTT 0, 20 ms and 150 ms through the project's TCP latency proxy, and with
- * one connection in four congested. In each setting, side by side in one run:
+ * The 2025 paper's tight-loop read at this machine's scale: JPEGs from a real Cassandra node,
+ * at RTT 0, 20 ms and 150 ms through the project's TCP latency proxy, and with one connection
+ * in four congested. In each setting, side by side in one run:
  *
  *   raw driver    the same prepared SELECT, the same number in flight, no loader logic: the ceiling
  *   ready order   the Loader, batches from whatever arrived (cassette's default)
  *   strict order  the Loader, batches in plan order (the classic loader)
  *
- *   bun bench/read.bench.ts [--samples N] [--rounds R] [--batch B] [--prefetch K] [--quick]
- *                            [--store cassandra://…/KEYSPACE]  (default: the local node, keyspace cassette_bench)
+ * Two sets: Fashion-MNIST (~1 kB greyscale JPEGs) and an ImageNet-like set (~110 kB, 500×375
+ * colour JPEGs made from real photographs: bench/read/README.md). `--step-ms S` makes the
+ * consumer busy-wait S ms per batch, standing in for a training step, so that batch-time
+ * percentiles measure stalls rather than bursts.
+ *
+ * Figures (SVG, into --out, default bench/read/figures): batch time over time, ready vs strict
+ * (the paper's Fig. 4), and each connection's throughput over time under each order (Figs. 5–6),
+ * from the last round of each setting. The proxy runs in its own process and reports every
+ * connection's byte count every 100 ms (bench/read/timeline_proxy.ts).
+ *
+ *   bun bench/read.bench.ts [--set fmnist|imagenet|both] [--samples N] [--rounds R] [--batch B]
+ *       [--prefetch K|auto] [--step-ms S] [--settings rtt0,rtt20,rtt150,uneven] [--balance driver|rate|both]
+ *       [--out DIR] [--quick] [--json FILE] [--store cassandra://…/KEYSPACE]
  * Needs a running node (cassette cassandra start). Prints tables; records go in bench/RESULTS.md.
  */
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { runtime } from "../runtime-adapters/index.ts";
-import { startProxyProcess } from "./proxy/process.ts";
 import { CassandraStore } from "../src/source/cassandra.ts";
+import { CassandraSource } from "../src/source/cassandra_source.ts";
 import { ingest } from "../src/dataset/ingest.ts";
 import { tables } from "../src/dataset/schema.ts";
 import { Loader } from "../src/loader.ts";
-import { openSource } from "../src/source/open.ts";
 import { parseStoreAddress } from "../src/source/address.ts";
+import { lineChart } from "../src/observe/svg.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
+import { startTimelineProxy, wall } from "./read/timeline.ts";
+
+const USAGE = `usage: bun bench/read.bench.ts [options]
+  --set fmnist|imagenet|both   which data set(s) (default fmnist)
+  --samples N                  samples read per epoch (default 20000 fmnist, 2000 imagenet; --quick: 3000 / 600)
+  --rounds R                   measured rounds, interleaved (default 3; --quick: 1)
+  --batch B                    batch size (default 128 fmnist, 32 imagenet)
+  --prefetch K|auto            window in batches (default auto)
+  --step-ms S                  consumer busy-waits S ms per batch (default 0: a tight loop)
+  --settings LIST              any of rtt0,rtt20,rtt150,uneven (default all four)
+  --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
+  --out DIR                    where the SVG figures go (default bench/read/figures)
+  --json FILE                  also write the summary as JSON
+  --store URL                  cassandra://HOST:PORT/KEYSPACE (default the local node, keyspace cassette_bench)`;
 
 const args = runtime.args();
 const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
 if (args.includes("--help")) {
-  console.log("usage: bun bench/read.bench.ts [--samples N] [--rounds R] [--batch B] [--prefetch K] [--quick] [--store URL]");
+  console.log(USAGE);
   runtime.exit(0);
 }
 const quick = args.includes("--quick");
-const perSplit = Number(opt("--samples") ?? (quick ? 1500 : 5000)) / 2;
+const setArg = opt("--set") ?? "fmnist";
+const sets = setArg === "both" ? ["fmnist", "imagenet"] : [setArg];
+for (const s of sets) if (s !== "fmnist" && s !== "imagenet") throw new Error(`--set must be fmnist, imagenet or both: current value is ${setArg}`);
 const rounds = Number(opt("--rounds") ?? (quick ? 1 : 3));
-const batchSize = Number(opt("--batch") ?? 128);
 const prefetchArg = opt("--prefetch") ?? "auto";
 const prefetch: number | "auto" = prefetchArg === "auto" ? "auto" : Number(prefetchArg);
+const stepMs = Number(opt("--step-ms") ?? 0);
+const settingNames = (opt("--settings") ?? "rtt0,rtt20,rtt150,uneven").split(",");
+const balanceArg = opt("--balance") ?? "rate";
+const balances = (balanceArg === "both" ? ["driver", "rate"] : [balanceArg]) as ("driver" | "rate")[];
+const outDir = opt("--out") ?? new URL("./read/figures", import.meta.url).pathname;
 const base = opt("--store") ?? "cassandra://127.0.0.1:9042/cassette_bench";
 const a = parseStoreAddress(base);
 if (a.kind !== "cassandra") throw new Error("--store must be a cassandra:// address");
-const DATASET = "fashion-mnist";
+mkdirSync(outDir, { recursive: true });
 
-// The data: ingest once (idempotent), directly, not through a proxy.
-const direct = await CassandraStore.open(base);
-const ing = await ingest(direct, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: perSplit });
-const ids: string[] = [];
-for await (const page of direct.scanNat(DATASET)) for (const r of page) if ((r.meta.idx as number) < perSplit) ids.push(r.id);
-console.log(`${runtime.name} ${runtime.version}: ${ids.length} Fashion-MNIST JPEGs in ${direct.address} (${ing.written} ingested now); batch ${batchSize}, prefetch ${prefetch} batches, ${rounds} rounds`);
-await direct.close();
+interface SetSpec {
+  name: string;
+  dataset: string;
+  batchSize: number;
+  samples: number;
+}
+const SETS: Record<string, SetSpec> = {
+  fmnist: { name: "fmnist", dataset: "fashion-mnist", batchSize: Number(opt("--batch") ?? 128), samples: Number(opt("--samples") ?? (quick ? 3000 : 20000)) },
+  imagenet: { name: "imagenet", dataset: "imagenet-like", batchSize: Number(opt("--batch") ?? 32), samples: Number(opt("--samples") ?? (quick ? 600 : 2000)) },
+};
+const IMAGENET_DIR = new URL("./read/imagenet-like", import.meta.url).pathname;
 
-// The raw driver keeps as many requests in flight as the loader's deepest window.
-const window = batchSize * (prefetch === "auto" ? 64 : prefetch);
-const results: Record<string, { ready: number; strict: number; raw: number; p50: number; p99: number; maxOutstanding: number }> = {};
+/** Ingests the set if needed (idempotent) and returns `samples` of its ids. */
+async function prepare(spec: SetSpec): Promise<{ ids: string[]; meanBytes: number }> {
+  const direct = await CassandraStore.open(base);
+  try {
+    let written: number;
+    if (spec.name === "fmnist") {
+      written = (await ingest(direct, "idx:/usr/share/datasets/fashion-mnist/", { dataset: spec.dataset, limit: Math.ceil(spec.samples / 2) })).written;
+    } else {
+      if (!existsSync(IMAGENET_DIR)) throw new Error(`Cannot find ${IMAGENET_DIR}: make it first with 'bash bench/read/make_imagenet_like.sh' (bench/read/README.md)`);
+      written = (await ingest(direct, IMAGENET_DIR, { dataset: spec.dataset })).written;
+    }
+    const ids: string[] = [];
+    for await (const page of direct.scanNat(spec.dataset)) for (const r of page) ids.push(r.id);
+    ids.sort(); // a stable choice of `samples` ids whatever the scan order
+    ids.length = Math.min(ids.length, spec.samples);
+    const probe = await direct.get(spec.dataset, ids.slice(0, 64));
+    const meanBytes = probe.reduce((s, x) => s + x.data.length, 0) / Math.max(1, probe.length);
+    console.log(`${runtime.name} ${runtime.version}: ${ids.length} ${spec.dataset} JPEGs of ${(meanBytes / 1000).toFixed(1)} kB on average in ${direct.address} (${written} ingested now); batch ${spec.batchSize}, prefetch ${prefetch}, step ${stepMs} ms, ${rounds} rounds`);
+    return { ids, meanBytes };
+  } finally {
+    await direct.close();
+  }
+}
+
+/** Busy-waits `ms`: a training step holds the thread (and the event loop) as a GPU submit-and-wait would. */
+function step(ms: number): void {
+  if (ms <= 0) return;
+  const end = runtime.now() + ms;
+  while (runtime.now() < end) { /* busy */ }
+}
+
+interface Trace {
+  /** wall-clock ms of the run's start and end. */
+  start: number;
+  end: number;
+  /** [seconds since start, ms since the previous batch] per batch handed over. */
+  batches: [number, number][];
+}
+
+interface SettingResult {
+  set: string;
+  setting: string;
+  samplesPerSec: Record<string, number>;
+  mbPerSec: Record<string, number>;
+  batchMs: Record<string, { p50: number; p99: number; max: number }>;
+  maxOutstanding: Record<string, number>;
+  spread: Record<string, number>;
+}
+const results: SettingResult[] = [];
+
+const SETTINGS: Record<string, { label: string; proxy: string[] }> = {
+  rtt0: { label: "RTT 0 (proxy, no delay)", proxy: ["--delay-ms", "0"] },
+  rtt20: { label: "RTT 20 ms", proxy: ["--delay-ms", "10"] },
+  rtt150: { label: "RTT 150 ms", proxy: ["--delay-ms", "75"] },
+  uneven: { label: "uneven: 1 connection in 4 at 1 MB/s, RTT 20 ms", proxy: ["--delay-ms", "10", "--congest-every", "4", "--congest-bps", "1000000"] },
+};
 
 let nextPort = 19100;
-async function setting(label: string, proxyArgs: string[], connections: number) {
-  const proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, nextPort++, proxyArgs);
+async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: string) {
+  const st = SETTINGS[key];
+  if (!st) throw new Error(`unknown setting '${key}' (rtt0, rtt20, rtt150, uneven)`);
+  const B = spec.batchSize;
+  const connections = 4;
+  const proxy = await startTimelineProxy(`${a.hosts[0]}:${a.port}`, nextPort++, st.proxy);
   const auth = a.username ? `${a.username}:${a.password}@` : "";
-  const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?connections=${connections}`);
-  const source = await openSource(store, DATASET);
+  // One client per balance: "rate" patches its client's hosts (NOTE [ Connection choice ]).
+  const stores: Record<string, CassandraStore> = {};
+  for (const b of balances) {
+    stores[b] = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?connections=${connections}`);
+    await stores[b].getDataset(spec.dataset);
+  }
+  const sources = Object.fromEntries(balances.map((b) => [b, new CassandraSource(stores[b], spec.dataset, undefined, { balance: b })]));
+  // The raw driver uses the first client ("driver" balance when both are compared).
+  const store = stores[balances[0]];
+  const window = B * (prefetch === "auto" ? 64 : prefetch);
   // The raw driver keeps as many requests in flight as the loader can: its window, capped by
   // what the driver's connections accept (the source's capacity).
-  const inFlight = Math.min(window, (source as unknown as { capacity: number }).capacity);
-  const cql = `SELECT label, data FROM ${store.keyspace}.${tables(DATASET).data} WHERE id = ?`;
-  const loaders = { ready: 0, strict: 0 } as Record<string, number>;
-  const last: Record<string, Loader> = {};
+  const inFlight = Math.min(window, sources[balances[0]].capacity);
+  const cql = `SELECT label, data FROM ${store.keyspace}.${tables(spec.dataset).data} WHERE id = ?`;
+  const seeds: Record<string, number> = {};
+  const last: Record<string, { loader: Loader; trace: Trace }> = {};
+
   // Each repetition is two epochs of one loader, as training reads: the first ramps the
   // window up (2025 paper §3.4), the second starts at the depth the first learned.
-  const run = (order: "ready" | "strict") => async () => {
-    const loader = new Loader({ store: source, ids, batchSize, prefetch, order, seed: loaders[order]++ });
-    for (const e of [0, 1]) for await (const _ of loader.epoch(e)) { /* the tight loop: no work per batch */ }
-    last[order] = loader;
+  const run = (name: string, order: "ready" | "strict", balance: "driver" | "rate") => async () => {
+    const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
+    const trace: Trace = { start: wall(), end: 0, batches: [] };
+    let prev = runtime.now();
+    for (const e of [0, 1]) {
+      for await (const _ of loader.epoch(e)) {
+        const now = runtime.now();
+        trace.batches.push([(wall() - trace.start) / 1000, now - prev]);
+        step(stepMs);
+        prev = now; // a gap runs from hand-over to hand-over, the step included (as LoaderStats.batchMs)
+      }
+    }
+    trace.end = wall();
+    last[name] = { loader, trace };
   };
   const contenders: Contender[] = [
     {
       name: "raw driver", work: 2 * ids.length, baseline: true, run: async () => {
         for (const _ of [0, 1]) {
-          let next = 0;
+          let next = 0, done = 0;
           const worker = async () => {
-            while (next < ids.length) await store.client.execute(cql, [ids[next++]], { prepare: true });
+            while (next < ids.length) {
+              await store.client.execute(cql, [ids[next++]], { prepare: true });
+              if (++done % B === 0) step(stepMs);
+            }
           };
           await Promise.all(Array.from({ length: inFlight }, worker));
         }
       },
     },
-    { name: "ready order", work: 2 * ids.length, run: run("ready") },
-    { name: "strict order", work: 2 * ids.length, run: run("strict") },
   ];
-  const rows = await compare(`${label}: tight-loop read (samples/s)`, { unit: "samples/s", rounds, warmup: 1 }, contenders);
-  const by = Object.fromEntries(rows.map((r) => [r.name, r.best]));
-  for (const order of ["ready", "strict"]) {
-    const s = last[order].stats();
-    console.log(`  ${order}: batch p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms, max ${s.batchMs.max.toFixed(1)} ms; most outstanding ${s.maxOutstanding}, window ${s.prefetch} batches at the end`);
+  for (const b of balances) {
+    const suffix = balances.length > 1 ? ` (${b} balance)` : "";
+    contenders.push({ name: `ready order${suffix}`, work: 2 * ids.length, run: run(`ready order${suffix}`, "ready", b) });
+    contenders.push({ name: `strict order${suffix}`, work: 2 * ids.length, run: run(`strict order${suffix}`, "strict", b) });
   }
-  const rs = last.ready.stats();
-  results[label] = { ready: by["ready order"], strict: by["strict order"], raw: by["raw driver"], p50: rs.batchMs.p50, p99: rs.batchMs.p99, maxOutstanding: rs.maxOutstanding };
-  await store.close();
+  const title = `${spec.name}, ${st.label}: tight-loop read${stepMs ? `, ${stepMs} ms step` : ""} (samples/s)`;
+  const rows = await compare(title, { unit: "samples/s", rounds, warmup: 1 }, contenders);
+  const r: SettingResult = { set: spec.name, setting: key, samplesPerSec: {}, mbPerSec: {}, batchMs: {}, maxOutstanding: {}, spread: {} };
+  for (const row of rows) {
+    r.samplesPerSec[row.name] = row.best;
+    r.mbPerSec[row.name] = (row.best * meanBytes) / 1e6;
+    r.spread[row.name] = row.spread;
+  }
+  for (const [name, { loader }] of Object.entries(last)) {
+    const s = loader.stats();
+    r.batchMs[name] = s.batchMs;
+    r.maxOutstanding[name] = s.maxOutstanding;
+    console.log(`  ${name}: batch p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms (${(s.batchMs.p99 / Math.max(s.batchMs.p50, 1e-3)).toFixed(1)}× p50), max ${s.batchMs.max.toFixed(1)} ms; most outstanding ${s.maxOutstanding}, window ${s.prefetch} batches at the end`);
+  }
+  results.push(r);
+  figures(spec, key, st.label, last, proxy);
+  for (const s of Object.values(stores)) await s.close();
   await proxy.close();
 }
 
-await setting("RTT 0 (proxy, no delay)", ["--delay-ms", "0"], 4);
-await setting("RTT 20 ms", ["--delay-ms", "10"], 4);
-await setting("RTT 150 ms", ["--delay-ms", "75"], 4);
-await setting("uneven: 4 connections, 1 in 4 at 1 MB/s, RTT 20 ms", ["--delay-ms", "10", "--congest-every", "4", "--congest-bps", "1000000"], 4);
-
-const r0 = results["RTT 0 (proxy, no delay)"];
-console.log("\nsummary (best samples/s)");
-for (const [k, v] of Object.entries(results)) {
-  console.log(`  ${k}: ready ${v.ready.toFixed(0)} (${((100 * v.ready) / v.raw).toFixed(0)} % of raw, ${((100 * v.ready) / r0.ready).toFixed(0)} % of RTT 0), strict ${v.strict.toFixed(0)}, ready/strict ${(v.ready / v.strict).toFixed(2)}×, ready p99/p50 ${(v.p99 / v.p50).toFixed(1)}`);
+/** The last round's traces as SVG: batch time over time, and each connection's MB/s over time per order. */
+function figures(spec: SetSpec, key: string, label: string, last: Record<string, { trace: Trace }>, proxy: Awaited<ReturnType<typeof startTimelineProxy>>) {
+  const stem = join(outDir, `${spec.name}-${key}`);
+  const names = Object.keys(last);
+  writeFileSync(`${stem}-batch-time.svg`, lineChart({
+    title: `${spec.dataset}, ${label}: time between batches${stepMs ? ` (${stepMs} ms step)` : ""}`,
+    xLabel: "seconds since the loader started (2 epochs)", yLabel: "ms between batches (log)", logY: true,
+    series: names.map((n) => ({ name: n, points: last[n].trace.batches.map(([t, ms]) => [t, Math.max(ms, 0.01)] as [number, number]) })),
+  }));
+  for (const n of names) {
+    const { start, end } = last[n].trace;
+    const rates = [...proxy.rates(start, end)].sort((x, y) => x[0] - y[0]);
+    const total = new Map<number, number>();
+    for (const [, pts] of rates) for (const [t, v] of pts) total.set(t, (total.get(t) ?? 0) + v);
+    writeFileSync(`${stem}-connections-${n.replace(/[^a-z]+/g, "-").replace(/-$/, "")}.svg`, lineChart({
+      title: `${spec.dataset}, ${label}, ${n}: throughput per connection`,
+      xLabel: "seconds since the loader started (2 epochs)", yLabel: "MB/s received (100 ms intervals)",
+      series: [
+        ...rates.map(([k, pts]) => ({ name: `conn ${k}${proxy.capped(k) ? " (congested)" : ""}`, points: pts })),
+        { name: "all", points: [...total].sort((x, y) => x[0] - y[0]) },
+      ],
+    }));
+  }
 }
+
+for (const name of sets) {
+  const spec = SETS[name];
+  const { ids, meanBytes } = await prepare(spec);
+  for (const key of settingNames) await setting(spec, ids, meanBytes, key);
+}
+
+console.log("\nsummary (best samples/s; ratios of bests)");
+const readyName = (b: string) => `ready order${balances.length > 1 ? ` (${b} balance)` : ""}`;
+const strictName = (b: string) => `strict order${balances.length > 1 ? ` (${b} balance)` : ""}`;
+for (const r of results) {
+  const r0 = results.find((x) => x.set === r.set && x.setting === "rtt0");
+  for (const b of balances) {
+    const ready = r.samplesPerSec[readyName(b)], strict = r.samplesPerSec[strictName(b)], raw = r.samplesPerSec["raw driver"];
+    const bm = r.batchMs[readyName(b)];
+    const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName(b)]).toFixed(0)} % of RTT 0` : "";
+    console.log(`  ${r.set} ${r.setting}${balances.length > 1 ? ` ${b}` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
+  }
+}
+const jsonOut = opt("--json");
+if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ runtime: `${runtime.name} ${runtime.version}`, stepMs, rounds, prefetch, results }, null, 1));
+console.log(`figures in ${outDir}`);
 runtime.exit(0);
