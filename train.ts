@@ -30,7 +30,8 @@ import { createModel, type Sequential, type TrainBatch } from "./src/train/model
 import { MODELS } from "./src/train/models.ts";
 import { fit, type EpochReport } from "./src/train/fit.ts";
 import { GpuDataset } from "./src/train/gpu_dataset.ts";
-import { loaderBatches } from "./src/train/loader_batches.ts";
+import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches.ts";
+import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/train/fashion_mnist.ts";
 import { startProxyProcess, type ProxyProcess } from "./bench/proxy/process.ts";
 import { parseArgs } from "./src/cli/args.ts";
@@ -42,7 +43,7 @@ preprocessing in the loop, evaluates on the test split after every epoch, and wr
 metrics.jsonl, loss.svg and accuracy.svg into the run's folder.
 
 Defaults depend on the adapter: on a CPU driver (lavapipe/llvmpipe, SwiftShader) --model mlp
---epochs 3 (about a minute per epoch on 2 cores; ≈ 87 % test accuracy on Fashion-MNIST);
+--epochs 3 (about a minute per epoch on 2 cores; ≈ 86 % test accuracy on Fashion-MNIST);
 on a GPU --model cnn-bn --epochs 10 (≥ 90 %). Explicit options always win.
 
   --store ADDRESS     sqlite:PATH (default sqlite:data/fashion-mnist.sqlite) or cassandra://…/KEYSPACE
@@ -60,18 +61,23 @@ on a GPU --model cnn-bn --epochs 10 (≥ 90 %). Explicit options always win.
   --prefetch K        batches of requests in flight (default auto: deepens while starved)
   --latency-ms MS     add MS of one-way delay per direction through the project's TCP proxy
                       (cassandra:// stores only: the round trip grows by 2·MS)
+  --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
+                      across connections, never within one)
   --no-io             train on the same pixels held on the GPU (read and decoded once): the
                       upper bound of the loader-fed run
   --out DIR           where metrics.jsonl and the plots go (default data/runs/train-<time>)
   --save FILE         save the trained weights to FILE
   --backend NAME      WebGPU backend: dawn, or builtin (Deno only)
   --json              print one JSON document: { model, epochs: [ { epoch, seconds,
-                      imagesPerSec, loss, testAccuracy, waitShare, … } ], … }
+                      imagesPerSec, loss, testAccuracy, waitShare, … } ], … } where
+                      waitShare is the share of the epoch spent waiting for the loader
+                      (fetch + decode) and outOfPlanShare the share of samples that ready
+                      order moved to another batch than the plan's
   -h, --help          this text`;
 
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
-  "prefetch", "latency-ms", "out", "save", "backend",
+  "prefetch", "latency-ms", "jitter-ms", "out", "save", "backend",
 ];
 
 interface Run {
@@ -89,6 +95,7 @@ interface Run {
   order: "ready" | "strict";
   prefetch: number | "auto";
   latencyMs: number;
+  jitterMs: number;
   noIo: boolean;
   out: string;
   save?: string;
@@ -109,6 +116,8 @@ function options(): Run | undefined {
   if (!(lr > 0 && lr < 10)) bad(`'--lr' must be a number between 0 and 10: current value is ${str("lr")}`);
   const latencyMs = Number(str("latency-ms") ?? 0);
   if (!(latencyMs >= 0 && latencyMs <= 10_000)) bad(`'--latency-ms' must be from 0 to 10000: current value is ${str("latency-ms")}`);
+  const jitterMs = Number(str("jitter-ms") ?? 0);
+  if (!(jitterMs >= 0 && jitterMs <= latencyMs)) bad(`'--jitter-ms' must be from 0 to --latency-ms (${latencyMs}): current value is ${str("jitter-ms")}`);
   const prefetch = str("prefetch") ?? "auto";
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   return {
@@ -126,6 +135,7 @@ function options(): Run | undefined {
     order,
     prefetch: prefetch === "auto" ? "auto" : int("prefetch", prefetch, 1),
     latencyMs,
+    jitterMs,
     noIo: o.has("no-io"),
     out: str("out") ?? `data/runs/train-${stamp}`,
     save: str("save"),
@@ -161,10 +171,10 @@ async function main(): Promise<number> {
     if (run.latencyMs > 0) {
       const a = parseStoreAddress(run.address);
       if (a.kind !== "cassandra") bad(`'--latency-ms' needs a network store (cassandra://…): current store is ${redact(run.address)}`);
-      proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, await freePort(), ["--delay-ms", String(run.latencyMs)]);
-      const auth = a.username ? `${encodeURIComponent(a.username)}:${encodeURIComponent(a.password ?? "")}@` : "";
-      readStore = await openStore(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?dc=${a.dc}`);
-      log(`latency  +${run.latencyMs} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
+      proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, await freePort(), ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
+      // The same address (credentials, keyspace, options) with the proxy as its only host.
+      readStore = await openStore(run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`));
+      log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
     }
 
     const jpeg = await createJpegDecoder();
@@ -213,7 +223,7 @@ async function main(): Promise<number> {
       trainBatches = (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: train.length >= run.batch });
       testBatches = te && (() => te.batches(0, { batch: evalBatch, shuffle: false }));
     } else {
-      trainBatches = (e) => loaderBatches(trainLoader, pre, e, { classes });
+      trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes }), trainLoader, e, (n) => (displaced = n));
       testBatches = testLoader && (() => loaderBatches(testLoader, pre, 0, { classes }));
     }
 
@@ -231,7 +241,7 @@ async function main(): Promise<number> {
     const nTrain = run.batch <= train.length ? train.length - (train.length % run.batch) : train.length;
     let bar = progress("epoch 1", nTrain, run.json);
     let latest = "", polling = false, lastPoll = runtime.now();
-    let loaderWait0 = 0;
+    let loaderWait0 = 0, displaced = 0;
     const reports: EpochReport[] = [];
     const t0 = runtime.now();
     await fit(model, {
@@ -257,7 +267,11 @@ async function main(): Promise<number> {
         const ls = trainLoader.stats();
         // The share of the epoch the training loop waited for the loader (fetch + decode); with
         // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
-        const report = run.noIo ? { ...r } : { ...r, waitShare: Math.min(1, (ls.waitSeconds - loaderWait0) / r.seconds) };
+        const report = run.noIo ? { ...r } : {
+          ...r,
+          waitShare: Math.min(1, (ls.waitSeconds - loaderWait0) / r.seconds),
+          outOfPlanShare: r.samples ? displaced / r.samples : 0,
+        };
         reports.push(report);
         bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +
           `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%`);
@@ -308,6 +322,23 @@ async function main(): Promise<number> {
     await store?.close();
     await proxy?.close();
     device.destroy();
+  }
+}
+
+/**
+ * Counts the samples a batch carries that the epoch's plan puts in another batch: how much
+ * ready order reordered (0 in strict order), reported per epoch as `outOfPlanShare`.
+ */
+async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Loader<DecodedImage>, epoch: number, report: (n: number) => void) {
+  const o = l.options;
+  const plan = epochPlan(o.ids, { seed: o.seed ?? 0, epoch, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast, rank: o.rank, worldSize: o.worldSize });
+  const at = new Map(plan.map((id, i) => [id, Math.floor(i / o.batchSize)]));
+  let k = 0, n = 0;
+  for await (const b of batches) {
+    for (const id of b.ids) if (at.get(id) !== k) n++;
+    k++;
+    report(n);
+    yield b;
   }
 }
 

@@ -1,0 +1,20 @@
+/** Runs `train.ts … --json` in this runtime and returns its JSON document (benchmarks that compare whole training runs). */
+import { spawnSync } from "node:child_process";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+export interface TrainEpoch {
+  epoch: number;
+  seconds: number;
+  imagesPerSec: number;
+  loss: number;
+  testAccuracy: number;
+  waitShare: number;
+  outOfPlanShare?: number;
+}
+
+export function runTrain(argv: string[]): { model: string; epochs: TrainEpoch[]; [k: string]: unknown } {
+  const [cmd, ...rest] = runtime.scriptCommand("train.ts", [...argv, "--json"]);
+  const r = spawnSync(cmd, rest, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 3_600_000, maxBuffer: 64 << 20 });
+  if (r.status !== 0) throw new Error(`train.ts ${argv.join(" ")} exited ${r.status}:\n${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop()!);
+}

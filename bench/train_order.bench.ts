@@ -1,0 +1,58 @@
+/**
+ * Does out-of-order assembly hurt learning? (MINATOLoader §5.6 makes the same check.) The same
+ * model trained from Cassandra through the TCP proxy with jitter — so that ready order really
+ * reorders samples across batches — in ready order and in strict order, over several seeds,
+ * runs interleaved. Prints test accuracy per epoch, mean ± sd over seeds for each order, the
+ * difference, and the share of samples ready order moved to another batch than the plan's.
+ *
+ *   bun bench/train_order.bench.ts [--model mlp] [--epochs 5] [--seeds 3] [--limit N]
+ *                                  [--latency-ms 10] [--jitter-ms 10] [--store URL] [--quick] [--json]
+ */
+import { runtime } from "../runtime-adapters/index.ts";
+import { runTrain, type TrainEpoch } from "./_lib/train_run.ts";
+
+const args = runtime.args();
+if (args.includes("--help") || args.includes("-h")) {
+  console.log("usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--limit N] [--latency-ms MS] [--jitter-ms J] [--store URL] [--quick] [--json]");
+  runtime.exit(0);
+}
+const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
+const quick = args.includes("--quick");
+const json = args.includes("--json");
+const model = opt("--model", "mlp");
+const epochs = Number(opt("--epochs", quick ? "2" : "5"));
+const seeds = Number(opt("--seeds", quick ? "2" : "3"));
+const limit = opt("--limit", quick ? "4096" : "");
+const store = opt("--store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
+const latency = opt("--latency-ms", "10"), jitter = opt("--jitter-ms", "10");
+const log = (s: string) => json || console.log(s);
+
+log(`${model}, ${epochs} epochs, seeds 0…${seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way`);
+const runs: Record<string, TrainEpoch[][]> = { ready: [], strict: [] };
+for (let seed = 0; seed < seeds; seed++) {
+  for (const order of ["ready", "strict"]) {
+    const r = runTrain(["--store", store, "--model", model, "--epochs", String(epochs), "--seed", String(seed), "--order", order,
+      "--latency-ms", latency, "--jitter-ms", jitter, "--out", `.tmp/bench-train-order/${order}-${seed}`, ...(limit ? ["--limit", limit] : [])]);
+    runs[order].push(r.epochs);
+    const last = r.epochs.at(-1)!;
+    log(`  seed ${seed} ${order.padEnd(6)}: test accuracy ${r.epochs.map((e) => (100 * e.testAccuracy).toFixed(2)).join(" → ")} %` +
+      ` · ${(r.epochs.reduce((a, e) => a + e.imagesPerSec, 0) / r.epochs.length).toFixed(0)} img/s` +
+      ` · ${(100 * (r.epochs.reduce((a, e) => a + (e.outOfPlanShare ?? 0), 0) / r.epochs.length)).toFixed(0)} % of samples out of plan` +
+      ` · loss ${last.loss.toFixed(4)}`);
+  }
+}
+const stats = (xs: number[]) => {
+  const m = xs.reduce((a, b) => a + b, 0) / xs.length;
+  return { mean: m, sd: Math.sqrt(xs.reduce((a, b) => a + (b - m) ** 2, 0) / Math.max(1, xs.length - 1)) };
+};
+const summary: Record<string, unknown> = {};
+log(`\nfinal test accuracy over ${seeds} seeds (epoch ${epochs}):`);
+for (const order of ["ready", "strict"]) {
+  const acc = stats(runs[order].map((e) => e.at(-1)!.testAccuracy));
+  const out = stats(runs[order].map((e) => e.reduce((a, x) => a + (x.outOfPlanShare ?? 0), 0) / e.length));
+  summary[order] = { testAccuracy: acc, outOfPlanShare: out.mean };
+  log(`  ${order.padEnd(6)} ${(100 * acc.mean).toFixed(2)} ± ${(100 * acc.sd).toFixed(2)} %   (samples out of plan: ${(100 * out.mean).toFixed(0)} %)`);
+}
+const d = (summary.ready as { testAccuracy: { mean: number } }).testAccuracy.mean - (summary.strict as { testAccuracy: { mean: number } }).testAccuracy.mean;
+log(`  ready − strict: ${(100 * d).toFixed(2)} points`);
+if (json) console.log(JSON.stringify({ model, epochs, seeds, limit: limit || "all", store, latencyMs: latency, jitterMs: jitter, summary, runs }));
