@@ -66,7 +66,7 @@ on a GPU --model cnn-bn --epochs 10 (≥ 90 %). Explicit options always win.
   --no-io             train on the same pixels held on the GPU (read and decoded once): the
                       upper bound of the loader-fed run
   --out DIR           where metrics.jsonl and the plots go (default data/runs/train-<time>)
-  --save FILE         save the trained weights to FILE
+  --save FILE         save the weights to FILE after every epoch (replaced atomically)
   --backend NAME      WebGPU backend: dawn, or builtin (Deno only)
   --json              print one JSON document: { model, epochs: [ { epoch, seconds,
                       imagesPerSec, loss, testAccuracy, waitShare, … } ], … } where
@@ -277,13 +277,12 @@ async function main(): Promise<number> {
           `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%`);
         await appendFile(metricsPath, JSON.stringify({ model: modelName, ...report }) + "\n");
         await writePlots(run.out, modelName, reports);
+        // Weights after every epoch (replaced atomically): a run cut short keeps its last epoch.
+        if (run.save) await model.save(run.save);
       },
     });
     const totalS = (runtime.now() - t0) / 1000;
-    if (run.save) {
-      await model.save(run.save);
-      log(`saved    weights to ${run.save}`);
-    }
+    if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
     await model.destroy();
     for (const d of held) await d.destroy();
     pre.destroy();

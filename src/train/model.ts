@@ -8,6 +8,9 @@
  * waiting, at most two in flight. Loss and accuracy are summed on the GPU and read back only
  * when asked (once per epoch).
  */
+import { rename } from "node:fs/promises";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { readBuffer } from "../gpu/buffers.ts";
@@ -325,7 +328,11 @@ export class Sequential {
     const slots = [...this.#params.flat(), ...this.#state.flat()];
     const values = await this.#read(slots.map((s) => s.value));
     const header = { format: "cassette-weights" as const, version: 1 as const, model: this.spec, tensors: slots.map((s) => ({ name: s.spec.name, shape: s.spec.shape })) };
-    await runtime.writeFile(path, encodeWeights(header, values));
+    // Written beside the target and renamed over it: a run killed mid-save keeps the last whole file.
+    const target = path instanceof URL ? fileURLToPath(path) : path;
+    const tmp = `${target}.${process.pid}.tmp`;
+    await runtime.writeFile(tmp, encodeWeights(header, values));
+    await rename(tmp, target);
   }
 
   /** Reads weights saved by `save` from a model of the same layers; optimizer state starts afresh. */
