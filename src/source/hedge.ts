@@ -1,0 +1,223 @@
+/**
+ * Hedged requests for stragglers (DESIGN.md, "Where the seeds stop"; Dean and Barroso, "The
+ * Tail at Scale", CACM 56(2), 2013, "hedged requests"): a Source → Source wrapper (STYLE.md
+ * habit 5). When a request has not answered by a tail-latency deadline, the same id is asked
+ * again; the inner source sends it where it can (undici's pool: a connection that is not busy;
+ * the Cassandra driver: another connection or replica). The first answer wins and is passed
+ * on; the other is dropped when it comes. Each `fetch` is answered exactly once.
+ *
+ * The deadline is a high quantile (p95) of recently observed latencies × a factor (2), never
+ * under a floor (10 ms), so only the slowest few percent are hedged, and a fixed `delayMs` can
+ * replace it. A budget caps hedges at a share of requests (5 %): a store that is slow for
+ * everyone is not asked twice for everything, and none goes out before `warmup` latencies
+ * have been seen. A hedge is sent even when the inner source says it is full: a loader keeps
+ * it full, so waiting for room would mean never hedging, and the budget bounds the excess.
+ *
+ *   in flight, in start order:   r17 ─ r18 ─ r19 ─ …     one timer, at r17.start + deadline
+ *   timer fires: every request past the deadline is hedged (within the budget) or left alone,
+ *   and leaves the queue; the timer is set again for the new head.
+ *
+ * @example
+ * ```ts
+ * import { HedgeSource } from "./hedge.ts";
+ * import { openReadSource } from "./open_read.ts";
+ * import { openStore } from "./open.ts";
+ * import { ingest } from "../dataset/ingest.ts";
+ * const store = await openStore("sqlite:.tmp/hedge-example.sqlite");
+ * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 4 });
+ * const ids: string[] = [];
+ * for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
+ * await store.close();
+ * const source = new HedgeSource(await openReadSource("sqlite:.tmp/hedge-example.sqlite", "fm"), { delayMs: 50 });
+ * const got = await Promise.all(ids.map((id) => new Promise((resolve) => source.fetch(id, (e, s) => resolve(s?.id)))));
+ * console.log(got.length, source.hedged <= 0.05 * source.requests); // 8 true
+ * await source.close();
+ * ```
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+import type { FetchCallback, Fetched, Source } from "./source.ts";
+
+export interface HedgeOptions {
+  /** The quantile of recent latencies the deadline is taken from (default 0.95). */
+  quantile?: number;
+  /** The deadline is that quantile × `factor` (default 2). */
+  factor?: number;
+  /** Never hedge sooner than this, in ms (default 10): jitter is not a straggler. */
+  minDelayMs?: number;
+  /** A fixed deadline in ms instead of the quantile (then no warm-up is needed). */
+  delayMs?: number;
+  /** Most hedges as a share of requests made (default 0.05). */
+  budget?: number;
+  /** Latencies remembered for the quantile (default 512). */
+  history?: number;
+  /**
+   * Latencies seen before the first hedge (default 8). Small on purpose: in strict order a
+   * straggler in the first batch stops the window, so only the first window's answers
+   * (rampStart × batch size) ever arrive to warm up from.
+   */
+  warmup?: number;
+  /** The clock, in ms (default the runtime adapter's `now()`). */
+  now?: () => number;
+}
+
+interface Request {
+  id: string;
+  done: FetchCallback;
+  start: number;
+  /** Attempts sent and not yet answered. */
+  pending: number;
+  settled: boolean;
+  error?: Error;
+}
+
+/** Recomputing the quantile on every answer is wasted work: every this many answers is enough. */
+const REQUANTILE_EVERY = 16;
+
+export class HedgeSource implements Source {
+  readonly name: string;
+  readonly dataset?: string;
+  readonly ids?: () => string[] | Promise<string[]>;
+  readonly #inner: Source;
+  readonly #now: () => number;
+  readonly #q: number;
+  readonly #factor: number;
+  readonly #floor: number;
+  readonly #fixed?: number;
+  readonly #budget: number;
+  readonly #warmup: number;
+  readonly #latency: Float64Array;
+  #seen = 0; // latencies observed (the ring holds the last `history`)
+  #sinceQuantile = 0;
+  #deadline?: number;
+  #requests = 0;
+  #hedged = 0;
+  #wins = 0;
+  #closed = false;
+  /** Requests not yet considered for a hedge, in start order (a Set keeps insertion order). */
+  readonly #waiting = new Set<Request>();
+  #timer?: ReturnType<typeof setTimeout>;
+
+  constructor(inner: Source, o: HedgeOptions = {}) {
+    const bad = (name: string, why: string, v: unknown): never => {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot hedge requests to ${inner.name} as '${name}' must be ${why}: current value is ${v}`);
+    };
+    const q = o.quantile ?? 0.95, factor = o.factor ?? 2, floor = o.minDelayMs ?? 10, budget = o.budget ?? 0.05;
+    const history = o.history ?? 512, warmup = o.warmup ?? 8;
+    if (!(q > 0 && q <= 1)) bad("quantile", "in (0, 1]", q);
+    if (!(factor > 0 && Number.isFinite(factor))) bad("factor", "a positive number", factor);
+    if (!(floor >= 0 && Number.isFinite(floor))) bad("minDelayMs", "a number ≥ 0", floor);
+    if (o.delayMs !== undefined && !(o.delayMs >= 0 && Number.isFinite(o.delayMs))) bad("delayMs", "a number ≥ 0", o.delayMs);
+    if (!(budget >= 0 && budget <= 1)) bad("budget", "in [0, 1]", budget);
+    if (!(Number.isInteger(history) && history >= 1)) bad("history", "a positive integer", history);
+    if (!(Number.isInteger(warmup) && warmup >= 0)) bad("warmup", "an integer ≥ 0", warmup);
+    this.#inner = inner;
+    this.name = inner.name;
+    if (inner.dataset !== undefined) this.dataset = inner.dataset;
+    if (inner.ids) this.ids = () => inner.ids!();
+    this.#now = o.now ?? (() => runtime.now());
+    this.#q = q;
+    this.#factor = factor;
+    this.#floor = floor;
+    this.#fixed = o.delayMs;
+    this.#budget = budget;
+    this.#warmup = Math.min(warmup, history);
+    this.#latency = new Float64Array(history);
+  }
+
+  /** Requests made (not counting hedges). */
+  get requests(): number {
+    return this.#requests;
+  }
+  /** Hedges sent. */
+  get hedged(): number {
+    return this.#hedged;
+  }
+  /** Requests whose hedge answered first. */
+  get hedgeWins(): number {
+    return this.#wins;
+  }
+  /** The deadline now, in ms (undefined while warming up). */
+  deadline(): number | undefined {
+    if (this.#fixed !== undefined) return this.#fixed;
+    const n = Math.min(this.#seen, this.#latency.length);
+    if (n < this.#warmup || n === 0) return undefined;
+    if (this.#deadline === undefined || this.#sinceQuantile >= REQUANTILE_EVERY) {
+      const sorted = this.#latency.slice(0, n).sort();
+      const q = sorted[Math.min(n - 1, Math.floor(this.#q * n))];
+      this.#deadline = Math.max(this.#floor, q * this.#factor);
+      this.#sinceQuantile = 0;
+    }
+    return this.#deadline;
+  }
+
+  fetch(id: string, done: FetchCallback): boolean {
+    this.#requests++;
+    const r: Request = { id, done, start: this.#now(), pending: 1, settled: false };
+    this.#waiting.add(r);
+    const more = this.#inner.fetch(id, (e, s) => this.#answer(r, false, r.start, e, s));
+    this.#arm();
+    return more;
+  }
+
+  #answer(r: Request, hedge: boolean, start: number, err: Error | null, s?: Fetched): void {
+    r.pending--;
+    if (!err) this.#observe(this.#now() - start);
+    if (r.settled) return; // the loser: dropped
+    if (err && r.pending > 0) {
+      r.error = err; // the other attempt may still answer
+      return;
+    }
+    r.settled = true;
+    this.#waiting.delete(r);
+    if (!err && hedge) this.#wins++;
+    r.done(err, s);
+  }
+
+  #observe(ms: number): void {
+    this.#latency[this.#seen++ % this.#latency.length] = ms;
+    this.#sinceQuantile++;
+    this.#arm(); // the first deadline can be known only after the warm-up
+  }
+
+  /** Sets the one timer for the oldest request still waiting. */
+  #arm(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    const head = this.#waiting.values().next();
+    if (head.done) return;
+    const d = this.deadline();
+    if (d === undefined) return;
+    this.#timer = setTimeout(() => this.#fire(), Math.max(0, head.value.start + d - this.#now()));
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    const d = this.deadline();
+    if (d === undefined || this.#closed) return;
+    const now = this.#now();
+    for (const r of this.#waiting) {
+      if (r.start + d > now) break; // start order: the rest are younger
+      this.#waiting.delete(r);
+      if (this.#hedged + 1 > this.#budget * this.#requests) continue; // over budget: it just waits
+      this.#hedged++;
+      r.pending++;
+      const at = this.#now();
+      this.#inner.fetch(r.id, (e, s) => this.#answer(r, true, at, e, s));
+    }
+    this.#arm();
+  }
+
+  onDrain(listener: () => void): void {
+    this.#inner.onDrain(listener);
+  }
+  inFlight(): number {
+    return this.#inner.inFlight();
+  }
+  close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#waiting.clear();
+    return this.#inner.close();
+  }
+}
