@@ -37,13 +37,22 @@ import { Ledger } from "./schedule/ledger.ts";
 import { type Batch, packBatch } from "./assemble/batch.ts";
 import type { Fetched, Source } from "./source/source.ts";
 import { RetrySource } from "./source/retry.ts";
-import { openSource, openStore } from "./source/open.ts";
+import { type HedgeOptions, HedgeSource } from "./source/hedge.ts";
+import { openSource } from "./source/open.ts";
+import { openReadSource } from "./source/open_read.ts";
+import { parseStoreAddress } from "./source/address.ts";
 import type { Store } from "./source/store.ts";
 
 export interface LoaderOptions<T = Fetched> {
-  /** A store address, an open Store, or a Source. */
+  /**
+   * A store address (`sqlite:PATH`, `cassandra://…`, `http(s)://HOST/PREFIX`, `file:DIR`,
+   * opened with openReadSource and closed by close()), an open Store, or a Source.
+   */
   store: string | Store | Source;
-  /** The dataset (needed unless `store` is a Source). */
+  /**
+   * The dataset: needed for a Store and for sqlite: and cassandra:// addresses; for http(s)://
+   * and file: it is checked against the export's labels.json when given.
+   */
   dataset?: string;
   /** The split's ids (e.g. `(await loadSplit("splits.json:train")).split.ids`). */
   ids: readonly string[];
@@ -72,6 +81,11 @@ export interface LoaderOptions<T = Fetched> {
   onError?: "throw" | "skip";
   /** Runs on each fetched sample (e.g. decode); a sample is ready when its promise resolves. */
   transform?: (s: Fetched) => T | Promise<T>;
+  /**
+   * Hedged requests (default off): a sample slower than the recent p95 latency × 2 is asked for
+   * again, the first answer wins, at most 5 % of requests are hedged (src/source/hedge.ts).
+   */
+  hedge?: boolean | HedgeOptions;
   /** Cap on requests in flight at the source (default: the source's). */
   maxInFlight?: number;
   signal?: AbortSignal;
@@ -96,6 +110,10 @@ export interface LoaderStats {
   waitSeconds: number;
   errors: number;
   retries: number;
+  /** Requests asked for a second time because they were slow (option `hedge`). */
+  hedged: number;
+  /** Hedged requests whose second answer came first. */
+  hedgeWins: number;
   duplicates: number;
   /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
   maxOutstanding: number;
@@ -109,7 +127,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   readonly options: LoaderOptions<T>;
   #source?: Promise<Source>;
   #retry?: RetrySource;
-  #ownsStore?: Store;
+  #hedge?: HedgeSource;
   #active?: EpochRun<T>;
   #closed = false;
   #depth?: number;
@@ -130,9 +148,10 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     }
     if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
-    if (typeof o.store === "string" || isStore(o.store)) {
-      if (!o.dataset) bad("'dataset' is needed to read from a store");
-    }
+    if (typeof o.store === "string") {
+      const kind = parseStoreAddress(o.store).kind; // a bad address fails here, not at the first batch
+      if (!o.dataset && (kind === "sqlite" || kind === "cassandra")) bad(`'dataset' is needed to read from a ${kind} store, which holds several`);
+    } else if (isStore(o.store) && !o.dataset) bad("'dataset' is needed to read from a store");
     if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
     this.options = options;
   }
@@ -159,11 +178,12 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     this.#source ??= (async () => {
       const o = this.options;
       let src: Source;
-      if (typeof o.store === "string") {
-        this.#ownsStore = await openStore(o.store);
-        src = await openSource(this.#ownsStore, o.dataset!, o.maxInFlight);
-      } else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight);
+      // Every kind of address opens the same way; the source's close() closes its store.
+      if (typeof o.store === "string") src = await openReadSource(o.store, o.dataset, { maxInFlight: o.maxInFlight });
+      else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight);
       else src = o.store;
+      // Hedge inside the retries: a slow attempt is hedged, a failed one retried.
+      if (o.hedge) src = this.#hedge = new HedgeSource(src, o.hedge === true ? {} : o.hedge);
       this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       this.#retry.onDrain(() => this.#active?.drained());
       return this.#retry;
@@ -181,7 +201,8 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       epochs: s.epochs, batches: s.batches, samples: s.samples, bytes: s.bytes, seconds,
       samplesPerSec: seconds > 0 ? s.samples / seconds : 0, mbPerSec: seconds > 0 ? s.bytes / 1e6 / seconds : 0,
       batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
-      waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0, duplicates: s.duplicates,
+      waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0,
+      hedged: this.#hedge?.hedged ?? 0, hedgeWins: this.#hedge?.hedgeWins ?? 0, duplicates: s.duplicates,
       maxOutstanding: s.maxOutstanding, prefetch: this.#active?.prefetch() ?? 0, perConnection: { ...s.perConnection },
     };
   }
@@ -192,7 +213,6 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     this.#closed = true;
     this.#active?.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader was closed"));
     if (this.#source) await (await this.#source.catch(() => undefined))?.close();
-    await this.#ownsStore?.close();
   }
 
   [Symbol.asyncDispose](): Promise<void> {

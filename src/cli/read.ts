@@ -1,16 +1,24 @@
 /** `cassette read`: the tight loop — read a split as fast as the loader can, report figures. */
 import { Loader } from "../loader.ts";
 import { loadSplit } from "../dataset/splits.ts";
-import { openStore } from "../source/open.ts";
+import { openReadSource } from "../source/open_read.ts";
+import { parseStoreAddress, redact } from "../source/address.ts";
+import type { Source } from "../source/source.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
 
-export const help = `usage: cassette read --store URL --dataset NAME [--split FILE[:INDEX|:NAME]] [options]
+export const help = `usage: cassette read --store URL [--dataset NAME] [--split FILE[:INDEX|:NAME]] [options]
 
-Reads every sample of the split (default: the whole dataset) through the loader, with no
-decoding, and reports MB/s, images/s and batch-time percentiles.
+Reads every sample of the split (default: every sample the store lists) through the loader,
+with no decoding, and reports MB/s, images/s and batch-time percentiles.
 
+  --store URL          sqlite:PATH, cassandra://HOST/KEYSPACE, http(s)://HOST/PREFIX or file:DIR
+                       (the last two: a folder written by cassette export)
+  --dataset NAME       needed for sqlite: and cassandra://; for http(s):// and file: the
+                       export's labels.json names it (checked when given)
+  --split FILE[:INDEX|:NAME]  the ids to read (default: the store's scan, or labels.json)
   --batch B            samples per batch (default 128)
   --prefetch K         batches of requests in flight once ramped up (default 8)
   --order ready|strict ready (default): batches from whatever arrived; strict: plan order
@@ -18,37 +26,46 @@ decoding, and reports MB/s, images/s and batch-time percentiles.
   --seed S             shuffle seed (default 0)
   --rank R --world-size W   read rank R's shard of W
   --on-error throw|skip     after retries: stop (default) or skip and count
+  --hedge              re-ask for samples slower than the recent p95 latency × 2 (at most 5 %
+                       of requests); the first answer wins
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
-                       batchMs: { p50, p99, max }, errors, … }`;
+                       batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error"]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error"], ["hedge"]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
-  const dataset = required(options, "read", "dataset");
+  const address = required(options, "read", "store");
+  const kind = parseStoreAddress(address).kind;
+  let dataset = options.get("dataset") as string | undefined;
+  if (!dataset && (kind === "sqlite" || kind === "cassandra")) usageError("read", `needs --dataset: a ${kind} store holds several`);
   const order = (options.get("order") ?? "ready") as "ready" | "strict";
   if (order !== "ready" && order !== "strict") usageError("read", `--order must be ready or strict: current value is ${order}`);
   const onError = (options.get("on-error") ?? "throw") as "throw" | "skip";
-  const store = await openStore(required(options, "read", "store"));
+  const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
+  const source: Source = await openReadSource(address, dataset);
+  let closeSource = true;
   try {
+    dataset ??= source.dataset;
     let ids: string[];
-    if (options.has("split")) {
-      const { file, split } = await loadSplit(String(options.get("split")));
-      if (file.dataset !== dataset) usageError("read", `the split file is for dataset '${file.dataset}', not '${dataset}'`);
-      ids = split.ids;
-    } else {
-      ids = [];
-      for await (const page of store.scanNat(dataset)) for (const r of page) ids.push(r.id);
+    if (split) {
+      if (dataset !== undefined && split.file.dataset !== dataset) usageError("read", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
+      ids = split.split.ids;
+    } else if (source.ids) ids = await source.ids();
+    else {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${redact(address)} without sample ids as it cannot list them: pass --split FILE (see cassette read --help)`);
     }
     const epochs = intOption(options, "read", "epochs") ?? 1;
     const loader = new Loader({
-      store, dataset, ids, order, onError,
+      store: source, ids, order, onError,
       batchSize: intOption(options, "read", "batch") ?? 128,
       prefetch: intOption(options, "read", "prefetch"),
       seed: intOption(options, "read", "seed"),
       rank: intOption(options, "read", "rank"),
       worldSize: intOption(options, "read", "world-size"),
+      hedge: options.has("hedge"),
     });
+    closeSource = false; // the loader closes it
     const t0 = runtime.now();
     try {
       for (let e = 0; e < epochs; e++) {
@@ -62,9 +79,10 @@ export async function run(argv: string[]): Promise<number> {
     }
     const s = loader.stats();
     const report = {
-      store: store.address, dataset, order, epochs, samples: s.samples, bytes: s.bytes,
+      store: redact(address), dataset: dataset ?? null, order, epochs, samples: s.samples, bytes: s.bytes,
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
       batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
+      hedged: s.hedged, hedgeWins: s.hedgeWins,
     };
     if (json) console.log(JSON.stringify(report));
     else {
@@ -72,9 +90,10 @@ export async function run(argv: string[]): Promise<number> {
       console.log(`  ${s.samplesPerSec.toFixed(0)} samples/s, ${s.mbPerSec.toFixed(1)} MB/s`);
       console.log(`  batch time p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms, max ${s.batchMs.max.toFixed(1)} ms`);
       console.log(`  errors ${s.errors}, retries ${s.retries}, most samples outstanding ${s.maxOutstanding}`);
+      if (options.has("hedge")) console.log(`  hedged ${s.hedged} requests, the hedge answered first ${s.hedgeWins} times`);
     }
     return s.errors ? 1 : 0;
   } finally {
-    await store.close();
+    if (closeSource) await source.close();
   }
 }

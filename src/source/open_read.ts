@@ -68,6 +68,12 @@ export async function openReadSource(address: string, dataset?: string, options:
       let closing: Promise<void> | undefined;
       return {
         name: inner.name,
+        dataset,
+        ids: async () => {
+          const ids: string[] = [];
+          for await (const page of store.scanNat(dataset)) for (const r of page) ids.push(r.id);
+          return ids;
+        },
         fetch: (id, done) => inner.fetch(id, done),
         onDrain: (l) => inner.onDrain(l),
         inFlight: () => inner.inFlight(),

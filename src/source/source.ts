@@ -19,6 +19,13 @@ export type FetchCallback = (err: Error | null, sample?: Fetched) => void;
 export interface Source {
   /** For messages and statistics, e.g. "cassandra://127.0.0.1/ks (fashion-mnist)". */
   readonly name: string;
+  /** The dataset it reads, when it knows (an export's labels.json names it). */
+  readonly dataset?: string;
+  /**
+   * Every sample id it can serve, where the store can list them (a store's scan, an export's
+   * labels.json); absent where it cannot.
+   */
+  ids?(): string[] | Promise<string[]>;
   /** Starts fetching `id`; returns false when no more requests should be made until drain. */
   fetch(id: string, done: FetchCallback): boolean;
   /** Called when a saturated source can take requests again. */

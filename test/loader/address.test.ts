@@ -1,0 +1,119 @@
+/**
+ * The Loader opens every kind of store address itself, through openReadSource: an export
+ * served by a real nginx (`http://…`) and read in place (`file:DIR`), each id exactly once with
+ * the store's bytes and labels; and `cassette read --json` over both, its ids from the export's
+ * labels.json or from --split.
+ */
+import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { NO_NGINX, startNginx } from "../_support/nginx.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { openStore } from "../../src/source/open.ts";
+import { ingest } from "../../src/dataset/ingest.ts";
+import { exportDataset } from "../../src/cli/export.ts";
+import { Loader } from "../../src/loader.ts";
+
+const DATASET = "fm";
+const tmp = mkdtempSync(join(tmpdir(), "cassette-address-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+const storePath = join(tmp, "fm.sqlite");
+const store = await openStore(`sqlite:${storePath}`);
+await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: 40 });
+const ids: string[] = [];
+for await (const page of store.scanNat(DATASET)) ids.push(...page.map((r) => r.id));
+const want = new Map((await store.get(DATASET, ids)).map((s) => [s.id, s]));
+const out = join(tmp, "export");
+await exportDataset(store, DATASET, out);
+await store.close();
+
+const web = NO_NGINX ? undefined : await startNginx({ root: out });
+afterAll(() => web?.close());
+
+const addresses = () => [
+  { name: "http", address: web?.url ?? "http://nginx-missing", skip: NO_NGINX },
+  { name: "file", address: `file:${out}`, skip: false as const },
+];
+
+function cassette(...args: string[]) {
+  const [cmd, ...pre] = runtime.scriptCommand("src/cli/main.ts", args);
+  const r = spawnSync(cmd, pre, { encoding: "utf8", timeout: 60_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+for (const a of addresses()) {
+  test(`new Loader({ store: "${a.name}:…" }) opens it: every id once per epoch, the store's bytes and labels, in both orders`, async () => {
+    for (const order of ["ready", "strict"] as const) {
+      const loader = new Loader({ store: a.address, ids, batchSize: 16, prefetch: 2, seed: 5, order });
+      try {
+        for (let epoch = 0; epoch < 2; epoch++) {
+          const seen: string[] = [];
+          for await (const b of loader.epoch(epoch)) {
+            b.ids.forEach((id, i) => {
+              const s = want.get(id)!;
+              assert.is(b.labels[i], s.label, `label of ${id}`);
+              const d = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
+              assert.ok(d.length === s.data.length && d.every((x, k) => x === s.data[k]), `bytes of ${id}`);
+            });
+            seen.push(...b.ids);
+          }
+          assert.is(seen.length, ids.length, `${order} epoch ${epoch}: nothing lost`);
+          assert.is(new Set(seen).size, ids.length, `${order} epoch ${epoch}: nothing twice`);
+        }
+        assert.is(loader.stats().errors, 0);
+      } finally {
+        await loader.close();
+      }
+    }
+    // The dataset, when given, is checked against the export's.
+    const wrong = new Loader({ store: a.address, dataset: "mnist", ids, batchSize: 8 });
+    try {
+      await wrong.epoch(0).next();
+      assert.unreachable("another dataset");
+    } catch (e) {
+      assert.match((e as Error).message, /Cannot read dataset 'mnist' from .* as it holds dataset 'fm'/);
+    } finally {
+      await wrong.close();
+    }
+  }, { skip: a.skip });
+
+  test(`cassette read --json --store ${a.name}:…: ids from labels.json, or from --split`, () => {
+    const all = cassette("read", "--store", a.address, "--batch", "32", "--json");
+    assert.is(all.code, 0, all.err);
+    const r = JSON.parse(all.out);
+    assert.is(r.samples, ids.length);
+    assert.is(r.bytes, [...want.values()].reduce((n, s) => n + s.data.length, 0));
+    assert.is(r.dataset, DATASET);
+    assert.equal([r.errors, r.duplicates, r.hedged], [0, 0, 0]);
+
+    const split = join(tmp, `split-${a.name}.json`);
+    writeFileSync(split, JSON.stringify({ version: 1, dataset: DATASET, params: {}, splits: [{ name: "some", groups: [], ids: ids.slice(0, 30) }] }));
+    const some = cassette("read", "--store", a.address, "--dataset", DATASET, "--split", `${split}:some`, "--batch", "8", "--json", "--hedge");
+    assert.is(some.code, 0, some.err);
+    const s = JSON.parse(some.out);
+    assert.is(s.samples, 30);
+    assert.is(s.errors, 0);
+    assert.ok(s.hedged <= 0.05 * 30, `the hedge budget: ${s.hedged}`);
+  }, { skip: a.skip, timeoutMs: 120_000 });
+}
+
+test("cassette read: what is missing is named (no labels.json, no --dataset for sqlite, a split of another dataset)", () => {
+  const empty = cassette("read", "--store", `file:${join(tmp, "nothing")}`, "--json");
+  assert.is(empty.code, 2);
+  assert.match(empty.err, /labels\.json does not exist.*cassette export/);
+  const noDataset = cassette("read", "--store", `sqlite:${storePath}`);
+  assert.is(noDataset.code, 2);
+  assert.match(noDataset.err, /needs --dataset: a sqlite store holds several/);
+  const split = join(tmp, "split-other.json");
+  writeFileSync(split, JSON.stringify({ version: 1, dataset: "other", params: {}, splits: [{ name: "x", groups: [], ids: ids.slice(0, 2) }] }));
+  const other = cassette("read", "--store", `file:${out}`, "--split", split);
+  assert.is(other.code, 2);
+  assert.match(other.err, /the split file is for dataset 'other', not 'fm'/);
+  const sqlite = cassette("read", "--store", `sqlite:${storePath}`, "--dataset", DATASET, "--json");
+  assert.is(sqlite.code, 0, sqlite.err);
+  assert.is(JSON.parse(sqlite.out).samples, ids.length, "sqlite: the ids from the store's scan");
+}, { timeoutMs: 120_000 });
