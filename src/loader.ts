@@ -37,7 +37,7 @@ import { Ledger } from "./schedule/ledger.ts";
 import { type Batch, packBatch } from "./assemble/batch.ts";
 import type { Fetched, Source } from "./source/source.ts";
 import { RetrySource } from "./source/retry.ts";
-import { type HedgeOptions, HedgeSource } from "./source/hedge.ts";
+import { type HedgeOptions, hedgeOptions, HedgeSource } from "./source/hedge.ts";
 import { openSource } from "./source/open.ts";
 import { openReadSource } from "./source/open_read.ts";
 import { parseStoreAddress } from "./source/address.ts";
@@ -153,6 +153,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       if (!o.dataset && (kind === "sqlite" || kind === "cassandra")) bad(`'dataset' is needed to read from a ${kind} store, which holds several`);
     } else if (isStore(o.store) && !o.dataset) bad("'dataset' is needed to read from a store");
     if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
+    if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
   }
 

@@ -61,6 +61,26 @@ export interface HedgeOptions {
   now?: () => number;
 }
 
+/**
+ * `o` with its defaults, checked; errors say "Cannot hedge SUBJECT as 'OPTION' must be …:
+ * current value is …" (the Loader checks its `hedge` option with it before opening anything).
+ */
+export function hedgeOptions(o: HedgeOptions, subject = "requests"): Required<Omit<HedgeOptions, "delayMs" | "now">> & Pick<HedgeOptions, "delayMs"> {
+  const bad = (name: string, why: string, v: unknown): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot hedge ${subject} as '${name}' must be ${why}: current value is ${v}`);
+  };
+  const q = o.quantile ?? 0.95, factor = o.factor ?? 2, floor = o.minDelayMs ?? 10, budget = o.budget ?? 0.05;
+  const history = o.history ?? 512, warmup = o.warmup ?? 8;
+  if (!(q > 0 && q <= 1)) bad("quantile", "in (0, 1]", q);
+  if (!(factor > 0 && Number.isFinite(factor))) bad("factor", "a positive number", factor);
+  if (!(floor >= 0 && Number.isFinite(floor))) bad("minDelayMs", "a number ≥ 0", floor);
+  if (o.delayMs !== undefined && !(o.delayMs >= 0 && Number.isFinite(o.delayMs))) bad("delayMs", "a number ≥ 0", o.delayMs);
+  if (!(budget >= 0 && budget <= 1)) bad("budget", "in [0, 1]", budget);
+  if (!(Number.isInteger(history) && history >= 1)) bad("history", "a positive integer", history);
+  if (!(Number.isInteger(warmup) && warmup >= 0)) bad("warmup", "an integer ≥ 0", warmup);
+  return { quantile: q, factor, minDelayMs: floor, budget, history, warmup, delayMs: o.delayMs };
+}
+
 interface Request {
   id: string;
   done: FetchCallback;
@@ -99,18 +119,7 @@ export class HedgeSource implements Source {
   #timer?: ReturnType<typeof setTimeout>;
 
   constructor(inner: Source, o: HedgeOptions = {}) {
-    const bad = (name: string, why: string, v: unknown): never => {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot hedge requests to ${inner.name} as '${name}' must be ${why}: current value is ${v}`);
-    };
-    const q = o.quantile ?? 0.95, factor = o.factor ?? 2, floor = o.minDelayMs ?? 10, budget = o.budget ?? 0.05;
-    const history = o.history ?? 512, warmup = o.warmup ?? 8;
-    if (!(q > 0 && q <= 1)) bad("quantile", "in (0, 1]", q);
-    if (!(factor > 0 && Number.isFinite(factor))) bad("factor", "a positive number", factor);
-    if (!(floor >= 0 && Number.isFinite(floor))) bad("minDelayMs", "a number ≥ 0", floor);
-    if (o.delayMs !== undefined && !(o.delayMs >= 0 && Number.isFinite(o.delayMs))) bad("delayMs", "a number ≥ 0", o.delayMs);
-    if (!(budget >= 0 && budget <= 1)) bad("budget", "in [0, 1]", budget);
-    if (!(Number.isInteger(history) && history >= 1)) bad("history", "a positive integer", history);
-    if (!(Number.isInteger(warmup) && warmup >= 0)) bad("warmup", "an integer ≥ 0", warmup);
+    const { quantile: q, factor, minDelayMs: floor, budget, history, warmup } = hedgeOptions(o, `requests to ${inner.name}`);
     this.#inner = inner;
     this.name = inner.name;
     if (inner.dataset !== undefined) this.dataset = inner.dataset;
