@@ -3,7 +3,8 @@
  * at RTT 0, 20 ms and 150 ms through the project's TCP latency proxy, and with one connection
  * in four congested. In each setting, side by side in one run:
  *
- *   raw driver    the same prepared SELECT, the same number in flight, no loader logic: the ceiling
+ *   raw driver    the same prepared SELECT, up to the same number in flight (slow start from 64),
+ *                 no loader logic: the ceiling
  *   ready order   the Loader, batches from whatever arrived (cassette's default)
  *   strict order  the Loader, batches in plan order (the classic loader)
  *
@@ -19,11 +20,12 @@
  *
  *   bun bench/read.bench.ts [--set fmnist|imagenet|both] [--samples N] [--rounds R] [--batch B]
  *       [--prefetch K|auto] [--step-ms S] [--settings rtt0,rtt20,rtt150,uneven] [--balance driver|rate|both]
- *       [--out DIR] [--quick] [--json FILE] [--store cassandra://…/KEYSPACE]
+ *       [--out DIR] [--imagenet-dir DIR] [--quick] [--json FILE] [--store cassandra://…/KEYSPACE]
  * Needs a running node (cassette cassandra start). Prints tables; records go in bench/RESULTS.md.
  */
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { homedir } from "node:os";
 import { runtime } from "../runtime-adapters/index.ts";
 import { CassandraStore } from "../src/source/cassandra.ts";
 import { CassandraSource } from "../src/source/cassandra_source.ts";
@@ -37,7 +39,7 @@ import { startTimelineProxy, wall } from "./read/timeline.ts";
 
 const USAGE = `usage: bun bench/read.bench.ts [options]
   --set fmnist|imagenet|both   which data set(s) (default fmnist)
-  --samples N                  samples read per epoch (default 20000 fmnist, 2000 imagenet; --quick: 3000 / 600)
+  --samples N                  samples read per epoch (default 20000 fmnist, 1500 imagenet; --quick: 3000 / 600)
   --rounds R                   measured rounds, interleaved (default 3; --quick: 1)
   --batch B                    batch size (default 128 fmnist, 32 imagenet)
   --prefetch K|auto            window in batches (default auto)
@@ -45,6 +47,7 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --settings LIST              any of rtt0,rtt20,rtt150,uneven (default all four)
   --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
   --out DIR                    where the SVG figures go (default bench/read/figures)
+  --imagenet-dir DIR           the ImageNet-like folder (default $CASSETTE_CACHE/imagenet-like, from bench/read/make_imagenet_like.sh)
   --json FILE                  also write the summary as JSON
   --store URL                  cassandra://HOST:PORT/KEYSPACE (default the local node, keyspace cassette_bench)`;
 
@@ -79,9 +82,10 @@ interface SetSpec {
 }
 const SETS: Record<string, SetSpec> = {
   fmnist: { name: "fmnist", dataset: "fashion-mnist", batchSize: Number(opt("--batch") ?? 128), samples: Number(opt("--samples") ?? (quick ? 3000 : 20000)) },
-  imagenet: { name: "imagenet", dataset: "imagenet-like", batchSize: Number(opt("--batch") ?? 32), samples: Number(opt("--samples") ?? (quick ? 600 : 2000)) },
+  imagenet: { name: "imagenet", dataset: "imagenet-like", batchSize: Number(opt("--batch") ?? 32), samples: Number(opt("--samples") ?? (quick ? 600 : 1500)) },
 };
-const IMAGENET_DIR = new URL("./read/imagenet-like", import.meta.url).pathname;
+const IMAGENET_DIR = opt("--imagenet-dir") ??
+  join((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.CASSETTE_CACHE ?? join(homedir(), ".cache", "cassette"), "imagenet-like");
 
 /** Ingests the set if needed (idempotent) and returns `samples` of its ids. */
 async function prepare(spec: SetSpec): Promise<{ ids: string[]; meanBytes: number }> {
@@ -91,7 +95,7 @@ async function prepare(spec: SetSpec): Promise<{ ids: string[]; meanBytes: numbe
     if (spec.name === "fmnist") {
       written = (await ingest(direct, "idx:/usr/share/datasets/fashion-mnist/", { dataset: spec.dataset, limit: Math.ceil(spec.samples / 2) })).written;
     } else {
-      if (!existsSync(IMAGENET_DIR)) throw new Error(`Cannot find ${IMAGENET_DIR}: make it first with 'bash bench/read/make_imagenet_like.sh' (bench/read/README.md)`);
+      if (!existsSync(IMAGENET_DIR)) throw new Error(`Cannot find ${IMAGENET_DIR}: make it first with 'bash bench/read/make_imagenet_like.sh' (bench/read/README.md) or pass --imagenet-dir`);
       written = (await ingest(direct, IMAGENET_DIR, { dataset: spec.dataset })).written;
     }
     const ids: string[] = [];
@@ -120,6 +124,16 @@ interface Trace {
   end: number;
   /** [seconds since start, ms since the previous batch] per batch handed over. */
   batches: [number, number][];
+  /** Index in `batches` where the second epoch starts, and samples read in it. */
+  epoch1At: number;
+  epoch1Samples: number;
+}
+
+/** p50, p99 and max of batch gaps (ms), by the same rule as LoaderStats.batchMs. */
+function percentiles(gaps: number[]): { p50: number; p99: number; max: number } {
+  const s = gaps.slice().sort((x, y) => x - y);
+  const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : 0);
+  return { p50: q(0.5), p99: q(0.99), max: s[s.length - 1] ?? 0 };
 }
 
 interface SettingResult {
@@ -127,7 +141,12 @@ interface SettingResult {
   setting: string;
   samplesPerSec: Record<string, number>;
   mbPerSec: Record<string, number>;
+  /** All batches of the last round (LoaderStats.batchMs). */
   batchMs: Record<string, { p50: number; p99: number; max: number }>;
+  /** The second epoch of the last round: after the first start's ramp (the paper's "after the initial transient"). */
+  epoch1BatchMs: Record<string, { p50: number; p99: number; max: number }>;
+  /** Samples/s of the last round's second epoch, from its first request to its last batch. */
+  epoch1SamplesPerSec: Record<string, number>;
   maxOutstanding: Record<string, number>;
   spread: Record<string, number>;
 }
@@ -140,13 +159,12 @@ const SETTINGS: Record<string, { label: string; proxy: string[] }> = {
   uneven: { label: "uneven: 1 connection in 4 at 1 MB/s, RTT 20 ms", proxy: ["--delay-ms", "10", "--congest-every", "4", "--congest-bps", "1000000"] },
 };
 
-let nextPort = 19100;
 async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: string) {
   const st = SETTINGS[key];
   if (!st) throw new Error(`unknown setting '${key}' (rtt0, rtt20, rtt150, uneven)`);
   const B = spec.batchSize;
   const connections = 4;
-  const proxy = await startTimelineProxy(`${a.hosts[0]}:${a.port}`, nextPort++, st.proxy);
+  const proxy = await startTimelineProxy(`${a.hosts[0]}:${a.port}`, 0, st.proxy);
   const auth = a.username ? `${a.username}:${a.password}@` : "";
   // One client per balance: "rate" patches its client's hosts (NOTE [ Connection choice ]).
   const stores: Record<string, CassandraStore> = {};
@@ -155,12 +173,14 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
     await stores[b].getDataset(spec.dataset);
   }
   const sources = Object.fromEntries(balances.map((b) => [b, new CassandraSource(stores[b], spec.dataset, undefined, { balance: b })]));
-  // The raw driver uses the first client ("driver" balance when both are compared).
-  const store = stores[balances[0]];
+  // The raw driver uses the last client ("rate" balance when both are compared): with the
+  // driver's own balance, 2048 requests in flight put ~512 on a 1 MB/s connection, and with
+  // 110 kB samples the last of them waits past the driver's 30 s read timeout.
+  const store = stores[balances[balances.length - 1]];
   const window = B * (prefetch === "auto" ? 64 : prefetch);
   // The raw driver keeps as many requests in flight as the loader can: its window, capped by
   // what the driver's connections accept (the source's capacity).
-  const inFlight = Math.min(window, sources[balances[0]].capacity);
+  const inFlight = Math.min(window, sources[balances[balances.length - 1]].capacity);
   const cql = `SELECT label, data FROM ${store.keyspace}.${tables(spec.dataset).data} WHERE id = ?`;
   const seeds: Record<string, number> = {};
   const last: Record<string, { loader: Loader; trace: Trace }> = {};
@@ -169,10 +189,12 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   // window up (2025 paper §3.4), the second starts at the depth the first learned.
   const run = (name: string, order: "ready" | "strict", balance: "driver" | "rate") => async () => {
     const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
-    const trace: Trace = { start: wall(), end: 0, batches: [] };
+    const trace: Trace = { start: wall(), end: 0, batches: [], epoch1At: 0, epoch1Samples: 0 };
     let prev = runtime.now();
     for (const e of [0, 1]) {
-      for await (const _ of loader.epoch(e)) {
+      if (e === 1) trace.epoch1At = trace.batches.length;
+      for await (const b of loader.epoch(e)) {
+        if (e === 1) trace.epoch1Samples += b.ids.length;
         const now = runtime.now();
         trace.batches.push([(wall() - trace.start) / 1000, now - prev]);
         step(stepMs);
@@ -186,14 +208,20 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
     {
       name: "raw driver", work: 2 * ids.length, baseline: true, run: async () => {
         for (const _ of [0, 1]) {
-          let next = 0, done = 0;
+          // Slow start: 64 requests, then one more for each completion (doubling per round
+          // trip) up to `inFlight`. All at once would put a quarter of them on a congested
+          // connection before any rate is known (NOTE [ Connection choice ]).
+          let next = 0, done = 0, workers = 0;
+          const all: Promise<void>[] = [];
           const worker = async () => {
             while (next < ids.length) {
               await store.client.execute(cql, [ids[next++]], { prepare: true });
               if (++done % B === 0) step(stepMs);
+              if (workers < inFlight) workers++, all.push(worker());
             }
           };
-          await Promise.all(Array.from({ length: inFlight }, worker));
+          for (; workers < Math.min(64, inFlight); workers++) all.push(worker());
+          for (let i = 0; i < all.length; i++) await all[i];
         }
       },
     },
@@ -205,17 +233,24 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   }
   const title = `${spec.name}, ${st.label}: tight-loop read${stepMs ? `, ${stepMs} ms step` : ""} (samples/s)`;
   const rows = await compare(title, { unit: "samples/s", rounds, warmup: 1 }, contenders);
-  const r: SettingResult = { set: spec.name, setting: key, samplesPerSec: {}, mbPerSec: {}, batchMs: {}, maxOutstanding: {}, spread: {} };
+  const r: SettingResult = { set: spec.name, setting: key, samplesPerSec: {}, mbPerSec: {}, batchMs: {}, epoch1BatchMs: {}, epoch1SamplesPerSec: {}, maxOutstanding: {}, spread: {} };
   for (const row of rows) {
     r.samplesPerSec[row.name] = row.best;
     r.mbPerSec[row.name] = (row.best * meanBytes) / 1e6;
     r.spread[row.name] = row.spread;
   }
-  for (const [name, { loader }] of Object.entries(last)) {
+  for (const [name, { loader, trace }] of Object.entries(last)) {
     const s = loader.stats();
     r.batchMs[name] = s.batchMs;
+    const e1 = trace.batches.slice(trace.epoch1At);
+    r.epoch1BatchMs[name] = percentiles(e1.map(([, ms]) => ms));
+    // From the end of epoch 0 (the last batch before it) to the end of epoch 1.
+    const e1Start = trace.epoch1At > 0 ? trace.batches[trace.epoch1At - 1][0] : 0;
+    r.epoch1SamplesPerSec[name] = trace.epoch1Samples / ((trace.end - trace.start) / 1000 - e1Start);
     r.maxOutstanding[name] = s.maxOutstanding;
-    console.log(`  ${name}: batch p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms (${(s.batchMs.p99 / Math.max(s.batchMs.p50, 1e-3)).toFixed(1)}× p50), max ${s.batchMs.max.toFixed(1)} ms; most outstanding ${s.maxOutstanding}, window ${s.prefetch} batches at the end`);
+    const x = (p: { p50: number; p99: number }) => (p.p99 / Math.max(p.p50, 1e-3)).toFixed(1);
+    const e = r.epoch1BatchMs[name];
+    console.log(`  ${name}: batch p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms (${x(s.batchMs)}× p50), max ${s.batchMs.max.toFixed(1)} ms; 2nd epoch: p50 ${e.p50.toFixed(1)}, p99 ${e.p99.toFixed(1)} (${x(e)}×), ${r.epoch1SamplesPerSec[name].toFixed(0)} samples/s; most outstanding ${s.maxOutstanding}, window ${s.prefetch} batches at the end`);
   }
   results.push(r);
   figures(spec, key, st.label, last, proxy);
@@ -262,8 +297,10 @@ for (const r of results) {
   for (const b of balances) {
     const ready = r.samplesPerSec[readyName(b)], strict = r.samplesPerSec[strictName(b)], raw = r.samplesPerSec["raw driver"];
     const bm = r.batchMs[readyName(b)];
-    const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName(b)]).toFixed(0)} % of RTT 0` : "";
-    console.log(`  ${r.set} ${r.setting}${balances.length > 1 ? ` ${b}` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
+    const e1 = r.epoch1SamplesPerSec[readyName(b)], e1r0 = r0?.epoch1SamplesPerSec[readyName(b)];
+    const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName(b)]).toFixed(0)} % of RTT 0 (2nd epoch: ${((100 * e1) / e1r0!).toFixed(0)} %)` : "";
+    const be = r.epoch1BatchMs[readyName(b)];
+    console.log(`  ${r.set} ${r.setting}${balances.length > 1 ? ` ${b}` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
   }
 }
 const jsonOut = opt("--json");

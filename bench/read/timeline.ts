@@ -25,11 +25,20 @@ export interface TimelineProxy {
 /** Wall-clock ms with sub-ms precision, comparable across processes. */
 export const wall = (): number => performance.timeOrigin + performance.now();
 
-export async function startTimelineProxy(target: string, port: number, args: string[] = [], sampleMs = 100): Promise<TimelineProxy> {
+/** Children still running, killed if this process exits first (a crashed run leaves no proxy behind). */
+const live = new Set<{ kill(signal?: string): boolean }>();
+(globalThis as { process?: { on(e: string, f: () => void): void } }).process?.on("exit", () => {
+  for (const c of live) c.kill("SIGKILL");
+});
+
+/** Starts the proxy on a free port (`port` 0) or a given one. */
+export async function startTimelineProxy(target: string, port = 0, args: string[] = [], sampleMs = 100): Promise<TimelineProxy> {
   const [cmd, ...pre] = runtime.scriptCommand(new URL("./timeline_proxy.ts", import.meta.url).pathname, [
     "--target", target, "--listen", `127.0.0.1:${port}`, "--sample-ms", String(sampleMs), ...args,
   ]);
   const child = spawn(cmd, pre, { stdio: ["ignore", "pipe", "inherit"] });
+  live.add(child);
+  child.once("exit", () => live.delete(child));
   const snapshots: Snapshot[] = [];
   let buf = "";
   let up: (() => void) | undefined;
@@ -43,7 +52,7 @@ export async function startTimelineProxy(target: string, port: number, args: str
       buf = buf.slice(nl + 1);
       if (!line.startsWith("{")) continue;
       const m = JSON.parse(line);
-      if (m.listening !== undefined) up!();
+      if (m.listening !== undefined) port = m.listening, up!();
       else snapshots.push(m);
     }
   });
@@ -66,10 +75,10 @@ export async function startTimelineProxy(target: string, port: number, args: str
         }
       }
       // Connections that carried (next to) nothing in the window are left out: the negotiation
-      // connection, closed at once, and other clients' idle pools (heartbeats only).
-      const sums = new Map([...out].map(([k, pts]) => [k, pts.reduce((s, [, v]) => s + v, 0)]));
-      const most = Math.max(0, ...sums.values());
-      for (const [k, sum] of sums) if (sum <= most / 100) out.delete(k);
+      // connection, closed at once, and other clients' idle pools (heartbeats only, < 64 kB).
+      const first = inside.find((s) => s.t >= fromMs) ?? inside[0], last = inside[inside.length - 1];
+      const at = (s: Snapshot | undefined, k: number) => s?.c.find((c) => c[0] === k)?.[1] ?? 0;
+      for (const k of [...out.keys()]) if (at(last, k) - at(first, k) < 65536) out.delete(k);
       return out;
     },
     capped(index) {

@@ -73,6 +73,7 @@ export class CassandraSource implements Source {
     const hosts = Math.max(1, store.client.hosts?.length ?? 1);
     this.#cap = new Capacity(Math.min(maxInFlight ?? Infinity, perConn * conns * hosts));
     this.name = `${store.address} (${dataset})`;
+    this.#balanceHosts(); // now, so that requests sent on the same client without this source are balanced too
   }
 
   /** Patches hosts the client has learned since the last call (NOTE [ Connection choice ]). */
