@@ -91,8 +91,11 @@ interface Request {
   error?: Error;
 }
 
-/** Recomputing the quantile on every answer is wasted work: every this many answers is enough. */
-const REQUANTILE_EVERY = 16;
+/**
+ * Recomputing the quantile (a sort of `history` latencies) on every answer would cost more than
+ * the answer itself on a fast store; every this many answers follows a change well enough.
+ */
+const REQUANTILE_EVERY = 64;
 
 export class HedgeSource implements Source {
   readonly name: string;

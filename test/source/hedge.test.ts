@@ -102,13 +102,13 @@ test("the deadline is the p95 of observed latencies × factor, with a floor; bef
   // budget 0: a hedge would move the clock again; only the deadline is under test here.
   const src = new HedgeSource(inner, { now: () => clock, warmup: 10, factor: 2, minDelayMs: 5, budget: 0 });
   assert.is(src.deadline(), undefined);
-  for (i = 1; i <= 26; i++) {
+  for (i = 1; i <= 74; i++) {
     await new Promise<void>((r) => src.fetch(ids[i], () => r()));
     if (i === 9) assert.is(src.deadline(), undefined, "9 latencies: still warming up");
     if (i === 10) assert.is(src.deadline(), 20, "from 1…10 ms: p95 10 × 2");
   }
-  // Recomputed every 16 answers: from 1…26 ms, p95 is the sorted [floor(0.95 × 26)] = 25, × 2.
-  assert.is(src.deadline(), 50);
+  // Recomputed every 64 answers: from 1…74 ms, p95 is the sorted [floor(0.95 × 74)] = 71, × 2.
+  assert.is(src.deadline(), 142);
   const floor = new HedgeSource(inner, { now: () => 0, warmup: 1, minDelayMs: 15 });
   await new Promise<void>((r) => floor.fetch(ids[0], () => r()));
   assert.is(floor.deadline(), 15, "an instant store still waits for the floor");
