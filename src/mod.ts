@@ -31,6 +31,11 @@ export { openReadSource } from "./source/open_read.ts";
 export type { OpenReadOptions } from "./source/open_read.ts";
 export type { HttpSourceOptions } from "./source/http.ts";
 export type { FileSourceOptions } from "./source/file.ts";
+// Source → Source wrappers: hedged requests for stragglers; which errors are worth retrying.
+export { HedgeSource, hedgeOptions } from "./source/hedge.ts";
+export type { HedgeOptions } from "./source/hedge.ts";
+export { isRetryable, retryableStatus, storeError } from "./source/retryable.ts";
+export type { Retryable } from "./source/retryable.ts";
 export { epochPlan } from "./plan/epoch.ts";
 export * from "./decode/mod.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
