@@ -52,7 +52,7 @@ const theirs = await requestDevice();
 const info = deviceInfo(ours)!;
 // TF.js's backend checks navigator.gpu before using the device it is given; Node has no such
 // global (Deno does, and then TF.js registered its own factory: ours replaces it).
-const nav = ((globalThis as { navigator?: Record<string, unknown> }).navigator ??= {});
+const nav = ((globalThis as { navigator?: { gpu?: unknown } }).navigator ??= {});
 if (!nav.gpu) Object.defineProperty(nav, "gpu", { value: {}, configurable: true });
 if (tf.findBackendFactory("webgpu")) tf.removeBackend("webgpu");
 tf.registerBackend("webgpu", () => new WebGPUBackend(theirs, { vendor: "", architecture: "", device: "", description: info.adapter } as GPUAdapterInfo));

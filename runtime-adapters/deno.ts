@@ -7,8 +7,6 @@ import { adapterFrom, unknownBackend } from "./_gpu.ts";
 import { nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuBackend, GpuRequest, Runtime } from "./runtime.ts";
 
-declare const Deno: any;
-
 let dawn: Promise<GPU> | undefined;
 function dawnGpu(): Promise<GPU> {
   // An npm: specifier, so the import resolves from any Deno project that imports cassette,

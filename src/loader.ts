@@ -158,7 +158,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   }
 
   /** Batches of epoch `epoch`: iterate with `for await`. One epoch at a time. */
-  epoch(epoch: number, opts: EpochOptions = {}): AsyncIterableIterator<Batch<T>> {
+  epoch(epoch: number, opts: EpochOptions = {}): AsyncIterableIterator<Batch<T>, undefined> {
     if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", "Cannot start an epoch as the loader is closed");
     if (this.#active && !this.#active.finished) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot start epoch ${epoch} while epoch ${this.#active.epoch} is still being read: finish or break out of it first`);
@@ -260,7 +260,7 @@ function isStore(x: unknown): x is Store {
 }
 
 /** One epoch's reading: scheduler, ledger and assembler for one pass over the plan. */
-class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
+class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   readonly epoch: number;
   finished = false;
   readonly #loader: Loader<T>;
@@ -310,7 +310,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<Batch<T>>> {
+  async next(): Promise<IteratorResult<Batch<T>, undefined>> {
     const t0 = runtime.now();
     if (!this.#source) {
       try {
@@ -357,7 +357,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>> {
   }
 
   /** Breaking out of `for await` ends the epoch. */
-  return(): Promise<IteratorResult<Batch<T>>> {
+  return(): Promise<IteratorResult<Batch<T>, undefined>> {
     this.stop();
     return Promise.resolve({ value: undefined, done: true });
   }

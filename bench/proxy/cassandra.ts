@@ -26,7 +26,7 @@ type TranslateCallback = (endpoint: string) => void;
 type TranslatorClass = new () => { translate(address: string, port: number, callback: TranslateCallback): void };
 // index.d.ts declares AddressTranslator as an interface, but the driver checks `instanceof` the
 // runtime class (client-options.js validatePoliciesOptions), so the translator must extend it.
-const AddressTranslator = cassandra.policies.addressResolution.AddressTranslator as unknown as TranslatorClass;
+const AddressTranslator = (cassandra.policies.addressResolution as unknown as { AddressTranslator: TranslatorClass }).AddressTranslator;
 
 /** An AddressTranslator that sends each node (by rpc_address) to its proxy. */
 export class ProxyAddressTranslator extends AddressTranslator {

@@ -41,7 +41,7 @@ export interface JpegImage {
   /** 1 (grey) or 3 (RGB); CMYK and YCCK files come out as RGB. */
   channels: 1 | 3;
   /** Interleaved samples, row-major, `width * channels` bytes a row, no padding. */
-  data: Uint8Array;
+  data: Uint8Array<ArrayBuffer>;
   /** Exif orientation 1…8 (1 when absent); already applied when `applyOrientation` was set. */
   orientation: number;
 }
@@ -149,7 +149,7 @@ class WasmJpegDecoder implements JpegDecoder {
     const height = w.outHeight();
     const channels = w.outChannels() as 1 | 3;
     const start = w.outPtr();
-    const data = new Uint8Array(w.memory.buffer.slice(start, start + width * height * channels));
+    const data = new Uint8Array(w.memory.buffer, start, width * height * channels).slice();
     const img: JpegImage = { width, height, channels, data, orientation: w.frameOrientation() };
     return options.applyOrientation ? orient(img) : img;
   }

@@ -186,12 +186,14 @@ export class JpegDecodePool {
   async *decodeAll<J extends DecodeJob>(jobs: Iterable<J> | AsyncIterable<J>): AsyncGenerator<DecodeResult<J>> {
     const done: DecodeResult<J>[] = [];
     let wake: (() => void) | null = null;
+    // Through a function: TypeScript reads the feeding IIFE below as run inline, where wake is null.
+    const wakeUp = () => wake?.();
     let outstanding = 0;
     let fed = false;
     const finish = (r: DecodeResult<J>) => {
       done.push(r);
       outstanding--;
-      wake?.();
+      wakeUp();
     };
     // Feed jobs while yielding results: the iterator may be slow (a network source).
     const feeding = (async () => {
@@ -200,13 +202,13 @@ export class JpegDecodePool {
         this.decode(job.bytes, job.options).then((image) => finish({ job, image }), (error) => finish({ job, error }));
       }
       fed = true;
-      wake?.();
+      wakeUp();
     })();
     let feedError: unknown = null;
     feeding.catch((e) => {
       feedError = e;
       fed = true;
-      wake?.();
+      wakeUp();
     });
     while (true) {
       if (done.length > 0) {

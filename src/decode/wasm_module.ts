@@ -58,7 +58,7 @@ export async function instantiateJpegWasm(): Promise<JpegExports> {
   return instance.exports as unknown as JpegExports;
 }
 
-function decodeBase64(s: string): Uint8Array {
+function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
   const bin = atob(s);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);

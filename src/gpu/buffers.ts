@@ -1,7 +1,7 @@
 /** Small helpers to move bytes to and from GPU buffers. */
 
 /** A storage buffer holding `data` (padded to 4 bytes as WebGPU requires). */
-export function uploadBuffer(device: GPUDevice, data: ArrayBufferView, usage = GPUBufferUsage.STORAGE, label?: string): GPUBuffer {
+export function uploadBuffer(device: GPUDevice, data: ArrayBufferView, usage: GPUBufferUsageFlags = GPUBufferUsage.STORAGE, label?: string): GPUBuffer {
   const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
   const buffer = device.createBuffer({ label, size, usage: usage | GPUBufferUsage.COPY_DST, mappedAtCreation: true });
   new Uint8Array(buffer.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));

@@ -147,7 +147,7 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
 }
 
 /** The IDCT basis, M[x][u] = C(u)/2 · cos((2x+1)uπ/16), so that s = M·F·Mᵀ (T.81 A.3.3). */
-function basis(): Float32Array {
+function basis(): Float32Array<ArrayBuffer> {
   const m = new Float32Array(64);
   for (let x = 0; x < 8; x++) {
     for (let u = 0; u < 8; u++) m[x * 8 + u] = ((u === 0 ? Math.SQRT1_2 : 1) / 2) * Math.cos(((2 * x + 1) * u * Math.PI) / 16);

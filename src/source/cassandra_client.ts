@@ -27,7 +27,11 @@ export interface CassandraOptions {
   withoutKeyspace?: boolean;
 }
 
-export type CassandraClient = cassandra.Client;
+/**
+ * The driver's Client with `options`: the options it runs with (ours over its defaults), which
+ * client.js sets in its constructor and index.d.ts leaves out.
+ */
+export type CassandraClient = cassandra.Client & { readonly options: cassandra.ClientOptions };
 export const cassandraTypes = cassandra.types;
 
 export async function openCassandra(address: string, options: CassandraOptions = {}): Promise<CassandraClient> {
@@ -56,7 +60,7 @@ export async function openCassandra(address: string, options: CassandraOptions =
       ...(a.requests ? { maxRequestsPerConnection: a.requests } : {}),
       ...d.pooling,
     },
-  });
+  }) as CassandraClient;
   const where = `${a.hosts.join(",")}:${a.port}`;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {

@@ -17,7 +17,7 @@ import { join } from "node:path";
 
 export const NGINX = "/usr/sbin/nginx";
 /** A skip reason when nginx is not installed (apt-get install nginx-light or nginx). */
-export const NO_NGINX = existsSync(NGINX) ? false : `${NGINX} is not installed`;
+export const NO_NGINX: string | false = existsSync(NGINX) ? false : `${NGINX} is not installed`;
 
 export interface NginxOptions {
   /** The folder served under /PREFIX/. */

@@ -19,7 +19,7 @@ export function freshSeed(): number {
   return fixed ? Number(fixed) : (Math.random() * 2 ** 32) >>> 0;
 }
 
-export function randomBytes(next: () => number, n: number): Uint8Array {
+export function randomBytes(next: () => number, n: number): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(n);
   for (let i = 0; i < n; i++) out[i] = (next() * 256) | 0;
   return out;

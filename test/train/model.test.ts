@@ -42,7 +42,7 @@ for (const [name, spec] of Object.entries(SPECS)) {
     const labels = Uint32Array.from({ length: B }, () => randomInt(next, 0, classes - 1));
     const X = upload(device, x, [B * per]);
     try {
-      const params = (await model.readParameters()).map((p) => Float64Array.from(p));
+      const params: Float64Array[] = (await model.readParameters()).map((p) => Float64Array.from(p));
       await model.trainStep({ x: X.buffer, labels, n: B });
       const grads = await model.readGradients();
       const train = await model.takeTrainMetrics();
