@@ -6,12 +6,14 @@
  *   bun test/run.ts [--runtime bun,deno,node] [--filter TEXT] [--jobs N] [--no-cassandra] [FILE…]
  *
  * Each (file, runtime) pair runs in its own process (test/_support/main.ts), so a crash or a
- * hang is one failure, not the end of the run.
+ * hang is one failure, not the end of the run. The typecheck (test/typecheck.ts, `deno check`)
+ * is one more test, run once: in a whole run, or when named as a FILE.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import process from "node:process";
+import { typecheck } from "./typecheck.ts";
 
 const ROOT = join(import.meta.dirname ?? new URL(".", import.meta.url).pathname, "..");
 const BIN = join(ROOT, "node_modules/.bin");
@@ -23,6 +25,7 @@ const RUNTIMES: Record<string, string[]> = {
   node: [join(BIN, "node"), "--import", HOOKS, "--disable-warning=ExperimentalWarning"],
 };
 const JOB_LIMIT_MS = 9 * 60_000;
+const TYPECHECK = "test/typecheck.ts";
 
 const USAGE = `usage: bun test/run.ts [options] [FILE…]
   --runtime LIST   runtimes to use, from bun,deno,node (default: all three)
@@ -51,7 +54,7 @@ const noCassandra = argv.includes("--no-cassandra") && argv.splice(argv.indexOf(
 // Arguments may be test files or folders of them.
 const files = argv.length
   ? argv.flatMap((a) => (statSync(join(ROOT, a), { throwIfNoEntry: false })?.isDirectory() ? findTests(join(ROOT, a)) : [a]))
-  : findTests(join(ROOT, "test"));
+  : [TYPECHECK, ...findTests(join(ROOT, "test"))];
 
 function die(msg: string): never {
   console.error(`test: ${msg}`);
@@ -127,8 +130,16 @@ function runJob(runtime: string, file: string): Promise<{ counts: Counts; output
   });
 }
 
+async function runTypecheck(): Promise<{ counts: Counts; output: string; ms: number }> {
+  const t0 = performance.now();
+  const r = await typecheck(ROOT);
+  const counts = { passed: r.ok ? 1 : 0, failed: r.ok ? 0 : 1, skipped: 0 };
+  const output = `  ${r.ok ? "✓" : "✗"} deno check of ${r.files} files${r.report ? "\n" + r.report.replace(/^/gm, "    ") : ""}`;
+  return { counts, output, ms: performance.now() - t0 };
+}
+
 async function main(): Promise<number> {
-  if (!noCassandra && runtimes.length > 0) {
+  if (!noCassandra && runtimes.length > 0 && files.some((f) => f !== TYPECHECK)) {
     if (cassandra("status") === 0) console.log("test: using the Cassandra node already running");
     else {
       // With authentication on, as production clusters run: tests log in as the default
@@ -141,14 +152,16 @@ async function main(): Promise<number> {
     }
     process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_test";
   }
-  const queue = files.flatMap((f) => runtimes.map((r) => [r, f] as const));
+  // The typecheck once, first: it needs no runtime of its own and runs beside the first tests.
+  const queue = files.flatMap((f) => (f === TYPECHECK ? [["typecheck", f] as const] : runtimes.map((r) => [r, f] as const)));
+  const jobCount = queue.length;
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
   const perRuntime: Record<string, Counts> = {};
   let done = 0;
   const worker = async () => {
     for (let job = queue.shift(); job; job = queue.shift()) {
       const [runtime, file] = job;
-      const { counts, output, ms } = await runJob(runtime, file);
+      const { counts, output, ms } = runtime === "typecheck" ? await runTypecheck() : await runJob(runtime, file);
       done++;
       // A *.fails.ts canary must fail: if it passes, the harness cannot catch failures.
       const canary = file.endsWith(".fails.ts");
@@ -156,7 +169,7 @@ async function main(): Promise<number> {
         ? { passed: counts.failed > 0 ? 1 : 0, failed: counts.failed > 0 ? 0 : 1, skipped: 0 }
         : counts;
       const mark = c.failed ? "✗" : "✓";
-      console.log(`\n${mark} [${done}/${files.length * runtimes.length}] ${runtime} ${file} (${(ms / 1000).toFixed(1)} s)`);
+      console.log(`\n${mark} [${done}/${jobCount}] ${runtime} ${file} (${(ms / 1000).toFixed(1)} s)`);
       if (canary) console.log(c.failed ? "  ✗ the canary passed: the harness does not catch failures" : "  ✓ the canary failed, as it must");
       else console.log(output.split("\n").filter((l) => !l.startsWith("##cassette ") && !/^Warning: maxDynamic/.test(l)).join("\n").trimEnd());
       const r = (perRuntime[runtime] ??= { passed: 0, failed: 0, skipped: 0 });
