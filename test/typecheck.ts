@@ -1,7 +1,8 @@
 /**
  * The typecheck: `deno check` (with the repository's deno.json: Deno's globals, its WebGPU
  * types, `.wgsl` text imports) over every TypeScript file of the project except wasm/, which is
- * AssemblyScript. test/run.ts runs it once per run, as one test; alone:
+ * AssemblyScript. test/run.ts runs it once per run, as one test; alone (after `bun build.ts`,
+ * which writes the wasm/build/jpeg_wasm.ts that src/decode imports):
  *
  *   bun test/typecheck.ts
  *
