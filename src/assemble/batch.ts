@@ -13,7 +13,7 @@ export interface Batch<T = Fetched> {
   /** 0, 1, 2 … in the order handed over. */
   index: number;
   ids: string[];
-  labels: Int32Array;
+  labels: Int32Array<ArrayBuffer>;
   /** The raw bytes, contiguous (empty when a transform produced `items`). */
   data: Uint8Array;
   offsets: Uint32Array;

@@ -11,7 +11,7 @@ export const FASHION_MNIST_STD = 0.3530;
 
 export interface ImageSplit {
   /** f32 values used as they are, or bytes normalized on the GPU with `normalize`. */
-  images: Float32Array | Uint8Array;
+  images: Float32Array<ArrayBuffer> | Uint8Array;
   labels: Uint32Array;
   count: number;
   /** Per-sample shape, [1, 28, 28]. */

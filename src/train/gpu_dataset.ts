@@ -44,7 +44,7 @@ export class GpuDataset {
    * Uploads `images` and their labels: count·∏shape values, f32 (used as they are) or bytes
    * (normalized per batch as they are gathered; a quarter of the memory).
    */
-  constructor(device: GPUDevice, images: Float32Array | Uint8Array, labels: ArrayLike<number>, o: GpuDatasetOptions) {
+  constructor(device: GPUDevice, images: Float32Array<ArrayBuffer> | Uint8Array, labels: ArrayLike<number>, o: GpuDatasetOptions) {
     const per = o.shape.reduce((a, b) => a * b, 1);
     const count = labels.length;
     if (count < 1 || images.length !== count * per) {

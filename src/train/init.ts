@@ -16,18 +16,18 @@ function normal(r: Rng): number {
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r.next());
 }
 
-export function heNormal(r: Rng, fanIn: number, n: number): Float32Array {
+export function heNormal(r: Rng, fanIn: number, n: number): Float32Array<ArrayBuffer> {
   const std = Math.sqrt(2 / fanIn);
   return Float32Array.from({ length: n }, () => normal(r) * std);
 }
 
-export function glorotUniform(r: Rng, fanIn: number, fanOut: number, n: number): Float32Array {
+export function glorotUniform(r: Rng, fanIn: number, fanOut: number, n: number): Float32Array<ArrayBuffer> {
   const limit = Math.sqrt(6 / (fanIn + fanOut));
   return Float32Array.from({ length: n }, () => (2 * r.next() - 1) * limit);
 }
 
 /** Values for one parameter tensor; `stream` separates the draws of each tensor of a model. */
-export function initValues(kind: InitKind, n: number, fanIn: number, fanOut: number, seed: number, stream: number): Float32Array {
+export function initValues(kind: InitKind, n: number, fanIn: number, fanOut: number, seed: number, stream: number): Float32Array<ArrayBuffer> {
   switch (kind) {
     case "zeros":
       return new Float32Array(n);

@@ -19,7 +19,7 @@ import type { TrainBatch } from "./model.ts";
 /** A training batch that still knows its samples: for checkpoints and exactly-once checks. */
 export interface LoaderTrainBatch extends TrainBatch {
   ids: string[];
-  labels: Int32Array;
+  labels: Int32Array<ArrayBuffer>;
 }
 
 export interface LoaderBatchesOptions extends EpochOptions {

@@ -42,7 +42,7 @@ export interface TrainBatch {
   x: GPUBuffer;
   xOffset?: number;
   /** u32/i32 labels: on the CPU, or in a GPUBuffer (COPY_SRC) from byte `labelsOffset`. */
-  labels: GPUBuffer | Int32Array | Uint32Array;
+  labels: GPUBuffer | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>;
   labelsOffset?: number;
   n: number;
 }

@@ -72,7 +72,9 @@ export function tensorFrom(device: GPUDevice, data: Float32Array | Uint32Array |
   if (data.length !== t.size) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot upload ${data.length} values as a tensor of shape [${shape}] (${t.size} values)`);
   }
-  device.queue.writeBuffer(t.buffer, 0, data.buffer, data.byteOffset, data.byteLength);
+  // writeBuffer takes views of plain ArrayBuffers only: a view of shared memory is copied first.
+  const plain = data.buffer instanceof ArrayBuffer ? data.buffer : data.slice().buffer;
+  device.queue.writeBuffer(t.buffer, 0, plain, plain === data.buffer ? data.byteOffset : 0, data.byteLength);
   return t;
 }
 

@@ -35,7 +35,7 @@ export function encodeWeights(header: WeightHeader, values: Float32Array[]): Uin
   return out;
 }
 
-export function decodeWeights(bytes: Uint8Array, where: string): { header: WeightHeader; values: Float32Array[] } {
+export function decodeWeights(bytes: Uint8Array, where: string): { header: WeightHeader; values: Float32Array<ArrayBuffer>[] } {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot load weights from ${where} as ${why}`);
   };
