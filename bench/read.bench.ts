@@ -70,8 +70,9 @@ const balanceArg = opt("--balance") ?? "rate";
 const balances = (balanceArg === "both" ? ["driver", "rate"] : [balanceArg]) as ("driver" | "rate")[];
 const outDir = opt("--out") ?? new URL("./read/figures", import.meta.url).pathname;
 const base = opt("--store") ?? "cassandra://127.0.0.1:9042/cassette_bench";
-const a = parseStoreAddress(base);
-if (a.kind !== "cassandra") throw new Error("--store must be a cassandra:// address");
+const parsed = parseStoreAddress(base);
+if (parsed.kind !== "cassandra") throw new Error("--store must be a cassandra:// address");
+const a = parsed; // narrowed for the functions below
 mkdirSync(outDir, { recursive: true });
 
 interface SetSpec {

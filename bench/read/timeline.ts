@@ -3,7 +3,7 @@
  * share the measured client's event loop) and collects its per-connection byte counts over
  * time. `rates(from, to)` turns them into MB/s per connection per sample interval.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 /** One snapshot: wall-clock ms and [index, bytesDown, bytesUp, bandwidth cap or 0] per connection. */
@@ -26,7 +26,7 @@ export interface TimelineProxy {
 export const wall = (): number => performance.timeOrigin + performance.now();
 
 /** Children still running, killed if this process exits first (a crashed run leaves no proxy behind). */
-const live = new Set<{ kill(signal?: string): boolean }>();
+const live = new Set<ChildProcess>();
 (globalThis as { process?: { on(e: string, f: () => void): void } }).process?.on("exit", () => {
   for (const c of live) c.kill("SIGKILL");
 });
