@@ -55,6 +55,8 @@ export { GpuDataset } from "./train/gpu_dataset.ts";
 export type { BatchOptions, GpuDatasetOptions } from "./train/gpu_dataset.ts";
 export { trainInGpu } from "./train/train_in_gpu.ts";
 export { loaderBatches } from "./train/loader_batches.ts";
+export { lineChart } from "./observe/svg.ts";
+export type { LineChartOptions, Series } from "./observe/svg.ts";
 export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batches.ts";
 export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
 export { loadFashionMnist } from "./train/fashion_mnist.ts";

@@ -9,6 +9,7 @@ import { CassetteError } from "../errors.ts";
 import { tables } from "../dataset/schema.ts";
 import type { CassandraStore } from "./cassandra.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
+import { storeError } from "./retryable.ts";
 import { type Lane, RateChooser } from "../schedule/connection_choice.ts";
 
 export interface CassandraSourceOptions {
@@ -91,7 +92,8 @@ export class CassandraSource implements Source {
         this.#cap.release();
         const row = r.first();
         if (!row) {
-          return done(new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.#dataset}' in ${this.#store.address}`));
+          // Final: a missing row stays missing, asking again cannot help.
+          return done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.#dataset}' in ${this.#store.address}`, false));
         }
         const d: Uint8Array = row.data;
         const host = r.info?.queriedHost;
