@@ -23,6 +23,7 @@ import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
 import { createJpegDecoder } from "./src/decode/jpeg.ts";
+import { createDecodePool, type JpegDecodePool } from "./src/decode/pool.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import { createPreprocessor } from "./src/gpu/preprocess.ts";
@@ -59,6 +60,8 @@ on a GPU --model cnn-bn --epochs 10 (≥ 90 %). Explicit options always win.
   --limit N           train on the first N training samples (and test on the first N test samples)
   --order ORDER       ready (default: batches from whatever arrived first) or strict (plan order)
   --prefetch K        batches of requests in flight (default auto: deepens while starved)
+  --workers N         decode in N worker threads (default 0: in the loader's transform, which
+                      is faster for small images such as 28×28; use workers for large photos)
   --latency-ms MS     add MS of one-way delay per direction through the project's TCP proxy
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
@@ -77,7 +80,7 @@ on a GPU --model cnn-bn --epochs 10 (≥ 90 %). Explicit options always win.
 
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
-  "prefetch", "latency-ms", "jitter-ms", "out", "save", "backend",
+  "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend",
 ];
 
 interface Run {
@@ -94,6 +97,7 @@ interface Run {
   limit?: number;
   order: "ready" | "strict";
   prefetch: number | "auto";
+  workers: number;
   latencyMs: number;
   jitterMs: number;
   noIo: boolean;
@@ -134,6 +138,7 @@ function options(): Run | undefined {
     limit: o.has("limit") ? int("limit", str("limit"), 1) : undefined,
     order,
     prefetch: prefetch === "auto" ? "auto" : int("prefetch", prefetch, 1),
+    workers: int("workers", str("workers") ?? "0", 0),
     latencyMs,
     jitterMs,
     noIo: o.has("no-io"),
@@ -158,6 +163,7 @@ async function main(): Promise<number> {
   log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: small defaults)" : ""}`);
 
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
+  let pool: JpegDecodePool | undefined;
   const loaders: Loader<DecodedImage>[] = [];
   try {
     store = await openStore(run.address);
@@ -178,7 +184,9 @@ async function main(): Promise<number> {
     }
 
     const jpeg = await createJpegDecoder();
-    const decode = (s: { data: Uint8Array }) => jpeg.decode(s.data);
+    if (run.workers > 0) pool = await createDecodePool({ workers: run.workers });
+    // The pool transfers its input to a worker: hand it a copy, the loader's bytes stay intact.
+    const decode = (s: { data: Uint8Array }) => (pool ? pool.decode(s.data.slice()) : jpeg.decode(s.data));
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
         store: readStore!, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
@@ -317,6 +325,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     for (const l of loaders) await l.close();
+    await pool?.close();
     if (readStore && readStore !== store) await readStore.close();
     await store?.close();
     await proxy?.close();
