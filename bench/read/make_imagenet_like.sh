@@ -17,13 +17,7 @@ for t in cjpeg djpeg; do command -v $t >/dev/null || { echo "make_imagenet_like.
 
 SRC=$CACHE/jpeg-sources
 mkdir -p "$SRC"
-fetch() { # fetch PACKAGE PATH-IN-PACKAGE OUTPUT (as test/fixtures/jpeg/make.sh)
-  [ -s "$SRC/$3" ] && return
-  local tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download "$1" >/dev/null 2>&1) || { echo "make_imagenet_like.sh: apt-get download $1 failed (run apt-get update?)" >&2; exit 1; }
-  dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -O "./$2" > "$SRC/$3"
-  rm -rf "$tmp"
-}
+fetch() { bash "$HERE/../../tools/fetch_deb_file.sh" "$1" "$2" "$SRC/$3"; }
 fetch python3-sklearn usr/lib/python3/dist-packages/sklearn/datasets/images/china.jpg china.jpg
 fetch python3-sklearn usr/lib/python3/dist-packages/sklearn/datasets/images/flower.jpg flower.jpg
 

@@ -13,6 +13,8 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { runtime } from "../../runtime-adapters/index.ts";
+// The tests' seeded PRNG (mulberry32): the same seed makes the same set.
+import { rng } from "../../test/_support/random.ts";
 
 const args = runtime.args();
 const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
@@ -40,18 +42,6 @@ function readPpm(path: string): { w: number; h: number; px: Uint8Array } {
   if (head[0] !== "P6" || head[3] !== "255") throw new Error(`${path}: not a P6 PPM with maxval 255`);
   const w = Number(head[1]), h = Number(head[2]);
   return { w, h, px: new Uint8Array(b.buffer, b.byteOffset + i + 1, w * h * 3) };
-}
-
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** W×H bilinear resample of the region (x0, y0, cw, ch) of `src`, mirrored if `flip`. */
