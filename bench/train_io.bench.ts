@@ -8,12 +8,19 @@
  * bound on 8 A100s; the issue asks ≥ 95 %.
  *
  *   bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R]
- *                               [--store cassandra://…/KEYSPACE] [--quick] [--json]
+ *                               [--store cassandra://…/KEYSPACE] [--client-cpus 0 --server-cpus 1]
+ *                               [--quick] [--json]
+ *
+ * `--client-cpus` / `--server-cpus` split the machine as if the store were remote: every
+ * train.ts (the training "GPU" included, on lavapipe) runs on the client's CPUs, the proxy on
+ * the server's; pin the Cassandra node to the server's CPUs yourself beforehand
+ * (`taskset -a -cp 1 $(pgrep -f CassandraDaemon)`).
  *
  * Needs a running Cassandra node (cassette cassandra start); the first run ingests the
  * samples it needs. Steady state = the epochs after the first (the first one also ramps the
  * loader's window up and is reported on its own).
  */
+import process from "node:process";
 import { runtime } from "../runtime-adapters/index.ts";
 import { printTable, type Row } from "./_lib/compare.ts";
 import { runTrain, type TrainEpoch as Epoch } from "./_lib/train_run.ts";
@@ -33,6 +40,8 @@ const store = opt("--store", "cassandra://127.0.0.1:9042/cassette_bench?connecti
 // Per model: enough images for a few seconds per epoch on lavapipe.
 const limits: Record<string, number> = { mlp: Number(opt("--limit", quick ? "4096" : "16384")), cnn: Number(opt("--limit", quick ? "1024" : "3072")) };
 const log = (s: string) => json || console.log(s);
+const clientCpus = args.includes("--client-cpus") ? opt("--client-cpus", "0") : undefined;
+if (args.includes("--server-cpus")) process.env.CASSETTE_PROXY_CPUS = opt("--server-cpus", "1");
 
 interface Contender { name: string; args: string[]; baseline?: boolean }
 const contenders: Contender[] = [
@@ -47,12 +56,13 @@ const contenders: Contender[] = [
 
 function train(model: string, c: Contender, seed: number): Epoch[] {
   return runTrain(["--store", store, "--model", model, "--limit", String(limits[model] ?? 4096), "--epochs", String(epochs),
-    "--seed", String(seed), "--out", `.tmp/bench-train-io/${model}`, ...c.args]).epochs;
+    "--seed", String(seed), "--out", `.tmp/bench-train-io/${model}`, ...c.args], clientCpus).epochs;
 }
 
 const results: Record<string, unknown> = {};
 for (const model of models) {
-  log(`\n${model}: ${limits[model]} training images, ${epochs} epochs per run, ${rounds} rounds, store ${store}`);
+  log(`\n${model}: ${limits[model]} training images, ${epochs} epochs per run, ${rounds} rounds, store ${store}` +
+    (clientCpus ? `; client on CPUs ${clientCpus}, proxy on ${process.env.CASSETTE_PROXY_CPUS ?? "any"}` : ""));
   // Warm-up, one run per store: ingests what is missing before anything is timed.
   for (const c of contenders.filter((c) => /SQLite|RTT 0$/.test(c.name))) train(model, c, 0);
   const runs = new Map<string, Epoch[][]>(contenders.map((c) => [c.name, []]));

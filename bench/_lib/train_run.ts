@@ -12,8 +12,10 @@ export interface TrainEpoch {
   outOfPlanShare?: number;
 }
 
-export function runTrain(argv: string[]): { model: string; epochs: TrainEpoch[]; [k: string]: unknown } {
-  const [cmd, ...rest] = runtime.scriptCommand("train.ts", [...argv, "--json"]);
+/** `cpus`: run it on those CPUs only (taskset), e.g. "0" while the store's server has the others. */
+export function runTrain(argv: string[], cpus?: string): { model: string; epochs: TrainEpoch[]; [k: string]: unknown } {
+  const [cmd0, ...rest0] = runtime.scriptCommand("train.ts", [...argv, "--json"]);
+  const [cmd, ...rest] = cpus ? ["taskset", "-c", cpus, cmd0, ...rest0] : [cmd0, ...rest0];
   const r = spawnSync(cmd, rest, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 3_600_000, maxBuffer: 64 << 20 });
   if (r.status !== 0) throw new Error(`train.ts ${argv.join(" ")} exited ${r.status}:\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split("\n").pop()!);

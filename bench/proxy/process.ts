@@ -15,7 +15,10 @@ export async function startProxyProcess(target: string, port: number, args: stri
   const [cmd, ...pre] = runtime.scriptCommand(new URL("./main.ts", import.meta.url).pathname, [
     "--target", target, "--listen", `127.0.0.1:${port}`, ...args,
   ]);
-  const child = spawn(cmd, pre, { stdio: "ignore" });
+  // CASSETTE_PROXY_CPUS=LIST runs the proxy on those CPUs only (taskset): benchmarks put the
+  // store's side on cores of its own, as if it were remote, and keep the client on the others.
+  const cpus = runtime.env("CASSETTE_PROXY_CPUS");
+  const child = cpus ? spawn("taskset", ["-c", cpus, cmd, ...pre], { stdio: "ignore" }) : spawn(cmd, pre, { stdio: "ignore" });
   for (let i = 0; i < 100; i++) {
     const up = await new Promise<boolean>((r) => {
       const s = connect(port, "127.0.0.1", () => (s.destroy(), r(true)));
