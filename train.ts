@@ -11,7 +11,6 @@
  * run's folder, so a run cut short keeps every finished epoch.
  */
 import { appendFile, mkdir, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
@@ -177,7 +176,7 @@ async function main(): Promise<number> {
     if (run.latencyMs > 0) {
       const a = parseStoreAddress(run.address);
       if (a.kind !== "cassandra") bad(`'--latency-ms' needs a network store (cassandra://…): current store is ${redact(run.address)}`);
-      proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, await freePort(), ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
+      proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, 0, ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
       // The same address (credentials, keyspace, options) with the proxy as its only host.
       readStore = await openStore(run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`));
       log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
@@ -248,7 +247,7 @@ async function main(): Promise<number> {
     log(`compile  ${((runtime.now() - tc) / 1000).toFixed(1)} s (training and evaluation programs)`);
     const nTrain = run.batch <= train.length ? train.length - (train.length % run.batch) : train.length;
     let bar = progress("epoch 1", nTrain, run.json);
-    let latest = "", polling = false, lastPoll = runtime.now();
+    let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
     let loaderWait0 = 0, displaced = 0;
     const reports: EpochReport[] = [];
     const t0 = runtime.now();
@@ -257,6 +256,7 @@ async function main(): Promise<number> {
       train: (e) => {
         bar = progress(`epoch ${e + 1}/${epochs}`, nTrain, run.json);
         latest = "";
+        share = 0;
         loaderWait0 = trainLoader.stats().waitSeconds;
         return trainBatches(e);
       },
@@ -268,7 +268,11 @@ async function main(): Promise<number> {
           model.trainMetrics().then((m) => (latest = `loss ${m.loss.toFixed(3)} · acc ${(100 * m.accuracy).toFixed(1)}%`))
             .finally(() => ((polling = false), (lastPoll = runtime.now())));
         }
-        const share = elapsedMs > 0 ? (100 * (run.noIo ? waitedMs : 1000 * (trainLoader.stats().waitSeconds - loaderWait0)) / elapsedMs) : 0;
+        // stats() sorts every batch time so far: refresh the share twice a second, not per step.
+        if (runtime.now() - lastShare > 500 && elapsedMs > 0) {
+          lastShare = runtime.now();
+          share = (100 * (run.noIo ? waitedMs : 1000 * (trainLoader.stats().waitSeconds - loaderWait0))) / elapsedMs;
+        }
         bar.update(samples, `${latest}${latest ? " · " : ""}wait ${share.toFixed(0)}%`);
       },
       onEpoch: async (r) => {
@@ -436,17 +440,6 @@ async function writePlots(dir: string, model: string, reports: EpochReport[]): P
 
 function describeModel(name: string): string {
   return MODELS[name].layers.map((l) => l.kind).join("→");
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 function int(name: string, v: string | undefined, min: number): number {

@@ -59,7 +59,7 @@ console.log(
 
 /** The proxy in its own process in front of nginx; its base URL. */
 async function startProxyProcessFor(delayMs: number): Promise<{ url: string; close(): Promise<void> }> {
-  const p = await startProxyProcess(`127.0.0.1:${web.port}`, 19300 + Math.floor(Math.random() * 500), ["--delay-ms", String(delayMs)]);
+  const p = await startProxyProcess(`127.0.0.1:${web.port}`, 0, ["--delay-ms", String(delayMs)]);
   return { url: `http://127.0.0.1:${p.port}/data`, close: p.close };
 }
 

@@ -3,7 +3,7 @@
  * the measured client's event loop. Resolves once the proxy accepts connections.
  */
 import { spawn } from "node:child_process";
-import { connect } from "node:net";
+import { connect, createServer } from "node:net";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 export interface ProxyProcess {
@@ -11,7 +11,21 @@ export interface ProxyProcess {
   close(): Promise<void>;
 }
 
+/** A port nothing listens on right now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts the proxy on `port` (0: a free one, see `ProxyProcess.port`). */
 export async function startProxyProcess(target: string, port: number, args: string[] = []): Promise<ProxyProcess> {
+  if (port === 0) port = await freePort();
   const [cmd, ...pre] = runtime.scriptCommand(new URL("./main.ts", import.meta.url).pathname, [
     "--target", target, "--listen", `127.0.0.1:${port}`, ...args,
   ]);

@@ -11,9 +11,10 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../bench/proxy/process.ts";
 
 export const NGINX = "/usr/sbin/nginx";
 /** A skip reason when nginx is not installed (apt-get install nginx-light or nginx). */
@@ -155,18 +156,6 @@ ${o.extra ?? ""}
       rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** A port nothing listens on right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Whether 127.0.0.1:port accepts a TCP connection. */
