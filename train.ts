@@ -230,7 +230,7 @@ async function main(): Promise<number> {
       trainBatches = (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: train.length >= run.batch });
       testBatches = te && (() => te.batches(0, { batch: evalBatch, shuffle: false }));
     } else {
-      trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes }), trainLoader, e, (n) => (displaced = n));
+      trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes, readAhead: e + 1 < epochs }), trainLoader, e, (n) => (displaced = n));
       testBatches = testLoader && (() => loaderBatches(testLoader, pre, 0, { classes }));
     }
 

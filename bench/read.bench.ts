@@ -194,7 +194,9 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
     let prev = runtime.now();
     for (const e of [0, 1]) {
       if (e === 1) trace.epoch1At = trace.batches.length;
-      for await (const b of loader.epoch(e)) {
+      // Training reads epochs in sequence: the second epoch's first samples are read during the
+      // first one's tail (option readAhead), as train.ts does.
+      for await (const b of loader.epoch(e, { readAhead: e === 0 })) {
         if (e === 1) trace.epoch1Samples += b.ids.length;
         const now = runtime.now();
         trace.batches.push([(wall() - trace.start) / 1000, now - prev]);

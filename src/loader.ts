@@ -86,6 +86,17 @@ export interface LoaderOptions<T = Fetched> {
    * again, the first answer wins, at most 5 % of requests are hedged (src/source/hedge.ts).
    */
   hedge?: boolean | HedgeOptions;
+  /**
+   * Read the next epoch's first samples while the current epoch's last ones are in flight, so
+   * the pipe does not empty at the epoch boundary (and refills while the caller evaluates).
+   * They share the window: never more outstanding than one window in all. Used only if
+   * `epoch(e + 1)` is called next without `skip`; otherwise dropped (at most one window of
+   * reads wasted). Default "auto": once two epochs have been read in sequence; `true` also for
+   * the first epoch (right for a training loop); `epoch(e, { readAhead })` overrides it.
+   */
+  readAhead?: boolean | "auto";
+  /** Cassandra: "rate" (default) sends each request where it should finish first; "driver" leaves the choice to the driver. */
+  balance?: "rate" | "driver";
   /** Cap on requests in flight at the source (default: the source's). */
   maxInFlight?: number;
   signal?: AbortSignal;
@@ -94,6 +105,8 @@ export interface LoaderOptions<T = Fetched> {
 export interface EpochOptions {
   /** Ids already handed over in an interrupted run of this epoch (from checkpointed batch.ids): they are not read again. */
   skip?: Iterable<string>;
+  /** Read ahead into epoch `epoch + 1` near this epoch's end (default: the loader's `readAhead`). */
+  readAhead?: boolean;
 }
 
 export interface LoaderStats {
@@ -117,6 +130,10 @@ export interface LoaderStats {
   duplicates: number;
   /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
   maxOutstanding: number;
+  /** Samples of the next epoch read ahead (option readAhead) that were used. */
+  readAhead: number;
+  /** Samples read ahead and then dropped because a different epoch (or a resume) came next. */
+  readAheadDropped: number;
   /** The window's depth in batches at the end (grows under prefetch: "auto"). */
   prefetch: number;
   /** Bytes per connection (or host), when the source says which served a sample. */
@@ -129,11 +146,18 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   #retry?: RetrySource;
   #hedge?: HedgeSource;
   #active?: EpochRun<T>;
+  /** The next epoch, read ahead near the active one's end (option readAhead). */
+  #ahead?: EpochRun<T>;
+  #readAhead = false;
+  #previous = Number.NaN;
+  /** Fastest request → ready time seen (ms): with the delivered rate, what the link holds. */
+  #minLatencyMs = Infinity;
+  readonly #handOvers: [number, number][] = []; // [time, samples] of the last 16 hand-overs: the rate taken
   #closed = false;
   #depth?: number;
   #rampedUp = false;
   readonly #stats = {
-    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0,
+    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0, readAhead: 0, readAheadDropped: 0,
     batchMs: [] as number[], perConnection: {} as Record<string, number>,
   };
 
@@ -147,6 +171,8 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       bad(`'prefetch' must be a positive integer or "auto": current value is ${o.prefetch}`);
     }
     if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
+    if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
+    if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
     if (typeof o.store === "string") {
       const kind = parseStoreAddress(o.store).kind; // a bad address fails here, not at the first batch
@@ -163,15 +189,37 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     if (this.#active && !this.#active.finished) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot start epoch ${epoch} while epoch ${this.#active.epoch} is still being read: finish or break out of it first`);
     }
-    const o = this.options;
     const skip = new Set(opts.skip ?? []);
-    const plan = epochPlan(o.ids, {
-      seed: o.seed ?? 0, epoch, rank: o.rank, worldSize: o.worldSize, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast,
-    }).filter((id) => !skip.has(id));
-    const run = new EpochRun<T>(this, epoch, plan);
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    let run: EpochRun<T>;
+    if (ahead && ahead.epoch === epoch && skip.size === 0) {
+      run = ahead;
+      this.#stats.readAhead += ahead.requestedSoFar;
+    } else {
+      if (ahead) this.#stats.readAheadDropped += ahead.requestedSoFar, ahead.stop();
+      run = new EpochRun<T>(this, epoch, this.#plan(epoch).filter((id) => !skip.has(id)));
+    }
+    const o = this.options;
+    const auto = o.prefetch === "auto";
+    const prefetch = this._depth();
+    // The ramp guards the first start of a link; later epochs start at the depth the loader
+    // has learned, which is the steady state, not a burst above it.
+    const start = this._started() ? prefetch : (o.rampStart ?? 2);
+    run.begin(new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch ?? 64) : prefetch));
+    const mode = opts.readAhead ?? o.readAhead ?? "auto";
+    this.#readAhead = mode === true || (mode === "auto" && this.#previous === epoch - 1);
+    this.#previous = epoch;
     this.#active = run;
     this.#stats.epochs++;
     return run;
+  }
+
+  #plan(epoch: number): string[] {
+    const o = this.options;
+    return epochPlan(o.ids, {
+      seed: o.seed ?? 0, epoch, rank: o.rank, worldSize: o.worldSize, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast,
+    });
   }
 
   /** The source, opened on first use. */
@@ -180,13 +228,16 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       const o = this.options;
       let src: Source;
       // Every kind of address opens the same way; the source's close() closes its store.
-      if (typeof o.store === "string") src = await openReadSource(o.store, o.dataset, { maxInFlight: o.maxInFlight });
-      else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight);
+      if (typeof o.store === "string") src = await openReadSource(o.store, o.dataset, { maxInFlight: o.maxInFlight, balance: o.balance });
+      else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight, { balance: o.balance });
       else src = o.store;
       // Hedge inside the retries: a slow attempt is hedged, a failed one retried.
       if (o.hedge) src = this.#hedge = new HedgeSource(src, o.hedge === true ? {} : o.hedge);
       this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
-      this.#retry.onDrain(() => this.#active?.drained());
+      this.#retry.onDrain(() => {
+        this.#active?.drained();
+        this.#ahead?.drained();
+      });
       return this.#retry;
     })();
     return this.#source;
@@ -204,7 +255,8 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
       waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0,
       hedged: this.#hedge?.hedged ?? 0, hedgeWins: this.#hedge?.hedgeWins ?? 0, duplicates: s.duplicates,
-      maxOutstanding: s.maxOutstanding, prefetch: this.#active?.prefetch() ?? 0, perConnection: { ...s.perConnection },
+      maxOutstanding: s.maxOutstanding, readAhead: s.readAhead, readAheadDropped: s.readAheadDropped,
+      prefetch: this.#active?.prefetch() ?? 0, perConnection: { ...s.perConnection },
     };
   }
 
@@ -213,6 +265,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     if (this.#closed) return;
     this.#closed = true;
     this.#active?.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader was closed"));
+    this.#ahead?.stop();
     if (this.#source) await (await this.#source.catch(() => undefined))?.close();
   }
 
@@ -221,15 +274,17 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   }
 
   /** @internal bookkeeping from the epoch run. */
-  _record(batch: Batch<T>, gapMs: number, waitMs: number, outstanding: number, conns: Map<string, number>): void {
+  _record(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, number>): void {
     const s = this.#stats;
     s.batches++;
     s.samples += batch.ids.length;
     s.bytes += batch.bytes;
     s.batchMs.push(gapMs);
+    this.#handOvers.push([runtime.now(), batch.ids.length]);
+    if (this.#handOvers.length > 16) this.#handOvers.shift();
     s.busyMs += gapMs;
     s.waitMs += waitMs;
-    s.maxOutstanding = Math.max(s.maxOutstanding, outstanding);
+    this._outstanding();
     for (const [c, b] of conns) s.perConnection[c] = (s.perConnection[c] ?? 0) + b;
     conns.clear();
   }
@@ -249,9 +304,46 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     this.#rampedUp = true;
     return was;
   }
-  /** @internal */
-  _outstanding(n: number): void {
+  /** @internal Records the samples outstanding over both runs (the memory bound). */
+  _outstanding(): void {
+    const n = (this.#active && !this.#active.finished ? this.#active.outstanding : 0) + (this.#ahead?.outstanding ?? 0);
     this.#stats.maxOutstanding = Math.max(this.#stats.maxOutstanding, n);
+  }
+  /**
+   * @internal Samples `run` may still request. One window bounds both runs together: the active
+   * epoch's, which the next epoch's read-ahead fills only once the active one has asked for its
+   * whole plan (and keeps, while the caller is between epochs).
+   */
+  _room(run: EpochRun<T>): number {
+    const active = this.#active, ahead = this.#ahead;
+    if (!active) return 0;
+    const used = (active.finished ? 0 : active.outstanding) + (ahead?.outstanding ?? 0);
+    if (run === active && !active.finished) return active.windowSamples() - used;
+    if (run === ahead && (active.finished || active.allRequested)) return active.windowSamples() - used;
+    return 0;
+  }
+  /** @internal The active run asked for its whole plan, or ended: start or feed the read-ahead. */
+  _tail(source: Source): void {
+    const active = this.#active;
+    if (!active || this.#closed || !this.#readAhead || active.stopped) return;
+    if (!this.#ahead) {
+      this.#ahead = new EpochRun<T>(this, active.epoch + 1, this.#plan(active.epoch + 1));
+      this.#ahead.prime(source);
+    } else this.#ahead.pump();
+  }
+  /**
+   * @internal May the window deepen? Only while it holds less than twice what the link can hold
+   * at the rate batches are taken (rate × fastest request time, as BBR estimates a path): a
+   * consumer that starves for CPU, not data, does not deepen it.
+   */
+  _mayDeepen(windowSamples: number, fastestMs: number): boolean {
+    this.#minLatencyMs = Math.min(this.#minLatencyMs, fastestMs);
+    const h = this.#handOvers;
+    if (!Number.isFinite(this.#minLatencyMs) || h.length < 2) return false; // nothing measured yet
+    let n = 0;
+    for (let i = 1; i < h.length; i++) n += h[i][1];
+    const samplesPerMs = n / Math.max(1e-3, h[h.length - 1][0] - h[0][0]);
+    return windowSamples < 2 * samplesPerMs * this.#minLatencyMs + this.options.batchSize;
   }
 }
 
@@ -266,12 +358,14 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   readonly #loader: Loader<T>;
   readonly #plan: string[];
   readonly #ledger: Ledger;
-  readonly #window: Window;
+  #window?: Window; // set by begin(): a run read ahead has none until its epoch is asked for
   readonly #B: number;
   readonly #strict: boolean;
   readonly #skipErrors: boolean;
   readonly #transform?: (s: Fetched) => T | Promise<T>;
   #source?: Source;
+  #begun = false;
+  stopped = false;
   #next = 0; // plan position of the next request
   #outstanding = 0; // requested and not yet handed over (in flight, transforming, or ready)
   #pending = 0; // requested and neither arrived nor skipped
@@ -283,6 +377,8 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #error?: Error;
   #wake?: () => void;
   #lastHandOver = 0;
+  readonly #askedAt = new Map<string, number>();
+  #fastestMs = Infinity;
   readonly #conns = new Map<string, number>();
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
 
@@ -293,12 +389,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     this.#plan = plan;
     this.#ledger = new Ledger(plan);
     this.#B = o.batchSize;
-    const auto = o.prefetch === "auto";
-    const prefetch = loader._depth();
-    // The ramp guards the first start of a link; later epochs start at the depth the loader
-    // has learned, which is the steady state, not a burst above it.
-    const start = loader._started() ? prefetch : (o.rampStart ?? 2);
-    this.#window = new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch ?? 64) : prefetch);
     this.#strict = o.order === "strict";
     this.#skipErrors = o.onError === "skip";
     this.#transform = o.transform;
@@ -310,17 +400,43 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     return this;
   }
 
+  /** The caller asked for this epoch: from now on its own window bounds it. */
+  begin(window: Window): void {
+    this.#window = window;
+  }
+
+  /** Starts reading ahead (before begin()), on the source the active epoch uses. */
+  prime(source: Source): void {
+    this.#source = source;
+    this.pump();
+  }
+
+  get outstanding(): number {
+    return this.#outstanding;
+  }
+  /** Samples requested so far. */
+  get requestedSoFar(): number {
+    return this.#next;
+  }
+  get allRequested(): boolean {
+    return this.#next === this.#plan.length;
+  }
+  windowSamples(): number {
+    return this.#window?.samples() ?? 0;
+  }
+
   async next(): Promise<IteratorResult<Batch<T>, undefined>> {
     const t0 = runtime.now();
-    if (!this.#source) {
+    if (!this.#begun) {
       try {
-        this.#source = await this.#loader.source();
+        this.#source ??= await this.#loader.source();
       } catch (e) {
         this.#finish();
         throw e;
       }
+      this.#begun = true;
       this.#lastHandOver = runtime.now();
-      this.#pump();
+      this.pump();
     }
     for (;;) {
       if (this.#error) {
@@ -331,11 +447,11 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       if (taken) {
         const { skippedCount, ...batch } = taken;
         const now = runtime.now();
-        this.#loader._record(batch, now - this.#lastHandOver, now - t0, this.#outstanding, this.#conns);
+        this.#loader._record(batch, now - this.#lastHandOver, now - t0, this.#conns);
         this.#lastHandOver = now;
         this.#outstanding -= batch.ids.length + skippedCount;
-        this.#window.consumed();
-        this.#pump();
+        this.#window!.consumed();
+        this.pump();
         return { value: batch, done: false };
       }
       if (this.#next === this.#plan.length && this.#pending === 0) {
@@ -345,12 +461,12 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
         }
         return { value: undefined, done: true };
       }
-      // Nothing ready, the window full, and the source still taking requests: the window is
-      // too shallow for this link's latency. (A saturated source is the bottleneck itself:
+      // Nothing ready, the window full, and the source still taking requests: the window may
+      // be too shallow for this link's latency. (A saturated source is the bottleneck itself:
       // deepening the window would only hold more memory.)
-      if (this.#outstanding >= this.#window.samples() && this.#next < this.#plan.length && !this.#saturated) {
-        this.#window.starved();
-        this.#pump();
+      if (this.#loader._room(this) <= 0 && this.#next < this.#plan.length && !this.#saturated) {
+        if (this.#loader._mayDeepen(this.#window!.samples(), this.#fastestMs)) this.#window!.starved();
+        this.pump();
       }
       await new Promise<void>((r) => (this.#wake = r));
     }
@@ -365,44 +481,51 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   stop(error?: Error): void {
     if (this.finished) return;
     if (error) this.#error = error;
+    this.stopped = true;
     this.#next = this.#plan.length; // request nothing more
     this.#finish();
     this.#wakeUp();
   }
 
   prefetch(): number {
-    return this.#window.prefetch;
+    return this.#window?.prefetch ?? 0;
   }
 
   drained(): void {
     this.#saturated = false;
-    this.#pump();
+    this.pump();
   }
 
   #finish(): void {
     this.finished = true;
-    this.#loader._depth(this.#window.prefetch); // the next epoch starts as deep as this one ended
+    if (this.#window) this.#loader._depth(this.#window.prefetch); // the next epoch starts as deep as this one ended
     this.#loader.options.signal?.removeEventListener("abort", this.#onAbort);
+    // Ended normally: the next epoch's read-ahead may now use the whole window.
+    if (this.#window && !this.stopped && !this.#error && this.#source) this.#loader._tail(this.#source);
   }
 
   /** Requests as many samples as the window, the plan and the source allow. */
-  #pump(): void {
+  pump(): void {
     const src = this.#source;
     if (!src || this.finished) return;
-    while (!this.#saturated && this.#next < this.#plan.length && this.#outstanding < this.#window.samples()) {
+    const now = runtime.now();
+    for (let room = this.#loader._room(this); room > 0 && !this.#saturated && this.#next < this.#plan.length; room--) {
       const id = this.#plan[this.#next++];
       this.#ledger.requested(id);
+      this.#askedAt.set(id, now);
       this.#outstanding++;
       this.#pending++;
       if (!src.fetch(id, (err, s) => this.#arrived(id, err, s))) this.#saturated = true;
     }
-    this.#loader._outstanding(this.#outstanding);
+    this.#loader._outstanding();
+    if (this.#window && this.#next === this.#plan.length) this.#loader._tail(src);
   }
 
   #arrived(id: string, err: Error | null, s?: Fetched): void {
     if (this.finished && !this.#error) return;
     if (err || !s) {
       this.#pending--;
+      this.#askedAt.delete(id);
       if (this.#skipErrors) {
         this.#ledger.skip(id);
         this.#skipped.add(id);
@@ -440,6 +563,8 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
 
   #ready1(s: Fetched, item: T): void {
     this.#pending--;
+    const asked = this.#askedAt.get(s.id);
+    if (asked !== undefined) this.#fastestMs = Math.min(this.#fastestMs, runtime.now() - asked), this.#askedAt.delete(s.id);
     if (this.#strict) this.#byId.set(s.id, { s, item });
     else this.#ready.push({ s, item });
     this.#wakeUp();

@@ -18,7 +18,7 @@ import { SqliteStore } from "./sqlite.ts";
 import type { Store } from "./store.ts";
 import type { Source } from "./source.ts";
 import { SqliteSource } from "./sqlite_source.ts";
-import { CassandraSource } from "./cassandra_source.ts";
+import { CassandraSource, type CassandraSourceOptions } from "./cassandra_source.ts";
 
 export interface OpenStoreOptions {
   /** Options for `cassandra://` addresses (driver options pass through as `driver`). */
@@ -43,11 +43,12 @@ export async function openStore(address: string, options: OpenStoreOptions = {})
 
 /**
  * The read side of a store for the loader. `maxInFlight` caps requests in flight (default:
- * 1024 for Cassandra, 4096 for SQLite).
+ * the driver pool's capacity for Cassandra, 4096 for SQLite). `options.balance` picks how
+ * Cassandra requests are spread over connections (CassandraSourceOptions).
  */
-export async function openSource(store: Store, dataset: string, maxInFlight?: number): Promise<Source> {
+export async function openSource(store: Store, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}): Promise<Source> {
   await store.getDataset(dataset); // a clear error now rather than per sample
   if (store instanceof SqliteStore) return new SqliteSource(store, dataset, maxInFlight);
-  if (store instanceof CassandraStore) return new CassandraSource(store, dataset, maxInFlight);
+  if (store instanceof CassandraStore) return new CassandraSource(store, dataset, maxInFlight, options);
   throw new CassetteError("ERR_UNSUPPORTED", `Cannot read from store ${store.address}: it has no source`);
 }

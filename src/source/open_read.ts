@@ -37,6 +37,8 @@ export interface OpenReadOptions {
   file?: Omit<FileSourceOptions, "dataset">;
   /** For `cassandra://` addresses: driver options. */
   cassandra?: CassandraStoreOptions;
+  /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
+  balance?: "rate" | "driver";
 }
 
 /**
@@ -60,7 +62,7 @@ export async function openReadSource(address: string, dataset?: string, options:
       const store = await openStore(address, { cassandra: options.cassandra });
       let inner: Source;
       try {
-        inner = await openSource(store, dataset, maxInFlight);
+        inner = await openSource(store, dataset, maxInFlight, { balance: options.balance });
       } catch (e) {
         await store.close().catch(() => {});
         throw e;

@@ -206,3 +206,76 @@ test("prefetch auto deepens the window when the consumer starves, within maxPref
   assert.ok(rec.maxInFlight <= 12 * 5, `never more than maxPrefetch batches in flight: ${rec.maxInFlight}`);
   await loader.close();
 });
+
+test("readAhead: the next epoch is requested during this one's tail, within one window, and delivered exactly once", async () => {
+  const seed = freshSeed();
+  const r = rng(seed);
+  const rec = recording(delayed(await setup(), () => 1 + r() * 4));
+  const B = 10, prefetch = 4;
+  const loader = new Loader({ store: rec, ids, batchSize: B, prefetch, seed, readAhead: true, order: seed % 2 ? "strict" : "ready" });
+  for (let e = 0; e < 3; e++) {
+    const seen: string[] = [];
+    const plan = epochPlan(ids, { seed, epoch: e, batchSize: B });
+    let k = 0;
+    for await (const b of loader.epoch(e)) {
+      seen.push(...b.ids);
+      if (loader.options.order === "strict") assert.equal(b.ids, plan.slice(k * B, (k + 1) * B), `strict batch ${k} of epoch ${e} (seed ${seed})`);
+      k++;
+    }
+    assert.is(seen.length, ids.length, `epoch ${e} (seed ${seed})`);
+    assert.is(new Set(seen).size, ids.length, `no duplicates in epoch ${e} (seed ${seed})`);
+    // The epoch has ended and nothing of the next was asked for by the caller yet: the next
+    // epoch's first samples are already requested.
+    assert.ok(rec.requests.length > (e + 1) * ids.length, `epoch ${e + 1} read ahead: ${rec.requests.length - (e + 1) * ids.length} requested`);
+  }
+  assert.ok(rec.maxInFlight <= prefetch * B, `one window bounds both epochs: ${rec.maxInFlight} in flight`);
+  const s = loader.stats();
+  assert.ok(s.maxOutstanding <= prefetch * B, `outstanding ${s.maxOutstanding}`);
+  assert.ok(s.readAhead > 0 && s.readAheadDropped === 0, JSON.stringify(s));
+  await loader.close();
+  assert.is(loader.stats().readAheadDropped, 0, "close() drops the last read-ahead without counting it as used");
+});
+
+test("readAhead: default 'auto' starts after two epochs in sequence; a different epoch or a resume drops it", async () => {
+  const rec = recording(await setup());
+  const loader = new Loader({ store: rec, ids, batchSize: 16, prefetch: 3, seed: 9 });
+  const drain = async (e: number, skip?: string[]) => {
+    const seen: string[] = [];
+    for await (const b of loader.epoch(e, { skip })) seen.push(...b.ids);
+    return seen;
+  };
+  assert.is((await drain(0)).length, ids.length);
+  assert.is(rec.requests.length, ids.length, "the first epoch does not read ahead");
+  assert.is((await drain(1)).length, ids.length);
+  assert.ok(rec.requests.length > 2 * ids.length, "epoch 1 follows epoch 0: it reads epoch 2 ahead");
+  // A resume of epoch 2 (some ids already handed over) does not use what was read ahead.
+  const done = epochPlan(ids, { seed: 9, epoch: 2, batchSize: 16 }).slice(0, 20);
+  const resumed = await drain(2, done);
+  assert.is(resumed.length, ids.length - 20);
+  assert.ok(resumed.every((id) => !done.includes(id)), "skipped ids are not read again");
+  assert.is(new Set(resumed).size, resumed.length);
+  assert.ok(loader.stats().readAheadDropped > 0, "the read-ahead was dropped");
+  // Jumping to another epoch also drops it, and delivers that epoch exactly once.
+  const jumped = await drain(7);
+  assert.is(new Set(jumped).size, ids.length);
+  const off = new Loader({ store: recording(await setup()), ids, batchSize: 16, readAhead: false });
+  for (const e of [0, 1, 2]) for await (const _ of off.epoch(e));
+  assert.is(off.stats().readAhead + off.stats().readAheadDropped, 0, "readAhead: false never reads ahead");
+  await off.close();
+  await loader.close();
+});
+
+test("prefetch auto does not deepen for a consumer that starves for CPU, not data", async () => {
+  // Answers come at once, but the consumer holds the thread 3 ms per batch: when it asks again
+  // the answers are still unprocessed, so it finds nothing ready with the window full. A deeper
+  // window cannot help; the old rule deepened it anyway.
+  const loader = new Loader({ store: await setup(), ids, batchSize: 5, prefetch: "auto", maxPrefetch: 30, seed: 2 });
+  for (let e = 0; e < 2; e++) {
+    for await (const _ of loader.epoch(e)) {
+      const until = performance.now() + 3;
+      while (performance.now() < until);
+    }
+  }
+  assert.is(loader.stats().prefetch, 8, `the window stays at 8 batches: ${loader.stats().prefetch}`);
+  await loader.close();
+});
