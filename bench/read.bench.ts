@@ -19,7 +19,7 @@
  * connection's byte count every 100 ms (bench/read/timeline_proxy.ts).
  *
  *   bun bench/read.bench.ts [--set fmnist|imagenet|both] [--samples N] [--rounds R] [--batch B]
- *       [--prefetch K|auto] [--step-ms S] [--settings rtt0,rtt20,rtt150,uneven] [--balance driver|rate|both]
+ *       [--prefetch K|auto] [--step-ms S] [--settings rtt0,rtt20,rtt150,uneven,moving] [--balance driver|rate|both]
  *       [--out DIR] [--imagenet-dir DIR] [--quick] [--json FILE] [--store cassandra://…/KEYSPACE]
  * Needs a running node (cassette cassandra start). Prints tables; records go in bench/RESULTS.md.
  */
@@ -44,7 +44,7 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --batch B                    batch size (default 128 fmnist, 32 imagenet)
   --prefetch K|auto            window in batches (default auto)
   --step-ms S                  consumer busy-waits S ms per batch (default 0: a tight loop)
-  --settings LIST              any of rtt0,rtt20,rtt150,uneven (default all four)
+  --settings LIST              any of rtt0,rtt20,rtt150,uneven,moving (default the first four)
   --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
   --out DIR                    where the SVG figures go (default bench/read/figures)
   --imagenet-dir DIR           the ImageNet-like folder (default $CASSETTE_CACHE/imagenet-like, from bench/read/make_imagenet_like.sh)
@@ -158,11 +158,17 @@ const SETTINGS: Record<string, { label: string; proxy: string[] }> = {
   rtt20: { label: "RTT 20 ms", proxy: ["--delay-ms", "10"] },
   rtt150: { label: "RTT 150 ms", proxy: ["--delay-ms", "75"] },
   uneven: { label: "uneven: 1 connection in 4 at 1 MB/s, RTT 20 ms", proxy: ["--delay-ms", "10", "--congest-every", "4", "--congest-bps", "1000000"] },
+  // The paper's case (§3.3): congestion comes and goes on routes, so no connection is known to
+  // be slow for long; requests already queued on one that turns slow are stuck there.
+  moving: {
+    label: "moving congestion: 1 connection in 4 at 1 MB/s, a different one every 2 s, RTT 20 ms",
+    proxy: ["--delay-ms", "10", "--congest-every", "4", "--congest-bps", "1000000", "--congest-rotate-ms", "2000"],
+  },
 };
 
 async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: string) {
   const st = SETTINGS[key];
-  if (!st) throw new Error(`unknown setting '${key}' (rtt0, rtt20, rtt150, uneven)`);
+  if (!st) throw new Error(`unknown setting '${key}' (${Object.keys(SETTINGS).join(", ")})`);
   const B = spec.batchSize;
   const connections = 4;
   const proxy = await startTimelineProxy(`${a.hosts[0]}:${a.port}`, 0, st.proxy);

@@ -153,6 +153,9 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   /** Fastest request → ready time seen (ms): with the delivered rate, what the link holds. */
   #minLatencyMs = Infinity;
   readonly #handOvers: [number, number][] = []; // [time, samples] of the last 16 hand-overs: the rate taken
+  /** The last depth probe beyond what latency asks: the rate before it, and when (batches). */
+  #probe?: { rate: number; at: number };
+  #plateau = false;
   #closed = false;
   #depth?: number;
   #rampedUp = false;
@@ -212,6 +215,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     this.#previous = epoch;
     this.#active = run;
     this.#stats.epochs++;
+    this.#handOvers.length = 0; // rates are measured within an epoch: the boundary is no sample of them
     return run;
   }
 
@@ -332,18 +336,32 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     } else this.#ahead.pump();
   }
   /**
-   * @internal May the window deepen? Only while it holds less than twice what the link can hold
-   * at the rate batches are taken (rate × fastest request time, as BBR estimates a path): a
-   * consumer that starves for CPU, not data, does not deepen it.
+   * @internal The consumer found nothing ready with the window full: deepen it, if that pays.
+   * - Below twice what the link holds at the rate batches are taken (rate × fastest request
+   *   time, as BBR estimates a path) the window is too shallow for the latency: grow.
+   * - Beyond that, depth only pays through cheaper per-request work (fuller writes, fewer
+   *   wake-ups): probe 25 % deeper, and go on only while the rate taken rises ≥ 5 % over the
+   *   next 16 batches. A consumer short of CPU rather than data stops after one probe.
    */
-  _mayDeepen(windowSamples: number, fastestMs: number): boolean {
+  _deepen(window: Window, fastestMs: number): void {
     this.#minLatencyMs = Math.min(this.#minLatencyMs, fastestMs);
     const h = this.#handOvers;
-    if (!Number.isFinite(this.#minLatencyMs) || h.length < 2) return false; // nothing measured yet
+    if (!Number.isFinite(this.#minLatencyMs) || h.length < 2) return; // nothing measured yet
     let n = 0;
     for (let i = 1; i < h.length; i++) n += h[i][1];
     const samplesPerMs = n / Math.max(1e-3, h[h.length - 1][0] - h[0][0]);
-    return windowSamples < 2 * samplesPerMs * this.#minLatencyMs + this.options.batchSize;
+    if (window.samples() < 2 * samplesPerMs * this.#minLatencyMs + this.options.batchSize) {
+      if (window.starved()) this.#probe = undefined;
+      return;
+    }
+    // A probe is judged on 16 hand-overs of one epoch, all at the new depth.
+    const batches = this.#stats.batches;
+    if (this.#plateau || h.length < 16 || (this.#probe && batches - this.#probe.at < 16)) return;
+    if (this.#probe && samplesPerMs < this.#probe.rate * 1.05) {
+      this.#plateau = true;
+      return;
+    }
+    if (window.starved(Math.max(1, Math.round(window.prefetch / 4)))) this.#probe = { rate: samplesPerMs, at: batches };
   }
 }
 
@@ -465,7 +483,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       // be too shallow for this link's latency. (A saturated source is the bottleneck itself:
       // deepening the window would only hold more memory.)
       if (this.#loader._room(this) <= 0 && this.#next < this.#plan.length && !this.#saturated) {
-        if (this.#loader._mayDeepen(this.#window!.samples(), this.#fastestMs)) this.#window!.starved();
+        this.#loader._deepen(this.#window!, this.#fastestMs);
         this.pump();
       }
       await new Promise<void>((r) => (this.#wake = r));

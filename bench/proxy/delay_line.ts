@@ -40,7 +40,8 @@ export interface Sink {
 export interface DelayLineOptions {
   delayMs: number;
   jitterMs?: number;
-  bandwidthBytesPerSec?: number;
+  /** A cap, or a cap that changes with the runtime clock (undefined: no cap then). */
+  bandwidthBytesPerSec?: number | ((now: number) => number | undefined);
   /** Uniform in [0, 1): the jitter draws. */
   random: () => number;
   /** No byte departs before this time (a connection's handshake). */
@@ -97,8 +98,7 @@ export class DelayLine {
 
   push(chunk: Uint8Array, now = runtime.now()): void {
     if (this.#stopped) return;
-    const cap = this.#o.bandwidthBytesPerSec;
-    if (cap === undefined) this.#enqueue(chunk, this.#depart(0, now));
+    if (this.#o.bandwidthBytesPerSec === undefined) this.#enqueue(chunk, this.#depart(0, now));
     else {
       // Pieces no bigger than the bucket, so a large chunk trickles out at the cap.
       for (let off = 0; off < chunk.length; off += BURST) {
@@ -152,8 +152,10 @@ export class DelayLine {
   /** When the last byte of a piece of `n` bytes leaves the token bucket (ms, runtime clock). */
   #depart(n: number, now: number): number {
     let t = Math.max(now, this.#lastDepart);
-    const cap = this.#o.bandwidthBytesPerSec;
-    if (cap !== undefined) {
+    const bw = this.#o.bandwidthBytesPerSec;
+    const cap = typeof bw === "function" ? bw(t) : bw;
+    if (cap === undefined) this.#tokens = BURST, this.#tokensAt = t; // uncapped for now: a full bucket
+    else {
       const perMs = cap / 1000;
       this.#tokens = Math.min(BURST, this.#tokens + (t - this.#tokensAt) * perMs);
       this.#tokensAt = t;

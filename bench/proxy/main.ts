@@ -18,6 +18,7 @@ const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
   --bandwidth-bps B       cap every connection at B bytes/s per direction
   --congest-every N       every Nth connection (the Nth, 2Nth, …) is congested…
   --congest-bps B         …at B bytes/s per direction (both options go together)
+  --congest-rotate-ms P   congestion moves on to the next connection every P ms
   --queue-bytes Q         bytes held per direction before reading pauses (default 4194304)
   --no-handshake          connections open at once (default: set-up costs one round trip)
   --seed S                seed of the jitter draws (default 1)
@@ -40,7 +41,7 @@ try {
 }
 
 async function main() {
-  const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--queue-bytes", "--seed"]);
+  const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--congest-rotate-ms", "--queue-bytes", "--seed"]);
   const flags = new Set(["--no-handshake", "--json"]);
   const values = new Map<string, string>();
   for (let i = 0; i < args.length; i++) {
@@ -65,11 +66,13 @@ async function main() {
     seed: num("--seed"),
   };
   const every = num("--congest-every"), congestBps = num("--congest-bps");
+  const rotateMs = num("--congest-rotate-ms");
   if ((every === undefined) !== (congestBps === undefined)) bad("'--congest-every' and '--congest-bps' go together");
-  const profile = every !== undefined ? unevenEvery(every, { ...base, bandwidthBytesPerSec: congestBps }, base) : uniform(base.delayMs, base);
+  if (rotateMs !== undefined && every === undefined) bad("'--congest-rotate-ms' needs '--congest-every' and '--congest-bps'");
+  const profile = every !== undefined ? unevenEvery(every, { ...base, bandwidthBytesPerSec: congestBps }, base, rotateMs) : uniform(base.delayMs, base);
   const proxy = await startProxy({ target, listen, profile, queueBytes: num("--queue-bytes"), handshake: !values.has("--no-handshake") });
 
-  const congestion = every !== undefined ? `; 1 connection in ${every} capped at ${congestBps} B/s` : "";
+  const congestion = every !== undefined ? `; 1 connection in ${every} capped at ${congestBps} B/s${rotateMs ? `, a different one every ${rotateMs} ms` : ""}` : "";
   const cap = base.bandwidthBytesPerSec ? `, cap ${base.bandwidthBytesPerSec} B/s` : "";
   const jitter = base.jitterMs ? ` ± ${base.jitterMs}` : "";
   console.log(`proxy ${proxy.host}:${proxy.port} → ${target.host}:${target.port}: ${base.delayMs}${jitter} ms one way (round trip +${2 * base.delayMs} ms)${cap}${congestion}`);
@@ -95,9 +98,10 @@ function table(conns: ConnectionStats[], now: number): string {
   const rows = conns.map((c) => {
     const secs = ((c.closedAt ?? now) - c.openedAt) / 1000;
     const p = c.profile;
+    const bw = typeof p.bandwidthBytesPerSec === "function" ? " @rotating" : p.bandwidthBytesPerSec ? ` @${p.bandwidthBytesPerSec}B/s` : "";
     return [
       String(c.index),
-      `${p.delayMs}${p.jitterMs ? `±${p.jitterMs}` : ""}${p.bandwidthBytesPerSec ? ` @${p.bandwidthBytesPerSec}B/s` : ""}`,
+      `${p.delayMs}${p.jitterMs ? `±${p.jitterMs}` : ""}${bw}`,
       c.connectedAt !== undefined ? (c.connectedAt - c.openedAt).toFixed(1) : "-",
       String(c.bytesUp),
       String(c.bytesDown),

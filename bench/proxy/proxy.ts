@@ -25,7 +25,7 @@ import { rng } from "../../src/plan/rng.ts";
 import { DelayLine } from "./delay_line.ts";
 import { checkProfile, type Profile, type ProfileFn } from "./profile.ts";
 
-export { checkProfile, type Profile, type ProfileFn, unevenEvery, uniform } from "./profile.ts";
+export { capAt, checkProfile, type Profile, type ProfileFn, unevenEvery, uniform } from "./profile.ts";
 
 export interface Endpoint {
   host: string;

@@ -17,7 +17,7 @@ export interface TimelineProxy {
   readonly snapshots: Snapshot[];
   /** MB/s received by the client on each connection, between two wall-clock times, per interval. */
   rates(fromMs: number, toMs: number): Map<number, [number, number][]>;
-  /** Whether connection `index` has a bandwidth cap (a congested one). */
+  /** Whether connection `index` had a bandwidth cap all along (a congested one). */
   capped(index: number): boolean;
   close(): Promise<void>;
 }
@@ -82,8 +82,9 @@ export async function startTimelineProxy(target: string, port = 0, args: string[
       return out;
     },
     capped(index) {
-      const s = snapshots[snapshots.length - 1];
-      return (s?.c.find((c) => c[0] === index)?.[3] ?? 0) > 0;
+      // Capped in every snapshot it appears in: with moving congestion, none is marked.
+      const caps = snapshots.map((s) => s.c.find((c) => c[0] === index)).filter((c) => c !== undefined);
+      return caps.length > 0 && caps.every((c) => c[3] > 0);
     },
     close: () => new Promise<void>((r) => (child.exitCode !== null ? r() : (child.once("exit", () => r()), child.kill("SIGTERM")))),
   };

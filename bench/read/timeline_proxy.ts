@@ -5,14 +5,14 @@
  * prints totals at exit; this is the same proxy with a time series.
  *
  *   bun bench/read/timeline_proxy.ts --target 127.0.0.1:9042 --listen 127.0.0.1:19100 \
- *       --delay-ms 75 [--congest-every 4 --congest-bps 1000000] [--sample-ms 100]
+ *       --delay-ms 75 [--congest-every 4 --congest-bps 1000000 [--congest-rotate-ms 2000]] [--sample-ms 100]
  *
- * Each line: {"t": wall-clock ms (timeOrigin + now), "c": [[index, bytesDown, bytesUp, capBytesPerSec or 0], …]}.
+ * Each line: {"t": wall-clock ms (timeOrigin + now), "c": [[index, bytesDown, bytesUp, capBytesPerSec now or 0], …]}.
  * The first line is {"listening": PORT}.
  */
 import process from "node:process";
 import { runtime } from "../../runtime-adapters/index.ts";
-import { startProxy, unevenEvery, uniform } from "../proxy/proxy.ts";
+import { capAt, startProxy, unevenEvery, uniform } from "../proxy/proxy.ts";
 
 const args = runtime.args();
 const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
@@ -20,9 +20,10 @@ const [host, port] = (opt("--target") ?? "127.0.0.1:9042").split(":");
 const [lhost, lport] = (opt("--listen") ?? "127.0.0.1:0").split(":");
 const delayMs = Number(opt("--delay-ms") ?? 0);
 const every = opt("--congest-every");
+const rotate = opt("--congest-rotate-ms");
 const sampleMs = Number(opt("--sample-ms") ?? 100);
 const profile = every
-  ? unevenEvery(Number(every), { delayMs, bandwidthBytesPerSec: Number(opt("--congest-bps")) }, { delayMs })
+  ? unevenEvery(Number(every), { delayMs, bandwidthBytesPerSec: Number(opt("--congest-bps")) }, { delayMs }, rotate ? Number(rotate) : undefined)
   : uniform(delayMs);
 const proxy = await startProxy({ target: { host, port: Number(port) }, listen: { host: lhost, port: Number(lport) }, profile });
 
@@ -30,7 +31,8 @@ const proxy = await startProxy({ target: { host, port: Number(port) }, listen: {
 const wall = () => performance.timeOrigin + performance.now();
 console.log(JSON.stringify({ listening: proxy.port }));
 const timer = setInterval(() => {
-  const c = proxy.stats().connections.map((s) => [s.index, s.bytesDown, s.bytesUp, s.profile.bandwidthBytesPerSec ?? 0]);
+  const now = runtime.now();
+  const c = proxy.stats().connections.map((s) => [s.index, s.bytesDown, s.bytesUp, capAt(s.profile, now) ?? 0]);
   console.log(JSON.stringify({ t: wall(), c }));
 }, sampleMs);
 

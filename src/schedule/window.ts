@@ -11,7 +11,8 @@
  * Adaptive depth (`maxPrefetch` > `prefetch`): when the consumer finds nothing ready while the
  * window is full, the window was too shallow for the latency × throughput of this link, so its
  * ceiling grows by one batch (up to `maxPrefetch`), still at the ramp's pace. A hand-set depth
- * that suits RTT 0 starves at 150 ms; this finds the depth Little's law asks for.
+ * that suits RTT 0 starves at 150 ms; this finds the depth Little's law asks for. (Whether to
+ * deepen is the Loader's call: see Loader._deepen.)
  */
 export class Window {
   readonly batchSize: number;
@@ -33,9 +34,11 @@ export class Window {
     return this.#prefetch;
   }
 
-  /** The consumer waited while the window was full: deepen it (if adaptive). */
-  starved(): void {
-    if (this.#prefetch < this.maxPrefetch && this.batches() >= this.#prefetch) this.#prefetch++;
+  /** The consumer waited while the window was full: deepen it by `step` batches (if adaptive). True if it grew. */
+  starved(step = 1): boolean {
+    if (this.#prefetch >= this.maxPrefetch || this.batches() < this.#prefetch) return false;
+    this.#prefetch = Math.min(this.maxPrefetch, this.#prefetch + step);
+    return true;
   }
 
   /** The consumer took one batch. */

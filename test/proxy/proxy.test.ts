@@ -10,8 +10,8 @@ import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { type Proxy, startProxy, unevenEvery, uniform } from "../../bench/proxy/proxy.ts";
-import { BURST } from "../../bench/proxy/delay_line.ts";
+import { capAt, type Proxy, startProxy, unevenEvery, uniform } from "../../bench/proxy/proxy.ts";
+import { BURST, DelayLine } from "../../bench/proxy/delay_line.ts";
 import { closed, dial, echo, eventually, median, readBytes, roundTrip, sleep, startServer, type TestServer } from "./_servers.ts";
 
 const servers: TestServer[] = [];
@@ -303,4 +303,42 @@ test("bad options throw ERR_INVALID_OPTION naming the option and its value", asy
   assert.is(p.stats().connections[1].error, "Cannot proxy connection 1 as 'delayMs' must be ≥ 0: current value is -5");
   await roundTrip(ok); // the others go on
   ok.destroy();
+});
+
+test("moving congestion: one connection in n is capped at a time, the next one every rotateMs", () => {
+  const R = 1000, n = 4, capped = 123_000;
+  const t0 = runtime.now();
+  const p = unevenEvery(n, { delayMs: 3, bandwidthBytesPerSec: capped }, { delayMs: 3 }, R);
+  for (let k = 0; k < 2 * n; k++) {
+    const at = t0 + (k + 0.5) * R;
+    const caps = Array.from({ length: 2 * n }, (_, i) => capAt(p(i), at));
+    const want = (i: number) => (i + k) % n === n - 1;
+    assert.equal(caps, caps.map((_, i) => (want(i) ? capped : undefined)), `period ${k}: ${caps}`);
+    assert.is(p(k).delayMs, 3);
+  }
+  assert.throws(() => unevenEvery(4, { delayMs: 1 }, { delayMs: 1 }, 0), /'rotateMs' must be > 0: current value is 0/);
+});
+
+test("a cap that changes with time: bytes pushed while capped trickle, then the rest leave at once", async () => {
+  const N = 400_000, cap = 1_000_000, capMs = 150;
+  const t0 = runtime.now();
+  let got = 0, last = 0;
+  const done = new Promise<void>((resolve) => {
+    const line = new DelayLine({
+      delayMs: 0, random: Math.random, maxQueued: 1 << 30, onPause() {}, onResume() {},
+      bandwidthBytesPerSec: (now) => (now < t0 + capMs ? cap : undefined),
+      onForward: (b) => {
+        got += b;
+        last = runtime.now();
+        if (got === N) resolve();
+      },
+    });
+    line.attach({ write: () => true, end() {}, writableLength: 0, destroyed: false });
+    line.push(new Uint8Array(N));
+  });
+  await done;
+  const ms = last - t0;
+  // Capped throughout, 400 kB at 1 MB/s would take ~384 ms; capped for 150 ms, about 150.
+  assert.ok(ms >= capMs * 0.9, `the cap held while it applied: all out after ${ms.toFixed(0)} ms`);
+  assert.ok(ms < 300, `the cap lifted at ${capMs} ms: all out after ${ms.toFixed(0)} ms`);
 });
