@@ -27,7 +27,10 @@ export type ErrorCode =
   | "ERR_STORE_ADDRESS"
   /** Input data (idx file, JPEG, manifest) is malformed. */
   | "ERR_MALFORMED_INPUT"
-  /** Input is well formed but uses a feature cassette does not support. */
+  /**
+   * Input is well formed but uses a feature cassette does not support, or a kernel needs a
+   * device feature (e.g. `shader-f16`) that the device was not opened with.
+   */
   | "ERR_UNSUPPORTED"
   /** The current runtime lacks something cassette needs (no adapter, too old). */
   | "ERR_RUNTIME";

@@ -15,6 +15,11 @@ export interface KernelSpec {
   code: string;
   entryPoint?: string;
   bindings: readonly BindingKind[];
+  /**
+   * Device features the WGSL needs (e.g. "shader-f16" for `enable f16;`): compiling on a
+   * device without one throws CassetteError ERR_UNSUPPORTED instead of a validation error.
+   */
+  features?: readonly GPUFeatureName[];
 }
 
 interface Compiled {
@@ -46,6 +51,14 @@ export class Kernel {
 
   async #build(device: GPUDevice, constants: Record<string, number>): Promise<Compiled> {
     const { name, code, bindings } = this.spec;
+    for (const f of this.spec.features ?? []) {
+      if (!device.features.has(f)) {
+        throw new CassetteError(
+          "ERR_UNSUPPORTED",
+          `Cannot compile kernel ${name} as the device lacks the '${f}' feature: open it with requestDevice({ features: ["${f}"] }) on an adapter that has it`,
+        );
+      }
+    }
     device.pushErrorScope("validation");
     const module = device.createShaderModule({ label: name, code });
     const layout = device.createBindGroupLayout({

@@ -1,12 +1,20 @@
 /**
- * A Tensor is a view of f32 (or u32) values in a GPUBuffer: buffer, byte offset, shape.
+ * A Tensor is a view of f32 (or u32, or f16) values in a GPUBuffer: buffer, byte offset, shape.
  * Parameters of a model live in one buffer (a TensorArena) so that the optimizer updates them
  * all in one dispatch; activations get a buffer each.
  */
 import { CassetteError } from "../errors.ts";
 
-/** Element type; every training kernel computes in f32, labels and indices are u32. */
-export type DType = "f32" | "u32";
+/**
+ * Element type; every training kernel computes in f32, labels and indices are u32. f16 (two
+ * values per 32-bit word) is the storage of gemm_f16.wgsl's operands, made by cast_f16.wgsl.
+ */
+export type DType = "f32" | "u32" | "f16";
+
+/** Bytes that `size` values of `dtype` take in a binding: f16 rounds up to whole 4-byte words. */
+export function bytesOf(size: number, dtype: DType): number {
+  return dtype === "f16" ? Math.ceil(size / 2) * 4 : size * 4;
+}
 
 export class Tensor {
   readonly buffer: GPUBuffer;
@@ -34,8 +42,9 @@ export class Tensor {
     }
   }
 
+  /** Bytes of the view: WebGPU storage bindings are whole 4-byte words, so an odd f16 count pads. */
   get bytes(): number {
-    return this.size * 4;
+    return bytesOf(this.size, this.dtype);
   }
 
   /** The same values under another shape of the same size (flatten, reshape). */
@@ -62,15 +71,22 @@ export const TENSOR_USAGE = 0x80 | 0x04 | 0x08;
 /** A new zero-filled tensor in a buffer of its own. */
 export function createTensor(device: GPUDevice, shape: readonly number[], label?: string, dtype: DType = "f32"): Tensor {
   const size = shape.reduce((a, b) => a * b, 1);
-  const buffer = device.createBuffer({ label, size: Math.max(4, size * 4), usage: TENSOR_USAGE });
+  const buffer = device.createBuffer({ label, size: Math.max(4, bytesOf(size, dtype)), usage: TENSOR_USAGE });
   return new Tensor(buffer, shape, 0, dtype);
 }
 
-/** A tensor holding `data`. */
-export function tensorFrom(device: GPUDevice, data: Float32Array | Uint32Array | Int32Array, shape: readonly number[], label?: string): Tensor {
-  const t = createTensor(device, shape, label, data instanceof Float32Array ? "f32" : "u32");
+/** A tensor holding `data`; a Uint16Array holds f16 bit patterns (an "f16" tensor). */
+export function tensorFrom(device: GPUDevice, data: Float32Array | Uint32Array | Int32Array | Uint16Array, shape: readonly number[], label?: string): Tensor {
+  const dtype = data instanceof Float32Array ? "f32" : data instanceof Uint16Array ? "f16" : "u32";
+  const t = createTensor(device, shape, label, dtype);
   if (data.length !== t.size) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot upload ${data.length} values as a tensor of shape [${shape}] (${t.size} values)`);
+  }
+  if (data instanceof Uint16Array && data.length % 2 === 1) {
+    // writeBuffer copies whole 4-byte words: an odd count of f16 values gets a zero pad.
+    const padded = new Uint16Array(data.length + 1);
+    padded.set(data);
+    data = padded;
   }
   // writeBuffer takes views of plain ArrayBuffers only: a view of shared memory is copied first.
   const plain = data.buffer instanceof ArrayBuffer ? data.buffer : data.slice().buffer;

@@ -1,6 +1,6 @@
 /** Shape checks shared by the op planners: each throws a CassetteError naming the operand. */
 import { CassetteError } from "../../errors.ts";
-import type { Tensor } from "../tensor.ts";
+import type { DType, Tensor } from "../tensor.ts";
 
 /** Throws unless `t` has exactly `shape` (-1 matches any size). */
 export function expectShape(op: string, what: string, t: Tensor, shape: readonly number[]): void {
@@ -24,6 +24,13 @@ export function expectRank(op: string, what: string, t: Tensor, rank: number): v
 export function expectSize(op: string, what: string, t: Tensor, size: number): void {
   if (t.size !== size) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot run ${op} as '${what}' must hold ${size} values: current shape is [${t.shape}] (${t.size})`);
+  }
+}
+
+/** Throws unless `t` holds `dtype` values. */
+export function expectDType(op: string, what: string, t: Tensor, dtype: DType): void {
+  if (t.dtype !== dtype) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot run ${op} as '${what}' must hold ${dtype} values: current dtype is ${t.dtype}`);
   }
 }
 

@@ -6,8 +6,8 @@ import code from "../../../shaders/train/gemm.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
 import { uniforms } from "../program.ts";
-import type { Tensor } from "../tensor.ts";
-import { expectRank, expectShape, invalid, tileSize } from "./_check.ts";
+import type { DType, Tensor } from "../tensor.ts";
+import { expectDType, expectRank, expectShape, invalid, tileSize } from "./_check.ts";
 
 export const gemmKernel = new Kernel({
   name: "train/gemm",
@@ -30,22 +30,47 @@ export interface GemmOptions {
 
 /** Plans C[M,N] = op(A)·op(B) (+ bias) (ReLU). */
 export function gemm(a: Tensor, b: Tensor, c: Tensor, o: GemmOptions = {}): Dispatch {
-  expectRank("gemm", "a", a, 2);
-  expectRank("gemm", "b", b, 2);
-  expectRank("gemm", "c", c, 2);
+  const g = gemmGeometry("gemm", "f32", a, b, c, o);
+  return {
+    kernel: gemmKernel,
+    bindings: [uniforms([g.M, g.N, g.K]), a, b, o.bias ?? null, c],
+    workgroups: g.workgroups,
+    constants: g.constants,
+  };
+}
+
+/**
+ * Checks the operands of a gemm-shaped kernel (gemm.wgsl, gemm_f16.wgsl: A and B of
+ * `operands` type, C and bias f32) and returns its sizes, grid and override constants.
+ */
+export function gemmGeometry(op: string, operands: DType, a: Tensor, b: Tensor, c: Tensor, o: GemmOptions): {
+  M: number;
+  N: number;
+  K: number;
+  workgroups: [number, number, number];
+  constants: Record<string, number>;
+} {
+  expectRank(op, "a", a, 2);
+  expectRank(op, "b", b, 2);
+  expectRank(op, "c", c, 2);
+  expectDType(op, "a", a, operands);
+  expectDType(op, "b", b, operands);
+  expectDType(op, "c", c, "f32");
   const [M, K] = o.transA ? [a.shape[1], a.shape[0]] : [a.shape[0], a.shape[1]];
   const [Kb, N] = o.transB ? [b.shape[1], b.shape[0]] : [b.shape[0], b.shape[1]];
   if (Kb !== K) {
-    invalid(`Cannot run gemm as the inner sizes differ: op(a) is [${M}, ${K}], op(b) is [${Kb}, ${N}] (transA ${!!o.transA}, transB ${!!o.transB})`);
+    invalid(`Cannot run ${op} as the inner sizes differ: op(a) is [${M}, ${K}], op(b) is [${Kb}, ${N}] (transA ${!!o.transA}, transB ${!!o.transB})`);
   }
-  expectShape("gemm", "c", c, [M, N]);
-  if (o.bias) expectShape("gemm", "bias", o.bias, [N]);
+  expectShape(op, "c", c, [M, N]);
+  if (o.bias) {
+    expectShape(op, "bias", o.bias, [N]);
+    expectDType(op, "bias", o.bias, "f32");
+  }
   // Narrow outputs (a 10-class head) use fewer columns per invocation instead of idle lanes.
   const rn = tileSize(Math.ceil(N / WG), MAX_R);
   const rm = tileSize(M, MAX_R);
   return {
-    kernel: gemmKernel,
-    bindings: [uniforms([M, N, K]), a, b, o.bias ?? null, c],
+    M, N, K,
     workgroups: [Math.ceil(N / (WG * rn)), Math.ceil(M / rm), 1],
     constants: { TRANS_A: o.transA ? 1 : 0, TRANS_B: o.transB ? 1 : 0, BIAS: o.bias ? 1 : 0, RELU: o.relu ? 1 : 0, WG, RM: rm, RN: rn },
   };
