@@ -74,6 +74,8 @@ interface Options {
 class Get {
   /** Set by the connection that takes the request. */
   conn?: string;
+  /** An error answer's Retry-After, in ms from now (RFC 9110 §10.2.3). */
+  retryAfterMs?: number;
   /** True while undici's dispatch() runs: errors it reports synchronously are deferred. */
   dispatching = false;
   #status = 0;
@@ -98,6 +100,7 @@ class Get {
     if (status < 200) return; // 1xx informational: the real answer follows
     this.#status = status;
     this.#statusText = statusText ?? "";
+    if (status >= 300) this.retryAfterMs = retryAfter(headers["retry-after"]);
     const len = Number(headers["content-length"]);
     if (status < 300 && Number.isSafeInteger(len) && len >= 0) this.#body = new Uint8Array(len);
   }
@@ -245,7 +248,9 @@ export class HttpSource implements Source {
         return done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}': ${url} answered ${answer}`, false));
       }
       const again = retryableStatus(status);
-      done(storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot get ${url}: it answered ${answer}`, again));
+      const e = storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot get ${url}: it answered ${answer}`, again);
+      if (again && get.retryAfterMs !== undefined) e.retryAfterMs = get.retryAfterMs;
+      done(e);
     });
     return more;
   }
@@ -326,4 +331,13 @@ function describe(e: unknown): string {
   const code = err?.code ?? err?.cause?.code;
   const msg = err?.message || String(e);
   return code && !msg.includes(code) ? `${msg} (${code})` : msg;
+}
+
+/** Retry-After as ms from now: delay-seconds or an HTTP-date (RFC 9110 §10.2.3); undefined if absent or unreadable. */
+export function retryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const v = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (!v) return undefined;
+  if (/^\d+$/.test(v)) return Number(v) * 1000;
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, at - now) : undefined;
 }

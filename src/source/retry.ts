@@ -16,6 +16,11 @@ export interface RetryOptions {
   /** First backoff in ms (default 50), doubled each attempt up to `maxDelayMs` (2000). */
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /**
+   * Longest wait a server's Retry-After may ask for, in ms (default 30 000): the attempt waits
+   * at least what the server asked, up to this (a longer wait looks like a hang).
+   */
+  maxRetryAfterMs?: number;
 }
 
 export class RetrySource implements Source {
@@ -24,6 +29,7 @@ export class RetrySource implements Source {
   readonly #retries: number;
   readonly #base: number;
   readonly #max: number;
+  readonly #maxAfter: number;
   #count = 0;
   #closed = false;
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
@@ -34,6 +40,7 @@ export class RetrySource implements Source {
     this.#retries = o.retries ?? 3;
     this.#base = o.baseDelayMs ?? 50;
     this.#max = o.maxDelayMs ?? 2000;
+    this.#maxAfter = o.maxRetryAfterMs ?? 30_000;
   }
 
   /** Retries made so far. */
@@ -54,7 +61,9 @@ export class RetrySource implements Source {
         return done(n > 0 ? storeError(cassetteCode(err), `${err.message} (after ${n + 1} attempts)`, again, { cause: err }) : err);
       }
       this.#count++;
-      const delay = Math.min(this.#max, this.#base * 2 ** n) * (0.5 + Math.random() / 2);
+      const asked = (err as { retryAfterMs?: unknown }).retryAfterMs;
+      const backoff = Math.min(this.#max, this.#base * 2 ** n) * (0.5 + Math.random() / 2);
+      const delay = typeof asked === "number" && asked > 0 ? Math.max(backoff, Math.min(asked, this.#maxAfter)) : backoff;
       const t = setTimeout(() => {
         this.#timers.delete(t);
         this.#attempt(id, done, n + 1);

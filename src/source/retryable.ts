@@ -20,6 +20,8 @@ import { CassetteError, type ErrorCode } from "../errors.ts";
 /** An error that says whether retrying it can help. */
 export interface Retryable {
   retryable: boolean;
+  /** How long the server asked to wait before asking again (HTTP Retry-After), in ms. */
+  retryAfterMs?: number;
 }
 
 /** A CassetteError carrying `retryable`, for sources to answer with. */

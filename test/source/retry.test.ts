@@ -19,6 +19,8 @@ const body = (id: string) => new TextEncoder().encode(`bytes of ${id}`);
 /** id → the statuses its first requests answer, before 200. */
 const script = new Map<string, number[]>();
 const requests = new Map<string, number>();
+const askedAt = new Map<string, number[]>();
+const retryAfterHeader = new Map<string, string>();
 const labels = formatLabels("toy", new Map(ids.map((id, i) => [id, i % 3])));
 
 const server = createServer((req, res) => {
@@ -26,9 +28,11 @@ const server = createServer((req, res) => {
   if (name === "labels.json") return res.end(labels);
   const n = requests.get(name) ?? 0;
   requests.set(name, n + 1);
+  askedAt.set(name, [...(askedAt.get(name) ?? []), performance.now()]);
   const codes = script.get(name) ?? [];
   if (n < codes.length) {
     res.statusCode = codes[n];
+    if (retryAfterHeader.has(name)) res.setHeader("retry-after", retryAfterHeader.get(name)!);
     return res.end("no");
   }
   const b = body(name);
@@ -112,4 +116,29 @@ test("isRetryable: the flag first; unflagged errors by kind", () => {
   assert.is(isRetryable(Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" })), true);
   assert.is(isRetryable(Object.assign(new Error("Invalid query"), { code: 0x2200 })), false, "cassandra-driver: invalid query");
   assert.is(isRetryable(Object.assign(new Error("Overloaded"), { code: 0x1001 })), true, "cassandra-driver: overloaded");
+});
+
+test("Retry-After is honoured: the next attempt waits what the server asked (up to maxRetryAfterMs)", async () => {
+  script.clear();
+  requests.clear();
+  askedAt.clear();
+  script.set("s004", [503]);
+  retryAfterHeader.set("s004", "1"); // seconds; the backoff alone would wait 25–50 ms
+  try {
+    const loader = new Loader({ store: await openReadSource(url), ids, batchSize: 8, retries: 2 });
+    const seen = await readAll(loader);
+    await loader.close();
+    assert.is(new Set(seen).size, ids.length);
+    const [first, second] = askedAt.get("s004")!;
+    assert.ok(second - first >= 950, `asked again after ${(second - first).toFixed(0)} ms`);
+  } finally {
+    retryAfterHeader.clear();
+  }
+  const { retryAfter } = await import("../../src/source/http.ts");
+  const now = Date.parse("2026-11-23T04:00:00Z");
+  assert.is(retryAfter("120", now), 120_000);
+  assert.is(retryAfter("Mon, 23 Nov 2026 04:00:30 GMT", now), 30_000);
+  assert.is(retryAfter("Mon, 23 Nov 2026 03:00:00 GMT", now), 0, "a date in the past: at once");
+  assert.is(retryAfter("soon", now), undefined);
+  assert.is(retryAfter(undefined, now), undefined);
 });
