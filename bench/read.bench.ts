@@ -19,7 +19,7 @@
  * connection's byte count every 100 ms (bench/read/timeline_proxy.ts).
  *
  *   bun bench/read.bench.ts [--set fmnist|imagenet|both] [--samples N] [--rounds R] [--batch B]
- *       [--prefetch K|auto] [--step-ms S] [--settings rtt0,rtt20,rtt150,uneven,moving] [--balance driver|rate|both]
+ *       [--prefetch K|auto] [--step-ms S] [--hedge] [--settings rtt0,rtt20,rtt150,uneven,moving] [--balance driver|rate|both]
  *       [--out DIR] [--imagenet-dir DIR] [--quick] [--json FILE] [--store cassandra://…/KEYSPACE]
  * Needs a running node (cassette cassandra start). Prints tables; records go in bench/RESULTS.md.
  */
@@ -44,6 +44,7 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --batch B                    batch size (default 128 fmnist, 32 imagenet)
   --prefetch K|auto            window in batches (default auto)
   --step-ms S                  consumer busy-waits S ms per batch (default 0: a tight loop)
+  --hedge                      the loader hedges slow requests (option hedge; the raw driver does not)
   --settings LIST              any of rtt0,rtt20,rtt150,uneven,moving (default the first four)
   --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
   --out DIR                    where the SVG figures go (default bench/read/figures)
@@ -65,6 +66,7 @@ const rounds = Number(opt("--rounds") ?? (quick ? 1 : 3));
 const prefetchArg = opt("--prefetch") ?? "auto";
 const prefetch: number | "auto" = prefetchArg === "auto" ? "auto" : Number(prefetchArg);
 const stepMs = Number(opt("--step-ms") ?? 0);
+const hedge = args.includes("--hedge");
 const settingNames = (opt("--settings") ?? "rtt0,rtt20,rtt150,uneven").split(",");
 const balanceArg = opt("--balance") ?? "rate";
 const balances = (balanceArg === "both" ? ["driver", "rate"] : [balanceArg]) as ("driver" | "rate")[];
@@ -105,7 +107,7 @@ async function prepare(spec: SetSpec): Promise<{ ids: string[]; meanBytes: numbe
     ids.length = Math.min(ids.length, spec.samples);
     const probe = await direct.get(spec.dataset, ids.slice(0, 64));
     const meanBytes = probe.reduce((s, x) => s + x.data.length, 0) / Math.max(1, probe.length);
-    console.log(`${runtime.name} ${runtime.version}: ${ids.length} ${spec.dataset} JPEGs of ${(meanBytes / 1000).toFixed(1)} kB on average in ${direct.address} (${written} ingested now); batch ${spec.batchSize}, prefetch ${prefetch}, step ${stepMs} ms, ${rounds} rounds`);
+    console.log(`${runtime.name} ${runtime.version}: ${ids.length} ${spec.dataset} JPEGs of ${(meanBytes / 1000).toFixed(1)} kB on average in ${direct.address} (${written} ingested now); batch ${spec.batchSize}, prefetch ${prefetch}, step ${stepMs} ms${hedge ? ", hedged" : ""}, ${rounds} rounds`);
     return { ids, meanBytes };
   } finally {
     await direct.close();
@@ -195,7 +197,7 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   // Each repetition is two epochs of one loader, as training reads: the first ramps the
   // window up (2025 paper §3.4), the second starts at the depth the first learned.
   const run = (name: string, order: "ready" | "strict", balance: "driver" | "rate") => async () => {
-    const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
+    const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, hedge, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
     const trace: Trace = { start: wall(), end: 0, batches: [], epoch1At: 0, epoch1Samples: 0 };
     let prev = runtime.now();
     for (const e of [0, 1]) {

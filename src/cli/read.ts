@@ -20,19 +20,23 @@ with no decoding, and reports MB/s, images/s and batch-time percentiles.
                        export's labels.json names it (checked when given)
   --split FILE[:INDEX|:NAME]  the ids to read (default: the store's scan, or labels.json)
   --batch B            samples per batch (default 128)
-  --prefetch K         batches of requests in flight once ramped up (default 8)
+  --prefetch K|auto    batches of requests in flight once ramped up (default 8); auto: start
+                       at 8 and deepen while the reader starves and depth pays
   --order ready|strict ready (default): batches from whatever arrived; strict: plan order
-  --epochs E           epochs to read (default 1)
+  --epochs E           epochs to read (default 1); each epoch's tail already requests the
+                       next one's first samples (one window in all)
   --seed S             shuffle seed (default 0)
   --rank R --world-size W   read rank R's shard of W
   --on-error throw|skip     after retries: stop (default) or skip and count
+  --balance rate|driver  cassandra://: send each request where it should finish first (rate,
+                       default) or leave the choice to the driver
   --hedge              re-ask for samples slower than the recent p95 latency × 2 (at most 5 %
                        of requests); the first answer wins
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error"], ["hedge"]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance"], ["hedge"]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
   const address = required(options, "read", "store");
@@ -42,8 +46,11 @@ export async function run(argv: string[]): Promise<number> {
   const order = (options.get("order") ?? "ready") as "ready" | "strict";
   if (order !== "ready" && order !== "strict") usageError("read", `--order must be ready or strict: current value is ${order}`);
   const onError = (options.get("on-error") ?? "throw") as "throw" | "skip";
+  const balance = (options.get("balance") ?? "rate") as "rate" | "driver";
+  if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
+  const prefetch = options.get("prefetch") === "auto" ? "auto" : intOption(options, "read", "prefetch");
   const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
-  const source: Source = await openReadSource(address, dataset);
+  const source: Source = await openReadSource(address, dataset, { balance });
   let closeSource = true;
   try {
     dataset ??= source.dataset;
@@ -59,7 +66,7 @@ export async function run(argv: string[]): Promise<number> {
     const loader = new Loader({
       store: source, ids, order, onError,
       batchSize: intOption(options, "read", "batch") ?? 128,
-      prefetch: intOption(options, "read", "prefetch"),
+      prefetch,
       seed: intOption(options, "read", "seed"),
       rank: intOption(options, "read", "rank"),
       worldSize: intOption(options, "read", "world-size"),
@@ -71,7 +78,7 @@ export async function run(argv: string[]): Promise<number> {
       for (let e = 0; e < epochs; e++) {
         const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), json);
         let n = 0;
-        for await (const b of loader.epoch(e)) bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+        for await (const b of loader.epoch(e, { readAhead: e + 1 < epochs })) bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
         bar.done();
       }
     } finally {
@@ -82,7 +89,7 @@ export async function run(argv: string[]): Promise<number> {
       store: redact(address), dataset: dataset ?? null, order, epochs, samples: s.samples, bytes: s.bytes,
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
       batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
-      hedged: s.hedged, hedgeWins: s.hedgeWins,
+      hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
     };
     if (json) console.log(JSON.stringify(report));
     else {

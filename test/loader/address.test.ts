@@ -116,4 +116,17 @@ test("cassette read: what is missing is named (no labels.json, no --dataset for 
   const sqlite = cassette("read", "--store", `sqlite:${storePath}`, "--dataset", DATASET, "--json");
   assert.is(sqlite.code, 0, sqlite.err);
   assert.is(JSON.parse(sqlite.out).samples, ids.length, "sqlite: the ids from the store's scan");
+  const badBalance = cassette("read", "--store", `sqlite:${storePath}`, "--dataset", DATASET, "--balance", "fastest");
+  assert.is(badBalance.code, 2);
+  assert.match(badBalance.err, /--balance must be rate or driver: current value is fastest/);
+}, { timeoutMs: 120_000 });
+
+test("cassette read --epochs 3 --prefetch auto: every epoch whole, the next epoch read ahead during each tail", () => {
+  const r = cassette("read", "--store", `file:${out}`, "--batch", "8", "--prefetch", "auto", "--epochs", "3", "--json");
+  assert.is(r.code, 0, r.err);
+  const j = JSON.parse(r.out);
+  assert.is(j.samples, 3 * ids.length);
+  assert.is(j.duplicates, 0);
+  assert.ok(j.readAhead > 0, `epochs 1 and 2 were started during the tails before them: ${j.readAhead} samples read ahead`);
+  assert.ok(j.prefetch >= 8, `auto starts at 8 batches: ${j.prefetch}`);
 }, { timeoutMs: 120_000 });
