@@ -130,6 +130,11 @@ export interface LoaderStats {
   duplicates: number;
   /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
   maxOutstanding: number;
+  /**
+   * Samples asked for again at an epoch's end because they were far slower than usual (the
+   * consumer was waiting for nothing else); the first answer wins, the other is dropped.
+   */
+  reasked: number;
   /** Samples of the next epoch read ahead (option readAhead) that were used. */
   readAhead: number;
   /** Samples read ahead and then dropped because a different epoch (or a resume) came next. */
@@ -150,7 +155,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   #ahead?: EpochRun<T>;
   #readAhead = false;
   #previous = Number.NaN;
-  /** Fastest request → ready time seen (ms): with the delivered rate, what the link holds. */
+  /** Fastest request → answer time seen (ms): with the delivered rate, what the link holds. */
   #minLatencyMs = Infinity;
   readonly #handOvers: [number, number][] = []; // [time, samples] of the last 16 hand-overs: the rate taken
   /** The last depth probe beyond what latency asks: the rate before it, and when (batches). */
@@ -160,7 +165,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   #depth?: number;
   #rampedUp = false;
   readonly #stats = {
-    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0, readAhead: 0, readAheadDropped: 0,
+    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0, readAhead: 0, readAheadDropped: 0, reasked: 0,
     batchMs: [] as number[], perConnection: {} as Record<string, number>,
   };
 
@@ -259,7 +264,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
       waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0,
       hedged: this.#hedge?.hedged ?? 0, hedgeWins: this.#hedge?.hedgeWins ?? 0, duplicates: s.duplicates,
-      maxOutstanding: s.maxOutstanding, readAhead: s.readAhead, readAheadDropped: s.readAheadDropped,
+      maxOutstanding: s.maxOutstanding, readAhead: s.readAhead, readAheadDropped: s.readAheadDropped, reasked: s.reasked,
       prefetch: this.#active?.prefetch() ?? 0, perConnection: { ...s.perConnection },
     };
   }
@@ -291,6 +296,10 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     this._outstanding();
     for (const [c, b] of conns) s.perConnection[c] = (s.perConnection[c] ?? 0) + b;
     conns.clear();
+  }
+  /** @internal */
+  _reasked(): void {
+    this.#stats.reasked++;
   }
   /** @internal */
   _error(duplicates = 0, errors = 0): void {
@@ -328,14 +337,14 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   }
   /**
    * @internal The consumer waited `waitedMs` for a batch with the window full. A wait far
-   * longer than the usual gap between batches (> 4 × the median, > 5 ms) is a stall the window
+   * longer than the usual gap between batches (> 4 × the median, > 200 ms) is a stall the window
    * was too shallow to ride out, whatever the rates say (a connection that turned slow holds
    * its queued samples): deepen by what the stall consumed, waitedMs × rate taken (at most
    * doubling). Short waits, as a consumer short of CPU sees, change nothing.
    */
   _stalled(window: Window, waitedMs: number): void {
     const h = this.#handOvers;
-    if (h.length < 5 || waitedMs <= 5) return;
+    if (h.length < 5 || waitedMs <= 200) return; // shorter waits: a busy CPU, not a stuck link
     const gaps: number[] = [];
     for (let i = 1; i < h.length; i++) gaps.push(h[i][0] - h[i - 1][0]);
     gaps.sort((a, b) => a - b);
@@ -415,8 +424,11 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #error?: Error;
   #wake?: () => void;
   #lastHandOver = 0;
-  readonly #askedAt = new Map<string, number>();
+  readonly #askedAt = new Map<string, number>(); // pending ids and when they were asked for
   #fastestMs = Infinity;
+  readonly #latencies: number[] = []; // the last 64 request → ready times (ms)
+  readonly #reasked = new Set<string>();
+  #tailTimer?: ReturnType<typeof setTimeout>;
   readonly #conns = new Map<string, number>();
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
 
@@ -509,8 +521,39 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
         this.#loader._deepen(this.#window!, this.#fastestMs);
         this.pump();
       }
+      if (this.#next === this.#plan.length && this.#pending > 0) this.#armTail();
       await new Promise<void>((r) => (this.#wake = r));
     }
+  }
+
+  /**
+   * NOTE [ Epoch tail ]: an epoch ends only when its slowest sample is in, so a sample stuck
+   * on a connection that turned slow holds up the last batch (and, in strict order, its own).
+   * Once everything is requested and the consumer waits, samples pending far longer than
+   * usual (3 × the median request time, and 100 ms more) are asked for once more; the source
+   * sends them where they should finish first. The ledger keeps the first answer, drops the
+   * other; an error of the second request is ignored (the first one's outcome stands).
+   */
+  #armTail(): void {
+    if (this.#tailTimer !== undefined || this.finished) return;
+    const lat = this.#latencies.slice().sort((a, b) => a - b);
+    const p50 = lat.length ? lat[lat.length >> 1] : 50;
+    const after = Math.max(3 * p50, p50 + 100); // + 100 ms: past a retry's first backoffs
+    this.#tailTimer = setTimeout(() => {
+      this.#tailTimer = undefined;
+      const src = this.#source;
+      if (this.finished || !src) return;
+      const now = runtime.now();
+      for (const [id, t] of this.#askedAt) {
+        if (now - t < after || this.#reasked.has(id)) continue;
+        this.#reasked.add(id);
+        this.#loader._reasked();
+        src.fetch(id, (err, s) => {
+          if (!err && s) this.#arrived(id, null, s);
+        });
+      }
+      for (const id of this.#askedAt.keys()) if (!this.#reasked.has(id)) return this.#armTail();
+    }, after);
   }
 
   /** Breaking out of `for await` ends the epoch. */
@@ -539,6 +582,8 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
 
   #finish(): void {
     this.finished = true;
+    clearTimeout(this.#tailTimer);
+    this.#tailTimer = undefined;
     if (this.#window) this.#loader._depth(this.#window.prefetch); // the next epoch starts as deep as this one ended
     this.#loader.options.signal?.removeEventListener("abort", this.#onAbort);
     // Ended normally: the next epoch's read-ahead may now use the whole window.
@@ -565,6 +610,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #arrived(id: string, err: Error | null, s?: Fetched): void {
     if (this.finished && !this.#error) return;
     if (err || !s) {
+      if (this.#ledger.settled(id)) return; // answered already by a second request (NOTE [ Epoch tail ])
       this.#pending--;
       this.#askedAt.delete(id);
       if (this.#skipErrors) {
@@ -581,6 +627,13 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       return this.#wakeUp();
     }
     if (!this.#ledger.deliver(id)) return this.#loader._error(1, 0);
+    const asked = this.#askedAt.get(id);
+    if (asked !== undefined) {
+      const ms = runtime.now() - asked;
+      this.#fastestMs = Math.min(this.#fastestMs, ms);
+      this.#askedAt.delete(id);
+      if (this.#latencies.push(ms) > 64) this.#latencies.shift();
+    }
     if (s.conn) this.#conns.set(s.conn, (this.#conns.get(s.conn) ?? 0) + s.data.length);
     if (!this.#transform) return this.#ready1(s, s as unknown as T);
     let out: T | Promise<T>;
@@ -604,8 +657,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
 
   #ready1(s: Fetched, item: T): void {
     this.#pending--;
-    const asked = this.#askedAt.get(s.id);
-    if (asked !== undefined) this.#fastestMs = Math.min(this.#fastestMs, runtime.now() - asked), this.#askedAt.delete(s.id);
     if (this.#strict) this.#byId.set(s.id, { s, item });
     else this.#ready.push({ s, item });
     this.#wakeUp();

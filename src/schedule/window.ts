@@ -9,10 +9,10 @@
  *   window (batches):  2  3  4  5 … prefetch
  *
  * Adaptive depth (`maxPrefetch` > `prefetch`): when the consumer finds nothing ready while the
- * window is full, the window was too shallow for the latency × throughput of this link, so its
- * ceiling grows by one batch (up to `maxPrefetch`), still at the ramp's pace. A hand-set depth
- * that suits RTT 0 starves at 150 ms; this finds the depth Little's law asks for. (Whether to
- * deepen is the Loader's call: see Loader._deepen.)
+ * window is full, the window may be too shallow for this link, so its ceiling grows (up to
+ * `maxPrefetch`), and the window follows at the ramp's pace. A hand-set depth that suits RTT 0
+ * starves at 150 ms. Whether to deepen, and by how much, is the Loader's call
+ * (Loader._deepen: latency × rate, then probes that must pay; Loader._stalled: long stalls).
  */
 export class Window {
   readonly batchSize: number;
