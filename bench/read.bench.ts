@@ -10,7 +10,8 @@
  *
  * Two sets: Fashion-MNIST (~1 kB greyscale JPEGs) and an ImageNet-like set (~110 kB, 500×375
  * colour JPEGs made from real photographs: bench/read/README.md). `--step-ms S` makes the
- * consumer busy-wait S ms per batch, standing in for a training step, so that batch-time
+ * consumer spend S ms per batch (awaited, as a GPU step is; `--step-kind busy` holds the
+ * thread instead), standing in for a training step, so that batch-time
  * percentiles measure stalls rather than bursts.
  *
  * Figures (SVG, into --out, default bench/read/figures): batch time over time, ready vs strict
@@ -19,7 +20,7 @@
  * connection's byte count every 100 ms (bench/read/timeline_proxy.ts).
  *
  *   bun bench/read.bench.ts [--set fmnist|imagenet|both] [--samples N] [--rounds R] [--batch B]
- *       [--prefetch K|auto] [--step-ms S] [--hedge] [--settings rtt0,rtt20,rtt150,uneven,moving] [--balance driver|rate|both]
+ *       [--prefetch K|auto] [--step-ms S] [--step-kind sleep|busy] [--hedge] [--settings rtt0,rtt20,rtt150,uneven,moving] [--balance driver|rate|both]
  *       [--out DIR] [--imagenet-dir DIR] [--quick] [--json FILE] [--store cassandra://…/KEYSPACE]
  * Needs a running node (cassette cassandra start). Prints tables; records go in bench/RESULTS.md.
  */
@@ -43,7 +44,8 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --rounds R                   measured rounds, interleaved (default 3; --quick: 1)
   --batch B                    batch size (default 128 fmnist, 32 imagenet)
   --prefetch K|auto            window in batches (default auto)
-  --step-ms S                  consumer busy-waits S ms per batch (default 0: a tight loop)
+  --step-ms S                  the consumer spends S ms per batch (default 0: a tight loop)
+  --step-kind sleep|busy       the step awaits (default, like a GPU step) or holds the thread
   --hedge                      the loader hedges slow requests (option hedge; the raw driver does not)
   --settings LIST              any of rtt0,rtt20,rtt150,uneven,moving (default the first four)
   --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
@@ -66,6 +68,8 @@ const rounds = Number(opt("--rounds") ?? (quick ? 1 : 3));
 const prefetchArg = opt("--prefetch") ?? "auto";
 const prefetch: number | "auto" = prefetchArg === "auto" ? "auto" : Number(prefetchArg);
 const stepMs = Number(opt("--step-ms") ?? 0);
+const stepKind = opt("--step-kind") ?? "sleep";
+if (stepKind !== "sleep" && stepKind !== "busy") throw new Error(`--step-kind must be sleep or busy: current value is ${stepKind}`);
 const hedge = args.includes("--hedge");
 const settingNames = (opt("--settings") ?? "rtt0,rtt20,rtt150,uneven").split(",");
 const balanceArg = opt("--balance") ?? "rate";
@@ -115,8 +119,15 @@ async function prepare(spec: SetSpec): Promise<{ ids: string[]; meanBytes: numbe
 }
 
 /** Busy-waits `ms`: a training step holds the thread (and the event loop) as a GPU submit-and-wait would. */
-function step(ms: number): void {
+/**
+ * The consumer's work per batch. "sleep" (default) awaits, as a training step awaits its GPU
+ * work: the event loop (the driver's sockets) runs meanwhile. "busy" holds the thread, as a
+ * step computed on the loader's own thread would: replies then pile up unread in the sockets
+ * until the step ends, and every request's latency stretches to the window's length.
+ */
+async function step(ms: number): Promise<void> {
   if (ms <= 0) return;
+  if (stepKind === "sleep") return new Promise<void>((r) => setTimeout(r, ms));
   const end = runtime.now() + ms;
   while (runtime.now() < end) { /* busy */ }
 }
@@ -208,7 +219,7 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
         if (e === 1) trace.epoch1Samples += b.ids.length;
         const now = runtime.now();
         trace.batches.push([(wall() - trace.start) / 1000, now - prev]);
-        step(stepMs);
+        await step(stepMs);
         prev = now; // a gap runs from hand-over to hand-over, the step included (as LoaderStats.batchMs)
       }
     }
@@ -224,14 +235,27 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
           // connection before any rate is known (NOTE [ Connection choice ]).
           let next = 0, done = 0, workers = 0;
           const all: Promise<void>[] = [];
+          // With a step, a consumer takes B answers per step and the workers keep at most
+          // `inFlight` answers not yet taken, as the loader's window does.
+          let taken = 0;
+          const waiting: (() => void)[] = [];
           const worker = async () => {
             while (next < ids.length) {
+              while (stepMs > 0 && next >= taken + inFlight) await new Promise<void>((r) => waiting.push(r));
               await store.client.execute(cql, [ids[next++]], { prepare: true });
-              if (++done % B === 0) step(stepMs);
+              done++;
               if (workers < inFlight) workers++, all.push(worker());
             }
           };
           for (; workers < Math.min(64, inFlight); workers++) all.push(worker());
+          if (stepMs > 0) {
+            while (taken < ids.length) {
+              while (done < Math.min(ids.length, taken + B)) await new Promise<void>((r) => setTimeout(r, 1));
+              taken = Math.min(ids.length, taken + B);
+              for (const w of waiting.splice(0)) w();
+              await step(stepMs);
+            }
+          }
           for (let i = 0; i < all.length; i++) await all[i];
         }
       },

@@ -335,26 +335,6 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     if (run === ahead && (active.finished || active.allRequested)) return active.windowSamples() - used;
     return 0;
   }
-  /**
-   * @internal The consumer waited `waitedMs` for a batch with the window full. A wait far
-   * longer than the usual gap between batches (> 4 × the median, > 200 ms) is a stall the window
-   * was too shallow to ride out, whatever the rates say (a connection that turned slow holds
-   * its queued samples): deepen by what the stall consumed, waitedMs × rate taken (at most
-   * doubling). Short waits, as a consumer short of CPU sees, change nothing.
-   */
-  _stalled(window: Window, waitedMs: number): void {
-    const h = this.#handOvers;
-    if (h.length < 5 || waitedMs <= 200) return; // shorter waits: a busy CPU, not a stuck link
-    const gaps: number[] = [];
-    for (let i = 1; i < h.length; i++) gaps.push(h[i][0] - h[i - 1][0]);
-    gaps.sort((a, b) => a - b);
-    if (waitedMs <= 4 * gaps[gaps.length >> 1]) return;
-    let n = 0;
-    for (let i = 1; i < h.length; i++) n += h[i][1];
-    const samplesPerMs = n / Math.max(1e-3, h[h.length - 1][0] - h[0][0]);
-    const need = Math.ceil((waitedMs * samplesPerMs) / this.options.batchSize);
-    window.starved(Math.max(1, Math.min(need, window.prefetch)));
-  }
   /** @internal The active run asked for its whole plan, or ended: start or feed the read-ahead. */
   _tail(source: Source): void {
     const active = this.#active;
@@ -477,7 +457,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
 
   async next(): Promise<IteratorResult<Batch<T>, undefined>> {
     const t0 = runtime.now();
-    let starved = false; // waited with the window full during this call
     if (!this.#begun) {
       try {
         this.#source ??= await this.#loader.source();
@@ -502,7 +481,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
         this.#lastHandOver = now;
         this.#outstanding -= batch.ids.length + skippedCount;
         this.#window!.consumed();
-        if (starved) this.#loader._stalled(this.#window!, now - t0);
         this.pump();
         return { value: batch, done: false };
       }
@@ -517,7 +495,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       // be too shallow for this link's latency. (A saturated source is the bottleneck itself:
       // deepening the window would only hold more memory.)
       if (this.#loader._room(this) <= 0 && this.#next < this.#plan.length && !this.#saturated) {
-        starved = true;
         this.#loader._deepen(this.#window!, this.#fastestMs);
         this.pump();
       }

@@ -285,28 +285,6 @@ test("prefetch auto does not deepen for a consumer that starves for CPU, not dat
   await loader.close();
 });
 
-test("prefetch auto deepens after stalls the window could not ride out (a link that stops for a while)", async () => {
-  // Every other 300 ms, requests take 400 ms: the 8-batch window (40 samples, 40 ms of this
-  // consumer's work) runs dry for longer than 200 ms, although rates and latency look fine in
-  // between.
-  const t0 = performance.now();
-  const outage = () => Math.floor((performance.now() - t0) / 300) % 2 === 1;
-  const loader = new Loader({ store: delayed(await setup(), () => (outage() ? 400 : 1)), ids, batchSize: 5, prefetch: "auto", maxPrefetch: 40, seed: 6 });
-  for (let e = 0; e < 4; e++) {
-    let n = 0;
-    for await (const b of loader.epoch(e)) {
-      n += b.ids.length;
-      const until = performance.now() + 5;
-      while (performance.now() < until);
-    }
-    assert.is(n, ids.length);
-  }
-  const s = loader.stats();
-  assert.ok(s.prefetch > 12, `the window grew past one probe after stalls: ${s.prefetch}`);
-  assert.ok(s.maxOutstanding <= 40 * 5, `within maxPrefetch: ${s.maxOutstanding}`);
-  await loader.close();
-});
-
 test("epoch tail: a sample stuck far longer than usual is asked again once the rest is in; the first answer wins, exactly once", async () => {
   const seed = freshSeed();
   for (const order of ["ready", "strict"] as const) {
