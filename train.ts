@@ -189,7 +189,7 @@ async function main(): Promise<number> {
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
         store: readStore!, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
-        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast,
+        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true,
         // Decoding is the loader's transform: a sample is ready once decoded (NOTE [ Ready-order
         // assembly ] in src/loader.ts), so a slow decode delays only its own sample.
         transform: decode,

@@ -208,7 +208,7 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   // Each repetition is two epochs of one loader, as training reads: the first ramps the
   // window up (2025 paper §3.4), the second starts at the depth the first learned.
   const run = (name: string, order: "ready" | "strict", balance: "driver" | "rate") => async () => {
-    const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, hedge, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
+    const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, hedge, reaskTail: true, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
     const trace: Trace = { start: wall(), end: 0, batches: [], epoch1At: 0, epoch1Samples: 0 };
     let prev = runtime.now();
     for (const e of [0, 1]) {

@@ -95,6 +95,12 @@ export interface LoaderOptions<T = Fetched> {
    * the first epoch (right for a training loop); `epoch(e, { readAhead })` overrides it.
    */
   readAhead?: boolean | "auto";
+  /**
+   * At an epoch's end, once everything is requested and the consumer waits, ask once more for
+   * a sample pending far longer than usual (NOTE [ Epoch tail ]); the first answer wins
+   * (default false; train.ts and the read bench turn it on).
+   */
+  reaskTail?: boolean;
   /** Cassandra: "rate" (default) sends each request where it should finish first; "driver" leaves the choice to the driver. */
   balance?: "rate" | "driver";
   /** Cap on requests in flight at the source (default: the source's). */
@@ -149,6 +155,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   readonly options: LoaderOptions<T>;
   #source?: Promise<Source>;
   #retry?: RetrySource;
+  #inner?: Source; // inside the retries: what the epoch tail asks again (its errors are dropped)
   #hedge?: HedgeSource;
   #active?: EpochRun<T>;
   /** The next epoch, read ahead near the active one's end (option readAhead). */
@@ -242,6 +249,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       else src = o.store;
       // Hedge inside the retries: a slow attempt is hedged, a failed one retried.
       if (o.hedge) src = this.#hedge = new HedgeSource(src, o.hedge === true ? {} : o.hedge);
+      this.#inner = src;
       this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       this.#retry.onDrain(() => {
         this.#active?.drained();
@@ -297,9 +305,10 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     for (const [c, b] of conns) s.perConnection[c] = (s.perConnection[c] ?? 0) + b;
     conns.clear();
   }
-  /** @internal */
-  _reasked(): void {
+  /** @internal Counts a re-ask and returns the source to send it to (inside the retries). */
+  _reask(): Source | undefined {
     this.#stats.reasked++;
+    return this.#inner;
   }
   /** @internal */
   _error(duplicates = 0, errors = 0): void {
@@ -498,7 +507,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
         this.#loader._deepen(this.#window!, this.#fastestMs);
         this.pump();
       }
-      if (this.#next === this.#plan.length && this.#pending > 0) this.#armTail();
+      if (this.#loader.options.reaskTail && this.#next === this.#plan.length && this.#pending > 0) this.#armTail();
       await new Promise<void>((r) => (this.#wake = r));
     }
   }
@@ -509,7 +518,8 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
    * Once everything is requested and the consumer waits, samples pending far longer than
    * usual (3 × the median request time, and 100 ms more) are asked for once more; the source
    * sends them where they should finish first. The ledger keeps the first answer, drops the
-   * other; an error of the second request is ignored (the first one's outcome stands).
+   * other; the second request is not retried and its error is ignored (the first one's
+   * outcome stands, retries included). Option `reaskTail`.
    */
   #armTail(): void {
     if (this.#tailTimer !== undefined || this.finished) return;
@@ -518,14 +528,13 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     const after = Math.max(3 * p50, p50 + 100); // + 100 ms: past a retry's first backoffs
     this.#tailTimer = setTimeout(() => {
       this.#tailTimer = undefined;
-      const src = this.#source;
-      if (this.finished || !src) return;
+      if (this.finished) return;
       const now = runtime.now();
       for (const [id, t] of this.#askedAt) {
         if (now - t < after || this.#reasked.has(id)) continue;
         this.#reasked.add(id);
-        this.#loader._reasked();
-        src.fetch(id, (err, s) => {
+        const src = this.#loader._reask();
+        src?.fetch(id, (err, s) => {
           if (!err && s) this.#arrived(id, null, s);
         });
       }

@@ -71,6 +71,7 @@ export async function run(argv: string[]): Promise<number> {
       rank: intOption(options, "read", "rank"),
       worldSize: intOption(options, "read", "world-size"),
       hedge: options.has("hedge"),
+      reaskTail: true,
     });
     closeSource = false; // the loader closes it
     const t0 = runtime.now();

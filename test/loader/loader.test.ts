@@ -266,22 +266,24 @@ test("readAhead: default 'auto' starts after two epochs in sequence; a different
 });
 
 test("prefetch auto does not deepen for a consumer that starves for CPU, not data", async () => {
-  // Answers come at once, but the consumer holds the thread 10 ms per batch (far more than the
+  // Answers come at once, but the consumer holds the thread 20 ms per batch (far more than the
   // loader's own work, so its warm-up does not read as a gain): when it asks again
   // the answers are still unprocessed, so it finds nothing ready with the window full. A deeper
-  // window cannot help; the old rule deepened it at every such wait (to 15 here).
+  // window cannot help.
   // Warm the loader's code up first (a fixed window): a JIT speeding up mid-test reads as a gain.
   const warm = new Loader({ store: await setup(), ids, batchSize: 5, prefetch: 8, seed: 1 });
   for (let e = 0; e < 3; e++) for await (const _ of warm.epoch(e));
   await warm.close();
-  const loader = new Loader({ store: await setup(), ids, batchSize: 5, prefetch: "auto", maxPrefetch: 30, seed: 2 });
-  for (let e = 0; e < 2; e++) {
+  const loader = new Loader({ store: await setup(), ids, batchSize: 5, prefetch: "auto", maxPrefetch: 60, seed: 2 });
+  for (let e = 0; e < 4; e++) {
     for await (const _ of loader.epoch(e)) {
-      const until = performance.now() + 10;
+      const until = performance.now() + 20;
       while (performance.now() < until);
     }
   }
-  assert.ok(loader.stats().prefetch <= 10, `the window stays at 8 batches, or one probe (25 %) deeper: ${loader.stats().prefetch}`);
+  // A probe or two may pass on noise (a busy machine, a JIT warming up); the old rule went on
+  // deepening at every wait (to 20 here).
+  assert.ok(loader.stats().prefetch <= 13, `the window stays near 8 batches: ${loader.stats().prefetch}`);
   await loader.close();
 });
 
@@ -298,7 +300,7 @@ test("epoch tail: a sample stuck far longer than usual is asked again once the r
       return stuck.has(id) && n === 1 ? 1500 : 2;
     });
     const counting: Source = { ...src, fetch: (id, done) => src.fetch(id, (e, s) => (stuck.has(id) && attempts.get(id) === 2 && slowAnswers++, done(e, s))) };
-    const loader = new Loader({ store: counting, ids, batchSize: 10, prefetch: 4, seed, order });
+    const loader = new Loader({ store: counting, ids, batchSize: 10, prefetch: 4, seed, order, reaskTail: true });
     const seen: string[] = [];
     const t0 = performance.now();
     for await (const b of loader.epoch(0)) seen.push(...b.ids);
