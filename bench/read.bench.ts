@@ -238,19 +238,22 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
           // With a step, a consumer takes B answers per step and the workers keep at most
           // `inFlight` answers not yet taken, as the loader's window does.
           let taken = 0;
-          const waiting: (() => void)[] = [];
+          const waiting: (() => void)[] = []; // workers held by the window
+          let consumer: (() => void) | undefined; // the consumer, waiting for a batch's answers
           const worker = async () => {
             while (next < ids.length) {
               while (stepMs > 0 && next >= taken + inFlight) await new Promise<void>((r) => waiting.push(r));
               await store.client.execute(cql, [ids[next++]], { prepare: true });
               done++;
+              consumer?.();
               if (workers < inFlight) workers++, all.push(worker());
             }
           };
           for (; workers < Math.min(64, inFlight); workers++) all.push(worker());
           if (stepMs > 0) {
             while (taken < ids.length) {
-              while (done < Math.min(ids.length, taken + B)) await new Promise<void>((r) => setTimeout(r, 1));
+              while (done < Math.min(ids.length, taken + B)) await new Promise<void>((r) => (consumer = r));
+              consumer = undefined;
               taken = Math.min(ids.length, taken + B);
               for (const w of waiting.splice(0)) w();
               await step(stepMs);

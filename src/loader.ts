@@ -305,6 +305,10 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     for (const [c, b] of conns) s.perConnection[c] = (s.perConnection[c] ?? 0) + b;
     conns.clear();
   }
+  /** @internal A request was answered after `ms`. */
+  _answered(ms: number): void {
+    if (ms < this.#minLatencyMs) this.#minLatencyMs = ms;
+  }
   /** @internal Counts a re-ask and returns the source to send it to (inside the retries). */
   _reask(): Source | undefined {
     this.#stats.reasked++;
@@ -361,8 +365,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
    *   wake-ups): probe 25 % deeper, and go on only while the rate taken rises ≥ 5 % over the
    *   next 16 batches. A consumer short of CPU rather than data stops after one probe.
    */
-  _deepen(window: Window, fastestMs: number): void {
-    this.#minLatencyMs = Math.min(this.#minLatencyMs, fastestMs);
+  _deepen(window: Window): void {
     const h = this.#handOvers;
     if (!Number.isFinite(this.#minLatencyMs) || h.length < 2) return; // nothing measured yet
     let n = 0;
@@ -414,8 +417,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #wake?: () => void;
   #lastHandOver = 0;
   readonly #askedAt = new Map<string, number>(); // pending ids and when they were asked for
-  #fastestMs = Infinity;
-  readonly #latencies: number[] = []; // the last 64 request → ready times (ms)
+  readonly #latencies: number[] = []; // the last 64 request → answer times (ms): the tail's yardstick
   readonly #reasked = new Set<string>();
   #tailTimer?: ReturnType<typeof setTimeout>;
   readonly #conns = new Map<string, number>();
@@ -504,7 +506,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       // be too shallow for this link's latency. (A saturated source is the bottleneck itself:
       // deepening the window would only hold more memory.)
       if (this.#loader._room(this) <= 0 && this.#next < this.#plan.length && !this.#saturated) {
-        this.#loader._deepen(this.#window!, this.#fastestMs);
+        this.#loader._deepen(this.#window!);
         this.pump();
       }
       if (this.#loader.options.reaskTail && this.#next === this.#plan.length && this.#pending > 0) this.#armTail();
@@ -616,7 +618,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     const asked = this.#askedAt.get(id);
     if (asked !== undefined) {
       const ms = runtime.now() - asked;
-      this.#fastestMs = Math.min(this.#fastestMs, ms);
+      this.#loader._answered(ms);
       this.#askedAt.delete(id);
       if (this.#latencies.push(ms) > 64) this.#latencies.shift();
     }
