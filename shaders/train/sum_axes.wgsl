@@ -6,8 +6,13 @@
 //   0  uniform          Params {O, J, I}
 //   1  storage, read    src: array<f32>   O·J·I
 //   2  storage, rw      out: array<f32>   J
-// Dispatch: one workgroup of 64 per j (x, then y past 65535); the 64 invocations stride over
-//   the O·I terms and add their partial sums as a tree in workgroup memory (fixed order).
+// Dispatch, two modes (the override SERIAL):
+//   tree (SERIAL false): one workgroup of 64 per j (x, then y past 65535); the 64 invocations
+//     stride over the O·I terms and add their partial sums as a tree in workgroup memory;
+//   serial (SERIAL true, for few terms per j): one invocation per j, workgroups of 64 over x
+//     then y, adding its O·I terms in order. A workgroup per j and a barrier tree for a handful
+//     of terms (the split sums: O = 8, I = 1) cost far more than the adds on CPU drivers.
+// Both add in a fixed order: the same result every run.
 
 struct Params {
   O: u32,
@@ -17,6 +22,7 @@ struct Params {
 }
 
 const WG = 64u;
+override SERIAL: bool = false;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<f32>;
@@ -26,13 +32,39 @@ var<workgroup> partial: array<f32, WG>;
 
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  if (SERIAL) {
+    let jj = (wid.x + wid.y * nwg.x) * WG + lid;
+    if (jj < p.J) {
+      var acc = 0.0;
+      for (var o = 0u; o < p.O; o++) {
+        let row = (o * p.J + jj) * p.I;
+        for (var i = 0u; i < p.I; i++) {
+          acc += src[row + i];
+        }
+      }
+      out[jj] = acc;
+    }
+    return;
+  }
   let j = wid.x + wid.y * nwg.x;
   var s = 0.0;
   if (j < p.J) {
+    // Term t = o·I + i; each lane steps WG terms at a time, carrying (o, i) forward instead of
+    // dividing t by I per term (an integer division per term dominated this kernel on CPU
+    // drivers). i + r < 2·I, so one wrap per step is enough.
     let terms = p.O * p.I;
+    let q = WG / p.I;
+    let r = WG - q * p.I;
+    var o = lid / p.I;
+    var i = lid - o * p.I;
     for (var t = lid; t < terms; t += WG) {
-      let o = t / p.I;
-      s += src[(o * p.J + j) * p.I + (t - o * p.I)];
+      s += src[(o * p.J + j) * p.I + i];
+      i += r;
+      o += q;
+      if (i >= p.I) {
+        i -= p.I;
+        o += 1u;
+      }
     }
   }
   partial[lid] = s;

@@ -120,13 +120,26 @@ export function describe(spec: LayerSpec, input: readonly number[], index: numbe
   }
 }
 
+/** The layer ends in a ReLU fused into its own kernel (its backward starts with relu_bwd). */
+export function fusesRelu(spec: LayerSpec): boolean {
+  return (spec.kind === "dense" || spec.kind === "conv2d" || spec.kind === "batchnorm") && !!spec.relu;
+}
+
 /** What one layer contributes to a batch's programs. */
 export interface LayerPlan {
   y: Tensor;
   train: Dispatch[];
   eval: Dispatch[];
-  /** Backward from dy; dx is null for the first layer (no input gradient needed). */
-  backward(dy: Tensor, dx: Tensor | null): Dispatch[];
+  /**
+   * Backward from dy; dx is null for the first layer (no input gradient needed). `dyGated`:
+   * the next layer already applied this layer's fused ReLU backward (see `gatesInputRelu`).
+   */
+  backward(dy: Tensor, dx: Tensor | null, dyGated?: boolean): Dispatch[];
+  /**
+   * This layer's dx is already zero wherever its input (a fused ReLU's output) is ≤ 0, so the
+   * previous layer skips its relu_bwd pass (max pooling does it while routing gradients).
+   */
+  gatesInputRelu?: boolean;
   /** Buffers this plan made (freed with the plan). */
   owned: Tensor[];
 }
@@ -140,6 +153,8 @@ export interface PlanContext {
   params: Tensor[];
   grads: Tensor[];
   state: Tensor[];
+  /** The input is the output of a ReLU fused into the previous layer. */
+  inputRelu?: boolean;
 }
 
 export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
@@ -152,8 +167,8 @@ export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
   };
   const y = make([B, ...ctx.output], "y");
   /** dy before a fused ReLU → dy of the pre-activation. */
-  const throughRelu = (fused: boolean | undefined, dy: Tensor): [Dispatch[], Tensor] => {
-    if (!fused) return [[], dy];
+  const throughRelu = (fused: boolean | undefined, dy: Tensor, gated = false): [Dispatch[], Tensor] => {
+    if (!fused || gated) return [[], dy];
     const g = scratch ??= make(y.shape as number[], "dpre");
     return [[reluBwd(y, dy, g)], g];
   };
@@ -165,8 +180,8 @@ export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
       const fwd = [gemm(x2, W, y, { bias: b, relu: spec.relu })];
       return {
         y, owned, train: fwd, eval: fwd,
-        backward(dy, dx) {
-          const [pre, g] = throughRelu(spec.relu, dy);
+        backward(dy, dx, gated) {
+          const [pre, g] = throughRelu(spec.relu, dy, gated);
           const out = [...pre, gemm(x2, g, dW, { transA: true }), sumAxes(g.reshape([B, spec.units, 1]), db)];
           if (dx) out.push(gemm(g, W, dx.reshape([B, x2.shape[1]]), { transB: true }));
           return out;
@@ -181,8 +196,8 @@ export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
       const part = splits > 1 ? make([splits, W.size], "dw-splits") : undefined;
       return {
         y, owned, train: fwd, eval: fwd,
-        backward(dy, dx) {
-          const [pre, g] = throughRelu(spec.relu, dy);
+        backward(dy, dx, gated) {
+          const [pre, g] = throughRelu(spec.relu, dy, gated);
           const out = [...pre, ...conv2dBwdFilter(g, x, dW, { padding, splits, scratch: part })];
           out.push(sumAxes(g.reshape([B, spec.filters, y.size / (B * spec.filters)]), db));
           if (dx) out.push(conv2dBwdData(g, W, dx, { padding }));
@@ -193,7 +208,11 @@ export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
     case "maxpool": {
       const arg = make(y.shape as number[], "arg");
       const fwd = [maxpoolFwd(x, y, arg, spec.size)];
-      return { y, owned, train: fwd, eval: fwd, backward: (dy, dx) => (dx ? [maxpoolBwd(dy, arg, dx, spec.size)] : []) };
+      const gate = ctx.inputRelu ? x : undefined;
+      return {
+        y, owned, train: fwd, eval: fwd, gatesInputRelu: !!gate,
+        backward: (dy, dx) => (dx ? [maxpoolBwd(dy, arg, dx, spec.size, gate)] : []),
+      };
     }
     case "avgpool": {
       const fwd = [avgpoolFwd(x, y)];
@@ -211,8 +230,8 @@ export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
         y, owned,
         train: [batchnormStats(x, stats, running, spec.momentum ?? 0.1), batchnormApply(x, stats, gamma, beta, y, { eps, relu: spec.relu })],
         eval: [batchnormApply(x, running, gamma, beta, y, { eps, relu: spec.relu })],
-        backward(dy, dx) {
-          const [pre, g] = throughRelu(spec.relu, dy);
+        backward(dy, dx, gated) {
+          const [pre, g] = throughRelu(spec.relu, dy, gated);
           const out = [...pre, batchnormBwdReduce(x, g, stats, dgamma, dbeta, { eps })];
           if (dx) out.push(batchnormBwdData(x, g, stats, gamma, dgamma, dbeta, dx, { eps }));
           return out;

@@ -15,7 +15,7 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { readBuffer } from "../gpu/buffers.ts";
 import { initValues } from "./init.ts";
-import { describe, planLayer } from "./layers.ts";
+import { describe, fusesRelu, planLayer } from "./layers.ts";
 import type { LayerPlan, LayerSpec, ParamSpec } from "./layers.ts";
 import { Optimizer } from "./optim.ts";
 import type { OptimizerSpec } from "./optim.ts";
@@ -181,6 +181,7 @@ export class Sequential {
         params: this.#params[i].map((s) => s.value),
         grads: this.#params[i].map((s) => s.grad!),
         state: this.#state[i].map((s) => s.value),
+        inputRelu: i > 0 && fusesRelu(this.spec.layers[i - 1]),
       });
       layers.push(plan);
       owned.push(...plan.owned);
@@ -195,7 +196,7 @@ export class Sequential {
     for (let i = layers.length - 1; i >= 0; i--) {
       const dx = i > 0 ? createTensor(device, layers[i - 1].y.shape, `model/d${i - 1}`) : null;
       if (dx) owned.push(dx);
-      backward.push(...layers[i].backward(dy, dx));
+      backward.push(...layers[i].backward(dy, dx, !!layers[i + 1]?.gatesInputRelu));
       if (dx) dy = dx;
     }
     const train = await Program.build(device, [

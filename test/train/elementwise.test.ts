@@ -50,6 +50,28 @@ test("bias_add matches the reference, and sum_axes (its gradient) matches centra
   }
 });
 
+test("sum_axes matches the reference in both of its modes: few terms per output added serially, many as a workgroup tree", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  // Serial: O·I ≤ 256 (the split sums of conv2d_bwd_filter, dense bias gradients), J past one
+  // workgroup of 64 and not a multiple of it. Tree: O·I > 256 (conv bias gradients), I wrapping
+  // around the 64-lane stride unevenly.
+  const cases = [
+    { O: randomInt(next, 1, 16), J: randomInt(next, 65, 300), I: 1 },
+    { O: randomInt(next, 2, 8), J: randomInt(next, 1, 70), I: randomInt(next, 2, 32) },
+    { O: randomInt(next, 3, 12), J: randomInt(next, 1, 40), I: randomInt(next, 90, 200) },
+    { O: randomInt(next, 300, 600), J: randomInt(next, 1, 20), I: 1 },
+  ];
+  for (const { O, J, I } of cases) {
+    const src = randomArray(next, O * J * I);
+    const S = upload(device, src, [O, J, I]), OUT = poisoned(device, [J]);
+    await runOnce(device, [sumAxes(S, OUT)]);
+    assertClose(await read(device, OUT), Float32Array.from(sumAxesRef(src, O, J, I)), 1e-6 * O * I, seed);
+    free(S, OUT);
+  }
+});
+
 test("gather_rows copies the indexed rows bit for bit, f32 and u32", async () => {
   const device = await testDevice();
   const seed = freshSeed();

@@ -44,6 +44,32 @@ test("maxpool_fwd matches the reference (values and winners) and maxpool_bwd mat
   }
 });
 
+test("maxpool_bwd with a ReLU gate also zeroes the gradient where its input is ≤ 0 (the fused ReLU's backward)", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const S = randomInt(next, 1, 3);
+  const N = randomInt(next, 1, 3), C = randomInt(next, 1, 6), H = randomInt(next, S, 13), W = randomInt(next, 2 * S, 13);
+  const OH = Math.floor(H / S), OW = Math.floor(W / S);
+  // x is a ReLU's output: about half of it exactly 0. The first window is all 0 (its winner is
+  // gated), the second has a clear positive winner (passed through).
+  const x = spacedValues(next, N * C * H * W).map((v) => Math.max(v, 0));
+  for (let dh = 0; dh < S; dh++) for (let dw = 0; dw < S; dw++) x[dh * W + dw] = 0;
+  x[S] = 100;
+  const dy = randomArray(next, N * C * OH * OW);
+  const X = upload(device, x, [N, C, H, W]), DY = upload(device, dy, [N, C, OH, OW]);
+  const Y = poisoned(device, [N, C, OH, OW]), ARG = poisoned(device, [N, C, OH, OW]), DX = poisoned(device, [N, C, H, W]);
+  await runOnce(device, [maxpoolFwd(X, Y, ARG, S), maxpoolBwd(DY, ARG, DX, S, X)]);
+  const ref = maxpoolRef(x, N, C, H, W, S);
+  const want = new Float32Array(x.length);
+  ref.arg.forEach((i, o) => {
+    if (x[i] > 0) want[i] = dy[o];
+  });
+  assert.equal([ref.arg[0], ref.arg[1]], [0, S], `seed ${seed}`);
+  assertClose(await read(device, DX), want, 0, seed);
+  free(X, DY, Y, ARG, DX);
+});
+
 test("maxpool_fwd takes the first of tied values, as the reference", async () => {
   const device = await testDevice();
   const X = upload(device, new Float32Array([1, 1, 1, 1, 0, 2, 2, 0]), [1, 2, 2, 2]);

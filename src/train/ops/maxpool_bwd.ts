@@ -2,7 +2,7 @@
 import code from "../../../shaders/train/maxpool_bwd.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape } from "./_check.ts";
 import { poolGeometry } from "./_pool.ts";
@@ -10,14 +10,24 @@ import { poolGeometry } from "./_pool.ts";
 export const maxpoolBwdKernel = new Kernel({
   name: "train/maxpool_bwd",
   code,
-  bindings: ["uniform", "read-only-storage", "read-only-storage", "storage"],
+  bindings: ["read-only-storage", "read-only-storage", "storage", "read-only-storage"],
 });
 
-/** Plans dx [N, C, H, W] from dy and maxpool_fwd's arg [N, C, ⌊H/S⌋, ⌊W/S⌋]. */
-export function maxpoolBwd(dy: Tensor, arg: Tensor, dx: Tensor, size: number): Dispatch {
+/**
+ * Plans dx [N, C, H, W] from dy and maxpool_fwd's arg [N, C, ⌊H/S⌋, ⌊W/S⌋]. With `reluGate`
+ * (the pooled input x, itself the output of a ReLU), dx is also zeroed where x ≤ 0: the
+ * ReLU's backward in the same pass.
+ */
+export function maxpoolBwd(dy: Tensor, arg: Tensor, dx: Tensor, size: number, reluGate?: Tensor): Dispatch {
   const g = poolGeometry("maxpool_bwd", dx, size);
   const out = [g.N, g.C, g.OH, g.OW];
   expectShape("maxpool_bwd", "dy", dy, out);
   expectShape("maxpool_bwd", "arg", arg, out);
-  return { kernel: maxpoolBwdKernel, bindings: [uniforms([dx.size, g.H, g.W, g.OH, g.OW, g.S]), dy, arg, dx], workgroups: grid(dx.size, 256) };
+  if (reluGate) expectShape("maxpool_bwd", "reluGate", reluGate, dx.shape);
+  return {
+    kernel: maxpoolBwdKernel,
+    bindings: [dy, arg, dx, reluGate ?? null],
+    workgroups: grid(dx.size, 256),
+    constants: { COUNT: dx.size, H: g.H, W: g.W, OH: g.OH, OW: g.OW, S: g.S, RELU_GATE: reluGate ? 1 : 0 },
+  };
 }

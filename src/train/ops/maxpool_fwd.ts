@@ -2,12 +2,12 @@
 import code from "../../../shaders/train/maxpool_fwd.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape } from "./_check.ts";
 import { poolGeometry } from "./_pool.ts";
 
-export const maxpoolFwdKernel = new Kernel({ name: "train/maxpool_fwd", code, bindings: ["uniform", "read-only-storage", "storage", "storage"] });
+export const maxpoolFwdKernel = new Kernel({ name: "train/maxpool_fwd", code, bindings: ["read-only-storage", "storage", "storage"] });
 
 /** Plans y, arg [N, C, ⌊H/S⌋, ⌊W/S⌋] from x [N, C, H, W]; arg is u32 (flat index into x). */
 export function maxpoolFwd(x: Tensor, y: Tensor, arg: Tensor, size: number): Dispatch {
@@ -15,5 +15,10 @@ export function maxpoolFwd(x: Tensor, y: Tensor, arg: Tensor, size: number): Dis
   const out = [g.N, g.C, g.OH, g.OW];
   expectShape("maxpool_fwd", "y", y, out);
   expectShape("maxpool_fwd", "arg", arg, out);
-  return { kernel: maxpoolFwdKernel, bindings: [uniforms([y.size, g.H, g.W, g.OH, g.OW, g.S]), x, y, arg], workgroups: grid(y.size, 256) };
+  return {
+    kernel: maxpoolFwdKernel,
+    bindings: [x, y, arg],
+    workgroups: grid(y.size, 256),
+    constants: { COUNT: y.size, H: g.H, W: g.W, OH: g.OH, OW: g.OW, S: g.S },
+  };
 }
