@@ -5,7 +5,7 @@
  * runs interleaved. Prints test accuracy per epoch, mean ± sd over seeds for each order, the
  * difference, and the share of samples ready order moved to another batch than the plan's.
  *
- *   bun bench/train_order.bench.ts [--model mlp] [--epochs 5] [--seeds 3] [--limit N]
+ *   bun bench/train_order.bench.ts [--model mlp] [--epochs 5] [--seeds 3] [--first-seed 0] [--limit N]
  *                                  [--latency-ms 10] [--jitter-ms 10] [--store URL] [--quick] [--json]
  */
 import { runtime } from "../runtime-adapters/index.ts";
@@ -13,7 +13,7 @@ import { runTrain, type TrainEpoch } from "./_lib/train_run.ts";
 
 const args = runtime.args();
 if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--limit N] [--latency-ms MS] [--jitter-ms J] [--store URL] [--quick] [--json]");
+  console.log("usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--store URL] [--quick] [--json]");
   runtime.exit(0);
 }
 const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
@@ -22,14 +22,16 @@ const json = args.includes("--json");
 const model = opt("--model", "mlp");
 const epochs = Number(opt("--epochs", quick ? "2" : "5"));
 const seeds = Number(opt("--seeds", quick ? "2" : "3"));
+// Long comparisons (the cnn over 10 epochs: ~25 min a run on lavapipe) can be split over sessions.
+const firstSeed = Number(opt("--first-seed", "0"));
 const limit = opt("--limit", quick ? "4096" : "");
 const store = opt("--store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
 const latency = opt("--latency-ms", "10"), jitter = opt("--jitter-ms", "10");
 const log = (s: string) => json || console.log(s);
 
-log(`${model}, ${epochs} epochs, seeds 0…${seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way`);
+log(`${model}, ${epochs} epochs, seeds ${firstSeed}…${firstSeed + seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way`);
 const runs: Record<string, TrainEpoch[][]> = { ready: [], strict: [] };
-for (let seed = 0; seed < seeds; seed++) {
+for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
   for (const order of ["ready", "strict"]) {
     const r = runTrain(["--store", store, "--model", model, "--epochs", String(epochs), "--seed", String(seed), "--order", order,
       "--latency-ms", latency, "--jitter-ms", jitter, "--out", `.tmp/bench-train-order/${order}-${seed}`, ...(limit ? ["--limit", limit] : [])]);
