@@ -1,13 +1,15 @@
 /**
  * The latency proxy as a command, in its own process (so it does not share the event loop of
- * what it measures). Prints per-connection stats on SIGINT/SIGTERM, then exits.
+ * what it measures). Prints per-connection stats on SIGINT/SIGTERM, then exits. With
+ * `--sample-ms`, also prints every connection's byte counts at that interval (the read
+ * benchmark's per-connection throughput over time); bench/proxy/process.ts drives it.
  *
  *   bun bench/proxy/main.ts --target 127.0.0.1:9042 --listen 127.0.0.1:19042 --delay-ms 75
  */
 import process from "node:process";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { type ConnectionStats, type Profile, startProxy, unevenEvery, uniform } from "./proxy.ts";
+import { capAt, type ConnectionStats, type Profile, startProxy, unevenEvery, uniform } from "./proxy.ts";
 
 const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
   A TCP proxy that adds latency (and optionally a bandwidth cap) to every connection.
@@ -22,7 +24,10 @@ const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
   --queue-bytes Q         bytes held per direction before reading pauses (default 4194304)
   --no-handshake          connections open at once (default: set-up costs one round trip)
   --seed S                seed of the jitter draws (default 1)
-  --json                  on exit, print the stats as one JSON document
+  --sample-ms MS          every MS, print one line of every connection's byte counts
+  --json                  print JSON lines: {"listening": PORT} once listening, the samples
+                          {"t": wall-clock ms, "c": [[index, bytesDown, bytesUp, cap B/s now or 0], …]},
+                          and the stats as one document on exit
   -h, --help              this text
 On SIGINT or SIGTERM it prints each connection's bytes, duration and rate, and exits.`;
 
@@ -41,7 +46,7 @@ try {
 }
 
 async function main() {
-  const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--congest-rotate-ms", "--queue-bytes", "--seed"]);
+  const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--congest-rotate-ms", "--queue-bytes", "--seed", "--sample-ms"]);
   const flags = new Set(["--no-handshake", "--json"]);
   const values = new Map<string, string>();
   for (let i = 0; i < args.length; i++) {
@@ -75,15 +80,28 @@ async function main() {
   const congestion = every !== undefined ? `; 1 connection in ${every} capped at ${congestBps} B/s${rotateMs ? `, a different one every ${rotateMs} ms` : ""}` : "";
   const cap = base.bandwidthBytesPerSec ? `, cap ${base.bandwidthBytesPerSec} B/s` : "";
   const jitter = base.jitterMs ? ` ± ${base.jitterMs}` : "";
-  console.log(`proxy ${proxy.host}:${proxy.port} → ${target.host}:${target.port}: ${base.delayMs}${jitter} ms one way (round trip +${2 * base.delayMs} ms)${cap}${congestion}`);
+  const json = values.has("--json");
+  if (json) console.log(JSON.stringify({ listening: proxy.port }));
+  else console.log(`proxy ${proxy.host}:${proxy.port} → ${target.host}:${target.port}: ${base.delayMs}${jitter} ms one way (round trip +${2 * base.delayMs} ms)${cap}${congestion}`);
+
+  const sampleMs = num("--sample-ms");
+  if (sampleMs !== undefined && !(sampleMs > 0)) bad(`'--sample-ms' must be > 0: current value is ${sampleMs}`);
+  // Wall-clock ms with sub-ms precision, comparable with the measuring process's clock.
+  const wall = () => performance.timeOrigin + performance.now();
+  const timer = sampleMs === undefined ? undefined : setInterval(() => {
+    const now = runtime.now();
+    const c = proxy.stats().connections.map((s) => [s.index, s.bytesDown, s.bytesUp, capAt(s.profile, now) ?? 0]);
+    console.log(json ? JSON.stringify({ t: wall(), c }) : `${new Date().toISOString()} ${c.map(([i, d, u]) => `#${i} ↓${d} ↑${u}`).join("  ")}`);
+  }, sampleMs);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    clearInterval(timer);
     const st = proxy.stats();
     await proxy.close();
-    if (values.has("--json")) console.log(JSON.stringify({ signal, ...st }));
+    if (json) console.log(JSON.stringify({ signal, ...st }));
     else {
       console.log(`\n${signal}: ${st.accepted} connection(s), ${st.bytesUp} bytes up, ${st.bytesDown} bytes down`);
       if (st.connections.length) console.log(table(st.connections, st.at));

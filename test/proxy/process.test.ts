@@ -1,0 +1,58 @@
+/**
+ * The proxy as a command in its own process (bench/proxy/main.ts, driven by
+ * bench/proxy/process.ts, as train.ts --latency-ms and the benchmarks use it): it listens on
+ * the port it reports, adds its delay, samples byte counts per connection, reports a bad
+ * option with the proxy's own message, and is gone after close().
+ */
+import * as assert from "uvu/assert";
+import { afterAll, test } from "../_support/harness.ts";
+import { startProxyProcess, type ProxyProcess } from "../../bench/proxy/process.ts";
+import { dial, echo, eventually, readBytes, roundTrip, startServer, type TestServer } from "./_servers.ts";
+
+const servers: TestServer[] = [];
+const proxies: ProxyProcess[] = [];
+afterAll(async () => {
+  await Promise.all(proxies.map((p) => p.close()));
+  await Promise.all(servers.map((s) => s.close()));
+});
+
+test("a proxy process adds its delay, samples each connection's bytes, and is gone after close", async () => {
+  const server = await startServer(echo);
+  servers.push(server);
+  const proxy = await startProxyProcess(`127.0.0.1:${server.port}`, 0, ["--delay-ms", "30", "--no-handshake"], { sampleMs: 20 });
+  proxies.push(proxy);
+  assert.ok(proxy.port > 0);
+  const s = await dial(proxy.port);
+  const rtts: number[] = [];
+  for (let i = 0; i < 3; i++) rtts.push(await roundTrip(s));
+  // 30 ms each way: nothing comes back in less than 60 ms.
+  assert.ok(Math.min(...rtts) >= 59, `round trips ${rtts.map((r) => r.toFixed(1))} ms`);
+  const payload = new Uint8Array(200_000).map((_, i) => i * 7);
+  const back = readBytes(s, payload.length);
+  s.write(payload);
+  assert.equal((await back).length, payload.length);
+  // The samples count what went through: 3 pings of 4 bytes and the payload, each way.
+  const total = 3 * 4 + payload.length;
+  assert.ok(
+    await eventually(() => proxy.snapshots.some((snap) => snap.c.some(([, down, up]) => down === total && up === total))),
+    `last sample ${JSON.stringify(proxy.snapshots.at(-1))}, expected ${total} bytes each way`,
+  );
+  const t = proxy.snapshots.map((snap) => snap.t);
+  assert.ok(t.every((x, i) => i === 0 || x >= t[i - 1]), "samples in time order");
+  s.destroy();
+  await proxy.close();
+  // Gone: a new connection to its port is refused.
+  const refused = await dial(proxy.port).then((c) => (c.destroy(), false), () => true);
+  assert.ok(refused, "the proxy still accepts connections after close()");
+});
+
+test("a proxy process that cannot start rejects with the proxy's own message", async () => {
+  let err: Error | undefined;
+  try {
+    proxies.push(await startProxyProcess("127.0.0.1:9", 0, ["--delay-ms", "soon"]));
+  } catch (e) {
+    err = e as Error;
+  }
+  assert.ok(err, "started with --delay-ms soon");
+  assert.match(err!.message, /exited \(2\) before listening: proxy: Cannot start the proxy as '--delay-ms' must be a number: current value is soon/);
+});
