@@ -141,6 +141,8 @@ export interface LoaderStats {
    * consumer was waiting for nothing else); the first answer wins, the other is dropped.
    */
   reasked: number;
+  /** Of those, how many got their answer from the second request. */
+  reaskWins: number;
   /** Samples of the next epoch read ahead (option readAhead) that were used. */
   readAhead: number;
   /** Samples read ahead and then dropped because a different epoch (or a resume) came next. */
@@ -155,7 +157,6 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   readonly options: LoaderOptions<T>;
   #source?: Promise<Source>;
   #retry?: RetrySource;
-  #inner?: Source; // inside the retries: what the epoch tail asks again (its errors are dropped)
   #hedge?: HedgeSource;
   #active?: EpochRun<T>;
   /** The next epoch, read ahead near the active one's end (option readAhead). */
@@ -172,7 +173,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   #depth?: number;
   #rampedUp = false;
   readonly #stats = {
-    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0, readAhead: 0, readAheadDropped: 0, reasked: 0,
+    epochs: 0, batches: 0, samples: 0, bytes: 0, busyMs: 0, waitMs: 0, errors: 0, duplicates: 0, maxOutstanding: 0, readAhead: 0, readAheadDropped: 0,
     batchMs: [] as number[], perConnection: {} as Record<string, number>,
   };
 
@@ -247,9 +248,9 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       if (typeof o.store === "string") src = await openReadSource(o.store, o.dataset, { maxInFlight: o.maxInFlight, balance: o.balance });
       else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight, { balance: o.balance });
       else src = o.store;
-      // Hedge inside the retries: a slow attempt is hedged, a failed one retried.
-      if (o.hedge) src = this.#hedge = new HedgeSource(src, o.hedge === true ? {} : o.hedge);
-      this.#inner = src;
+      // Hedge inside the retries: a slow attempt is hedged, a failed one retried. The epoch
+      // tail's re-asks are the same mechanism's other trigger (no quantile hedging: budget 0).
+      if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
       this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       this.#retry.onDrain(() => {
         this.#active?.drained();
@@ -272,7 +273,8 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
       waitSeconds: s.waitMs / 1000, errors: s.errors, retries: this.#retry?.retries ?? 0,
       hedged: this.#hedge?.hedged ?? 0, hedgeWins: this.#hedge?.hedgeWins ?? 0, duplicates: s.duplicates,
-      maxOutstanding: s.maxOutstanding, readAhead: s.readAhead, readAheadDropped: s.readAheadDropped, reasked: s.reasked,
+      maxOutstanding: s.maxOutstanding, readAhead: s.readAhead, readAheadDropped: s.readAheadDropped,
+      reasked: this.#hedge?.reasked ?? 0, reaskWins: this.#hedge?.reaskWins ?? 0,
       prefetch: this.#active?.prefetch() ?? 0, perConnection: { ...s.perConnection },
     };
   }
@@ -309,10 +311,9 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   _answered(ms: number): void {
     if (ms < this.#minLatencyMs) this.#minLatencyMs = ms;
   }
-  /** @internal Counts a re-ask and returns the source to send it to (inside the retries). */
-  _reask(): Source | undefined {
-    this.#stats.reasked++;
-    return this.#inner;
+  /** @internal The consumer waits at an epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ]. */
+  _urge(on: boolean): void {
+    if (this.options.reaskTail) this.#hedge?.urge(on);
   }
   /** @internal */
   _error(duplicates = 0, errors = 0): void {
@@ -417,9 +418,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #wake?: () => void;
   #lastHandOver = 0;
   readonly #askedAt = new Map<string, number>(); // pending ids and when they were asked for
-  readonly #latencies: number[] = []; // the last 64 request → answer times (ms): the tail's yardstick
-  readonly #reasked = new Set<string>();
-  #tailTimer?: ReturnType<typeof setTimeout>;
   readonly #conns = new Map<string, number>();
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
 
@@ -509,40 +507,20 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
         this.#loader._deepen(this.#window!);
         this.pump();
       }
-      if (this.#loader.options.reaskTail && this.#next === this.#plan.length && this.#pending > 0) this.#armTail();
+      if (this.#next === this.#plan.length && this.#pending > 0) this.#loader._urge(true);
       await new Promise<void>((r) => (this.#wake = r));
     }
   }
 
-  /**
+  /*
    * NOTE [ Epoch tail ]: an epoch ends only when its slowest sample is in, so a sample stuck
    * on a connection that turned slow holds up the last batch (and, in strict order, its own).
    * Once everything is requested and the consumer waits, samples pending far longer than
    * usual (3 × the median request time, and 100 ms more) are asked for once more; the source
-   * sends them where they should finish first. The ledger keeps the first answer, drops the
-   * other; the second request is not retried and its error is ignored (the first one's
-   * outcome stands, retries included). Option `reaskTail`.
+   * sends them where they should finish first. This is HedgeSource's second trigger
+   * (`urge`, src/source/hedge.ts), inside the retries: the first answer wins, the other is
+   * dropped there, and an error waits for the other attempt. Option `reaskTail`.
    */
-  #armTail(): void {
-    if (this.#tailTimer !== undefined || this.finished) return;
-    const lat = this.#latencies.slice().sort((a, b) => a - b);
-    const p50 = lat.length ? lat[lat.length >> 1] : 50;
-    const after = Math.max(3 * p50, p50 + 100); // + 100 ms: past a retry's first backoffs
-    this.#tailTimer = setTimeout(() => {
-      this.#tailTimer = undefined;
-      if (this.finished) return;
-      const now = runtime.now();
-      for (const [id, t] of this.#askedAt) {
-        if (now - t < after || this.#reasked.has(id)) continue;
-        this.#reasked.add(id);
-        const src = this.#loader._reask();
-        src?.fetch(id, (err, s) => {
-          if (!err && s) this.#arrived(id, null, s);
-        });
-      }
-      for (const id of this.#askedAt.keys()) if (!this.#reasked.has(id)) return this.#armTail();
-    }, after);
-  }
 
   /** Breaking out of `for await` ends the epoch. */
   return(): Promise<IteratorResult<Batch<T>, undefined>> {
@@ -570,8 +548,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
 
   #finish(): void {
     this.finished = true;
-    clearTimeout(this.#tailTimer);
-    this.#tailTimer = undefined;
+    this.#loader._urge(false);
     if (this.#window) this.#loader._depth(this.#window.prefetch); // the next epoch starts as deep as this one ended
     this.#loader.options.signal?.removeEventListener("abort", this.#onAbort);
     // Ended normally: the next epoch's read-ahead may now use the whole window.
@@ -598,7 +575,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #arrived(id: string, err: Error | null, s?: Fetched): void {
     if (this.finished && !this.#error) return;
     if (err || !s) {
-      if (this.#ledger.settled(id)) return; // answered already by a second request (NOTE [ Epoch tail ])
       this.#pending--;
       this.#askedAt.delete(id);
       if (this.#skipErrors) {
@@ -620,7 +596,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       const ms = runtime.now() - asked;
       this.#loader._answered(ms);
       this.#askedAt.delete(id);
-      if (this.#latencies.push(ms) > 64) this.#latencies.shift();
     }
     if (s.conn) this.#conns.set(s.conn, (this.#conns.get(s.conn) ?? 0) + s.data.length);
     if (!this.#transform) return this.#ready1(s, s as unknown as T);

@@ -57,11 +57,6 @@ export class Ledger {
   get duplicates(): number {
     return this.#duplicates;
   }
-  /** `id` was delivered or skipped: nothing more may be said about it. */
-  settled(id: string): boolean {
-    const s = this.#state.get(id);
-    return s === DELIVERED || s === SKIPPED;
-  }
   /** Every planned id has been delivered or skipped. */
   complete(): boolean {
     return this.#delivered + this.#skipped === this.#state.size;

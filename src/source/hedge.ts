@@ -17,6 +17,12 @@
  *   timer fires: every request past the deadline is hedged (within the budget) or left alone,
  *   and leaves the queue; the timer is set again for the new head.
  *
+ * A second trigger, for the end of an epoch: while a consumer waits for the last samples,
+ * `urge(true)` asks again, once and outside the budget, for every request pending far longer
+ * than usual: 3 × the median latency, and at least 100 ms more (past a retry's first backoffs).
+ * The tail is bounded by what is in flight, so no budget is needed; hedging by quantile can be
+ * off (`budget: 0`) with the tail trigger on. A request is asked for at most twice in all.
+ *
  * @example
  * ```ts
  * import { HedgeSource } from "./hedge.ts";
@@ -88,6 +94,8 @@ interface Request {
   /** Attempts sent and not yet answered. */
   pending: number;
   settled: boolean;
+  /** Why it was asked for a second time, if it was. */
+  again?: "hedge" | "tail";
   error?: Error;
 }
 
@@ -116,10 +124,16 @@ export class HedgeSource implements Source {
   #requests = 0;
   #hedged = 0;
   #wins = 0;
+  #reasked = 0;
+  #reaskWins = 0;
   #closed = false;
   /** Requests not yet considered for a hedge, in start order (a Set keeps insertion order). */
   readonly #waiting = new Set<Request>();
+  /** Requests not yet answered, in start order (the tail trigger's queue). */
+  readonly #open = new Set<Request>();
   #timer?: ReturnType<typeof setTimeout>;
+  #urged = false;
+  #tailTimer?: ReturnType<typeof setTimeout>;
 
   constructor(inner: Source, o: HedgeOptions = {}) {
     const { quantile: q, factor, minDelayMs: floor, budget, history, warmup } = hedgeOptions(o, `requests to ${inner.name}`);
@@ -149,6 +163,35 @@ export class HedgeSource implements Source {
   get hedgeWins(): number {
     return this.#wins;
   }
+  /** Requests asked for again by the tail trigger (`urge`). */
+  get reasked(): number {
+    return this.#reasked;
+  }
+  /** Of those, how many got their answer from the second request. */
+  get reaskWins(): number {
+    return this.#reaskWins;
+  }
+
+  /**
+   * The tail trigger's deadline now, in ms: 3 × the median of recent latencies, and at least
+   * 100 ms over it (150 ms before any answer).
+   */
+  tailDeadline(): number {
+    const n = Math.min(this.#seen, this.#latency.length);
+    const p50 = n ? this.#latency.slice(0, n).sort()[n >> 1] : 50;
+    return Math.max(3 * p50, p50 + 100);
+  }
+
+  /**
+   * `true`: a consumer is waiting for what is still in flight (the end of an epoch), so ask
+   * again for each request that passes the tail deadline; `false`: stop doing so.
+   */
+  urge(on: boolean): void {
+    this.#urged = on;
+    if (on) return this.#armTail();
+    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    this.#tailTimer = undefined;
+  }
   /** The deadline now, in ms (undefined while warming up). */
   deadline(): number | undefined {
     if (this.#fixed !== undefined) return this.#fixed;
@@ -167,8 +210,10 @@ export class HedgeSource implements Source {
     this.#requests++;
     const r: Request = { id, done, start: this.#now(), pending: 1, settled: false };
     this.#waiting.add(r);
+    this.#open.add(r);
     const more = this.#inner.fetch(id, (e, s) => this.#answer(r, false, r.start, e, s));
     this.#arm();
+    if (this.#urged) this.#armTail();
     return more;
   }
 
@@ -182,7 +227,11 @@ export class HedgeSource implements Source {
     }
     r.settled = true;
     this.#waiting.delete(r);
-    if (!err && hedge) this.#wins++;
+    this.#open.delete(r);
+    if (!err && hedge) {
+      if (r.again === "tail") this.#reaskWins++;
+      else this.#wins++;
+    }
     r.done(err, s);
   }
 
@@ -194,7 +243,7 @@ export class HedgeSource implements Source {
 
   /** Sets the one timer for the oldest request still waiting. */
   #arm(): void {
-    if (this.#timer !== undefined || this.#closed) return;
+    if (this.#timer !== undefined || this.#closed || this.#budget === 0) return;
     const head = this.#waiting.values().next();
     if (head.done) return;
     const d = this.deadline();
@@ -210,13 +259,44 @@ export class HedgeSource implements Source {
     for (const r of this.#waiting) {
       if (r.start + d > now) break; // start order: the rest are younger
       this.#waiting.delete(r);
-      if (this.#hedged + 1 > this.#budget * this.#requests) continue; // over budget: it just waits
+      if (r.again || this.#hedged + 1 > this.#budget * this.#requests) continue; // over budget: it just waits
       this.#hedged++;
-      r.pending++;
-      const at = this.#now();
-      this.#inner.fetch(r.id, (e, s) => this.#answer(r, true, at, e, s));
+      this.#askAgain(r, "hedge");
     }
     this.#arm();
+  }
+
+  #askAgain(r: Request, why: "hedge" | "tail"): void {
+    r.again = why;
+    r.pending++;
+    const at = this.#now();
+    this.#inner.fetch(r.id, (e, s) => this.#answer(r, true, at, e, s));
+  }
+
+  /** While urged: one timer, for the oldest request asked for only once. */
+  #armTail(): void {
+    if (!this.#urged || this.#tailTimer !== undefined || this.#closed) return;
+    let oldest: Request | undefined;
+    for (const r of this.#open) {
+      if (!r.again) {
+        oldest = r;
+        break;
+      }
+    }
+    if (!oldest) return;
+    const d = this.tailDeadline();
+    this.#tailTimer = setTimeout(() => {
+      this.#tailTimer = undefined;
+      if (!this.#urged || this.#closed) return;
+      const now = this.#now();
+      for (const r of this.#open) {
+        if (r.start + d > now) break; // start order: the rest are younger
+        if (r.again) continue;
+        this.#reasked++;
+        this.#askAgain(r, "tail");
+      }
+      this.#armTail();
+    }, Math.max(0, oldest.start + d - this.#now()));
   }
 
   onDrain(listener: () => void): void {
@@ -229,7 +309,9 @@ export class HedgeSource implements Source {
     this.#closed = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.urge(false);
     this.#waiting.clear();
+    this.#open.clear();
     return this.#inner.close();
   }
 }

@@ -94,6 +94,36 @@ test("the budget: with everything late, at most 5 % of requests are hedged", asy
   await custom.close();
 });
 
+test("the tail trigger: while urged, a request far slower than the median is asked again once, outside the budget; never when not urged", async () => {
+  const stuck = new Set(ids.slice(-4));
+  const delay = (id: string, n: number) => (stuck.has(id) && n === 1 ? 900 : 2);
+  // Not urged (and no quantile hedging: budget 0): the stuck ones wait out their 900 ms.
+  const calm = new HedgeSource(attempts(await openSource(store, "fm"), delay), { budget: 0 });
+  const t0 = performance.now();
+  await fetchAll(calm, ids, 0);
+  assert.ok(performance.now() - t0 >= 880, "answered before the stuck requests did");
+  assert.is(calm.reasked + calm.hedged, 0);
+  await calm.close();
+  // Urged once the rest is in: asked again after ~3 × the median (2 ms) + 100 ms.
+  const inner = attempts(await openSource(store, "fm"), delay);
+  const src = new HedgeSource(inner, { budget: 0 });
+  const done = fetchAll(src, ids, 950);
+  setTimeout(() => src.urge(true), 50);
+  const { answers, samples, at } = await done;
+  assert.is(samples.length, ids.length);
+  assert.ok([...answers.values()].every((n) => n === 1), "each fetch answered exactly once (the late first answers dropped)");
+  assert.is(src.reasked, 4, "the four stuck ones, nothing else");
+  assert.is(src.reaskWins, 4);
+  assert.is(src.hedged, 0, "the tail trigger is not the budgeted one");
+  for (const id of stuck) {
+    assert.is(inner.count.get(id), 2, `${id} asked exactly twice`);
+    assert.ok(at.get(id)! < 600, `${id} did not wait out its 900 ms: answered at ${at.get(id)!.toFixed(0)} ms`);
+  }
+  assert.ok(src.tailDeadline() >= 100, `the tail deadline keeps 100 ms over the median: ${src.tailDeadline()}`);
+  src.urge(false);
+  await src.close();
+});
+
 test("the deadline is the p95 of observed latencies × factor, with a floor; before the warm-up, none", async () => {
   let clock = 0;
   let i = 0;
