@@ -4,7 +4,7 @@
 // with dbeta = Σ dy and dgamma = Σ dy·x̂ from batchnorm_bwd_reduce.
 //
 // Bindings (group 0):
-//   0  uniform          Params {count = N·C·I, C, I, eps: f32}
+//   0  uniform          Params {count = N·C·I, eps: f32}
 //   1  storage, read    x: array<f32>
 //   2  storage, read    dy: array<f32>
 //   3  storage, read    stats: array<f32>    2·C  [mean | var] of the batch
@@ -16,10 +16,13 @@
 
 struct Params {
   count: u32,
-  C: u32,
-  I: u32,
   eps: f32,
 }
+
+// Shape values divided by per element are override constants (fixed per pipeline): on CPU
+// drivers a division by a uniform costs more than the rest of the kernel.
+override C: u32;
+override I: u32;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -36,9 +39,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   if (i >= p.count) {
     return;
   }
-  let c = (i / p.I) % p.C;
-  let M = f32(p.count / p.C);
-  let invStd = inverseSqrt(stats[p.C + c] + p.eps);
+  let c = (i / I) % C;
+  let M = f32(p.count / C);
+  let invStd = inverseSqrt(stats[C + c] + p.eps);
   let xhat = (x[i] - stats[c]) * invStd;
   dx[i] = gamma[c] * invStd * (dy[i] - dbeta[c] / M - xhat * dgamma[c] / M);
 }

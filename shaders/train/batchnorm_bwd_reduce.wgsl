@@ -3,7 +3,7 @@
 // over n and i of x, dy [N, C, I]. batchnorm_bwd_data reuses both sums.
 //
 // Bindings (group 0):
-//   0  uniform          Params {N, C, I, eps: f32}
+//   0  uniform          Params {N, eps: f32}
 //   1  storage, read    x: array<f32>
 //   2  storage, read    dy: array<f32>
 //   3  storage, read    stats: array<f32>   2·C  [mean | var] of the batch
@@ -13,10 +13,13 @@
 
 struct Params {
   N: u32,
-  C: u32,
-  I: u32,
   eps: f32,
 }
+
+// Shape values divided by per element are override constants (fixed per pipeline): on CPU
+// drivers a division by a uniform costs more than the rest of the kernel.
+override C: u32;
+override I: u32;
 
 const WG = 64u;
 
@@ -33,14 +36,14 @@ var<workgroup> sumDyX: array<f32, WG>;
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let c = wid.x;
-  let M = p.N * p.I;
+  let M = p.N * I;
   let mean = stats[c];
-  let invStd = inverseSqrt(stats[p.C + c] + p.eps);
+  let invStd = inverseSqrt(stats[C + c] + p.eps);
   var a = 0.0;
   var b = 0.0;
   for (var t = lid; t < M; t += WG) {
-    let n = t / p.I;
-    let i = (n * p.C + c) * p.I + (t - n * p.I);
+    let n = t / I;
+    let i = (n * C + c) * I + (t - n * I);
     let g = dy[i];
     a += g;
     b += g * (x[i] - mean) * invStd;

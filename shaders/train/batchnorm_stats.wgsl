@@ -6,7 +6,7 @@
 // The variance is a second pass over x around the mean (no E[x²] − E[x]² cancellation).
 //
 // Bindings (group 0):
-//   0  uniform          Params {N, C, I, momentum: f32}
+//   0  uniform          Params {N, momentum: f32}
 //   1  storage, read    x: array<f32>         N·C·I
 //   2  storage, rw      stats: array<f32>     2·C
 //   3  storage, rw      running: array<f32>   2·C  [mean | var]
@@ -14,10 +14,13 @@
 
 struct Params {
   N: u32,
-  C: u32,
-  I: u32,
   momentum: f32,
 }
+
+// Shape values divided by per element are override constants (fixed per pipeline): on CPU
+// drivers a division by a uniform costs more than the rest of the kernel.
+override C: u32;
+override I: u32;
 
 const WG = 64u;
 
@@ -44,18 +47,18 @@ fn channelSum(lid: u32) -> f32 {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
   let c = wid.x;
-  let M = p.N * p.I;
+  let M = p.N * I;
   var s = 0.0;
   for (var t = lid; t < M; t += WG) {
-    let n = t / p.I;
-    s += x[(n * p.C + c) * p.I + (t - n * p.I)];
+    let n = t / I;
+    s += x[(n * C + c) * I + (t - n * I)];
   }
   partial[lid] = s;
   let mean = channelSum(lid) / f32(M);
   var q = 0.0;
   for (var t = lid; t < M; t += WG) {
-    let n = t / p.I;
-    let d = x[(n * p.C + c) * p.I + (t - n * p.I)] - mean;
+    let n = t / I;
+    let d = x[(n * C + c) * I + (t - n * I)] - mean;
     q += d * d;
   }
   partial[lid] = q;
@@ -63,9 +66,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   if (lid == 0u) {
     let variance = sq / f32(M);
     stats[c] = mean;
-    stats[p.C + c] = variance;
+    stats[C + c] = variance;
     let unbiased = sq / f32(max(M, 2u) - 1u);
     running[c] += p.momentum * (mean - running[c]);
-    running[p.C + c] += p.momentum * (unbiased - running[p.C + c]);
+    running[C + c] += p.momentum * (unbiased - running[C + c]);
   }
 }

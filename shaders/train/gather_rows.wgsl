@@ -3,7 +3,7 @@
 // upper bound of train.ts): only the B indices cross the bus per step.
 //
 // Bindings (group 0):
-//   0  uniform          Params {count = B·L, L}
+//   0  uniform          Params {count = B·L}
 //   1  storage, read    src: array<u32>     rows·L
 //   2  storage, read    index: array<u32>   B
 //   3  storage, rw      out: array<u32>     B·L
@@ -11,10 +11,11 @@
 
 struct Params {
   count: u32,
-  L: u32,
-  _a: u32,
-  _b: u32,
 }
+
+// Shape values divided by per element are override constants (fixed per pipeline): on CPU
+// drivers a division by a uniform costs more than the rest of the kernel.
+override L: u32;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> src: array<u32>;
@@ -25,7 +26,7 @@ struct Params {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let i = gid.x + gid.y * nwg.x * 256u;
   if (i < p.count) {
-    let b = i / p.L;
-    out[i] = src[index[b] * p.L + (i - b * p.L)];
+    let b = i / L;
+    out[i] = src[index[b] * L + (i - b * L)];
   }
 }

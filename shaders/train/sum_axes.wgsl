@@ -3,7 +3,7 @@
 // the split partial sums of conv2d_bwd_filter (O = splits, I = 1).
 //
 // Bindings (group 0):
-//   0  uniform          Params {O, J, I}
+//   0  uniform          Params {O, J}
 //   1  storage, read    src: array<f32>   O·J·I
 //   2  storage, rw      out: array<f32>   J
 // Dispatch, two modes (the override SERIAL):
@@ -17,9 +17,11 @@
 struct Params {
   O: u32,
   J: u32,
-  I: u32,
-  _pad: u32,
 }
+
+// The inner size is an override constant (fixed per pipeline): the tree mode divides by it per
+// term, and on CPU drivers a division by a uniform costs more than the add.
+override I: u32;
 
 const WG = 64u;
 override SERIAL: bool = false;
@@ -37,8 +39,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (jj < p.J) {
       var acc = 0.0;
       for (var o = 0u; o < p.O; o++) {
-        let row = (o * p.J + jj) * p.I;
-        for (var i = 0u; i < p.I; i++) {
+        let row = (o * p.J + jj) * I;
+        for (var i = 0u; i < I; i++) {
           acc += src[row + i];
         }
       }
@@ -49,22 +51,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   let j = wid.x + wid.y * nwg.x;
   var s = 0.0;
   if (j < p.J) {
-    // Term t = o·I + i; each lane steps WG terms at a time, carrying (o, i) forward instead of
-    // dividing t by I per term (an integer division per term dominated this kernel on CPU
-    // drivers). i + r < 2·I, so one wrap per step is enough.
-    let terms = p.O * p.I;
-    let q = WG / p.I;
-    let r = WG - q * p.I;
-    var o = lid / p.I;
-    var i = lid - o * p.I;
+    let terms = p.O * I;
     for (var t = lid; t < terms; t += WG) {
-      s += src[(o * p.J + j) * p.I + i];
-      i += r;
-      o += q;
-      if (i >= p.I) {
-        i -= p.I;
-        o += 1u;
-      }
+      let o = t / I;
+      s += src[(o * p.J + j) * I + (t - o * I)];
     }
   }
   partial[lid] = s;

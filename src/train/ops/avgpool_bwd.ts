@@ -12,5 +12,5 @@ export function avgpoolBwd(dy: Tensor, dx: Tensor): Dispatch {
   expectRank("avgpool_bwd", "dx", dx, 4);
   const [N, C, H, W] = dx.shape;
   expectShape("avgpool_bwd", "dy", dy, [N, C]);
-  return { kernel: avgpoolBwdKernel, bindings: [uniforms([dx.size, H * W]), dy, dx], workgroups: grid(dx.size, 256) };
+  return { kernel: avgpoolBwdKernel, bindings: [uniforms([dx.size]), dy, dx], workgroups: grid(dx.size, 256), constants: { HW: H * W } };
 }

@@ -24,8 +24,8 @@ export function batchnormApply(
   expectSize("batchnorm_apply", "y", y, x.size);
   return {
     kernel: batchnormApplyKernel,
-    bindings: [uniforms([x.size, C, I, { f32: o.eps }]), x, stats, gamma, beta, y],
+    bindings: [uniforms([x.size, { f32: o.eps }]), x, stats, gamma, beta, y],
     workgroups: grid(x.size, 256),
-    constants: { RELU: o.relu ? 1 : 0 },
+    constants: { RELU: o.relu ? 1 : 0, C, I },
   };
 }

@@ -24,7 +24,8 @@ export function batchnormBwdData(
   for (const [what, t] of [["gamma", gamma], ["dgamma", dgamma], ["dbeta", dbeta]] as const) expectShape("batchnorm_bwd_data", what, t, [C]);
   return {
     kernel: batchnormBwdDataKernel,
-    bindings: [uniforms([x.size, C, I, { f32: o.eps }]), x, dy, stats, gamma, dgamma, dbeta, dx],
+    bindings: [uniforms([x.size, { f32: o.eps }]), x, dy, stats, gamma, dgamma, dbeta, dx],
+    constants: { C, I },
     workgroups: grid(x.size, 256),
   };
 }

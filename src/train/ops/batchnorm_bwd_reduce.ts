@@ -21,7 +21,8 @@ export function batchnormBwdReduce(x: Tensor, dy: Tensor, stats: Tensor, dgamma:
   expectShape("batchnorm_bwd_reduce", "dbeta", dbeta, [C]);
   return {
     kernel: batchnormBwdReduceKernel,
-    bindings: [uniforms([N, C, I, { f32: o.eps }]), x, dy, stats, dgamma, dbeta],
+    bindings: [uniforms([N, { f32: o.eps }]), x, dy, stats, dgamma, dbeta],
+    constants: { C, I },
     workgroups: [C, 1, 1],
   };
 }

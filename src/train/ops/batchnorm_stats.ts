@@ -18,5 +18,5 @@ export function batchnormStats(x: Tensor, stats: Tensor, running: Tensor, moment
   const { N, C, I } = bnGeometry("batchnorm_stats", x);
   expectShape("batchnorm_stats", "stats", stats, [2 * C]);
   expectShape("batchnorm_stats", "running", running, [2 * C]);
-  return { kernel: batchnormStatsKernel, bindings: [uniforms([N, C, I, { f32: momentum }]), x, stats, running], workgroups: [C, 1, 1] };
+  return { kernel: batchnormStatsKernel, bindings: [uniforms([N, { f32: momentum }]), x, stats, running], workgroups: [C, 1, 1], constants: { C, I } };
 }

@@ -15,5 +15,5 @@ export function biasAdd(bias: Tensor, y: Tensor): Dispatch {
     invalid(`Cannot run bias_add as 'y' must have ${bias.size} channels on axis 1: current shape is [${y.shape}]`);
   }
   const inner = y.shape.slice(2).reduce((a, b) => a * b, 1);
-  return { kernel: biasAddKernel, bindings: [uniforms([y.size, bias.size, inner]), bias, y], workgroups: grid(y.size, 256) };
+  return { kernel: biasAddKernel, bindings: [uniforms([y.size]), bias, y], workgroups: grid(y.size, 256), constants: { C: bias.size, I: inner } };
 }

@@ -19,5 +19,5 @@ export function gatherRows(src: Tensor, index: Tensor, out: Tensor): Dispatch {
   if (out.shape[0] !== index.size || out.size !== index.size * L) {
     invalid(`Cannot run gather_rows as 'out' must hold ${index.size} rows of ${L} values like 'src' [${src.shape}]: current shape is [${out.shape}]`);
   }
-  return { kernel: gatherRowsKernel, bindings: [uniforms([out.size, L]), src, index, out], workgroups: grid(out.size, 256) };
+  return { kernel: gatherRowsKernel, bindings: [uniforms([out.size]), src, index, out], workgroups: grid(out.size, 256), constants: { L } };
 }

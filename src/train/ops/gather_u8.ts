@@ -23,7 +23,8 @@ export function gatherU8(src: Tensor, index: Tensor, out: Tensor, o: { mean: num
   const L = out.size / index.size;
   return {
     kernel: gatherU8Kernel,
-    bindings: [uniforms([out.size, L, { f32: 1 / (255 * o.std) }, { f32: -o.mean / o.std }]), src, index, out],
+    bindings: [uniforms([out.size, { f32: 1 / (255 * o.std) }, { f32: -o.mean / o.std }]), src, index, out],
+    constants: { L },
     workgroups: grid(out.size, 256),
   };
 }

@@ -19,8 +19,8 @@ export function sumAxes(src: Tensor, out: Tensor): Dispatch {
   const serial = O * I <= SERIAL_TERMS;
   return {
     kernel: sumAxesKernel,
-    bindings: [uniforms([O, J, I]), src, out],
+    bindings: [uniforms([O, J]), src, out],
     workgroups: serial ? grid(J, 64) : grid(J, 1),
-    constants: { SERIAL: serial ? 1 : 0 },
+    constants: { SERIAL: serial ? 1 : 0, I },
   };
 }
