@@ -11,6 +11,7 @@
  * run's folder, so a run cut short keeps every finished epoch.
  */
 import { appendFile, mkdir, writeFile } from "node:fs/promises";
+import process from "node:process";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
@@ -251,6 +252,17 @@ async function main(): Promise<number> {
     let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
     let loaderWait0 = 0, displaced = 0;
     const reports: EpochReport[] = [];
+    // Ctrl-C or a kill: once the epoch being written (metrics, plots, weights) is on disk, say
+    // what is kept and exit; the proxy process exits with us (bench/proxy/process.ts).
+    let writing: Promise<unknown> = Promise.resolve();
+    const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
+      await writing.catch(() => {});
+      console.error(`\n${signal}: stopped during epoch ${reports.length + 1} of ${epochs}; the ${reports.length} whole epoch(s) before it are in ` +
+        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}`);
+      runtime.exit(signal === "SIGINT" ? 130 : 143);
+    };
+    process.on("SIGINT", () => void interrupted("SIGINT"));
+    process.on("SIGTERM", () => void interrupted("SIGTERM"));
     const t0 = runtime.now();
     await fit(model, {
       epochs,
@@ -288,10 +300,13 @@ async function main(): Promise<number> {
         reports.push(report);
         bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +
           `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%`);
-        await appendFile(metricsPath, JSON.stringify({ model: modelName, ...report }) + "\n");
-        await writePlots(run.out, modelName, reports);
-        // Weights after every epoch (replaced atomically): a run cut short keeps its last epoch.
-        if (run.save) await model.save(run.save);
+        writing = (async () => {
+          await appendFile(metricsPath, JSON.stringify({ model: modelName, ...report }) + "\n");
+          await writePlots(run.out, modelName, reports);
+          // Weights after every epoch (replaced atomically): a run cut short keeps its last epoch.
+          if (run.save) await model.save(run.save);
+        })();
+        await writing;
       },
     });
     const totalS = (runtime.now() - t0) / 1000;

@@ -25,6 +25,8 @@ const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
   --no-handshake          connections open at once (default: set-up costs one round trip)
   --seed S                seed of the jitter draws (default 1)
   --sample-ms MS          every MS, print one line of every connection's byte counts
+  --exit-with-stdin       exit when stdin closes: a parent process that dies, even killed,
+                          takes the proxy with it (bench/proxy/process.ts sets it)
   --json                  print JSON lines: {"listening": PORT} once listening, the samples
                           {"t": wall-clock ms, "c": [[index, bytesDown, bytesUp, cap B/s now or 0], …]},
                           and the stats as one document on exit
@@ -47,7 +49,7 @@ try {
 
 async function main() {
   const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--congest-rotate-ms", "--queue-bytes", "--seed", "--sample-ms"]);
-  const flags = new Set(["--no-handshake", "--json"]);
+  const flags = new Set(["--no-handshake", "--json", "--exit-with-stdin"]);
   const values = new Map<string, string>();
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
@@ -110,6 +112,11 @@ async function main() {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
+  if (values.has("--exit-with-stdin")) {
+    process.stdin.on("end", () => void stop("stdin closed"));
+    process.stdin.on("close", () => void stop("stdin closed"));
+    process.stdin.resume();
+  }
 }
 
 function table(conns: ConnectionStats[], now: number): string {

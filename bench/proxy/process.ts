@@ -46,13 +46,15 @@ process.on("exit", () => {
  */
 export async function startProxyProcess(target: string, port: number, args: string[] = [], o: { sampleMs?: number } = {}): Promise<ProxyProcess> {
   const [cmd, ...pre] = runtime.scriptCommand(new URL("./main.ts", import.meta.url).pathname, [
-    "--target", target, "--listen", `127.0.0.1:${port}`, "--json", ...(o.sampleMs ? ["--sample-ms", String(o.sampleMs)] : []), ...args,
+    "--target", target, "--listen", `127.0.0.1:${port}`, "--json", "--exit-with-stdin", ...(o.sampleMs ? ["--sample-ms", String(o.sampleMs)] : []), ...args,
   ]);
   // CASSETTE_PROXY_CPUS=LIST runs the proxy on those CPUs only (taskset): benchmarks put the
   // store's side on cores of its own, as if it were remote, and keep the client on the others.
   const cpus = runtime.env("CASSETTE_PROXY_CPUS");
   const [exe, argv] = cpus ? ["taskset", ["-c", cpus, cmd, ...pre]] : [cmd, pre];
-  const child = spawn(exe, argv, { stdio: ["ignore", "pipe", "pipe"] });
+  // stdin is a pipe only this process holds: if it dies, even by a signal that runs no exit
+  // handler, the pipe closes and the proxy exits (--exit-with-stdin).
+  const child = spawn(exe, argv, { stdio: ["pipe", "pipe", "pipe"] });
   live.add(child);
   child.once("exit", () => live.delete(child));
   const snapshots: Snapshot[] = [];

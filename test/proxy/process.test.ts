@@ -2,10 +2,12 @@
  * The proxy as a command in its own process (bench/proxy/main.ts, driven by
  * bench/proxy/process.ts, as train.ts --latency-ms and the benchmarks use it): it listens on
  * the port it reports, adds its delay, samples byte counts per connection, reports a bad
- * option with the proxy's own message, and is gone after close().
+ * option with the proxy's own message, and is gone after close() or once its parent is killed.
  */
 import * as assert from "uvu/assert";
+import { spawn } from "node:child_process";
 import { afterAll, test } from "../_support/harness.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
 import { startProxyProcess, type ProxyProcess } from "../../bench/proxy/process.ts";
 import { dial, echo, eventually, readBytes, roundTrip, startServer, type TestServer } from "./_servers.ts";
 
@@ -55,4 +57,31 @@ test("a proxy process that cannot start rejects with the proxy's own message", a
   }
   assert.ok(err, "started with --delay-ms soon");
   assert.match(err!.message, /exited \(2\) before listening: proxy: Cannot start the proxy as '--delay-ms' must be a number: current value is soon/);
+});
+
+test("a proxy process dies with its parent, even a parent killed by SIGKILL (no exit handler runs)", async () => {
+  const server = await startServer(echo);
+  servers.push(server);
+  const [cmd, ...args] = runtime.scriptCommand(new URL("./_proxy_parent.ts", import.meta.url).pathname, [`127.0.0.1:${server.port}`]);
+  const parent = spawn(cmd, args, { stdio: ["ignore", "pipe", "inherit"] });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    parent.stdout!.setEncoding("utf8");
+    parent.stdout!.on("data", (c: string) => {
+      out += c;
+      const m = /\{"port":(\d+)\}/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    parent.once("exit", (code) => reject(new Error(`the parent exited (${code}) before its proxy listened`)));
+  });
+  const s = await dial(port);
+  assert.ok((await roundTrip(s)) >= 1.9, "the proxy is up and delays");
+  s.destroy();
+  parent.kill("SIGKILL");
+  let gone = false;
+  for (let i = 0; i < 50 && !gone; i++) {
+    gone = await dial(port).then((c) => (c.destroy(), false), () => true);
+    if (!gone) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(gone, `the proxy on port ${port} outlived its killed parent by 5 s`);
 });
