@@ -6,14 +6,22 @@
  * difference, and the share of samples ready order moved to another batch than the plan's.
  *
  *   bun bench/train_order.bench.ts [--model mlp] [--epochs 5] [--seeds 3] [--first-seed 0] [--limit N]
- *                                  [--latency-ms 10] [--jitter-ms 10] [--store URL] [--quick] [--json]
+ *                                  [--latency-ms 10] [--jitter-ms 10] [--prefetch K] [--strict-no-io]
+ *                                  [--store URL] [--quick] [--json]
+ *
+ * A slow consumer (the cnn on lavapipe) finds most samples in long before it asks, so ready
+ * order barely reorders at 10 ± 10 ms; a fixed shallow window and more jitter make it
+ * (--latency-ms 200 --jitter-ms 200 --prefetch 4: about a third of the samples move batch).
+ * --strict-no-io runs strict order as train.ts --no-io, which trains exactly as the loader-fed
+ * strict run (the same permutation and pixels: test/e2e/train.test.ts holds their losses equal)
+ * without its waiting.
  */
 import { runtime } from "../runtime-adapters/index.ts";
 import { runTrain, type TrainEpoch } from "./_lib/train_run.ts";
 
 const args = runtime.args();
 if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--store URL] [--quick] [--json]");
+  console.log("usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--prefetch K] [--strict-no-io] [--store URL] [--quick] [--json]");
   runtime.exit(0);
 }
 const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
@@ -27,14 +35,18 @@ const firstSeed = Number(opt("--first-seed", "0"));
 const limit = opt("--limit", quick ? "4096" : "");
 const store = opt("--store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
 const latency = opt("--latency-ms", "10"), jitter = opt("--jitter-ms", "10");
+const prefetch = opt("--prefetch", "");
+const strictNoIo = args.includes("--strict-no-io");
 const log = (s: string) => json || console.log(s);
 
-log(`${model}, ${epochs} epochs, seeds ${firstSeed}…${firstSeed + seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way`);
+log(`${model}, ${epochs} epochs, seeds ${firstSeed}…${firstSeed + seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way` +
+  `${prefetch ? `, window ${prefetch} batches` : ""}${strictNoIo ? "; strict order as --no-io" : ""}`);
 const runs: Record<string, TrainEpoch[][]> = { ready: [], strict: [] };
 for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
   for (const order of ["ready", "strict"]) {
-    const r = runTrain(["--store", store, "--model", model, "--epochs", String(epochs), "--seed", String(seed), "--order", order,
-      "--latency-ms", latency, "--jitter-ms", jitter, "--out", `.tmp/bench-train-order/${order}-${seed}`, ...(limit ? ["--limit", limit] : [])]);
+    const io = order === "strict" && strictNoIo ? ["--no-io"] : ["--order", order, "--latency-ms", latency, "--jitter-ms", jitter, ...(prefetch ? ["--prefetch", prefetch] : [])];
+    const r = runTrain(["--store", store, "--model", model, "--epochs", String(epochs), "--seed", String(seed), ...io,
+      "--out", `.tmp/bench-train-order/${model}-${order}-${seed}`, ...(limit ? ["--limit", limit] : [])]);
     runs[order].push(r.epochs);
     const last = r.epochs.at(-1)!;
     log(`  seed ${seed} ${order.padEnd(6)}: test accuracy ${r.epochs.map((e) => (100 * e.testAccuracy).toFixed(2)).join(" → ")} %` +
@@ -57,4 +69,4 @@ for (const order of ["ready", "strict"]) {
 }
 const d = (summary.ready as { testAccuracy: { mean: number } }).testAccuracy.mean - (summary.strict as { testAccuracy: { mean: number } }).testAccuracy.mean;
 log(`  ready − strict: ${(100 * d).toFixed(2)} points`);
-if (json) console.log(JSON.stringify({ model, epochs, seeds, limit: limit || "all", store, latencyMs: latency, jitterMs: jitter, summary, runs }));
+if (json) console.log(JSON.stringify({ model, epochs, seeds, firstSeed, limit: limit || "all", store, latencyMs: latency, jitterMs: jitter, prefetch: prefetch || "auto", strictNoIo, summary, runs }));
