@@ -41,6 +41,16 @@ test("Program and Tensor errors name the kernel, binding count and shapes", asyn
   }
 });
 
-test("tileSize rounds up to 1, 2, 4 or 8 (one pipeline per size)", () => {
-  assert.equal([1, 2, 3, 5, 8, 9, 100].map((n) => tileSize(n)), [1, 2, 4, 8, 8, 8, 8]);
+test("tileSize: the fewest workgroups that cover n, then the smallest tile that fills them", () => {
+  assert.equal([1, 2, 3, 5, 8, 9, 100].map((n) => tileSize(n)), [1, 2, 3, 5, 8, 5, 8]);
+  // 144 conv taps (16 channels × 3×3) on 16 lanes: 2 groups of 5 taps a lane, not 8 and 1.
+  assert.equal([tileSize(144, 8, 16), tileSize(10, 8, 16), tileSize(256, 8, 16)], [5, 1, 8]);
+  for (let n = 1; n <= 300; n++) {
+    for (const lanes of [1, 16]) {
+      const t = tileSize(n, 8, lanes), groups = Math.ceil(n / (lanes * t));
+      assert.ok(t >= 1 && t <= 8, `n ${n}, lanes ${lanes}: tile ${t}`);
+      assert.is(groups, Math.ceil(n / (lanes * 8)), `n ${n}, lanes ${lanes}: no more groups than the largest tile needs`);
+      assert.ok(groups * lanes * (t - 1) < n, `n ${n}, lanes ${lanes}: tile ${t} is not the smallest`);
+    }
+  }
 });

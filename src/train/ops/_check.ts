@@ -39,11 +39,12 @@ export function invalid(message: string): never {
 }
 
 /**
- * Register-tile size for `need` values: the next power of two, at most `max`. Each size is
- * one more pipeline to compile (seconds on a CPU driver), so only 1, 2, 4, 8 are used.
+ * Register-tile size for `n` values spread over `lanes` invocations, at most `max` each: the
+ * fewest workgroups that cover them, then the smallest tile that fills those (144 conv taps on
+ * 16 lanes: 2 groups of 5 per lane, not 2 of 8 with the second almost idle). Each size is one
+ * more pipeline to compile, so sizes stay within 1…max.
  */
-export function tileSize(need: number, max = 8): number {
-  let t = 1;
-  while (t < need && t < max) t *= 2;
-  return t;
+export function tileSize(n: number, max = 8, lanes = 1): number {
+  const groups = Math.max(1, Math.ceil(n / (lanes * max)));
+  return Math.max(1, Math.ceil(n / (lanes * groups)));
 }

@@ -23,7 +23,7 @@ const TARGET_GROUPS = 64;
 
 function tiles(C: number, KH: number, KW: number, K: number) {
   const taps = C * KH * KW;
-  const rt = tileSize(Math.ceil(taps / WG), MAX_R);
+  const rt = tileSize(taps, MAX_R, WG);
   const rc = tileSize(K, MAX_R);
   return { taps, rt, rc, groups: Math.ceil(taps / (WG * rt)) * Math.ceil(K / rc) };
 }

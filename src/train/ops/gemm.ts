@@ -67,7 +67,7 @@ export function gemmGeometry(op: string, operands: DType, a: Tensor, b: Tensor, 
     expectDType(op, "bias", o.bias, "f32");
   }
   // Narrow outputs (a 10-class head) use fewer columns per invocation instead of idle lanes.
-  const rn = tileSize(Math.ceil(N / WG), MAX_R);
+  const rn = tileSize(N, MAX_R, WG);
   const rm = tileSize(M, MAX_R);
   return {
     M, N, K,
