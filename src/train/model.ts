@@ -66,6 +66,8 @@ interface BatchPlan {
   input: Tensor;
   labels: Tensor;
   layers: LayerPlan[];
+  /** The training step's dispatches, in order (what `train` runs). */
+  steps: Dispatch[];
   train: Program;
   evalProgram?: Promise<Program>;
   evalDispatches: Dispatch[];
@@ -199,14 +201,15 @@ export class Sequential {
       backward.push(...layers[i].backward(dy, dx, !!layers[i + 1]?.gatesInputRelu));
       if (dx) dy = dx;
     }
-    const train = await Program.build(device, [
+    const steps = [
       ...layers.flatMap((l) => l.train),
       softmaxXent(logits, labels, dlogits, this.#trainStats),
       ...backward,
       this.optimizer.dispatch,
-    ], `train-${B}`);
+    ];
+    const train = await Program.build(device, steps, `train-${B}`);
     const evalDispatches = [...layers.flatMap((l) => l.eval), softmaxXent(logits, labels, dlogits, this.#evalStats)];
-    return { batch: B, input, labels, layers, train, evalDispatches, owned };
+    return { batch: B, input, labels, layers, steps, train, evalDispatches, owned };
   }
 
   #load(encoder: GPUCommandEncoder, plan: BatchPlan, b: TrainBatch): void {
@@ -244,6 +247,11 @@ export class Sequential {
       plan.evalProgram ??= Program.build(this.device, plan.evalDispatches, `eval-${plan.batch}`);
       await plan.evalProgram;
     }));
+  }
+
+  /** @internal A training step's dispatches for `batch` samples, in order (bench/train/step_profile.ts times them one by one). */
+  async _stepDispatches(batch: number): Promise<readonly Dispatch[]> {
+    return (await this.#plan(batch)).steps;
   }
 
   /** Waits until every submitted step has run. */

@@ -10,3 +10,8 @@ export function poolGeometry(op: string, x: Tensor, size: number) {
   }
   return { N, C, H, W, S: size, OH: Math.floor(H / size), OW: Math.floor(W / size) };
 }
+
+/** The override constants maxpool_fwd/bwd.wgsl take (shared declarations): the geometry and `count` invocations. */
+export function poolConstants(g: ReturnType<typeof poolGeometry>, count: number): Record<string, number> {
+  return { COUNT: count, H: g.H, W: g.W, OH: g.OH, OW: g.OW, S: g.S };
+}

@@ -5,7 +5,7 @@ import type { Dispatch } from "../program.ts";
 import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape } from "./_check.ts";
-import { poolGeometry } from "./_pool.ts";
+import { poolConstants, poolGeometry } from "./_pool.ts";
 
 export const maxpoolBwdKernel = new Kernel({
   name: "train/maxpool_bwd",
@@ -28,6 +28,6 @@ export function maxpoolBwd(dy: Tensor, arg: Tensor, dx: Tensor, size: number, re
     kernel: maxpoolBwdKernel,
     bindings: [dy, arg, dx, reluGate ?? null],
     workgroups: grid(dx.size, 256),
-    constants: { COUNT: dx.size, H: g.H, W: g.W, OH: g.OH, OW: g.OW, S: g.S, RELU_GATE: reluGate ? 1 : 0 },
+    constants: { ...poolConstants(g, dx.size), RELU_GATE: reluGate ? 1 : 0 },
   };
 }

@@ -5,7 +5,7 @@ import type { Dispatch } from "../program.ts";
 import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape } from "./_check.ts";
-import { poolGeometry } from "./_pool.ts";
+import { poolConstants, poolGeometry } from "./_pool.ts";
 
 export const maxpoolFwdKernel = new Kernel({ name: "train/maxpool_fwd", code, bindings: ["read-only-storage", "storage", "storage"] });
 
@@ -19,6 +19,6 @@ export function maxpoolFwd(x: Tensor, y: Tensor, arg: Tensor, size: number): Dis
     kernel: maxpoolFwdKernel,
     bindings: [x, y, arg],
     workgroups: grid(y.size, 256),
-    constants: { COUNT: y.size, H: g.H, W: g.W, OH: g.OH, OW: g.OW, S: g.S },
+    constants: poolConstants(g, y.size),
   };
 }
