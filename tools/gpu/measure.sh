@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# measure.sh [BENCH-ARGS…]: on the lent GPU machine, once tools/gpu/unpack.sh has installed the kit:
+# starts the Cassandra node, checks that train.ts gets the real GPU (not a CPU driver), then runs
+# bench/train_io.bench.ts (does the loader keep the GPU fed?) with BENCH-ARGS. Everything lands in
+# $OUT (the run tool's folder that comes back; default .tmp/gpu-out): nvidia-smi.txt,
+# probe.json, train_io.txt (the tables, printed model by model), and Cassandra's log if it fails.
+#
+#   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2
+#
+# CASSETTE_GPU_BUDGET_S (default 540) bounds the benchmark, so the call ends inside the run
+# tool's 10 minutes with its results still written.
+set -uo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+OUT=${OUT:-$ROOT/.tmp/gpu-out}
+mkdir -p "$OUT"
+die() { echo "gpu measure: $*" >&2; exit 1; }
+[ -f .gpu/root/env.sh ] || die "no kit: run tools/gpu/unpack.sh with every part first"
+# shellcheck disable=SC1091
+source .gpu/root/env.sh
+t0=$SECONDS
+{ nvidia-smi || echo "(no nvidia-smi)"; } > "$OUT/nvidia-smi.txt" 2>&1
+if ! bash tools/cassandra/cassandra.sh start; then
+  cp -r "${CASSETTE_CASSANDRA_RUN:-${TMPDIR:-/tmp}/cassette-cassandra}/node1/logs" "$OUT/cassandra-logs" 2>/dev/null
+  die "the Cassandra node did not start (logs in $OUT/cassandra-logs)"
+fi
+# One short epoch on pixels held on the GPU: which adapter, and how fast without I/O.
+bun train.ts --no-io --model cnn --epochs 1 --limit 8192 --json --out .tmp/gpu-probe > "$OUT/probe.json" 2> "$OUT/probe.log" \
+  || die "train.ts --no-io failed (see $OUT/probe.log)"
+grep -q '"cpu":false' "$OUT/probe.json" || echo "gpu measure: warning: train.ts ran on a CPU adapter (see device in $OUT/probe.json)" >&2
+budget=$(( ${CASSETTE_GPU_BUDGET_S:-540} - (SECONDS - t0) ))
+timeout "$budget" bun bench/train_io.bench.ts "$@" > "$OUT/train_io.txt" 2>&1
+rc=$?
+[ $rc = 124 ] && echo "gpu measure: the benchmark ran out of its ${budget} s (the models done are in $OUT/train_io.txt)" >&2
+bash tools/cassandra/cassandra.sh stop >/dev/null 2>&1
+echo "gpu measure: done in $((SECONDS - t0)) s, exit $rc; results in $OUT"
+exit $rc

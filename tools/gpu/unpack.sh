@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# unpack.sh PART.tar…: on the lent GPU machine, adds parts made by tools/gpu/pack.sh to the kit in
+# .gpu/root (an ignored folder, so a warm machine keeps it between run calls). Once every file of
+# MANIFEST is there, installs the kit and writes .gpu/root/env.sh; until then it says what is
+# missing and exits 0, so each part can go with its own call.
+#
+#   bash tools/gpu/unpack.sh .gpu/part-1.tar
+#   source .gpu/root/env.sh        Bun on PATH (and node_modules/.bin/bun), JAVA_HOME, the
+#                                  Cassandra jars (CASSETTE_CACHE), the Vulkan loader
+#
+# It also copies Fashion-MNIST to /usr/share/datasets/fashion-mnist (where train.ts and the
+# benchmarks read it; CASSETTE_GPU_FMNIST_DIR overrides the target).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+KIT=${CASSETTE_GPU_ROOT:-$ROOT/.gpu/root}
+FMNIST=${CASSETTE_GPU_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+FILES=$KIT/files
+die() { echo "gpu unpack: $*" >&2; exit 1; }
+[ $# -ge 1 ] || die "usage: unpack.sh PART.tar… (parts from tools/gpu/pack.sh)"
+[ "$1" = -h ] || [ "$1" = --help ] && { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0; }
+
+mkdir -p "$FILES"
+for part in "$@"; do
+  [ -f "$part" ] || die "no part at $part (was it in the call's carry list?)"
+  tar -C "$FILES" -xf "$part" || die "cannot extract $part: is it a part made by tools/gpu/pack.sh?"
+  echo "unpacked $part"
+done
+[ -f "$FILES/MANIFEST" ] || die "no MANIFEST in $FILES: the parts are not from tools/gpu/pack.sh"
+total=0; missing=()
+while read -r size path; do
+  total=$((total + 1))
+  [ "$(stat -c %s "$FILES/$path" 2>/dev/null || echo -)" = "$size" ] || missing+=("$path")
+done < "$FILES/MANIFEST"
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "kit: $((total - ${#missing[@]})) of $total files here; waiting for the parts holding ${missing[0]}$([ ${#missing[@]} -gt 1 ] && echo " and $(( ${#missing[@]} - 1 )) more")"
+  exit 0
+fi
+
+t0=$SECONDS
+mkdir -p "$KIT/bin" "$ROOT/node_modules/.bin"
+xz -dc "$FILES/bun.xz" > "$KIT/bin/bun.part" && chmod +x "$KIT/bin/bun.part" && mv "$KIT/bin/bun.part" "$KIT/bin/bun"
+ln -sf "$KIT/bin/bun" "$ROOT/node_modules/.bin/bun"
+tar -C "$ROOT" -xJf "$FILES/app.tar.xz"
+rm -rf "$KIT/jre" && tar -C "$KIT" -xJf "$FILES/jre.tar.xz"
+# Cassandra's jars where tools/cassandra/cassandra.sh looks for them ($CASSETTE_CACHE/cassandra/V/lib).
+for lib in "$FILES"/cassandra/*/lib; do
+  v=$(basename "$(dirname "$lib")")
+  mkdir -p "$KIT/cache/cassandra/$v" && rm -rf "$KIT/cache/cassandra/$v/lib" && cp -r "$lib" "$KIT/cache/cassandra/$v/lib"
+  touch "$KIT/cache/cassandra/$v/lib/.complete"
+done
+mkdir -p "$FMNIST" && cp -u "$FILES"/fmnist/*.gz "$FMNIST/" || die "cannot copy Fashion-MNIST to $FMNIST (set CASSETTE_GPU_FMNIST_DIR?)"
+rm -rf "$KIT/vulkan" && for deb in "$FILES"/vulkan/*.deb; do dpkg-deb -x "$deb" "$KIT/vulkan" 2>/dev/null || dpkg -x "$deb" "$KIT/vulkan"; done
+vklib=$(dirname "$(find "$KIT/vulkan" -name 'libvulkan.so.1' | head -n1)")
+
+# The NVIDIA driver's Vulkan ICD: the loader finds it in the usual places; if it lies elsewhere,
+# name it (GPU.md: /usr/local/nvidia/share/vulkan/icd.d on these machines).
+icd=""
+for f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
+  [ -f "$f" ] && { icd=$f; break; }
+done
+cat > "$KIT/env.sh" <<EOF
+# Written by tools/gpu/unpack.sh: source it before running Bun, Cassandra or the benchmarks.
+export PATH="$KIT/bin:$KIT/jre/bin:\$PATH"
+export JAVA_HOME="$KIT/jre"
+export CASSETTE_CACHE="$KIT/cache"
+export LD_LIBRARY_PATH="$vklib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+${icd:+export VK_DRIVER_FILES="$icd"}
+EOF
+echo "kit installed in $KIT in $((SECONDS - t0)) s: Bun $("$KIT/bin/bun" --version), $("$KIT/jre/bin/java" -version 2>&1 | head -n1), Vulkan ICD ${icd:-(none found: the loader searches its defaults)}"
+echo "next: source $KIT/env.sh"
