@@ -19,17 +19,18 @@ die() { echo "gpu measure: $*" >&2; exit 1; }
 # shellcheck disable=SC1091
 source .gpu/root/env.sh
 t0=$SECONDS
+idx=(); [ -n "${CASSETTE_GPU_IDX:-}" ] && idx=(--idx "$CASSETTE_GPU_IDX")
 { nvidia-smi || echo "(no nvidia-smi)"; } > "$OUT/nvidia-smi.txt" 2>&1
 if ! bash tools/cassandra/cassandra.sh start; then
   cp -r "${CASSETTE_CASSANDRA_RUN:-${TMPDIR:-/tmp}/cassette-cassandra}/node1/logs" "$OUT/cassandra-logs" 2>/dev/null
   die "the Cassandra node did not start (logs in $OUT/cassandra-logs)"
 fi
 # One short epoch on pixels held on the GPU: which adapter, and how fast without I/O.
-bun train.ts --no-io --model cnn --epochs 1 --limit 8192 --json --out .tmp/gpu-probe > "$OUT/probe.json" 2> "$OUT/probe.log" \
+bun train.ts --no-io --model cnn --epochs 1 --limit 8192 "${idx[@]}" --json --out .tmp/gpu-probe > "$OUT/probe.json" 2> "$OUT/probe.log" \
   || die "train.ts --no-io failed (see $OUT/probe.log)"
 grep -q '"cpu":false' "$OUT/probe.json" || echo "gpu measure: warning: train.ts ran on a CPU adapter (see device in $OUT/probe.json)" >&2
 budget=$(( ${CASSETTE_GPU_BUDGET_S:-540} - (SECONDS - t0) ))
-timeout "$budget" bun bench/train_io.bench.ts "$@" > "$OUT/train_io.txt" 2>&1
+timeout "$budget" bun bench/train_io.bench.ts "${idx[@]}" "$@" > "$OUT/train_io.txt" 2>&1
 rc=$?
 [ $rc = 124 ] && echo "gpu measure: the benchmark ran out of its ${budget} s (the models done are in $OUT/train_io.txt)" >&2
 bash tools/cassandra/cassandra.sh stop >/dev/null 2>&1

@@ -8,12 +8,14 @@
 #   source .gpu/root/env.sh        Bun on PATH (and node_modules/.bin/bun), JAVA_HOME, the
 #                                  Cassandra jars (CASSETTE_CACHE), the Vulkan loader
 #
-# It also copies Fashion-MNIST to /usr/share/datasets/fashion-mnist (where train.ts and the
-# benchmarks read it; CASSETTE_GPU_FMNIST_DIR overrides the target).
+# It also copies Fashion-MNIST to /usr/share/datasets/fashion-mnist, where train.ts reads it by
+# default (CASSETTE_GPU_FMNIST_DIR overrides the target). Where that is not writable it stays in
+# the kit, and env.sh names it in CASSETTE_GPU_IDX, which measure.sh passes on as --idx.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 KIT=${CASSETTE_GPU_ROOT:-$ROOT/.gpu/root}
 FMNIST=${CASSETTE_GPU_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
+DEFAULT_FMNIST=/usr/share/datasets/fashion-mnist
 FILES=$KIT/files
 die() { echo "gpu unpack: $*" >&2; exit 1; }
 [ $# -ge 1 ] || die "usage: unpack.sh PART.tar… (parts from tools/gpu/pack.sh)"
@@ -48,7 +50,10 @@ for lib in "$FILES"/cassandra/*/lib; do
   mkdir -p "$KIT/cache/cassandra/$v" && rm -rf "$KIT/cache/cassandra/$v/lib" && cp -r "$lib" "$KIT/cache/cassandra/$v/lib"
   touch "$KIT/cache/cassandra/$v/lib/.complete"
 done
-mkdir -p "$FMNIST" && cp -u "$FILES"/fmnist/*.gz "$FMNIST/" || die "cannot copy Fashion-MNIST to $FMNIST (set CASSETTE_GPU_FMNIST_DIR?)"
+if ! { mkdir -p "$FMNIST" && cp -u "$FILES"/fmnist/*.gz "$FMNIST/"; } 2>/dev/null; then
+  echo "cannot write Fashion-MNIST to $FMNIST: train.ts will read it from the kit (--idx)"
+  FMNIST=$FILES/fmnist
+fi
 rm -rf "$KIT/vulkan" && for deb in "$FILES"/vulkan/*.deb; do dpkg-deb -x "$deb" "$KIT/vulkan" 2>/dev/null || dpkg -x "$deb" "$KIT/vulkan"; done
 vklib=$(dirname "$(find "$KIT/vulkan" -name 'libvulkan.so.1' | head -n1)")
 
@@ -65,6 +70,7 @@ export JAVA_HOME="$KIT/jre"
 export CASSETTE_CACHE="$KIT/cache"
 export LD_LIBRARY_PATH="$vklib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 ${icd:+export VK_DRIVER_FILES="$icd"}
+$([ "$FMNIST" != "$DEFAULT_FMNIST" ] && echo "export CASSETTE_GPU_IDX=\"$FMNIST/\"")
 EOF
 echo "kit installed in $KIT in $((SECONDS - t0)) s: Bun $("$KIT/bin/bun" --version), $("$KIT/jre/bin/java" -version 2>&1 | head -n1), Vulkan ICD ${icd:-(none found: the loader searches its defaults)}"
 echo "next: source $KIT/env.sh"
