@@ -97,7 +97,8 @@ for (const model of models) {
   log(`  steady img/s ÷ the bound's in the same round, median (min–max): ${
     contenders.slice(1).map((c, i) => {
       const p = paired[i + 1];
-      return `${c.name} ${p[p.length >> 1].toFixed(2)}× (${p[0].toFixed(2)}–${p.at(-1)!.toFixed(2)})`;
+      const mid = p.length % 2 ? p[p.length >> 1] : (p[p.length / 2 - 1] + p[p.length / 2]) / 2;
+      return `${c.name} ${mid.toFixed(2)}× (${p[0].toFixed(2)}–${p.at(-1)!.toFixed(2)})`;
     }).join(" · ")
   }`);
   const first = table("training images/s, first epoch (includes the window's ramp)", (e) => e[0].imagesPerSec);
