@@ -2,6 +2,7 @@
 # The local Apache Cassandra node for tests and development, from Maven Central jars.
 #
 #   cassandra.sh fetch                  download the jars (once, into $CASSETTE_CACHE/cassandra/lib)
+#   cassandra.sh lib                    print the folder of the jars (fetching them if absent)
 #   cassandra.sh start [--node N]       start node N (1: 127.0.0.1, 2: 127.0.0.2, …); returns when CQL answers
 #   cassandra.sh stop  [--node N|--all] stop it (SIGTERM, then SIGKILL), delete its data
 #   cassandra.sh status [--node N]      "running (pid P) on HOST:9042" or "stopped"; exit 0 only if running
@@ -20,7 +21,7 @@ HEAP=${CASSETTE_CASSANDRA_HEAP:-1G}
 TIMEOUT=${CASSETTE_CASSANDRA_TIMEOUT:-180}
 
 die() { echo "cassandra: $*" >&2; exit 1; }
-usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd=${1:-}; shift || true
 NODE=1; ALL=0
@@ -231,6 +232,7 @@ status() {
 
 case "$cmd" in
   fetch) fetch ;;
+  lib) fetch >&2; echo "$LIB" ;;
   start) start ;;
   stop) stop ;;
   status) status ;;

@@ -18,9 +18,6 @@ cd "$ROOT"
 OUT=.gpu
 STAGE=$OUT/stage
 CAP=$(( ${CASSETTE_GPU_PART_MB:-58} * 1000 * 1000 ))
-CACHE=${CASSETTE_CACHE:-$HOME/.cache/cassette}
-CASS_VERSION=$(sed -n 's:.*<cassandra.version>\(.*\)</cassandra.version>.*:\1:p' tools/cassandra/pom.xml)
-CASS_LIB=$CACHE/cassandra/$CASS_VERSION/lib
 FMNIST=/usr/share/datasets/fashion-mnist
 JDK=$(ls -d /usr/lib/jvm/java-17-openjdk-* 2>/dev/null | head -n1 || true)
 # The npm packages `bun train.ts` and the benchmarks import on the Bun path (runtime-adapters/bun.ts,
@@ -33,7 +30,9 @@ die() { echo "gpu pack: $*" >&2; exit 1; }
 
 [ -x node_modules/.bin/bun ] || die "node_modules/.bin/bun missing: run npm ci (bash tools/setup.sh)"
 [ -f wasm/build/jpeg.wasm ] || die "wasm/build/jpeg.wasm missing: run node_modules/.bin/bun build.ts"
-[ -f "$CASS_LIB/.complete" ] || die "Cassandra jars missing in $CASS_LIB: run bash tools/cassandra/cassandra.sh fetch"
+# The jars where cassandra.sh keeps them ($CASSETTE_CACHE/cassandra/VERSION/lib), fetched if absent.
+CASS_LIB=$(bash tools/cassandra/cassandra.sh lib) || die "cannot fetch the Cassandra jars"
+CASS_VERSION=$(basename "$(dirname "$CASS_LIB")")
 [ -f "$FMNIST/train-images-idx3-ubyte.gz" ] || die "Fashion-MNIST missing in $FMNIST: run bash tools/setup.sh"
 [ -n "$JDK" ] && [ -x "$JDK/bin/jlink" ] || die "no Java 17 JDK with jlink under /usr/lib/jvm (openjdk-17-jdk-headless)"
 for p in "${NPM[@]}"; do [ -d "node_modules/$p" ] || die "node_modules/$p missing: run npm ci"; done

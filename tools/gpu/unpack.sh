@@ -44,12 +44,9 @@ xz -dc "$FILES/bun.xz" > "$KIT/bin/bun.part" && chmod +x "$KIT/bin/bun.part" && 
 ln -sf "$KIT/bin/bun" "$ROOT/node_modules/.bin/bun"
 tar -C "$ROOT" -xJf "$FILES/app.tar.xz"
 rm -rf "$KIT/jre" && tar -C "$KIT" -xJf "$FILES/jre.tar.xz"
-# Cassandra's jars where tools/cassandra/cassandra.sh looks for them ($CASSETTE_CACHE/cassandra/V/lib).
-for lib in "$FILES"/cassandra/*/lib; do
-  v=$(basename "$(dirname "$lib")")
-  mkdir -p "$KIT/cache/cassandra/$v" && rm -rf "$KIT/cache/cassandra/$v/lib" && cp -r "$lib" "$KIT/cache/cassandra/$v/lib"
-  touch "$KIT/cache/cassandra/$v/lib/.complete"
-done
+# The kit's files already lie as tools/cassandra/cassandra.sh's cache does
+# ($CASSETTE_CACHE/cassandra/VERSION/lib), so env.sh points the cache at them: no copy.
+for lib in "$FILES"/cassandra/*/lib; do touch "$lib/.complete"; done
 if ! { mkdir -p "$FMNIST" && cp -u "$FILES"/fmnist/*.gz "$FMNIST/"; } 2>/dev/null; then
   echo "cannot write Fashion-MNIST to $FMNIST: train.ts will read it from the kit (--idx)"
   FMNIST=$FILES/fmnist
@@ -67,7 +64,7 @@ cat > "$KIT/env.sh" <<EOF
 # Written by tools/gpu/unpack.sh: source it before running Bun, Cassandra or the benchmarks.
 export PATH="$KIT/bin:$KIT/jre/bin:\$PATH"
 export JAVA_HOME="$KIT/jre"
-export CASSETTE_CACHE="$KIT/cache"
+export CASSETTE_CACHE="$FILES"
 export LD_LIBRARY_PATH="$vklib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 ${icd:+export VK_DRIVER_FILES="$icd"}
 $([ "$FMNIST" != "$DEFAULT_FMNIST" ] && echo "export CASSETTE_GPU_IDX=\"$FMNIST/\"")
