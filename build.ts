@@ -65,8 +65,8 @@ async function bundle(): Promise<string> {
   const esbuild = await import("esbuild");
   try {
     const result = await esbuild.build({
-      // The decode worker is its own entry: the pool starts it by URL, beside mod.js.
-      entryPoints: [join(ROOT, "src/mod.ts"), join(ROOT, "src/cli/main.ts"), join(ROOT, "src/decode/worker.ts")],
+      // The decode and read workers are entries of their own: they are started by URL, beside mod.js.
+      entryPoints: [join(ROOT, "src/mod.ts"), join(ROOT, "src/cli/main.ts"), join(ROOT, "src/decode/worker.ts"), join(ROOT, "src/source/read_worker.ts")],
       outdir,
       outbase: join(ROOT, "src"),
       bundle: true,

@@ -16,6 +16,7 @@ import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
 import type { Store } from "./src/source/store.ts";
+import type { Fetched } from "./src/source/source.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
 import { loadSplits } from "./src/dataset/splits.ts";
@@ -23,7 +24,6 @@ import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
 import { createJpegDecoder } from "./src/decode/jpeg.ts";
-import { createDecodePool, type JpegDecodePool } from "./src/decode/pool.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import { createPreprocessor } from "./src/gpu/preprocess.ts";
@@ -60,8 +60,10 @@ on a GPU --model cnn --epochs 10 (90.7 % after 10 epochs, seed 0). Explicit opti
   --limit N           train on the first N training samples (and test on the first N test samples)
   --order ORDER       ready (default: batches from whatever arrived first) or strict (plan order)
   --prefetch K        batches of requests in flight (default auto: deepens while starved)
-  --workers N         decode in N worker threads (default 0: in the loader's transform, which
-                      is faster for small images such as 28×28; use workers for large photos)
+  --workers N         read and decode in N worker threads, each with its own connections to the
+                      store (default 0: in the training thread). Frees that thread, which
+                      submits the GPU's work (and on a CPU driver does it), from the driver's
+                      and the decoder's work
   --latency-ms MS     add MS of one-way delay per direction through the project's TCP proxy
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
@@ -164,7 +166,6 @@ async function main(): Promise<number> {
   log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: small defaults)" : ""}`);
 
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
-  let pool: JpegDecodePool | undefined;
   const loaders: Loader<DecodedImage>[] = [];
   try {
     store = await openStore(run.address);
@@ -175,26 +176,26 @@ async function main(): Promise<number> {
 
     // Reads go through the latency proxy when asked (ingest and listing above went direct).
     readStore = store;
+    let readAddress = run.address;
     if (run.latencyMs > 0) {
       const a = parseStoreAddress(run.address);
       if (a.kind !== "cassandra") bad(`'--latency-ms' needs a network store (cassandra://…): current store is ${redact(run.address)}`);
       proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, 0, ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
       // The same address (credentials, keyspace, options) with the proxy as its only host.
-      readStore = await openStore(run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`));
+      readAddress = run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`);
+      readStore = await openStore(readAddress);
       log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
     }
 
     const jpeg = await createJpegDecoder();
-    if (run.workers > 0) pool = await createDecodePool({ workers: run.workers });
-    // The pool transfers its input to a worker: hand it a copy, the loader's bytes stay intact.
-    const decode = (s: { data: Uint8Array }) => (pool ? pool.decode(s.data.slice()) : jpeg.decode(s.data));
+    // With read workers the samples arrive decoded (the loader's `decode`); without, decoding is
+    // the loader's transform. Either way a sample is ready once decoded (NOTE [ Ready-order
+    // assembly ] in src/loader.ts), so a slow decode delays only its own sample.
+    const decode = (s: Fetched) => s.image ?? jpeg.decode(s.data);
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
-        store: readStore!, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
-        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true,
-        // Decoding is the loader's transform: a sample is ready once decoded (NOTE [ Ready-order
-        // assembly ] in src/loader.ts), so a slow decode delays only its own sample.
-        transform: decode,
+        store: run.workers > 0 ? readAddress : readStore!, workers: run.workers, decode: run.workers > 0, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
+        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode,
       });
       loaders.push(l);
       return l;
@@ -345,7 +346,6 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     for (const l of loaders) await l.close();
-    await pool?.close();
     if (readStore && readStore !== store) await readStore.close();
     await store?.close();
     await proxy?.close();

@@ -42,6 +42,9 @@ import { openSource } from "./source/open.ts";
 import { openReadSource } from "./source/open_read.ts";
 import { parseStoreAddress } from "./source/address.ts";
 import type { Store } from "./source/store.ts";
+import { openWorkerSource } from "./source/worker_source.ts";
+import { DecodeSource } from "./source/decode_source.ts";
+import { createJpegDecoder, type JpegDecodeOptions } from "./decode/jpeg.ts";
 
 export interface LoaderOptions<T = Fetched> {
   /**
@@ -105,6 +108,19 @@ export interface LoaderOptions<T = Fetched> {
   balance?: "rate" | "driver";
   /** Cap on requests in flight at the source (default: the source's). */
   maxInFlight?: number;
+  /**
+   * Read in this many worker threads, each with its own connections to the store (default 0:
+   * in this thread). Needs a store address. The driver's work, and with `decode` the decoding,
+   * then leave the thread that iterates the batches, which is the one that feeds the GPU
+   * (src/source/worker_source.ts).
+   */
+  workers?: number;
+  /**
+   * Decode each sample's JPEG where it is read (in its read worker with `workers`, else in
+   * this thread as it arrives) and hand it over as `Fetched.image` (default false). A file
+   * that does not decode is an error naming the sample.
+   */
+  decode?: boolean | JpegDecodeOptions;
   signal?: AbortSignal;
 }
 
@@ -190,6 +206,8 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
+    if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
+    if (o.workers && typeof o.store !== "string") bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
     if (typeof o.store === "string") {
       const kind = parseStoreAddress(o.store).kind; // a bad address fails here, not at the first batch
       if (!o.dataset && (kind === "sqlite" || kind === "cassandra")) bad(`'dataset' is needed to read from a ${kind} store, which holds several`);
@@ -245,9 +263,14 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       const o = this.options;
       let src: Source;
       // Every kind of address opens the same way; the source's close() closes its store.
-      if (typeof o.store === "string") src = await openReadSource(o.store, o.dataset, { maxInFlight: o.maxInFlight, balance: o.balance });
-      else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight, { balance: o.balance });
-      else src = o.store;
+      if (typeof o.store === "string" && o.workers) {
+        src = await openWorkerSource(o.store, o.dataset, { workers: o.workers, decode: o.decode, maxInFlight: o.maxInFlight, balance: o.balance });
+      } else {
+        if (typeof o.store === "string") src = await openReadSource(o.store, o.dataset, { maxInFlight: o.maxInFlight, balance: o.balance });
+        else if (isStore(o.store)) src = await openSource(o.store, o.dataset!, o.maxInFlight, { balance: o.balance });
+        else src = o.store;
+        if (o.decode) src = new DecodeSource(src, await createJpegDecoder(), o.decode === true ? undefined : o.decode);
+      }
       // Hedge inside the retries: a slow attempt is hedged, a failed one retried. The epoch
       // tail's re-asks are the same mechanism's other trigger (no quantile hedging: budget 0).
       if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });

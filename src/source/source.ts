@@ -6,10 +6,14 @@
  * false when the source is saturated, and the source calls its drain listener when it can take
  * more. The scheduler never polls.
  */
+import type { JpegImage } from "../decode/jpeg.ts";
+
 export interface Fetched {
   id: string;
   label: number;
   data: Uint8Array;
+  /** The decoded pixels, when the source decodes (a Loader's `decode` option: src/source/decode_source.ts). */
+  image?: JpegImage;
   /** Which connection or worker served it (for per-connection statistics), if known. */
   conn?: string;
 }

@@ -1,6 +1,8 @@
-/** The esbuild bundle (dist/, built by build.ts) works on its own: stores, ids, and the decode pool's worker entry. */
+/** The esbuild bundle (dist/, built by build.ts) works on its own: stores, ids, and the decode pool's and the loader's read workers' entries. */
 import * as assert from "uvu/assert";
-import { readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "../_support/harness.ts";
 
 const dist = new URL("../../dist/mod.js", import.meta.url).href;
@@ -23,5 +25,25 @@ test("dist/mod.js exports the public surface and its decode pool starts its bund
     assert.ok(img.data.every((v: number, i: number) => v === ref.data[i]), "the pool's worker decodes as the main thread does");
   } finally {
     await pool.close();
+  }
+});
+
+test("dist/mod.js: a Loader with read workers starts the bundled read worker and decodes there", async () => {
+  const m = await import(dist);
+  const dir = mkdtempSync(join(tmpdir(), "cassette-dist-"));
+  const address = `sqlite:${join(dir, "fm.sqlite")}`;
+  try {
+    const store = await m.openStore(address);
+    await m.ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 16 });
+    const ids: string[] = [];
+    for await (const page of store.scanNat("fm")) ids.push(...page.map((r: { id: string }) => r.id));
+    await store.close();
+    const loader = new m.Loader({ store: address, dataset: "fm", ids, batchSize: 8, workers: 1, decode: true });
+    let n = 0;
+    for await (const b of loader.epoch(0)) n += b.items.filter((s: { image?: { width: number } }) => s.image?.width === 28).length;
+    await loader.close();
+    assert.is(n, ids.length, "every sample decoded in the bundled worker");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

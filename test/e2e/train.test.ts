@@ -57,7 +57,7 @@ test("train.ts ingests Fashion-MNIST once, trains from the store and reports eve
   }
 }, { timeoutMs: 400_000 });
 
-test("strict order through the loader (decode in the transform or in workers) trains exactly as --no-io on the same pixels", () => {
+test("strict order through the loader (decode in the transform, or read and decode in workers) trains exactly as --no-io on the same pixels", () => {
   // Same seed → same permutation, same initial weights; strict order feeds batches in plan
   // order, and --no-io gathers the same decoded pixels on the GPU in that order. Any error in
   // the loader, the decoder or the preprocessing kernel would change the losses.
@@ -69,7 +69,7 @@ test("strict order through the loader (decode in the transform or in workers) tr
   assert.is(noIo.io, "none");
   for (let e = 0; e < 2; e++) {
     const a = viaLoader.epochs[e], b = noIo.epochs[e], c = pooled.epochs[e];
-    assert.ok(Math.abs(c.loss - a.loss) < 1e-6, `epoch ${e + 1}: decoding in 2 workers gives the pixels of the loader's transform: ${c.loss} vs ${a.loss}`);
+    assert.ok(Math.abs(c.loss - a.loss) < 1e-6, `epoch ${e + 1}: reading and decoding in 2 workers gives the pixels of the loader's transform: ${c.loss} vs ${a.loss}`);
     assert.ok(Math.abs(a.loss - b.loss) < 1e-4, `epoch ${e + 1} loss: loader ${a.loss} vs no-io ${b.loss}`);
     assert.ok(Math.abs(a.testAccuracy - b.testAccuracy) <= 1 / LIMIT, `epoch ${e + 1} test accuracy: ${a.testAccuracy} vs ${b.testAccuracy}`);
   }

@@ -1,0 +1,120 @@
+/**
+ * Reading in worker threads (the Loader's `workers`, src/source/worker_source.ts) against
+ * reading in the loader's own thread, which is the thread that feeds the GPU. Each contender
+ * is a fresh Loader reading the same ids with JPEG decoding (`decode`, in the worker when
+ * there are workers); contenders interleaved round by round (STYLE.md habit 15). Per round:
+ * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
+ *
+ *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--quick] [--json]
+ *
+ * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
+ * (Linux: /proc/self/task/PID/stat, 10 ms ticks). 1e6 ÷ that is the most samples per second
+ * one thread could feed a GPU fast enough never to be the limit: the ceiling that matters on
+ * a real card, where the store and the cores keep up.
+ *
+ * `--step-ms S` holds the loader's thread S ms per batch with CPU work (busy), as training on
+ * a CPU WebGPU adapter (lavapipe) does: then reading in that thread competes with training for
+ * it, and workers read on the other cores meanwhile.
+ *
+ * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite),
+ * ingested from Debian's dataset-fashion-mnist if absent. With a cassandra:// store the
+ * database server shares these cores: see bench/RESULTS.md.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { runtime } from "../runtime-adapters/index.ts";
+import { Loader } from "../src/loader.ts";
+import { openStore } from "../src/source/open.ts";
+import { ingest } from "../src/dataset/ingest.ts";
+
+const args = runtime.args();
+if (args.includes("--help") || args.includes("-h")) {
+  console.log("usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--quick] [--json]");
+  runtime.exit(0);
+}
+const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
+const quick = args.includes("--quick");
+const json = args.includes("--json");
+const address = opt("--store", "sqlite:data/fashion-mnist.sqlite");
+const dataset = opt("--dataset", "fashion-mnist");
+const workerCounts = opt("--workers", "0,1,2").split(",").map(Number);
+const rounds = Number(opt("--rounds", quick ? "1" : "5"));
+const stepMs = Number(opt("--step-ms", "0"));
+const log = (s: string) => json || console.log(s);
+
+// The samples: the first N of the dataset, ingested on first use for the default store.
+const store = await openStore(address);
+let ids: string[] = [];
+try {
+  if (!(await store.listDatasets()).some((d) => d.name === dataset)) {
+    if (dataset !== "fashion-mnist") throw new Error(`bench: ${address} has no dataset '${dataset}'`);
+    log(`ingesting Fashion-MNIST into ${address} …`);
+    await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset });
+  }
+  for await (const page of store.scanNat(dataset)) ids.push(...page.map((r) => r.id));
+} finally {
+  await store.close();
+}
+ids = ids.slice(0, Number(opt("--samples", quick ? "8192" : "60000")));
+
+/** CPU time of the calling thread in ms (the main thread's id is the process id), or NaN off Linux. */
+const pid = (globalThis as { process?: { pid: number } }).process?.pid;
+function threadCpuMs(): number {
+  const f = `/proc/self/task/${pid}/stat`;
+  if (!pid || !existsSync(f)) return Number.NaN;
+  const fields = readFileSync(f, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 100 Hz ticks
+}
+
+function busy(ms: number): void {
+  const end = runtime.now() + ms;
+  while (runtime.now() < end);
+}
+
+interface Result { samplesPerSec: number; threadUsPerSample: number }
+async function once(workers: number, seed: number): Promise<Result> {
+  const loader = new Loader({ store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: true, reaskTail: true });
+  try {
+    for await (const b of loader.epoch(0)) if (stepMs) busy(stepMs), void b;
+    const t0 = runtime.now(), c0 = threadCpuMs();
+    let n = 0, px = 0;
+    for await (const b of loader.epoch(1)) {
+      n += b.ids.length;
+      for (const s of b.items) px += s.image!.data.length; // every sample decoded
+      if (stepMs) busy(stepMs);
+    }
+    const ms = runtime.now() - t0, cpu = threadCpuMs() - c0 - (stepMs ? (stepMs * Math.ceil(n / 128)) : 0);
+    if (n !== ids.length || px === 0) throw new Error(`bench: epoch 1 handed over ${n} of ${ids.length} samples`);
+    return { samplesPerSec: (1000 * n) / ms, threadUsPerSample: (1000 * cpu) / n };
+  } finally {
+    await loader.close();
+  }
+}
+
+const name = (w: number) => (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`);
+log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
+const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));
+for (let r = 0; r < rounds; r++) {
+  // Each round starts at another contender (a warm page cache, a compaction, a JIT that just settled).
+  for (let k = 0; k < workerCounts.length; k++) {
+    const w = workerCounts[(r + k) % workerCounts.length];
+    runs.get(w)!.push(await once(w, r));
+  }
+}
+const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
+const base = runs.get(workerCounts[0])!;
+const rows = workerCounts.map((w) => {
+  const rs = runs.get(w)!;
+  const rate = rs.map((x) => x.samplesPerSec), cpu = rs.map((x) => x.threadUsPerSample);
+  // Paired: each round against the first contender's run of the same round.
+  const paired = rs.map((x, i) => x.samplesPerSec / base[i].samplesPerSec);
+  return { workers: w, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
+});
+if (json) console.log(JSON.stringify({ address, dataset, samples: ids.length, rounds, stepMs, rows }));
+else {
+  console.log(`\n  ${"".padEnd(24)} ${"best/s".padStart(8)} ${"median/s".padStart(9)} ${"ratio".padStart(7)}  ${"thread µs/sample".padStart(16)} ${"feed ceiling/s".padStart(15)}`);
+  for (const r of rows) {
+    console.log(`  ${r.name.padEnd(24)} ${r.best.toFixed(0).padStart(8)} ${r.median.toFixed(0).padStart(9)} ${(r.pairedRatio.toFixed(2) + "×").padStart(7)}  ${r.threadUsPerSample.toFixed(1).padStart(16)} ${r.feedCeiling.toFixed(0).padStart(15)}`);
+  }
+  console.log(`  ratio: median over rounds of samples/s ÷ the ${name(workerCounts[0])} run of the same round`);
+}

@@ -1,0 +1,71 @@
+/**
+ * Decoding where the sample is read: a Source → Source wrapper (STYLE.md habit 5) that decodes
+ * each answer's JPEG bytes as it arrives and hands it on with `image` set. In a read worker
+ * (src/source/worker_source.ts) this puts the decode on the worker's thread beside the fetch,
+ * so the loader's thread gets pixels; in the loader's own thread it is the same as decoding in
+ * the loader's transform. A file that does not decode is an error naming the sample, not
+ * worth asking again (the bytes would be the same).
+ *
+ * @example
+ * ```ts
+ * import { DecodeSource } from "./decode_source.ts";
+ * import { openReadSource } from "./open_read.ts";
+ * import { openStore } from "./open.ts";
+ * import { ingest } from "../dataset/ingest.ts";
+ * import { createJpegDecoder } from "../decode/jpeg.ts";
+ * const store = await openStore("sqlite:.tmp/decode-source-example.sqlite");
+ * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 2 });
+ * const [page] = await Array.fromAsync(store.scanNat("fm"));
+ * await store.close();
+ * const source = new DecodeSource(await openReadSource("sqlite:.tmp/decode-source-example.sqlite", "fm"), await createJpegDecoder());
+ * const s = await new Promise<any>((resolve, reject) => source.fetch(page[0].id, (e, s) => (e ? reject(e) : resolve(s))));
+ * console.log(s.image.width, s.image.height, s.image.channels); // 28 28 1
+ * await source.close();
+ * ```
+ */
+import type { JpegDecodeOptions, JpegDecoder } from "../decode/jpeg.ts";
+import { storeError } from "./retryable.ts";
+import type { FetchCallback, Source } from "./source.ts";
+
+export class DecodeSource implements Source {
+  readonly #inner: Source;
+  readonly #decoder: JpegDecoder;
+  readonly #options?: JpegDecodeOptions;
+  readonly ids?: () => string[] | Promise<string[]>;
+
+  constructor(inner: Source, decoder: JpegDecoder, options?: JpegDecodeOptions) {
+    this.#inner = inner;
+    if (inner.ids) this.ids = () => inner.ids!();
+    this.#decoder = decoder;
+    this.#options = options;
+  }
+  get name(): string {
+    return this.#inner.name;
+  }
+  get dataset(): string | undefined {
+    return this.#inner.dataset;
+  }
+
+  fetch(id: string, done: FetchCallback): boolean {
+    return this.#inner.fetch(id, (err, s) => {
+      if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
+      let image;
+      try {
+        image = this.#decoder.decode(s.data, this.#options);
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        return done(storeError("ERR_MALFORMED_INPUT", `Cannot decode sample ${id} from ${this.name}: ${why}`, false, { cause: e }));
+      }
+      done(null, { ...s, image });
+    });
+  }
+  onDrain(listener: () => void): void {
+    this.#inner.onDrain(listener);
+  }
+  inFlight(): number {
+    return this.#inner.inFlight();
+  }
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Entry of a read worker (src/source/worker_source.ts): one store source per worker, with its
+ * own connections, optionally decoding each sample where it arrives (DecodeSource). Results
+ * go back in packets, one message for all the answers of an event-loop turn, their bytes and
+ * pixels packed into one transferred buffer, so the loader's thread pays one message per
+ * packet rather than per sample. The protocol (types in worker_source.ts):
+ *
+ *   → { t: "open", address, dataset, maxInFlight, balance, decode }
+ *   ← { t: "opened", name, dataset, capacity }  or  { t: "failed", error }
+ *   → { t: "fetch", seqs: Int32Array, ids: "id\nid…" }          any number, any time
+ *   ← { t: "done", packet: Packet }                              buffer transferred
+ *   → { t: "close" }                                             ← { t: "closed" }
+ *
+ * Requests beyond what the source takes wait here, in arrival order, until it drains.
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import { createJpegDecoder } from "../decode/jpeg.ts";
+import { DecodeSource } from "./decode_source.ts";
+import { openReadSource } from "./open_read.ts";
+import { isRetryable } from "./retryable.ts";
+import type { Fetched, Source } from "./source.ts";
+import { META, type Packet, type ToWorker, type SerializedError } from "./worker_source.ts";
+
+const scope = runtime.workerScope();
+let source: Source | undefined;
+let saturated = false;
+const waiting: [number, string][] = []; // [seq, id] not yet handed to the source
+let head = 0;
+
+// The packet being filled: answers since the last flush.
+let answers: { seq: number; s: Fetched }[] = [];
+let failures: SerializedError[] = [];
+let flushTimer: ReturnType<typeof setTimeout> | undefined;
+
+function serialize(seq: number, id: string, e: unknown): SerializedError {
+  const err = e as { name?: string; code?: unknown; message?: string };
+  return { seq, id, name: err?.name ?? "Error", code: typeof err?.code === "string" ? err.code : undefined, message: err?.message ?? String(e), retryable: isRetryable(e) };
+}
+
+function flush(): void {
+  flushTimer = undefined;
+  const n = answers.length;
+  if (n === 0 && failures.length === 0) return;
+  let bytes = 0;
+  for (const { s } of answers) bytes += s.data.length + (s.image?.data.length ?? 0);
+  const buf = new ArrayBuffer(bytes);
+  const u8 = new Uint8Array(buf);
+  const meta = new Int32Array(n * META);
+  const conns: string[] = [];
+  const connIndex = new Map<string, number>();
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const { seq, s } = answers[i];
+    const m = i * META;
+    meta[m] = seq;
+    meta[m + 1] = s.label;
+    u8.set(s.data, at);
+    meta[m + 2] = at;
+    meta[m + 3] = s.data.length;
+    at += s.data.length;
+    let c = -1;
+    if (s.conn !== undefined) {
+      c = connIndex.get(s.conn) ?? -1;
+      if (c < 0) connIndex.set(s.conn, (c = conns.push(s.conn) - 1));
+    }
+    meta[m + 4] = c;
+    const img = s.image;
+    if (img) {
+      u8.set(img.data, at);
+      meta[m + 5] = at;
+      meta[m + 6] = img.width;
+      meta[m + 7] = img.height;
+      meta[m + 8] = img.channels;
+      meta[m + 9] = img.orientation;
+      at += img.data.length;
+    }
+  }
+  const packet: Packet = { meta, conns, buf, errors: failures };
+  answers = [];
+  failures = [];
+  scope.postMessage({ t: "done", packet }, [buf]);
+}
+
+function answered(seq: number, id: string, err: Error | null, s?: Fetched): void {
+  if (err || !s) failures.push(serialize(seq, id, err ?? new Error(`no answer for ${id}`)));
+  else answers.push({ seq, s });
+  // One packet per event-loop turn: every answer that a socket read completed goes together.
+  flushTimer ??= setTimeout(flush, 0);
+}
+
+function pump(): void {
+  while (source && !saturated && head < waiting.length) {
+    const [seq, id] = waiting[head++];
+    if (!source.fetch(id, (err, s) => answered(seq, id, err, s))) saturated = true;
+  }
+  if (head > 1024 && head * 2 > waiting.length) waiting.splice(0, head), head = 0;
+}
+
+scope.onMessage(async (data) => {
+  const msg = data as ToWorker;
+  switch (msg.t) {
+    case "open":
+      try {
+        let src = await openReadSource(msg.address, msg.dataset, { maxInFlight: msg.maxInFlight, balance: msg.balance });
+        if (msg.decode) src = new DecodeSource(src, await createJpegDecoder(), msg.decode === true ? undefined : msg.decode);
+        src.onDrain(() => {
+          saturated = false;
+          pump();
+        });
+        source = src;
+        const capacity = (src as { capacity?: number }).capacity;
+        scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, capacity: typeof capacity === "number" ? capacity : undefined });
+        pump();
+      } catch (e) {
+        scope.postMessage({ t: "failed", error: serialize(-1, "", e) });
+      }
+      return;
+    case "fetch":
+      msg.ids.split("\n").forEach((id, i) => waiting.push([msg.seqs[i], id]));
+      pump();
+      return;
+    case "close":
+      flush();
+      try {
+        await source?.close();
+      } finally {
+        scope.postMessage({ t: "closed" });
+      }
+      return;
+  }
+});

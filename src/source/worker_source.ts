@@ -1,0 +1,287 @@
+/**
+ * Reading in worker threads: a Source whose fetches run in N read workers (read_worker.ts),
+ * each with its own store source and connections, and, with `decode`, its own wasm decoder.
+ * The loader's thread keeps the plan, the ledger and the assembler; the driver's per-request
+ * work (encoding, parsing, UUIDs, buffers, garbage) and the decoding move off it. That thread
+ * is the one that submits training steps, and on a CPU WebGPU adapter (lavapipe) it also runs
+ * them, so every microsecond taken from it is taken from training; with a fast GPU, one thread
+ * of driver work caps the samples per second that can be fed at all.
+ *
+ *   fetch(id) ─► the worker with the fewest requests in flight; ids batched per microtask
+ *                  │ { t: "fetch", seqs, ids }
+ *                  ▼
+ *   worker: source.fetch ─► (decode) ─► packet per event-loop turn: one buffer, transferred
+ *                  │ { t: "done", packet }
+ *                  ▼
+ *   each answer's callback, its bytes and pixels views into the packet's buffer
+ *
+ * Every request has its own sequence number, so a hedged second request for the same id is
+ * answered on its own. A worker that dies fails its requests as retryable (the loader's
+ * retries send them to another worker) and is replaced.
+ *
+ * @example
+ * ```ts
+ * import { openWorkerSource } from "./worker_source.ts";
+ * import { openStore } from "./open.ts";
+ * import { ingest } from "../dataset/ingest.ts";
+ * const store = await openStore("sqlite:.tmp/worker-source-example.sqlite");
+ * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 4 });
+ * const ids = (await Array.fromAsync(store.scanNat("fm"))).flat().map((r) => r.id);
+ * await store.close();
+ * const source = await openWorkerSource("sqlite:.tmp/worker-source-example.sqlite", "fm", { workers: 2, decode: true });
+ * const got = await Promise.all(ids.map((id) => new Promise<any>((resolve, reject) => source.fetch(id, (e, s) => (e ? reject(e) : resolve(s))))));
+ * console.log(got.length, got.every((s) => s.image.width === 28)); // 8 true
+ * await source.close();
+ * ```
+ */
+import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
+import { CassetteError, type ErrorCode } from "../errors.ts";
+import type { JpegDecodeOptions, JpegImage } from "../decode/jpeg.ts";
+import { redact } from "./address.ts";
+import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
+
+/** Int32 fields per answer in a packet's `meta`: seq, label, data at, data length, conn, image at, width, height, channels, orientation. */
+export const META = 10;
+
+/** The answers of one event-loop turn of a worker. */
+export interface Packet {
+  /** Answers, META fields each (the ids are known by their seq). */
+  meta: Int32Array;
+  conns: string[];
+  buf: ArrayBuffer;
+  errors: SerializedError[];
+}
+
+export interface SerializedError {
+  seq: number;
+  id: string;
+  name: string;
+  code?: string;
+  message: string;
+  retryable: boolean;
+}
+
+export type ToWorker =
+  | { t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | JpegDecodeOptions }
+  /** `ids` joined by "\n": one string crosses, not one per request. */
+  | { t: "fetch"; seqs: Int32Array; ids: string }
+  | { t: "close" };
+
+type FromWorker =
+  | { t: "opened"; name: string; dataset?: string; capacity?: number }
+  | { t: "failed"; error: SerializedError }
+  | { t: "done"; packet: Packet }
+  | { t: "closed" };
+
+export interface WorkerSourceOptions {
+  /** Read workers (default 2). Each opens the store with its own connections. */
+  workers?: number;
+  /** Decode each sample's JPEG in its worker and hand it over as `Fetched.image` (default false). */
+  decode?: boolean | JpegDecodeOptions;
+  /** Cap on requests in flight over all workers (default: none here; each worker's source caps its own). */
+  maxInFlight?: number;
+  /** Cassandra: how each worker spreads requests over its connections (default "rate"). */
+  balance?: "rate" | "driver";
+  /** The worker entry (default: read_worker.ts beside this file, or source/read_worker.js in the bundle). */
+  workerUrl?: URL;
+}
+
+// From source the entry is read_worker.ts beside this file; the bundle (build.ts) has it at
+// dist/source/read_worker.js, one folder below the chunk that holds this code.
+const DEFAULT_WORKER_URL = import.meta.url.endsWith(".ts")
+  ? new URL("./read_worker.ts", import.meta.url)
+  : new URL("./source/read_worker.js", import.meta.url);
+
+interface Slot {
+  index: number;
+  worker: WorkerHandle;
+  /** seq → [id, callback] of requests sent to this worker and not answered. */
+  inFlight: Map<number, [string, FetchCallback]>;
+  /** Requests to send at the next microtask. */
+  seqs: number[];
+  ids: string[];
+  opened: Promise<Extract<FromWorker, { t: "opened" }>>;
+  closed?: () => void;
+}
+
+/** Starts the workers and resolves once each has opened the store (the first failure rejects, naming the address). */
+export async function openWorkerSource(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}): Promise<WorkerSource> {
+  const source = new WorkerSource(address, dataset, options);
+  try {
+    await source.ready;
+  } catch (e) {
+    await source.close();
+    throw e;
+  }
+  return source;
+}
+
+export class WorkerSource implements Source {
+  name: string;
+  dataset?: string;
+  readonly size: number;
+  readonly ready: Promise<void>;
+  readonly #address: string;
+  readonly #open: Extract<ToWorker, { t: "open" }>;
+  readonly #url: URL;
+  readonly #slots: Slot[] = [];
+  readonly #cap: Capacity;
+  #seq = 0;
+  #flushQueued = false;
+  #closed = false;
+
+  constructor(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}) {
+    const n = options.workers ?? 2;
+    if (!Number.isInteger(n) || n < 1) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot read in worker threads as 'workers' must be a positive integer: current value is ${n}`);
+    }
+    this.size = n;
+    this.#address = address;
+    this.name = `${redact(address)}${dataset ? ` (${dataset})` : ""}`;
+    this.dataset = dataset;
+    this.#url = options.workerUrl ?? DEFAULT_WORKER_URL;
+    this.#open = { t: "open", address, dataset, balance: options.balance, decode: options.decode };
+    // The cap is shared: each worker's own source is given its part of it.
+    if (options.maxInFlight !== undefined) this.#open.maxInFlight = Math.max(1, Math.ceil(options.maxInFlight / n));
+    this.#cap = new Capacity(options.maxInFlight ?? Infinity);
+    for (let i = 0; i < n; i++) this.#spawn(i);
+    this.ready = Promise.all(this.#slots.map((s) => s.opened)).then(([first]) => {
+      this.name = `${first.name}, ${n} read worker${n === 1 ? "" : "s"}`;
+      this.dataset ??= first.dataset;
+    });
+    this.ready.catch(() => {}); // openWorkerSource reports it; a bare constructor's caller awaits `ready`
+  }
+
+  #spawn(index: number): Slot {
+    const worker = runtime.spawnWorker(this.#url);
+    let opened!: (m: Extract<FromWorker, { t: "opened" }>) => void, failed!: (e: Error) => void;
+    const slot: Slot = {
+      index, worker, inFlight: new Map(), seqs: [], ids: [],
+      opened: new Promise((res, rej) => ((opened = res), (failed = rej))),
+    };
+    slot.opened.catch(() => {});
+    this.#slots[index] = slot;
+    worker.onmessage = (ev) => {
+      const msg = ev.data as FromWorker;
+      switch (msg.t) {
+        case "done":
+          return this.#deliver(slot, msg.packet);
+        case "opened":
+          return opened(msg);
+        case "failed":
+          return failed(revive(msg.error, `Cannot open ${redact(this.#address)} in read worker ${index}: `));
+        case "closed":
+          return slot.closed?.();
+      }
+    };
+    worker.onerror = (err) => {
+      failed(new CassetteError("ERR_RUNTIME", `Cannot start read worker ${index}: ${err.message}`, { cause: err }));
+      this.#lost(slot, err);
+    };
+    worker.postMessage(this.#open);
+    return slot;
+  }
+
+  /** A worker died: its requests fail as retryable (another worker can serve them), and a new one takes its place. */
+  #lost(slot: Slot, err: Error): void {
+    if (this.#slots[slot.index] !== slot) return;
+    slot.worker.terminate();
+    const failed = [...slot.inFlight.entries()];
+    slot.inFlight.clear();
+    slot.seqs.length = slot.ids.length = 0;
+    if (!this.#closed) this.#spawn(slot.index);
+    for (const [, [id, done]] of failed) {
+      this.#cap.release();
+      done(Object.assign(new CassetteError("ERR_RUNTIME", `Cannot read sample ${id} as read worker ${slot.index} stopped: ${err.message}`, { cause: err }), { retryable: true }));
+    }
+  }
+
+  fetch(id: string, done: FetchCallback): boolean {
+    if (this.#closed) {
+      done(new CassetteError("ERR_INVALID_OPTION", `Cannot read sample ${id} as the source ${this.name} is closed`));
+      return false;
+    }
+    let best = this.#slots[0];
+    for (const s of this.#slots) if (s.inFlight.size < best.inFlight.size) best = s;
+    const seq = this.#seq = (this.#seq + 1) | 0;
+    best.inFlight.set(seq, [id, done]);
+    best.seqs.push(seq);
+    best.ids.push(id);
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      queueMicrotask(() => this.#flush());
+    }
+    return this.#cap.take();
+  }
+
+  /** Sends each worker the requests of this turn in one message. */
+  #flush(): void {
+    this.#flushQueued = false;
+    for (const s of this.#slots) {
+      if (s.ids.length === 0) continue;
+      const seqs = Int32Array.from(s.seqs);
+      s.worker.postMessage({ t: "fetch", seqs, ids: s.ids.join("\n") } satisfies ToWorker, [seqs.buffer]);
+      s.seqs = [];
+      s.ids = [];
+    }
+  }
+
+  #deliver(slot: Slot, p: Packet): void {
+    const { meta, buf } = p;
+    for (let m = 0; m < meta.length; m += META) {
+      const req = slot.inFlight.get(meta[m]);
+      if (!req) continue; // its worker was replaced meanwhile: already failed and retried
+      slot.inFlight.delete(meta[m]);
+      this.#cap.release();
+      const s: Fetched = { id: req[0], label: meta[m + 1], data: new Uint8Array(buf, meta[m + 2], meta[m + 3]) };
+      if (meta[m + 4] >= 0) s.conn = p.conns[meta[m + 4]];
+      const channels = meta[m + 8];
+      if (channels) {
+        const width = meta[m + 6], height = meta[m + 7];
+        s.image = {
+          width, height, channels: channels as JpegImage["channels"], orientation: meta[m + 9],
+          data: new Uint8Array(buf, meta[m + 5], width * height * channels),
+        };
+      }
+      req[1](null, s);
+    }
+    for (const e of p.errors) {
+      const req = slot.inFlight.get(e.seq);
+      if (!req) continue;
+      slot.inFlight.delete(e.seq);
+      this.#cap.release();
+      req[1](revive(e));
+    }
+  }
+
+  onDrain(listener: () => void): void {
+    this.#cap.onDrain(listener);
+  }
+  inFlight(): number {
+    return this.#cap.inFlight;
+  }
+
+  /** Closes every worker's source (its connections), then stops the workers; unanswered requests fail. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all(this.#slots.map(async (s) => {
+      // A worker that never opened, or hangs in close, is stopped anyway after a while.
+      const closed = new Promise<void>((r) => (s.closed = r));
+      s.worker.postMessage({ t: "close" } satisfies ToWorker);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([closed, new Promise<void>((r) => (timer = setTimeout(r, 5000)))]);
+      clearTimeout(timer);
+      s.worker.terminate();
+      const err = new CassetteError("ERR_INVALID_OPTION", `Cannot finish reading as the source ${this.name} was closed`);
+      for (const [, [, done]] of s.inFlight) done(err);
+      s.inFlight.clear();
+    }));
+  }
+}
+
+function revive(e: SerializedError, prefix = ""): Error {
+  const code = e.code?.startsWith("ERR_") ? (e.code as ErrorCode) : undefined;
+  const err = code ? new CassetteError(code, prefix + e.message) : Object.assign(new Error(prefix + e.message), { name: e.name });
+  return Object.assign(err, { retryable: e.retryable });
+}

@@ -1,0 +1,226 @@
+/**
+ * Reading in worker threads (src/source/worker_source.ts, read_worker.ts) against reading in
+ * this thread, on real stores: every sample comes once with the same bytes and label, and with
+ * `decode` the same pixels as the wasm decoder gives here, on fresh random JPEGs made by cjpeg;
+ * a hedged duplicate is answered on its own; errors name the sample and say whether asking
+ * again can help; a worker that dies mid-epoch costs retries, not samples; bad options and an
+ * address that cannot be opened are named.
+ */
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
+import { cjpeg } from "../_support/cjpeg.ts";
+import { openStore } from "../../src/source/open.ts";
+import { openReadSource } from "../../src/source/open_read.ts";
+import { openWorkerSource } from "../../src/source/worker_source.ts";
+import { createJpegDecoder } from "../../src/decode/jpeg.ts";
+import { Loader } from "../../src/loader.ts";
+import { CassetteError } from "../../src/errors.ts";
+import { sampleId } from "../../src/dataset/sample_id.ts";
+import type { Fetched, Source } from "../../src/source/source.ts";
+import type { Store } from "../../src/source/store.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-workers-"));
+const address = `sqlite:${join(dir, "s.sqlite")}`;
+const seed = freshSeed();
+const SPEC = (name: string) => ({ version: 1 as const, name, columns: [], groupBy: [], label: { kind: "int" as const } });
+
+// Fresh random JPEGs: sizes, grey or RGB, quality and subsampling drawn from the seed.
+const next = rng(seed);
+const store: Store = await openStore(address);
+await store.createDataset(SPEC("rnd"));
+await store.put("rnd", Array.from({ length: 48 }, (_, i) => {
+  const w = randomInt(next, 1, 70), h = randomInt(next, 1, 70), c = next() < 0.5 ? 1 : 3;
+  const args = ["-quality", String(randomInt(next, 30, 100)), ...(c === 3 ? ["-sample", ["1x1", "2x1", "2x2"][randomInt(next, 0, 2)]] : [])];
+  return { key: `r${i}`, label: randomInt(next, 0, 999), data: cjpeg(randomBytes(next, w * h * c), w, h, c as 1 | 3, args) };
+}));
+const ids = (await Array.fromAsync(store.scanNat("rnd"))).flat().map((r) => r.id);
+// Two samples that are not JPEGs: random bytes and an empty blob.
+await store.createDataset(SPEC("bad"));
+await store.put("bad", [{ key: "noise", label: 1, data: randomBytes(next, 300) }, { key: "empty", label: 2, data: new Uint8Array(0) }]);
+await store.close();
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function fetchOne(src: Source, id: string): Promise<Fetched> {
+  return new Promise((resolve, reject) => src.fetch(id, (e, s) => (e ? reject(e) : resolve(s!))));
+}
+
+test("read workers answer every sample once, with the bytes, label and pixels read and decoded here", async () => {
+  const here = await openReadSource(address, "rnd");
+  const jpeg = await createJpegDecoder();
+  const workers = await openWorkerSource(address, "rnd", { workers: 2, decode: true });
+  try {
+    const calls = new Map<string, number>();
+    const got = await Promise.all(ids.map((id) => new Promise<Fetched>((resolve, reject) =>
+      workers.fetch(id, (e, s) => {
+        calls.set(id, (calls.get(id) ?? 0) + 1);
+        return e ? reject(e) : resolve(s!);
+      })
+    )));
+    await new Promise((r) => setTimeout(r, 50)); // a second answer would land here
+    assert.ok([...calls.values()].every((n) => n === 1), `one answer per request (seed ${seed})`);
+    for (const s of got) {
+      const want = await fetchOne(here, s.id);
+      assert.is(s.label, want.label, `label of ${s.id} (seed ${seed})`);
+      assert.equal(Array.from(s.data), Array.from(want.data), `bytes of ${s.id} (seed ${seed})`);
+      const img = jpeg.decode(want.data);
+      assert.ok(s.image, `decoded in the worker: ${s.id}`);
+      assert.equal([s.image!.width, s.image!.height, s.image!.channels, s.image!.orientation], [img.width, img.height, img.channels, img.orientation]);
+      assert.ok(s.image!.data.length === img.data.length && s.image!.data.every((v, i) => v === img.data[i]), `pixels of ${s.id} (seed ${seed})`);
+    }
+    assert.match(workers.name, /2 read workers/);
+    assert.is(workers.inFlight(), 0);
+  } finally {
+    await workers.close();
+    await here.close();
+  }
+});
+
+test("the same id asked twice at once (a hedge) gets two answers, each to its own request", async () => {
+  const workers = await openWorkerSource(address, "rnd", { workers: 2 });
+  try {
+    const [a, b] = await Promise.all([fetchOne(workers, ids[3]), fetchOne(workers, ids[3])]);
+    assert.is(a.id, ids[3]);
+    assert.is(b.id, ids[3]);
+    assert.equal(Array.from(a.data), Array.from(b.data));
+    assert.is(a.image, undefined, "no decode unless asked");
+  } finally {
+    await workers.close();
+  }
+});
+
+test("a missing id and a file that does not decode: errors name the sample and are not worth retrying", async () => {
+  const workers = await openWorkerSource(address, "bad", { workers: 1, decode: true });
+  try {
+    const missing = sampleId("bad", "never-stored");
+    const e1 = await fetchOne(workers, missing).then(() => null, (e) => e);
+    assert.instance(e1, CassetteError);
+    assert.is(e1.code, "ERR_STORE");
+    assert.match(e1.message, missing);
+    assert.is(e1.retryable, false);
+    for (const key of ["noise", "empty"]) {
+      const id = sampleId("bad", key);
+      const e2 = await fetchOne(workers, id).then(() => null, (e) => e);
+      assert.instance(e2, CassetteError, key);
+      assert.is(e2.code, "ERR_MALFORMED_INPUT");
+      assert.match(e2.message, `Cannot decode sample ${id}`);
+      assert.is(e2.retryable, false);
+    }
+  } finally {
+    await workers.close();
+  }
+});
+
+test("an address or dataset that cannot be opened: the error names it and the worker; nothing left running", async () => {
+  const e = await openWorkerSource(address, "no-such-dataset", { workers: 2 }).then(() => null, (e) => e);
+  assert.instance(e, CassetteError);
+  assert.is(e.code, "ERR_STORE");
+  assert.match(e.message, /read worker \d/);
+  assert.match(e.message, "no-such-dataset");
+  // The loader reports it at its first batch, as for any source.
+  const loader = new Loader({ store: address, dataset: "no-such-dataset", ids, batchSize: 8, workers: 2 });
+  const e2 = await loader.epoch(0).next().then(() => null, (e) => e);
+  assert.match(e2?.message ?? "", "no-such-dataset");
+  await loader.close();
+});
+
+test("Loader with read workers: each epoch every id once; strict order gives the plan's batches; pixels as decoding here", async () => {
+  const jpeg = await createJpegDecoder();
+  for (const order of ["ready", "strict"] as const) {
+    const opts = { dataset: "rnd", ids, batchSize: 5, seed: 3, order, prefetch: 3 };
+    const here = new Loader({ ...opts, store: address, transform: (s: Fetched) => jpeg.decode(s.data) });
+    const there = new Loader({ ...opts, store: address, workers: 2, decode: true });
+    try {
+      for (let e = 0; e < 2; e++) {
+        const a = await Array.fromAsync(here.epoch(e));
+        const b = await Array.fromAsync(there.epoch(e));
+        const seen = b.flatMap((x) => x.ids);
+        assert.is(seen.length, ids.length, `${order} epoch ${e}: nothing lost`);
+        assert.is(new Set(seen).size, ids.length, `${order} epoch ${e}: nothing twice`);
+        if (order === "strict") assert.equal(b.map((x) => x.ids), a.map((x) => x.ids), "the plan's batches");
+        const byId = new Map(a.flatMap((x) => x.items.map((img, i) => [x.ids[i], img] as const)));
+        for (const x of b) {
+          x.items.forEach((s, i) => {
+            const want = byId.get(x.ids[i])!;
+            assert.ok(s.image && s.image.data.every((v, j) => v === want.data[j]) && s.image.data.length === want.data.length, `pixels of ${x.ids[i]} (seed ${seed})`);
+            assert.is(s.label, x.labels[i]);
+          });
+        }
+      }
+    } finally {
+      await here.close();
+      await there.close();
+    }
+  }
+});
+
+test("a read worker that dies with requests in flight: retried on its replacement, nothing lost or twice", async () => {
+  const crashFile = join(dir, `crashed-${runtime.name}`);
+  (globalThis as { process?: { env: Record<string, string> } }).process!.env.CASSETTE_TEST_CRASH_FILE = crashFile;
+  const { WorkerSource } = await import("../../src/source/worker_source.ts");
+  const src = new WorkerSource(address, "rnd", { workers: 1, workerUrl: new URL("../fixtures/crashing_read_worker.ts", import.meta.url) });
+  await src.ready;
+  const loader = new Loader({ store: src, ids, batchSize: 4, seed: 5, prefetch: 4, retries: 3 });
+  try {
+    const seen = (await Array.fromAsync(loader.epoch(0))).flatMap((b) => b.ids);
+    assert.is(seen.length, ids.length, "nothing lost");
+    assert.is(new Set(seen).size, ids.length, "nothing twice");
+    assert.ok(loader.stats().retries > 0, `the crash was felt: ${loader.stats().retries} retries`);
+  } finally {
+    await loader.close();
+  }
+});
+
+test("bad read-worker options are named", async () => {
+  const bad = (o: Record<string, unknown>, what: RegExp) =>
+    assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), (e: Error) => e instanceof CassetteError && what.test(e.message));
+  bad({ workers: -1 }, /'workers' must be a whole number: current value is -1/);
+  bad({ workers: 1.5 }, /'workers' must be a whole number: current value is 1.5/);
+  assert.throws(() => new Loader({ store: { name: "x" } as unknown as Source, ids, batchSize: 4, workers: 2 }), /'workers' needs a store address/);
+  const e = await openWorkerSource(address, "rnd", { workers: 0 }).then(() => null, (e) => e);
+  assert.match(e?.message ?? "", /'workers' must be a positive integer: current value is 0/);
+});
+
+test("Loader with read workers from Cassandra: two epochs, every sample once, bytes as stored", async () => {
+  const cass = testCassandra("cassette_workers")!;
+  const dataset = `workers-fixed-${runtime.name}`;
+  const direct = await openStore(cass);
+  // Bytes fixed per key: a sample stored by an earlier run keeps its first bytes (ids are content keys).
+  const samples = Array.from({ length: 300 }, (_, i) => {
+    const r = rng(i + 1);
+    return { key: `k${i}`, label: i % 7, data: randomBytes(r, randomInt(r, 0, 2048)) };
+  });
+  let stored: string[];
+  try {
+    await direct.createDataset(SPEC(dataset));
+    await direct.put(dataset, samples);
+    stored = (await Array.fromAsync(direct.scanNat(dataset))).flat().map((r) => r.id);
+  } finally {
+    await direct.close();
+  }
+  const want = new Map(samples.map((s) => [sampleId(dataset, s.key), s]));
+  const loader = new Loader({ store: cass, dataset, ids: stored, batchSize: 32, workers: 2, seed: 9, readAhead: true });
+  try {
+    for (let e = 0; e < 2; e++) {
+      const seen: string[] = [];
+      for await (const b of loader.epoch(e)) {
+        b.ids.forEach((id, i) => {
+          const s = want.get(id)!;
+          assert.is(b.labels[i], s.label);
+          const got = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
+          assert.ok(got.length === s.data.length && got.every((v, j) => v === s.data[j]), `bytes of ${id}`);
+        });
+        seen.push(...b.ids);
+      }
+      assert.is(seen.length, stored.length, `epoch ${e}: nothing lost`);
+      assert.is(new Set(seen).size, stored.length, `epoch ${e}: nothing twice`);
+    }
+  } finally {
+    await loader.close();
+  }
+}, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
