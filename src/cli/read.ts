@@ -12,7 +12,7 @@ import { intOption, parseArgs, required, usageError } from "./args.ts";
 export const help = `usage: cassette read --store URL [--dataset NAME] [--split FILE[:INDEX|:NAME]] [options]
 
 Reads every sample of the split (default: every sample the store lists) through the loader,
-with no decoding, and reports MB/s, images/s and batch-time percentiles.
+with no decoding unless --decode, and reports MB/s, images/s and batch-time percentiles.
 
   --store URL          sqlite:PATH, cassandra://HOST/KEYSPACE, http(s)://HOST/PREFIX or file:DIR
                        (the last two: a folder written by cassette export)
@@ -32,11 +32,14 @@ with no decoding, and reports MB/s, images/s and batch-time percentiles.
                        default) or leave the choice to the driver
   --hedge              re-ask for samples slower than the recent p95 latency × 2 (at most 5 %
                        of requests); the first answer wins
+  --workers N          read in N worker threads, each with its own connections (default 0: in
+                       the loader's thread)
+  --decode             decode every JPEG as it arrives (in its read worker with --workers)
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance"], ["hedge"]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers"], ["hedge", "decode"]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
   const address = required(options, "read", "store");
@@ -63,8 +66,10 @@ export async function run(argv: string[]): Promise<number> {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${redact(address)} without sample ids as it cannot list them: pass --split FILE (see cassette read --help)`);
     }
     const epochs = intOption(options, "read", "epochs") ?? 1;
+    const workers = intOption(options, "read", "workers") ?? 0;
+    if (workers > 0) await source.close(); // it listed the ids; each worker opens its own
     const loader = new Loader({
-      store: source, ids, order, onError,
+      store: workers > 0 ? address : source, dataset, workers, decode: options.has("decode"), ids, order, onError,
       batchSize: intOption(options, "read", "batch") ?? 128,
       prefetch,
       seed: intOption(options, "read", "seed"),
@@ -91,6 +96,7 @@ export async function run(argv: string[]): Promise<number> {
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
       batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
+      workers: loader.options.workers, decode: !!loader.options.decode,
     };
     if (json) console.log(JSON.stringify(report));
     else {

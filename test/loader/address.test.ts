@@ -89,6 +89,11 @@ for (const a of addresses()) {
     assert.is(r.bytes, [...want.values()].reduce((n, s) => n + s.data.length, 0));
     assert.is(r.dataset, DATASET);
     assert.equal([r.errors, r.duplicates, r.hedged], [0, 0, 0]);
+    // The same through 2 read workers, each opening the address itself.
+    const viaWorkers = cassette("read", "--store", a.address, "--batch", "32", "--workers", "2", "--json");
+    assert.is(viaWorkers.code, 0, viaWorkers.err);
+    const w = JSON.parse(viaWorkers.out);
+    assert.equal([w.samples, w.bytes, w.errors, w.duplicates, w.workers], [r.samples, r.bytes, 0, 0, 2]);
 
     const split = join(tmp, `split-${a.name}.json`);
     writeFileSync(split, JSON.stringify({ version: 1, dataset: DATASET, params: {}, splits: [{ name: "some", groups: [], ids: ids.slice(0, 30) }] }));
