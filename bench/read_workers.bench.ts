@@ -6,7 +6,7 @@
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
- *                                   [--samples N] [--rounds R] [--step-ms S] [--quick] [--json]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--quick] [--json]
  *
  * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
  * (Linux: /proc/self/task/PID/stat, 10 ms ticks). 1e6 ÷ that is the most samples per second
@@ -17,8 +17,9 @@
  * a CPU WebGPU adapter (lavapipe) does: then reading in that thread competes with training for
  * it, and workers read on the other cores meanwhile.
  *
- * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite),
- * ingested from Debian's dataset-fashion-mnist if absent. With a cassandra:// store the
+ * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
+ * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
+ * `--idx PREFIX`. With a cassandra:// store the
  * database server shares these cores: see bench/RESULTS.md.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -29,7 +30,7 @@ import { ingest } from "../src/dataset/ingest.ts";
 
 const args = runtime.args();
 if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--quick] [--json]");
+  console.log("usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--quick] [--json]");
   runtime.exit(0);
 }
 const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
@@ -49,7 +50,7 @@ try {
   if (!(await store.listDatasets()).some((d) => d.name === dataset)) {
     if (dataset !== "fashion-mnist") throw new Error(`bench: ${address} has no dataset '${dataset}'`);
     log(`ingesting Fashion-MNIST into ${address} …`);
-    await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset });
+    await ingest(store, `idx:${opt("--idx", "/usr/share/datasets/fashion-mnist/")}`, { dataset });
   }
   for await (const page of store.scanNat(dataset)) ids.push(...page.map((r) => r.id));
 } finally {

@@ -9,7 +9,11 @@
  *
  *   bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R]
  *                               [--store cassandra://…/KEYSPACE] [--client-cpus 0 --server-cpus 1]
- *                               [--idx PREFIX] [--quick] [--json]
+ *                               [--idx PREFIX] [--workers N] [--quick] [--json]
+ *
+ * `--workers N` adds two contenders that read and decode in N worker threads (the Loader's
+ * `workers`): ready order at RTT 0 and at 150 ms. On a real GPU the loader's own thread caps
+ * what it can feed (~50 µs of driver work per sample from Cassandra when it reads itself).
  *
  * `--client-cpus` / `--server-cpus` split the machine as if the store were remote: every
  * train.ts (the training "GPU" included, on lavapipe) runs on the client's CPUs, the proxy on
@@ -27,7 +31,7 @@ import { runTrain, type TrainEpoch as Epoch } from "./_lib/train_run.ts";
 
 const args = runtime.args();
 if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R] [--store URL] [--idx PREFIX] [--quick] [--json]");
+  console.log("usage: bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R] [--store URL] [--idx PREFIX] [--workers N] [--quick] [--json]");
   runtime.exit(0);
 }
 const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
@@ -55,6 +59,14 @@ const contenders: Contender[] = [
   { name: "loader, ready order, RTT 150 ms", args: ["--order", "ready", "--latency-ms", "75"] },
   { name: "loader, strict order, RTT 150 ms", args: ["--order", "strict", "--latency-ms", "75"] },
 ];
+const workers = Number(opt("--workers", "0"));
+if (!(Number.isInteger(workers) && workers >= 0)) throw new Error(`bench: --workers must be a whole number: current value is ${workers}`);
+if (workers > 0) {
+  contenders.push(
+    { name: `loader, ready order, RTT 0, ${workers} read workers`, args: ["--order", "ready", "--workers", String(workers)] },
+    { name: `loader, ready order, RTT 150 ms, ${workers} read workers`, args: ["--order", "ready", "--latency-ms", "75", "--workers", String(workers)] },
+  );
+}
 
 function train(model: string, c: Contender, seed: number): Epoch[] {
   return runTrain(["--store", store, "--model", model, "--limit", String(limits[model] ?? 4096), "--epochs", String(epochs),
