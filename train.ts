@@ -45,7 +45,8 @@ metrics.jsonl, loss.svg and accuracy.svg into the run's folder.
 
 Defaults depend on the adapter: on a CPU driver (lavapipe/llvmpipe, SwiftShader) --model mlp
 --epochs 3 (about a minute per epoch on 2 cores; ≈ 86 % test accuracy on Fashion-MNIST);
-on a GPU --model cnn --epochs 10 (90.7 % after 10 epochs, seed 0). Explicit options always win.
+on a GPU --model cnn --epochs 10 (90.7 % after 10 epochs, seed 0) and --workers from the
+cores: (cores − 2) / 2, between 1 and 4. Explicit options always win.
 
   --store ADDRESS     sqlite:PATH (default sqlite:data/fashion-mnist.sqlite) or cassandra://…/KEYSPACE
   --dataset NAME      the dataset in the store (default fashion-mnist; ingested from --idx if absent)
@@ -61,9 +62,9 @@ on a GPU --model cnn --epochs 10 (90.7 % after 10 epochs, seed 0). Explicit opti
   --order ORDER       ready (default: batches from whatever arrived first) or strict (plan order)
   --prefetch K        batches of requests in flight (default auto: deepens while starved)
   --workers N         read and decode in N worker threads, each with its own connections to the
-                      store (default 0: in the training thread). Frees that thread, which
-                      submits the GPU's work (and on a CPU driver does it), from the driver's
-                      and the decoder's work
+                      store; 0: in the training thread (the default on a CPU driver, whose
+                      cores are all busy training). Frees that thread, which submits the
+                      GPU's work, from the driver's and the decoder's
   --latency-ms MS     add MS of one-way delay per direction through the project's TCP proxy
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
@@ -99,7 +100,7 @@ interface Run {
   limit?: number;
   order: "ready" | "strict";
   prefetch: number | "auto";
-  workers: number;
+  workers?: number;
   latencyMs: number;
   jitterMs: number;
   noIo: boolean;
@@ -140,7 +141,7 @@ function options(): Run | undefined {
     limit: o.has("limit") ? int("limit", str("limit"), 1) : undefined,
     order,
     prefetch: prefetch === "auto" ? "auto" : int("prefetch", prefetch, 1),
-    workers: int("workers", str("workers") ?? "0", 0),
+    workers: o.has("workers") ? int("workers", str("workers"), 0) : undefined,
     latencyMs,
     jitterMs,
     noIo: o.has("no-io"),
@@ -161,6 +162,10 @@ async function main(): Promise<number> {
   // The GPU default is the model whose 10-epoch accuracy was measured (bench/RESULTS.md).
   const modelName = run.model ?? (info.cpu ? "mlp" : "cnn");
   const epochs = run.epochs ?? (info.cpu ? 3 : 10);
+  // Reading in the training thread costs it 50–70 µs a sample from Cassandra, which caps what a
+  // fast card can be fed; on a CPU driver every core already trains (bench/RESULTS.md, "Read workers").
+  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 2;
+  const workers = run.workers ?? (info.cpu ? 0 : Math.min(4, Math.max(1, Math.floor((cores - 2) / 2))));
   const spec = MODELS[modelName];
   const [C, H, W] = spec.input;
   log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: small defaults)" : ""}`);
@@ -194,7 +199,7 @@ async function main(): Promise<number> {
     const decode = (s: Fetched) => s.image ?? jpeg.decode(s.data);
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
-        store: run.workers > 0 ? readAddress : readStore!, workers: run.workers, decode: run.workers > 0, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
+        store: workers > 0 ? readAddress : readStore!, workers, decode: workers > 0, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
         order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode,
       });
       loaders.push(l);
@@ -242,7 +247,7 @@ async function main(): Promise<number> {
     const metricsPath = `${run.out}/metrics.jsonl`;
     await writeFile(metricsPath, "");
     log(`model    ${modelName} (${describeModel(modelName)}), Adam lr ${run.lr}, batch ${run.batch}, ${epochs} epochs, ` +
-      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}`) + `; metrics in ${run.out}/`);
+      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${workers ? `${workers} read workers` : "read in this thread"}`) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
     const tc = runtime.now();
     const testN = test.length ? [evalBatch, ...(test.length % evalBatch ? [test.length % evalBatch] : [])] : [];
@@ -326,6 +331,7 @@ async function main(): Promise<number> {
       device: info,
       io: run.noIo ? "none" : "loader",
       order: run.noIo ? undefined : run.order,
+      workers: run.noIo ? undefined : workers,
       latencyMs: run.latencyMs,
       batch: run.batch,
       lr: run.lr,

@@ -69,7 +69,9 @@ if (workers > 0) {
 }
 
 function train(model: string, c: Contender, seed: number): Epoch[] {
-  return runTrain(["--store", store, "--model", model, "--limit", String(limits[model] ?? 4096), "--epochs", String(epochs),
+  // Reading in train.ts's own thread unless a contender says otherwise (on a GPU it defaults to workers).
+  const workersArg = c.args.includes("--workers") ? [] : ["--workers", "0"];
+  return runTrain([...workersArg, "--store", store, "--model", model, "--limit", String(limits[model] ?? 4096), "--epochs", String(epochs),
     "--seed", String(seed), "--out", `.tmp/bench-train-io/${model}`, ...idx, ...c.args], clientCpus).epochs;
 }
 

@@ -67,6 +67,7 @@ test("strict order through the loader (decode in the transform, or read and deco
   const pooled = train(...common, "--order", "strict", "--workers", "2", "--out", join(dir, "pooled"));
   assert.is(viaLoader.ingested, 0, "nothing is stored twice");
   assert.is(noIo.io, "none");
+  assert.equal([viaLoader.workers, pooled.workers], [0, 2], "a CPU driver reads in the training thread unless told otherwise");
   for (let e = 0; e < 2; e++) {
     const a = viaLoader.epochs[e], b = noIo.epochs[e], c = pooled.epochs[e];
     assert.ok(Math.abs(c.loss - a.loss) < 1e-6, `epoch ${e + 1}: reading and decoding in 2 workers gives the pixels of the loader's transform: ${c.loss} vs ${a.loss}`);
