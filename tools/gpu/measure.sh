@@ -11,8 +11,9 @@
 #   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2 --limit 60000 --workers 4
 #
 # CASSETTE_GPU_BUDGET_S (default 540) bounds both benchmarks, of which the read benchmark gets
-# the last CASSETTE_GPU_READ_S (default 90), so the call ends inside the run tool's 10 minutes
-# with its results still written.
+# the last CASSETTE_GPU_READ_S (default 90; 0 skips it), so the call ends inside the run tool's
+# 10 minutes with its results still written. Files of an earlier call in $OUT are not kept:
+# $OUT comes back empty each call, so each call's results come back with it.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -38,7 +39,7 @@ budget=$(( ${CASSETTE_GPU_BUDGET_S:-540} - read_s - (SECONDS - t0) ))
 timeout "$budget" bun bench/train_io.bench.ts "${idx[@]}" "$@" > "$OUT/train_io.txt" 2>&1
 rc=$?
 [ $rc = 124 ] && echo "gpu measure: the benchmark ran out of its ${budget} s (the models done are in $OUT/train_io.txt)" >&2
-timeout "$read_s" bun bench/read_workers.bench.ts --store "cassandra://127.0.0.1:9042/cassette_bench?connections=4" \
+[ "$read_s" -gt 0 ] && timeout "$read_s" bun bench/read_workers.bench.ts --store "cassandra://127.0.0.1:9042/cassette_bench?connections=4" \
   --workers 0,2,4,8 --rounds 2 --samples 30000 "${idx[@]}" > "$OUT/read_workers.txt" 2>&1 \
   || echo "gpu measure: the read benchmark failed or ran out of its ${read_s} s (see $OUT/read_workers.txt)" >&2
 bash tools/cassandra/cassandra.sh stop >/dev/null 2>&1
