@@ -102,6 +102,8 @@ interface Slot {
   ids: string[];
   opened: Promise<Extract<FromWorker, { t: "opened" }>>;
   closed?: () => void;
+  /** Stopped, and its replacement not started yet: gets no requests. */
+  down?: boolean;
 }
 
 /** Starts the workers and resolves once each has opened the store (the first failure rejects, naming the address). */
@@ -129,6 +131,8 @@ export class WorkerSource implements Source {
   #seq = 0;
   #flushQueued = false;
   #closed = false;
+  #started = false; // every first worker opened: a later failure is a replacement's
+  #failures = 0; // workers lost in a row without one opening since: the respawn's backoff
 
   constructor(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}) {
     const n = options.workers ?? 2;
@@ -146,6 +150,7 @@ export class WorkerSource implements Source {
     this.#cap = new Capacity(options.maxInFlight ?? Infinity);
     for (let i = 0; i < n; i++) this.#spawn(i);
     this.ready = Promise.all(this.#slots.map((s) => s.opened)).then(([first]) => {
+      this.#started = true;
       this.name = `${first.name}, ${n} read worker${n === 1 ? "" : "s"}`;
       this.dataset ??= first.dataset;
     });
@@ -167,9 +172,15 @@ export class WorkerSource implements Source {
         case "done":
           return this.#deliver(slot, msg.packet);
         case "opened":
+          this.#failures = 0;
           return opened(msg);
-        case "failed":
-          return failed(revive(msg.error, `Cannot open ${redact(this.#address)} in read worker ${index}: `));
+        case "failed": {
+          const err = revive(msg.error, `Cannot open ${redact(this.#address)} in read worker ${index}: `);
+          failed(err);
+          // A replacement that cannot open (the store is down): its requests would wait forever.
+          if (this.#started) this.#lost(slot, err);
+          return;
+        }
         case "closed":
           return slot.closed?.();
       }
@@ -182,14 +193,21 @@ export class WorkerSource implements Source {
     return slot;
   }
 
-  /** A worker died: its requests fail as retryable (another worker can serve them), and a new one takes its place. */
+  /**
+   * A worker died or could not open the store: its requests fail as retryable (another worker,
+   * or a later attempt, can serve them), and a new one takes its place, at once the first time
+   * and then after a backoff that doubles up to 5 s while replacements keep failing.
+   */
   #lost(slot: Slot, err: Error): void {
-    if (this.#slots[slot.index] !== slot) return;
+    if (this.#slots[slot.index] !== slot || slot.down) return;
+    slot.down = true;
     slot.worker.terminate();
     const failed = [...slot.inFlight.entries()];
     slot.inFlight.clear();
     slot.seqs.length = slot.ids.length = 0;
-    if (!this.#closed) this.#spawn(slot.index);
+    const delay = this.#failures === 0 ? 0 : Math.min(5000, 100 * 2 ** this.#failures);
+    this.#failures++;
+    if (!this.#closed) setTimeout(() => this.#closed || this.#spawn(slot.index), delay);
     for (const [, [id, done]] of failed) {
       this.#cap.release();
       done(Object.assign(new CassetteError("ERR_RUNTIME", `Cannot read sample ${id} as read worker ${slot.index} stopped: ${err.message}`, { cause: err }), { retryable: true }));
@@ -201,8 +219,14 @@ export class WorkerSource implements Source {
       done(new CassetteError("ERR_INVALID_OPTION", `Cannot read sample ${id} as the source ${this.name} is closed`));
       return false;
     }
-    let best = this.#slots[0];
-    for (const s of this.#slots) if (s.inFlight.size < best.inFlight.size) best = s;
+    let best: Slot | undefined;
+    for (const s of this.#slots) if (!s.down && (!best || s.inFlight.size < best.inFlight.size)) best = s;
+    if (!best) {
+      // Every worker is being replaced: fail now, as a lost connection would; the loader's
+      // retries come back after their backoff.
+      queueMicrotask(() => done(Object.assign(new CassetteError("ERR_STORE_UNREACHABLE", `Cannot read sample ${id} as no read worker of ${this.name} is running (the last ones stopped or could not open the store)`), { retryable: true })));
+      return true;
+    }
     const seq = this.#seq = (this.#seq + 1) | 0;
     best.inFlight.set(seq, [id, done]);
     best.seqs.push(seq);
@@ -266,6 +290,7 @@ export class WorkerSource implements Source {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.all(this.#slots.map(async (s) => {
+      if (s.down) return; // already stopped, its requests failed
       // A worker that never opened, or hangs in close, is stopped anyway after a while.
       const closed = new Promise<void>((r) => (s.closed = r));
       s.worker.postMessage({ t: "close" } satisfies ToWorker);

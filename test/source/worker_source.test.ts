@@ -176,6 +176,39 @@ test("a read worker that dies with requests in flight: retried on its replacemen
   }
 });
 
+test("a dead worker whose replacements cannot open the store: every request gets a retryable error, none waits forever", async () => {
+  // A copy of the store that disappears once the first worker has it open (an open file lives on).
+  const { copyFileSync, rmSync: rm } = await import("node:fs");
+  const path = join(dir, `gone-${runtime.name}.sqlite`);
+  copyFileSync(join(dir, "s.sqlite"), path);
+  const crashFile = join(dir, `crashed-gone-${runtime.name}`);
+  (globalThis as { process?: { env: Record<string, string> } }).process!.env.CASSETTE_TEST_CRASH_FILE = crashFile;
+  const { WorkerSource } = await import("../../src/source/worker_source.ts");
+  const src = new WorkerSource(`sqlite:${path}`, "rnd", { workers: 1, workerUrl: new URL("../fixtures/crashing_read_worker.ts", import.meta.url) });
+  await src.ready;
+  rm(path, { force: true });
+  try {
+    const answers = await Promise.all(ids.slice(0, 12).map((id) => new Promise<Error | Fetched>((resolve) => src.fetch(id, (e, s) => resolve(e ?? s!)))));
+    const errors = answers.filter((a): a is Error => a instanceof Error);
+    assert.ok(errors.length > 0, "the crash failed the requests in flight");
+    for (const e of errors) assert.is((e as { retryable?: boolean }).retryable, true, e.message);
+    // Requests sent while the replacement starts wait for it; it cannot open the store, and
+    // they fail with what it said (none waits for a worker that will never answer).
+    await new Promise((r) => setTimeout(r, 30));
+    const later = await Promise.all(ids.slice(12, 20).map((id) => new Promise<Error | Fetched>((resolve) => src.fetch(id, (e, s) => resolve(e ?? s!)))));
+    for (const e of later) {
+      assert.instance(e, Error);
+      assert.is((e as { retryable?: boolean }).retryable, true, (e as Error).message);
+      assert.match((e as Error).message, /read worker|no read worker/);
+    }
+    assert.ok(later.some((e) => /Cannot open sqlite:.* in read worker 0/.test((e as Error).message)), `the replacement's failure is named: ${(later[0] as Error).message}`);
+  } finally {
+    const t0 = runtime.now();
+    await src.close();
+    assert.ok(runtime.now() - t0 < 4000, `close() does not wait for workers that are gone: ${runtime.now() - t0} ms`);
+  }
+}, { timeoutMs: 60_000 });
+
 test("bad read-worker options are named", async () => {
   const bad = (o: Record<string, unknown>, what: RegExp) =>
     assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), (e: Error) => e instanceof CassetteError && what.test(e.message));
