@@ -99,7 +99,10 @@ for (let r = 0; r < rounds; r++) {
   // Each round starts at another contender (a warm page cache, a compaction, a JIT that just settled).
   for (let k = 0; k < workerCounts.length; k++) {
     const w = workerCounts[(r + k) % workerCounts.length];
-    runs.get(w)!.push(await once(w, r));
+    const x = await once(w, r);
+    runs.get(w)!.push(x);
+    // As it goes: a run cut short by a time budget still leaves its figures.
+    log(`  round ${r + 1}: ${name(w)}: ${x.samplesPerSec.toFixed(0)} samples/s, ${x.threadUsPerSample.toFixed(1)} µs/sample of the loader's thread`);
   }
 }
 const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
