@@ -67,7 +67,10 @@ export async function run(argv: string[]): Promise<number> {
     }
     const epochs = intOption(options, "read", "epochs") ?? 1;
     const workers = intOption(options, "read", "workers") ?? 0;
-    if (workers > 0) await source.close(); // it listed the ids; each worker opens its own
+    if (workers > 0) {
+      closeSource = false;
+      await source.close(); // it listed the ids; each worker opens its own
+    }
     const loader = new Loader({
       store: workers > 0 ? address : source, dataset, workers, decode: options.has("decode"), ids, order, onError,
       batchSize: intOption(options, "read", "batch") ?? 128,
