@@ -188,7 +188,8 @@ async function main(): Promise<number> {
       proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, 0, ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
       // The same address (credentials, keyspace, options) with the proxy as its only host.
       readAddress = run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`);
-      readStore = await openStore(readAddress);
+      // Read workers open the address themselves: a store here would only hold idle connections.
+      if (workers === 0) readStore = await openStore(readAddress);
       log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
     }
 

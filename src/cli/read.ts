@@ -71,8 +71,9 @@ export async function run(argv: string[]): Promise<number> {
       closeSource = false;
       await source.close(); // it listed the ids; each worker opens its own
     }
+    const decode = options.has("decode");
     const loader = new Loader({
-      store: workers > 0 ? address : source, dataset, workers, decode: options.has("decode"), ids, order, onError,
+      store: workers > 0 ? address : source, dataset, workers, decode, ids, order, onError,
       batchSize: intOption(options, "read", "batch") ?? 128,
       prefetch,
       seed: intOption(options, "read", "seed"),
@@ -99,7 +100,7 @@ export async function run(argv: string[]): Promise<number> {
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
       batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
-      workers: loader.options.workers, decode: !!loader.options.decode,
+      workers, decode,
     };
     if (json) console.log(JSON.stringify(report));
     else {

@@ -6,7 +6,7 @@
  * packet rather than per sample. The protocol (types in worker_source.ts):
  *
  *   → { t: "open", address, dataset, maxInFlight, balance, decode }
- *   ← { t: "opened", name, dataset, capacity }  or  { t: "failed", error }
+ *   ← { t: "opened", name, dataset }  or  { t: "failed", error }
  *   → { t: "fetch", seqs: Int32Array, ids: "id\nid…" }          any number, any time
  *   ← { t: "done", packet: Packet }                              buffer transferred
  *   → { t: "close" }                                             ← { t: "closed" }
@@ -108,8 +108,7 @@ scope.onMessage(async (data) => {
           pump();
         });
         source = src;
-        const capacity = (src as { capacity?: number }).capacity;
-        scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, capacity: typeof capacity === "number" ? capacity : undefined });
+        scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset });
         pump();
       } catch (e) {
         scope.postMessage({ t: "failed", error: serialize(-1, "", e) });

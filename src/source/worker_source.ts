@@ -68,7 +68,7 @@ export type ToWorker =
   | { t: "close" };
 
 type FromWorker =
-  | { t: "opened"; name: string; dataset?: string; capacity?: number }
+  | { t: "opened"; name: string; dataset?: string }
   | { t: "failed"; error: SerializedError }
   | { t: "done"; packet: Packet }
   | { t: "closed" };
