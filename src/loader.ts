@@ -33,7 +33,7 @@ import { runtime } from "../runtime-adapters/index.ts";
 import { CassetteError } from "./errors.ts";
 import { epochPlan } from "./plan/epoch.ts";
 import { Window } from "./schedule/window.ts";
-import { Ledger } from "./schedule/ledger.ts";
+import { assertUnique, Ledger } from "./schedule/ledger.ts";
 import { type Batch, packBatch } from "./assemble/batch.ts";
 import type { Fetched, Source } from "./source/source.ts";
 import { RetrySource } from "./source/retry.ts";
@@ -213,6 +213,7 @@ export class Loader<T = Fetched> implements AsyncDisposable {
       if (!o.dataset && (kind === "sqlite" || kind === "cassandra")) bad(`'dataset' is needed to read from a ${kind} store, which holds several`);
     } else if (isStore(o.store) && !o.dataset) bad("'dataset' is needed to read from a store");
     if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
+    assertUnique(o.ids, "Cannot create a Loader");
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
   }
@@ -434,13 +435,13 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #pending = 0; // requested and neither arrived nor skipped
   #saturated = false;
   #ready: { s: Fetched; item: T }[] = []; // ready order: arrival order
-  readonly #byId = new Map<string, { s: Fetched; item: T }>(); // strict order
-  readonly #skipped = new Set<string>();
+  readonly #atPos: ({ s: Fetched; item: T } | undefined)[]; // strict order: by plan position
+  #skippedHeld = 0; // ready order: skipped samples whose window slots are not yet freed
   #batchIndex = 0;
   #error?: Error;
   #wake?: () => void;
   #lastHandOver = 0;
-  readonly #askedAt = new Map<string, number>(); // pending ids and when they were asked for
+  readonly #askedAt: Float64Array; // when each plan position was asked for (its latency)
   readonly #conns = new Map<string, number>();
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
 
@@ -449,7 +450,9 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     this.#loader = loader;
     this.epoch = epoch;
     this.#plan = plan;
-    this.#ledger = new Ledger(plan);
+    this.#ledger = new Ledger(plan.length);
+    this.#askedAt = new Float64Array(plan.length);
+    this.#atPos = o.order === "strict" ? new Array(plan.length) : [];
     this.#B = o.batchSize;
     this.#strict = o.order === "strict";
     this.#skipErrors = o.onError === "skip";
@@ -584,27 +587,25 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     if (!src || this.finished) return;
     const now = runtime.now();
     for (let room = this.#loader._room(this); room > 0 && !this.#saturated && this.#next < this.#plan.length; room--) {
-      const id = this.#plan[this.#next++];
-      this.#ledger.requested(id);
-      this.#askedAt.set(id, now);
+      // Positions, not ids, from here on: the ledger and the strict assembler index by them.
+      const pos = this.#next++;
+      this.#ledger.requested(pos);
+      this.#askedAt[pos] = now;
       this.#outstanding++;
       this.#pending++;
-      if (!src.fetch(id, (err, s) => this.#arrived(id, err, s))) this.#saturated = true;
+      if (!src.fetch(this.#plan[pos], (err, s) => this.#arrived(pos, err, s))) this.#saturated = true;
     }
     this.#loader._outstanding();
     if (this.#window && this.#next === this.#plan.length) this.#loader._tail(src);
   }
 
-  #arrived(id: string, err: Error | null, s?: Fetched): void {
+  #arrived(pos: number, err: Error | null, s?: Fetched): void {
     if (this.finished && !this.#error) return;
+    const id = this.#plan[pos];
     if (err || !s) {
       this.#pending--;
-      this.#askedAt.delete(id);
-      if (this.#skipErrors) {
-        this.#ledger.skip(id);
-        this.#skipped.add(id);
-        this.#loader._error(0, 1);
-      } else {
+      if (this.#skipErrors) this.#skip(pos);
+      else {
         this.#error ??= new CassetteError(
           ((err as { code?: string })?.code?.startsWith?.("ERR_") ? (err as CassetteError).code : "ERR_STORE_UNREACHABLE"),
           `Cannot read sample ${id} of epoch ${this.epoch} from ${this.#source?.name}: ${err?.message}`,
@@ -613,37 +614,40 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       }
       return this.#wakeUp();
     }
-    if (!this.#ledger.deliver(id)) return this.#loader._error(1, 0);
-    const asked = this.#askedAt.get(id);
-    if (asked !== undefined) {
-      const ms = runtime.now() - asked;
-      this.#loader._answered(ms);
-      this.#askedAt.delete(id);
-    }
+    if (!this.#ledger.deliver(pos)) return this.#loader._error(1, 0);
+    this.#loader._answered(runtime.now() - this.#askedAt[pos]);
     if (s.conn) this.#conns.set(s.conn, (this.#conns.get(s.conn) ?? 0) + s.data.length);
-    if (!this.#transform) return this.#ready1(s, s as unknown as T);
+    if (!this.#transform) return this.#ready1(pos, s, s as unknown as T);
     let out: T | Promise<T>;
     try {
       out = this.#transform(s);
     } catch (e) {
-      return this.#transformFailed(id, e as Error);
+      return this.#transformFailed(pos, e as Error);
     }
-    Promise.resolve(out).then((item) => this.#ready1(s, item), (e) => this.#transformFailed(id, e));
+    // A transform that answers at once (train.ts's, with read workers) costs no promise and no
+    // trip through the microtask queue.
+    if (typeof (out as { then?: unknown } | null)?.then !== "function") return this.#ready1(pos, s, out as T);
+    (out as Promise<T>).then((item) => this.#ready1(pos, s, item), (e) => this.#transformFailed(pos, e));
   }
 
-  #transformFailed(id: string, e: Error): void {
+  #skip(pos: number): void {
+    this.#ledger.skip(pos);
+    if (!this.#strict) this.#skippedHeld++;
+    this.#loader._error(0, 1);
+  }
+
+  #transformFailed(pos: number, e: Error): void {
     this.#pending--;
-    if (this.#skipErrors) {
-      this.#ledger.skip(id);
-      this.#skipped.add(id);
-      this.#loader._error(0, 1);
-    } else this.#error ??= e instanceof CassetteError ? e : new CassetteError("ERR_MALFORMED_INPUT", `Cannot transform sample ${id}: ${e.message}`, { cause: e });
+    if (this.#skipErrors) this.#skip(pos);
+    else {
+      this.#error ??= e instanceof CassetteError ? e : new CassetteError("ERR_MALFORMED_INPUT", `Cannot transform sample ${this.#plan[pos]}: ${e.message}`, { cause: e });
+    }
     this.#wakeUp();
   }
 
-  #ready1(s: Fetched, item: T): void {
+  #ready1(pos: number, s: Fetched, item: T): void {
     this.#pending--;
-    if (this.#strict) this.#byId.set(s.id, { s, item });
+    if (this.#strict) this.#atPos[pos] = { s, item };
     else this.#ready.push({ s, item });
     this.#wakeUp();
   }
@@ -662,22 +666,23 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
       // Skipped samples free their window slots as soon as a batch is taken.
       if (this.#ready.length >= this.#B || (allIn && this.#ready.length > 0)) {
         const part = this.#ready.splice(0, this.#B);
-        const skippedCount = this.#skipped.size;
-        this.#skipped.clear();
+        const skippedCount = this.#skippedHeld;
+        this.#skippedHeld = 0;
         return { ...packBatch(this.epoch, this.#batchIndex++, part, pack), skippedCount };
       }
-      if (allIn && this.#skipped.size) this.#outstanding -= this.#skipped.size, this.#skipped.clear();
+      if (allIn && this.#skippedHeld) this.#outstanding -= this.#skippedHeld, this.#skippedHeld = 0;
       return undefined;
     }
     const start = this.#batchIndex * this.#B;
     if (start >= this.#plan.length) return undefined;
-    const ids = this.#plan.slice(start, start + this.#B);
-    if (!ids.every((id) => this.#byId.has(id) || this.#skipped.has(id))) return undefined;
-    const part = ids.filter((id) => this.#byId.has(id)).map((id) => this.#byId.get(id)!);
+    const end = Math.min(start + this.#B, this.#plan.length);
+    for (let p = start; p < end; p++) if (!this.#atPos[p] && !this.#ledger.isSkipped(p)) return undefined;
+    const part: { s: Fetched; item: T }[] = [];
     let skippedCount = 0;
-    for (const id of ids) {
-      this.#byId.delete(id);
-      if (this.#skipped.delete(id)) skippedCount++;
+    for (let p = start; p < end; p++) {
+      const a = this.#atPos[p];
+      if (a) part.push(a), this.#atPos[p] = undefined;
+      else skippedCount++;
     }
     if (part.length === 0) {
       // A batch of nothing but skipped samples: hand over nothing, move on.

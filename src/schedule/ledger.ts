@@ -1,52 +1,58 @@
 /**
- * The exactly-once ledger of one epoch (shard): every planned id is requested, then either
+ * The exactly-once ledger of one epoch (shard): every planned sample is requested, then either
  * delivered or skipped, exactly once, whatever the order of arrival, retries or duplicates
  * (a hedged or retried request that answers twice is counted once and dropped).
+ *
+ * Samples are known by their position in the epoch's plan, not by id: one byte each, no hashing.
+ * The loader's thread feeds the GPU, and a Map of ids cost it ~1.5 µs a sample (Node's profiler,
+ * bench/RESULTS.md "The loader's own cost"). That the plan names each id once is checked where
+ * the ids come in (the Loader's constructor: `assertUnique`).
  */
 import { CassetteError } from "../errors.ts";
 
 const PLANNED = 0, REQUESTED = 1, DELIVERED = 2, SKIPPED = 3;
 
 export class Ledger {
-  readonly #state = new Map<string, number>();
+  readonly #state: Uint8Array;
   #delivered = 0;
   #skipped = 0;
   #duplicates = 0;
 
-  constructor(ids: readonly string[]) {
-    for (const id of ids) {
-      if (this.#state.has(id)) throw new CassetteError("ERR_INVALID_OPTION", `Cannot plan an epoch with sample ${id} twice in the split`);
-      this.#state.set(id, PLANNED);
-    }
+  constructor(size: number) {
+    this.#state = new Uint8Array(size);
   }
 
-  requested(id: string): void {
-    if (this.#state.get(id) !== PLANNED) throw new Error(`ledger: ${id} requested twice or not planned`);
-    this.#state.set(id, REQUESTED);
+  requested(pos: number): void {
+    if (this.#state[pos] !== PLANNED) throw new Error(`ledger: plan position ${pos} requested twice or not planned`);
+    this.#state[pos] = REQUESTED;
   }
 
-  /** True the first time `id` arrives; false for a duplicate (dropped, counted). */
-  deliver(id: string): boolean {
-    const s = this.#state.get(id);
+  /** True the first time position `pos` arrives; false for a duplicate (dropped, counted). */
+  deliver(pos: number): boolean {
+    const s = this.#state[pos];
     if (s === REQUESTED) {
-      this.#state.set(id, DELIVERED);
+      this.#state[pos] = DELIVERED;
       this.#delivered++;
       return true;
     }
-    if (s === undefined) throw new Error(`ledger: ${id} arrived but was never planned`);
+    if (s === undefined || s === PLANNED) throw new Error(`ledger: plan position ${pos} arrived but was never requested`);
     this.#duplicates++;
     return false;
   }
 
-  skip(id: string): boolean {
-    if (this.#state.get(id) !== REQUESTED) return false;
-    this.#state.set(id, SKIPPED);
+  skip(pos: number): boolean {
+    if (this.#state[pos] !== REQUESTED) return false;
+    this.#state[pos] = SKIPPED;
     this.#skipped++;
     return true;
   }
 
+  isSkipped(pos: number): boolean {
+    return this.#state[pos] === SKIPPED;
+  }
+
   get size(): number {
-    return this.#state.size;
+    return this.#state.length;
   }
   get delivered(): number {
     return this.#delivered;
@@ -57,8 +63,17 @@ export class Ledger {
   get duplicates(): number {
     return this.#duplicates;
   }
-  /** Every planned id has been delivered or skipped. */
+  /** Every planned sample has been delivered or skipped. */
   complete(): boolean {
-    return this.#delivered + this.#skipped === this.#state.size;
+    return this.#delivered + this.#skipped === this.#state.length;
+  }
+}
+
+/** Throws naming the first id that `ids` holds twice (a split must name each sample once). */
+export function assertUnique(ids: readonly string[], what: string): void {
+  const seen = new Set<string>();
+  for (const id of ids) {
+    if (seen.has(id)) throw new CassetteError("ERR_INVALID_OPTION", `${what} as sample ${id} is in 'ids' twice`);
+    seen.add(id);
   }
 }

@@ -209,7 +209,7 @@ export class HedgeSource implements Source {
   fetch(id: string, done: FetchCallback): boolean {
     this.#requests++;
     const r: Request = { id, done, start: this.#now(), pending: 1, settled: false };
-    this.#waiting.add(r);
+    if (this.#budget > 0) this.#waiting.add(r); // with no hedge budget only the tail trigger looks
     this.#open.add(r);
     const more = this.#inner.fetch(id, (e, s) => this.#answer(r, false, r.start, e, s));
     this.#arm();

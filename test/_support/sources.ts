@@ -59,3 +59,17 @@ export function recording(inner: Source): Source & { maxInFlight: number; reques
   };
   return r;
 }
+
+/** Answers each request for an id in `ids` twice, at once (a source that misbehaves). */
+export function twice(inner: Source, ids: Set<string>): Source {
+  return {
+    name: `${inner.name} +twice`,
+    fetch: (id, done) => inner.fetch(id, (err, s) => {
+      done(err, s);
+      if (ids.has(id)) done(err, s);
+    }),
+    onDrain: (l) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => inner.close(),
+  };
+}

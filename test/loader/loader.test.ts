@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, rng } from "../_support/random.ts";
-import { delayed, flaky, recording } from "../_support/sources.ts";
+import { delayed, flaky, recording, twice } from "../_support/sources.ts";
 import { Loader } from "../../src/loader.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
@@ -147,6 +147,38 @@ test("failures are retried and counted; after the retries, skip counts and goes 
     assert.match((e as Error).message, new RegExp(`(${[...broken].join("|")}).*injected failure 2`));
   }
   await throwing.close();
+
+  // Strict order with skips: batch k is plan positions k·B … (k+1)·B − 1 less the broken ones;
+  // a batch of nothing but broken samples is not handed over at all.
+  const plan = epochPlan(ids, { seed: 4, epoch: 0, batchSize: 8 });
+  const gone = new Set([...plan.slice(0, 8), plan[9], plan[17], plan[plan.length - 1]]);
+  const strict = new Loader({ store: flaky(await setup(), gone, Infinity), ids, batchSize: 8, retries: 0, onError: "skip", order: "strict", seed: 4 });
+  const batches: string[][] = [];
+  for await (const b of strict.epoch(0)) batches.push(b.ids);
+  const want: string[][] = [];
+  for (let k = 0; k * 8 < plan.length; k++) {
+    const part = plan.slice(k * 8, k * 8 + 8).filter((id) => !gone.has(id));
+    if (part.length) want.push(part);
+  }
+  assert.equal(batches, want, "strict batches are the plan's, less the skipped samples");
+  assert.is(strict.stats().errors, gone.size);
+  assert.is(strict.stats().maxOutstanding <= 8 * 8, true, "skipped samples free their window slots");
+  await strict.close();
+});
+
+test("a source that answers twice: the second answer is dropped and counted, in both orders", async () => {
+  const doubled = new Set(ids.filter((_, i) => i % 3 === 0));
+  for (const order of ["ready", "strict"] as const) {
+    const loader = new Loader({ store: twice(await setup(), doubled), ids, batchSize: 16, seed: 2, order, readAhead: false });
+    for (let e = 0; e < 2; e++) {
+      const seen: string[] = [];
+      for await (const b of loader.epoch(e)) seen.push(...b.ids);
+      assert.is(seen.length, ids.length, `${order} epoch ${e}: every id`);
+      assert.is(new Set(seen).size, ids.length, `${order} epoch ${e}: nothing twice`);
+    }
+    assert.is(loader.stats().duplicates, 2 * doubled.size, `${order}: each second answer counted`);
+    await loader.close();
+  }
 });
 
 test("a missing id is an error that names it; resume skips what was handed over; abort stops", async () => {
@@ -190,6 +222,7 @@ test("bad options say what is wrong", () => {
   assert.throws(() => new Loader({ store: "sqlite:x", ids: [], batchSize: 1 }), /'dataset' is needed/);
   assert.throws(() => new Loader({ store: "ftp://x", ids: [], batchSize: 1 }), /Cannot use store address 'ftp:\/\/x' as its scheme is none of/);
   assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, hedge: { budget: 1.5 } }), /Cannot hedge a Loader's requests as 'budget' must be in \[0, 1\]: current value is 1\.5/);
+  assert.throws(() => new Loader({ store: "file:x", ids: ["a", "b", "a"], batchSize: 1 }), /Cannot create a Loader as sample a is in 'ids' twice/);
   assert.throws(() => epochPlan(["a"], { seed: 0, epoch: 0, batchSize: 1, rank: 3, worldSize: 2 }), /'rank' must be in 0..1/);
 });
 
