@@ -197,10 +197,13 @@ async function main(): Promise<number> {
     // With read workers the samples arrive decoded (the loader's `decode`); without, decoding is
     // the loader's transform. Either way a sample is ready once decoded (NOTE [ Ready-order
     // assembly ] in src/loader.ts), so a slow decode delays only its own sample.
-    const decode = (s: Fetched) => s.image ?? jpeg.decode(s.data);
+    // A grey model asks the decoder for one channel: a colour file's luma, with its chroma's
+    // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
+    const decodeOptions = C === 1 ? { grey: true } : {};
+    const decode = (s: Fetched) => s.image ?? jpeg.decode(s.data, decodeOptions);
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
-        store: workers > 0 ? readAddress : readStore!, workers, decode: workers > 0, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
+        store: workers > 0 ? readAddress : readStore!, workers, decode: workers > 0 && decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
         order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode,
       });
       loaders.push(l);

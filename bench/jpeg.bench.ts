@@ -12,7 +12,7 @@
  * Figures: megapixels of output per second, fastest round (the median beside it).
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import jpegjs from "jpeg-js";
@@ -30,7 +30,7 @@ if (args.includes("--help") || args.includes("-h")) {
   prints Mpx/s with ratios; then the worker pool with 1 and 2 workers.
 
   --quick       3 rounds instead of 11, 60 crops instead of 200
-  --only GROUP  crops | large | progressive | gray | pool
+  --only GROUP  crops | large | progressive | gray | grey-out | pool
   --no-pool     skip the worker-pool comparison`);
   runtime.exit(0);
 }
@@ -73,9 +73,9 @@ function buildTurbo(): string | undefined {
 }
 const turbo = buildTurbo();
 
-function runTurbo(list: string[], rounds: number): { best: number; median: number; spread: number } | undefined {
+function runTurbo(list: string[], rounds: number, grey = false): { best: number; median: number; spread: number } | undefined {
   if (!turbo) return undefined;
-  const r = spawnSync(turbo, [String(rounds)], { input: list.join("\n"), encoding: "utf8", maxBuffer: 1 << 20 });
+  const r = spawnSync(turbo, [String(rounds), ...(grey ? ["grey"] : [])], { input: list.join("\n"), encoding: "utf8", maxBuffer: 1 << 20 });
   if (r.status !== 0) throw new Error(`turbo_loop failed: ${r.stderr}`);
   const { seconds, megapixels } = JSON.parse(r.stdout) as { seconds: number[]; megapixels: number };
   const t = seconds.slice().sort((a, b) => a - b);
@@ -116,6 +116,51 @@ for (const [group, title] of GROUPS) {
     printTable(`${title}, with libjpeg-turbo (C, timed inside its own process)`, "Mpx/s", rows, "cassette (wasm)", ROUNDS);
   }
   summary.push({ group, rows });
+}
+
+// ─── grey out ─────────────────────────────────────────────────────────────────────────────────
+// A model that takes grey input (train.ts's Fashion-MNIST models) needs one channel: `grey: true`
+// keeps a YCbCr file's luma and skips the chroma's IDCT, upsampling and colour conversion.
+// Peers: the same decoder to RGB, and libjpeg-turbo asked for JCS_GRAYSCALE (djpeg -grayscale).
+
+if (!only || only === "grey-out") {
+  const sets: Array<[string, string[]]> = [["200 × 224×224 q90 4:2:0 crops", files("crops")]];
+  // Fashion-MNIST as ingest stores it (three equal components, jpeg-js q90), when Debian's
+  // dataset-fashion-mnist is installed.
+  const idx = "/usr/share/datasets/fashion-mnist/";
+  if (existsSync(idx)) {
+    const { readIdxDataset } = await import("../src/dataset/idx.ts");
+    const { encodeGrey } = await import("../src/dataset/ingest.ts");
+    const train = (await readIdxDataset(idx))[0];
+    const dir = `${HERE}data/fmnist/`;
+    mkdirSync(dir, { recursive: true });
+    const names: string[] = [];
+    for (let i = 0; i < 2000; i++) {
+      const name = `${dir}${String(i).padStart(4, "0")}.jpg`;
+      if (!existsSync(name)) writeFileSync(name, encodeGrey(train.images.subarray(i * 784, (i + 1) * 784), 28, 28, 90));
+      names.push(name);
+    }
+    sets.push(["2000 Fashion-MNIST 28×28 as ingest stores them (3 equal components, jpeg-js q90)", names]);
+  }
+  for (const [title, list] of sets) {
+    const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
+    let mpx = 0;
+    for (const b of inputs) {
+      const img = cassette.decode(b);
+      mpx += (img.width * img.height) / 1e6;
+    }
+    const rows = await compare(`grey out, ${title}: ${mpx.toFixed(2)} Mpx a round`, { rounds: ROUNDS, unit: "Mpx/s" }, [
+      { name: "cassette, grey: true", run: () => { for (const b of inputs) cassette.decode(b, { grey: true }); }, work: mpx, baseline: true },
+      { name: "cassette, RGB", run: () => { for (const b of inputs) cassette.decode(b); }, work: mpx },
+    ]);
+    const t = runTurbo(list, ROUNDS, true);
+    if (t) {
+      const base = rows.find((r) => r.name === "cassette, grey: true")!;
+      rows.push({ name: "libjpeg-turbo (C), grey", best: t.best, median: t.median, spread: t.spread, ratio: t.best / base.best });
+      rows.sort((a, b) => b.best - a.best);
+      printTable(`grey out, ${title}, with libjpeg-turbo (C, JCS_GRAYSCALE, timed inside its own process)`, "Mpx/s", rows, "cassette, grey: true", ROUNDS);
+    }
+  }
 }
 
 // ─── worker pool ──────────────────────────────────────────────────────────────────────────────

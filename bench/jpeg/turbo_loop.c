@@ -7,6 +7,7 @@
  *
  *   cc -O2 -o build/turbo_loop turbo_loop.c -ljpeg
  *   ls data/crops/*.jpg | build/turbo_loop 11
+ *   ls data/crops/*.jpg | build/turbo_loop 11 grey    # one channel out (JCS_GRAYSCALE)
  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ static double now(void) {
 
 int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 11;
+  int grey = argc > 2 && strcmp(argv[2], "grey") == 0;
   char path[4096];
   unsigned char **bufs = NULL;
   unsigned long *lens = NULL;
@@ -61,6 +63,7 @@ int main(int argc, char **argv) {
       if (setjmp(e.jump)) { fprintf(stderr, "decode failed on file %d\n", i); return 1; }
       jpeg_mem_src(&d, bufs[i], lens[i]);
       jpeg_read_header(&d, TRUE);
+      if (grey) d.out_color_space = JCS_GRAYSCALE;
       jpeg_start_decompress(&d);
       size_t row = (size_t)d.output_width * d.output_components;
       size_t need = row * d.output_height;

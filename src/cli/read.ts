@@ -35,13 +35,17 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
   --workers N          read in N worker threads, each with its own connections (default 0: in
                        the loader's thread)
   --decode             decode every JPEG as it arrives (in its read worker with --workers)
+  --grey               with --decode: one channel out (a colour file's luma, as djpeg
+                       -grayscale; its chroma is not transformed)
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers"], ["hedge", "decode"]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers"], ["hedge", "decode", "grey"]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
+  const decode = options.has("decode"), grey = options.has("grey");
+  if (grey && !decode) usageError("read", "--grey needs --decode");
   const address = required(options, "read", "store");
   const kind = parseStoreAddress(address).kind;
   let dataset = options.get("dataset") as string | undefined;
@@ -71,9 +75,8 @@ export async function run(argv: string[]): Promise<number> {
       closeSource = false;
       await source.close(); // it listed the ids; each worker opens its own
     }
-    const decode = options.has("decode");
     const loader = new Loader({
-      store: workers > 0 ? address : source, dataset, workers, decode, ids, order, onError,
+      store: workers > 0 ? address : source, dataset, workers, decode: decode && { grey }, ids, order, onError,
       batchSize: intOption(options, "read", "batch") ?? 128,
       prefetch,
       seed: intOption(options, "read", "seed"),
@@ -100,7 +103,7 @@ export async function run(argv: string[]): Promise<number> {
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
       batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
-      workers, decode,
+      workers, decode, grey,
     };
     if (json) console.log(JSON.stringify(report));
     else {

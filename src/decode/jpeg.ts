@@ -33,6 +33,13 @@ export interface JpegDecodeOptions {
   maxPixels?: number;
   /** Rotate/flip the pixels as the Exif orientation says (default false: reported, not applied). */
   applyOrientation?: boolean;
+  /**
+   * One channel out, whatever the file holds (default false), as libjpeg's grayscale output
+   * (`djpeg -grayscale`): a YCbCr file's luma as stored, its chroma read past but neither
+   * transformed nor converted (the faster path, and a third of the bytes); an RGB or CMYK
+   * file's colours weighted 0.299 R + 0.587 G + 0.114 B. For a model that takes grey input.
+   */
+  grey?: boolean;
 }
 
 export interface JpegImage {
@@ -100,6 +107,8 @@ export interface JpegDecoder {
 }
 
 const DEFAULT_MAX_PIXELS = 100e6;
+// The wasm decoder's modes (wasm/jpeg/decoder.ts).
+const MODE_PIXELS = 0, MODE_COEFFICIENTS = 1, MODE_GREY = 2;
 const SCALES: Record<number, number> = { 1: 0, 0.5: 1, 0.25: 2, 0.125: 3 };
 const COLOR_SPACES: JpegColorSpace[] = ["gray", "ycbcr", "rgb", "cmyk", "ycck"];
 
@@ -144,7 +153,10 @@ class WasmJpegDecoder implements JpegDecoder {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, log2, maxPixels, 0));
+    if (options.grey !== undefined && typeof options.grey !== "boolean") {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'grey' must be true or false: current value is ${describe(options.grey)}`);
+    }
+    this.#check(w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS));
     const width = w.outWidth();
     const height = w.outHeight();
     const channels = w.outChannels() as 1 | 3;
@@ -180,7 +192,7 @@ class WasmJpegDecoder implements JpegDecoder {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, 0, maxPixels, 1));
+    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS));
     const width = w.frameWidth();
     const height = w.frameHeight();
     const n = w.frameComponents();

@@ -94,6 +94,9 @@ for (const a of addresses()) {
     assert.is(viaWorkers.code, 0, viaWorkers.err);
     const w = JSON.parse(viaWorkers.out);
     assert.equal([w.samples, w.bytes, w.errors, w.duplicates, w.workers], [r.samples, r.bytes, 0, 0, 2]);
+    const grey = cassette("read", "--store", a.address, "--batch", "32", "--workers", "1", "--decode", "--grey", "--json");
+    assert.is(grey.code, 0, grey.err);
+    assert.equal([JSON.parse(grey.out).samples, JSON.parse(grey.out).errors, JSON.parse(grey.out).grey], [r.samples, 0, true]);
 
     const split = join(tmp, `split-${a.name}.json`);
     writeFileSync(split, JSON.stringify({ version: 1, dataset: DATASET, params: {}, splits: [{ name: "some", groups: [], ids: ids.slice(0, 30) }] }));
@@ -124,6 +127,9 @@ test("cassette read: what is missing is named (no labels.json, no --dataset for 
   const badBalance = cassette("read", "--store", `sqlite:${storePath}`, "--dataset", DATASET, "--balance", "fastest");
   assert.is(badBalance.code, 2);
   assert.match(badBalance.err, /--balance must be rate or driver: current value is fastest/);
+  const greyAlone = cassette("read", "--store", `sqlite:${storePath}`, "--dataset", DATASET, "--grey");
+  assert.is(greyAlone.code, 2);
+  assert.match(greyAlone.err, /--grey needs --decode/);
 }, { timeoutMs: 120_000 });
 
 test("cassette read --epochs 3 --prefetch auto: every epoch whole, the next epoch read ahead during each tail", () => {

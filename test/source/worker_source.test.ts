@@ -81,6 +81,23 @@ test("read workers answer every sample once, with the bytes, label and pixels re
   }
 });
 
+test("decode options reach the workers: grey: true gives the one-channel pixels decoding here gives", async () => {
+  const here = await openReadSource(address, "rnd");
+  const jpeg = await createJpegDecoder();
+  const workers = await openWorkerSource(address, "rnd", { workers: 1, decode: { grey: true } });
+  try {
+    for (const id of ids.slice(0, 16)) {
+      const s = await fetchOne(workers, id);
+      const img = jpeg.decode((await fetchOne(here, id)).data, { grey: true });
+      assert.is(s.image!.channels, 1, `${id}: one channel (seed ${seed})`);
+      assert.equal(Array.from(s.image!.data), Array.from(img.data), `grey pixels of ${id} (seed ${seed})`);
+    }
+  } finally {
+    await workers.close();
+    await here.close();
+  }
+});
+
 test("the same id asked twice at once (a hedge) gets two answers, each to its own request", async () => {
   const workers = await openWorkerSource(address, "rnd", { workers: 2 });
   try {

@@ -96,3 +96,15 @@ export function cmykRow(c0: usize, c1: usize, c2: usize, kp: usize, out: usize, 
     store<u8>(o + 2, <u8>((b * k + 127) / 255));
   }
 }
+
+/**
+ * One row of `n` RGB triples into grey: libjpeg's rgb_gray_convert, Y = 0.299 R + 0.587 G +
+ * 0.114 B in 16-bit fixed point, rounded (the three weights sum to exactly 2^16).
+ */
+export function greyRow(rgb: usize, out: usize, n: i32): void {
+  for (let x = 0; x < n; x++) {
+    const p = rgb + <usize>(x * 3);
+    const y = 19595 * <u32>load<u8>(p) + 38470 * <u32>load<u8>(p + 1) + 7471 * <u32>load<u8>(p + 2) + 32768;
+    store<u8>(out + x, <u8>(y >> 16));
+  }
+}

@@ -11,12 +11,19 @@ import { decodeScan, QF, LAST } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "./memory";
 import { idctBlock } from "./idct";
-import { yccRow, rgbRow, cmykRow } from "./color";
+import { yccRow, rgbRow as interleaveRow, cmykRow, greyRow } from "./color";
 import { h2v1, h2v2, h1v2, replicate } from "./upsample";
 import { clearError, errorCode, fail, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";
 
 export const MODE_PIXELS = 0;
 export const MODE_COEFFICIENTS = 1;
+/**
+ * Pixels in one channel, as libjpeg's JCS_GRAYSCALE output (djpeg -grayscale): a YCbCr file's
+ * luma as it is (its chroma is entropy-decoded, since the bits must be read past, but neither
+ * transformed, upsampled nor converted); an RGB, CMYK or YCCK file's RGB weighted as BT.601's
+ * luma, 0.299 R + 0.587 G + 0.114 B, in libjpeg's 16-bit fixed point.
+ */
+export const MODE_GREY = 2;
 
 // Colour spaces of the output, as the host reads them.
 export const CS_GRAY = 0;
@@ -33,6 +40,8 @@ export let outWidth: i32 = 0;
 export let outHeight: i32 = 0;
 export let outChannels: i32 = 0;
 let bsY: i32 = 8;
+/** Grey output of a colour file that is not YCbCr: one RGB row before its weighting. */
+let rgbRow: usize = 0;
 
 // Per component: row buffer for upsampled samples.
 const ROWBUF: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
@@ -66,6 +75,9 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
   outWidth = (F.width * bsY + 7) >> 3;
   outHeight = (F.height * bsY + 7) >> 3;
   const stored = mode == MODE_COEFFICIENTS || F.progressive;
+  const pixels = mode != MODE_COEFFICIENTS;
+  const grey = mode == MODE_GREY && F.ncomp > 1;
+  F.lumaOnly = grey && colorSpace() == CS_YCBCR;
   for (let c = 0; c < F.ncomp; c++) {
     const h = F.cget(c, F.F_H);
     const v = F.cget(c, F.F_V);
@@ -95,7 +107,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       memory.fill(p, 0, <usize>n);
       store<u32>(LAST + (<usize>c << 2), <u32>p);
     }
-    if (mode == MODE_PIXELS) {
+    if (pixels && !(F.lumaOnly && c > 0)) {
       const stride = bw * bs;
       const p = allocChecked(<u64>stride * <u64>(bh * bs) + 64);
       if (p == 0) return errorCode();
@@ -106,10 +118,14 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       store<u32>(ROWBUF + (<usize>c << 2), <u32>rb);
     }
   }
-  if (mode == MODE_PIXELS) {
-    outChannels = F.ncomp == 1 ? 1 : 3;
+  if (pixels) {
+    outChannels = F.ncomp == 1 || mode == MODE_GREY ? 1 : 3;
     outPtr = allocChecked(<u64>outWidth * <u64>outHeight * outChannels + 64);
     if (outPtr == 0) return errorCode();
+    if (grey && !F.lumaOnly) {
+      rgbRow = allocChecked(<u64>outWidth * 3 + 64);
+      if (rgbRow == 0) return errorCode();
+    }
   }
   return 0;
 }
@@ -122,7 +138,7 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
   begin(src, len);
   if (M.begin() != 0) return errorCode();
   let ready = false;
-  const direct = mode == MODE_PIXELS;
+  const direct = mode != MODE_COEFFICIENTS;
   while (true) {
     const m = M.nextScan(false);
     if (m < 0) return errorCode();
@@ -140,6 +156,7 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
   }
   if (F.progressive) idctAll();
   for (let c = 0; c < F.ncomp; c++) {
+    if (F.lumaOnly && c > 0) break; // no planes: never shown
     // A component no scan carried (a sequential file cut between scans) shows as mid-grey.
     if (F.cget(c, F.F_SEEN) == 0 && !F.progressive) {
       memory.fill(<usize>F.cget(c, F.F_PLANE), 128, <usize>(F.cget(c, F.F_STRIDE) * F.cget(c, F.F_BH) * F.cget(c, F.F_BS)));
@@ -182,7 +199,7 @@ export function inspect(src: usize, len: i32): i32 {
 
 /** IDCT of every stored block (progressive): coefficients → planes. */
 function idctAll(): void {
-  for (let c = 0; c < F.ncomp; c++) {
+  for (let c = 0; c < (F.lumaOnly ? 1 : F.ncomp); c++) {
     const bw = F.cget(c, F.F_BW);
     const bh = F.cget(c, F.F_BH);
     const bs = F.cget(c, F.F_BS);
@@ -266,15 +283,17 @@ function output(): void {
   const rowBytes = <usize>(w * outChannels);
   for (let y = 0; y < outHeight; y++) {
     const out = outPtr + <usize>y * rowBytes;
-    if (cs == CS_GRAY) {
+    if (cs == CS_GRAY || F.lumaOnly) {
       memory.copy(out, componentRow(0, y), w);
       continue;
     }
     const a = componentRow(0, y);
     const b = componentRow(1, y);
     const c = componentRow(2, y);
-    if (cs == CS_YCBCR) yccRow(a, b, c, out, w);
-    else if (cs == CS_RGB) rgbRow(a, b, c, out, w);
-    else cmykRow(a, b, c, componentRow(3, y), out, w, cs == CS_YCCK);
+    const rgb = outChannels == 1 ? rgbRow : out;
+    if (cs == CS_YCBCR) yccRow(a, b, c, rgb, w);
+    else if (cs == CS_RGB) interleaveRow(a, b, c, rgb, w);
+    else cmykRow(a, b, c, componentRow(3, y), rgb, w, cs == CS_YCCK);
+    if (outChannels == 1) greyRow(rgb, out, w);
   }
 }

@@ -73,6 +73,8 @@ export let adobeTransform: i32 = -1; //  APP14 "Adobe": 0 = none (RGB/CMYK), 1 =
 export let orientation: i32 = 1; //      APP1 Exif tag 0x0112, 1…8
 
 // Current scan (B.2.3).
+/** Grey output of a YCbCr file: only the luma planes are transformed (decoder.ts, MODE_GREY). */
+export let lumaOnly: bool = false;
 export let scanCount: i32 = 0;
 export let scanNs: i32 = 0;
 export const SCAN_COMP: usize = memory.data(4 * 4, 16); // frame component index of each scan component
@@ -104,6 +106,7 @@ export function resetFrame(): void {
   orientation = 1;
   scanCount = 0;
   scanNs = 0;
+  lumaOnly = false;
   memory.fill(COMP, 0, MAX_COMPONENTS * 64);
 }
 

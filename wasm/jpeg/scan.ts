@@ -169,6 +169,11 @@ function restart(): bool {
   if (kind == 0) {
     if (direct) {
       const last = sequential(SCRATCH, c);
+      if (c > 0 && F.lumaOnly) {
+        // Grey output of a YCbCr file: the chroma must be read past, but is never shown.
+        clearScratch();
+        return;
+      }
       const bs = F.cget(c, F.F_BS);
       const stride = F.cget(c, F.F_STRIDE);
       const dst = <usize>F.cget(c, F.F_PLANE) + <usize>(by * bs * stride + bx * bs);
