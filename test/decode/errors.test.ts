@@ -7,6 +7,7 @@ import { JpegError } from "../../src/decode/jpeg_error.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { djpegRef, jpegBytes } from "./_fixtures.ts";
+import { cjpeg } from "../_support/cjpeg.ts";
 
 /** Offset of the first marker FF `code` at or after `from`. */
 function marker(bytes: Uint8Array, code: number, from = 0): number {
@@ -151,6 +152,34 @@ test("bad tables and scans: missing Huffman table, over-full code lengths, wrong
   const rst = marker(r, 0xd0, marker(r, 0xda));
   r[rst + 1] = 0xd3; // RST3 where RST0 belongs
   expectError(jpeg, r, "bad-restart", rst);
+});
+
+test("one decoder reused over standard tables, an image's own tables and a broken table decodes each file as a fresh decoder does", async () => {
+  // The decoder keeps each Huffman slot's lookup tables while the next file defines the same
+  // table (wasm/jpeg/huffman.ts): a different table, or one that failed half-built, must not
+  // be taken for it.
+  const seed = freshSeed();
+  const next = rng(seed);
+  const reused = await createJpegDecoder();
+  const broken = base().slice();
+  const dht = marker(broken, 0xc4);
+  const from = [...broken.subarray(dht + 6, dht + 21)].findIndex((n) => n >= 3) + dht + 6;
+  broken[from] -= 3;
+  broken[dht + 5] = 3; // three codes of length 1 in the first table: it fails while being built
+  for (let i = 0; i < 10; i++) {
+    const w = 1 + Math.floor(next() * 60), h = 1 + Math.floor(next() * 60), c = next() < 0.3 ? 1 : 3;
+    const args = ["-quality", String(40 + Math.floor(next() * 60)), ...(next() < 0.5 ? ["-optimize"] : []), ...(c === 3 ? ["-sample", next() < 0.5 ? "2x2" : "1x1"] : [])];
+    const bytes = cjpeg(randomBytes(next, w * h * c), w, h, c as 1 | 3, args);
+    const fresh = (await createJpegDecoder()).decode(bytes);
+    const got = reused.decode(bytes);
+    assert.equal(Array.from(got.data), Array.from(fresh.data), `seed ${seed}, image ${i} (${w}×${h}×${c} ${args.join(" ")})`);
+    assert.equal(Array.from(reused.decode(bytes, { grey: true }).data), Array.from((await createJpegDecoder()).decode(bytes, { grey: true }).data));
+    if (i % 3 === 2) {
+      assert.throws(() => reused.decode(broken), /bad-huffman-table|Huffman/);
+      // The file it was cut from: the same tables but the broken one, which it must rebuild.
+      assert.equal(Array.from(reused.decode(base()).data), Array.from((await createJpegDecoder()).decode(base()).data), "after a table that failed half-built");
+    }
+  }
 });
 
 test("bad options are CassetteError ERR_INVALID_OPTION naming the option", async () => {
