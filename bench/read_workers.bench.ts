@@ -6,7 +6,7 @@
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
- *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--quick] [--json]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--quick] [--json]
  *
  * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
  * (Linux: /proc/self/task/PID/stat, 10 ms ticks). 1e6 ÷ that is the most samples per second
@@ -16,6 +16,8 @@
  * `--step-ms S` holds the loader's thread S ms per batch with CPU work (busy), as training on
  * a CPU WebGPU adapter (lavapipe) does: then reading in that thread competes with training for
  * it, and workers read on the other cores meanwhile.
+ *
+ * `--grey` decodes to one channel (`decode: { grey: true }`), as train.ts does for its grey models.
  *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
@@ -30,12 +32,13 @@ import { ingest } from "../src/dataset/ingest.ts";
 
 const args = runtime.args();
 if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--quick] [--json]");
+  console.log("usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--quick] [--json]");
   runtime.exit(0);
 }
 const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
 const quick = args.includes("--quick");
 const json = args.includes("--json");
+const grey = args.includes("--grey");
 const address = opt("--store", "sqlite:data/fashion-mnist.sqlite");
 const dataset = opt("--dataset", "fashion-mnist");
 const workerCounts = opt("--workers", "0,1,2").split(",").map(Number);
@@ -74,7 +77,7 @@ function busy(ms: number): void {
 
 interface Result { samplesPerSec: number; threadUsPerSample: number }
 async function once(workers: number, seed: number): Promise<Result> {
-  const loader = new Loader({ store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: true, reaskTail: true });
+  const loader = new Loader({ store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true });
   try {
     for await (const b of loader.epoch(0)) if (stepMs) busy(stepMs), void b;
     const t0 = runtime.now(), c0 = threadCpuMs();
@@ -93,7 +96,7 @@ async function once(workers: number, seed: number): Promise<Result> {
 }
 
 const name = (w: number) => (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`);
-log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
+log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on${grey ? " (grey)" : ""}, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
 const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));
 for (let r = 0; r < rounds; r++) {
   // Each round starts at another contender (a warm page cache, a compaction, a JIT that just settled).
@@ -114,7 +117,7 @@ const rows = workerCounts.map((w) => {
   const paired = rs.map((x, i) => x.samplesPerSec / base[i].samplesPerSec);
   return { workers: w, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
 });
-if (json) console.log(JSON.stringify({ address, dataset, samples: ids.length, rounds, stepMs, rows }));
+if (json) console.log(JSON.stringify({ address, dataset, samples: ids.length, rounds, stepMs, grey, rows }));
 else {
   console.log(`\n  ${"".padEnd(24)} ${"best/s".padStart(8)} ${"median/s".padStart(9)} ${"ratio".padStart(7)}  ${"thread µs/sample".padStart(16)} ${"feed ceiling/s".padStart(15)}`);
   for (const r of rows) {
