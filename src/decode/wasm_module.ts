@@ -4,6 +4,10 @@
  * from source, from the bundle, and inside workers. One compile per thread, then instances.
  */
 import base64 from "../../wasm/build/jpeg_wasm.ts";
+import { CassetteError } from "../errors.ts";
+
+/** wasm/jpeg/index.ts's abiVersion() that this host is written for. */
+const ABI_VERSION = 2;
 
 /** The flat numeric exports of wasm/jpeg/index.ts. */
 export interface JpegExports {
@@ -14,7 +18,9 @@ export interface JpegExports {
   idctTest(blk: number, quant: number, dst: number, stride: number, n: number): void;
   errorCode(): number;
   errorOffset(): number;
-  /** 0 or an error code; mode 0 = pixels, 1 = coefficients; scaleLog2 0…3. */
+  /** The build's interface version (wasm/jpeg/index.ts); absent before version 2. */
+  abiVersion?(): number;
+  /** 0 or an error code; mode 0 = pixels, 1 = coefficients, 2 = grey pixels; scaleLog2 0…3. */
   decode(src: number, len: number, scaleLog2: number, maxPixels: number, mode: number): number;
   /** Markers up to the first SOS; 0 or an error code. */
   inspect(src: number, len: number): number;
@@ -55,7 +61,13 @@ export async function instantiateJpegWasm(): Promise<JpegExports> {
       },
     },
   });
-  return instance.exports as unknown as JpegExports;
+  const w = instance.exports as unknown as JpegExports;
+  // A wasm/build left from an older checkout (or an old GPU kit) would misread newer modes.
+  const abi = w.abiVersion?.() ?? 1;
+  if (abi !== ABI_VERSION) {
+    throw new CassetteError("ERR_RUNTIME", `Cannot load the JPEG decoder as wasm/build/jpeg.wasm has interface version ${abi}, not ${ABI_VERSION}: rebuild it with 'bun build.ts'`);
+  }
+  return w;
 }
 
 function decodeBase64(s: string): Uint8Array<ArrayBuffer> {

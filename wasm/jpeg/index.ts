@@ -8,6 +8,12 @@ import * as D from "./decoder";
 import { QLATCH } from "./scan";
 
 export { alloc, reset } from "./memory";
+
+/**
+ * What the host may ask of this build (src/decode/wasm_module.ts checks it): raise it whenever
+ * an export's meaning or a mode changes. 2: decode() mode 2, grey output.
+ */
+export function abiVersion(): i32 { return 2; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
 export { decode, inspect, colorSpace } from "./decoder";
