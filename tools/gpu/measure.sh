@@ -41,7 +41,7 @@ rc=$?
 [ $rc = 124 ] && echo "gpu measure: the benchmark ran out of its ${budget} s (the models done are in $OUT/train_io.txt)" >&2
 if [ "$read_s" -gt 0 ]; then
   timeout "$read_s" bun bench/read_workers.bench.ts --store "cassandra://127.0.0.1:9042/cassette_bench?connections=4" \
-    --workers 0,2,4,8 --rounds 2 --samples 20000 "${idx[@]}" > "$OUT/read_workers.txt" 2>&1 \
+    --workers 0,2,4,8 --rounds 2 --samples 20000 --grey "${idx[@]}" > "$OUT/read_workers.txt" 2>&1 \
     || echo "gpu measure: the read benchmark failed or ran out of its ${read_s} s (see $OUT/read_workers.txt)" >&2
 fi
 bash tools/cassandra/cassandra.sh stop >/dev/null 2>&1
