@@ -44,7 +44,7 @@ import { parseStoreAddress } from "./source/address.ts";
 import type { Store } from "./source/store.ts";
 import { openWorkerSource } from "./source/worker_source.ts";
 import { DecodeSource } from "./source/decode_source.ts";
-import { createJpegDecoder, type JpegDecodeOptions } from "./decode/jpeg.ts";
+import { checkDecodeOptions, createJpegDecoder, type JpegDecodeOptions } from "./decode/jpeg.ts";
 
 export interface LoaderOptions<T = Fetched> {
   /**
@@ -207,6 +207,10 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
     if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
+    if (o.decode !== undefined && typeof o.decode !== "boolean") {
+      if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
+      checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error
+    }
     if (o.workers && typeof o.store !== "string") bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
     if (typeof o.store === "string") {
       const kind = parseStoreAddress(o.store).kind; // a bad address fails here, not at the first batch

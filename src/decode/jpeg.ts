@@ -145,17 +145,10 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 
   decode(bytes: Uint8Array, options: JpegDecodeOptions = {}): JpegImage {
-    const scale = options.scale ?? 1;
-    const log2 = SCALES[scale];
-    if (log2 === undefined) {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'scale' must be 1, 0.5, 0.25 or 0.125: current value is ${scale}`);
-    }
+    const log2 = checkDecodeOptions(options);
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    if (options.grey !== undefined && typeof options.grey !== "boolean") {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'grey' must be true or false: current value is ${describe(options.grey)}`);
-    }
     this.#check(w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS));
     const width = w.outWidth();
     const height = w.outHeight();
@@ -230,6 +223,28 @@ class WasmJpegDecoder implements JpegDecoder {
       components,
     };
   }
+}
+
+/**
+ * Throws a CassetteError (ERR_INVALID_OPTION) naming the first bad option; returns the scale's
+ * log2. For those who hold options before any image comes (a Loader's `decode`).
+ */
+export function checkDecodeOptions(options: JpegDecodeOptions): number {
+  if (typeof options !== "object" || options === null) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as the options must be an object: current value is ${describe(options)}`);
+  }
+  const scale = options.scale ?? 1;
+  const log2 = SCALES[scale];
+  if (log2 === undefined) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'scale' must be 1, 0.5, 0.25 or 0.125: current value is ${scale}`);
+  }
+  maxPixelsOf(options);
+  for (const flag of ["grey", "applyOrientation"] as const) {
+    if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as '${flag}' must be true or false: current value is ${describe(options[flag])}`);
+    }
+  }
+  return log2;
 }
 
 function maxPixelsOf(options: { maxPixels?: number }): number {

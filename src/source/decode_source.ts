@@ -23,7 +23,7 @@
  * await source.close();
  * ```
  */
-import type { JpegDecodeOptions, JpegDecoder } from "../decode/jpeg.ts";
+import { checkDecodeOptions, type JpegDecodeOptions, type JpegDecoder } from "../decode/jpeg.ts";
 import { storeError } from "./retryable.ts";
 import type { FetchCallback, Source } from "./source.ts";
 
@@ -37,6 +37,7 @@ export class DecodeSource implements Source {
     this.#inner = inner;
     if (inner.ids) this.ids = () => inner.ids!();
     this.#decoder = decoder;
+    if (options) checkDecodeOptions(options); // named once here, not as every sample's error
     this.#options = options;
   }
   get name(): string {

@@ -36,7 +36,7 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
-import type { JpegDecodeOptions, JpegImage } from "../decode/jpeg.ts";
+import { checkDecodeOptions, type JpegDecodeOptions, type JpegImage } from "../decode/jpeg.ts";
 import { redact } from "./address.ts";
 import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
 
@@ -139,6 +139,7 @@ export class WorkerSource implements Source {
     if (!Number.isInteger(n) || n < 1) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read in worker threads as 'workers' must be a positive integer: current value is ${n}`);
     }
+    if (typeof options.decode === "object") checkDecodeOptions(options.decode);
     this.size = n;
     this.#address = address;
     this.name = `${redact(address)}${dataset ? ` (${dataset})` : ""}`;

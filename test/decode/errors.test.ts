@@ -187,4 +187,6 @@ test("bad options are CassetteError ERR_INVALID_OPTION naming the option", async
   assert.throws(() => jpeg.decode(base(), { scale: 0.3 as never }), (e: unknown) => (e as CassetteError).code === "ERR_INVALID_OPTION" && /'scale'.*0\.3/.test((e as Error).message));
   assert.throws(() => jpeg.decode(base(), { maxPixels: -1 }), (e: unknown) => (e as CassetteError).code === "ERR_INVALID_OPTION" && /'maxPixels'/.test((e as Error).message));
   assert.throws(() => jpeg.decode("not bytes" as never), (e: unknown) => (e as CassetteError).code === "ERR_INVALID_OPTION");
+  assert.throws(() => jpeg.decode(base(), { applyOrientation: 1 as never }), /'applyOrientation' must be true or false: current value is number 1/);
+  assert.throws(() => jpeg.decode(base(), null as never), /the options must be an object: current value is null/);
 });

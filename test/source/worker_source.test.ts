@@ -237,6 +237,8 @@ test("bad read-worker options are named", async () => {
   assert.throws(() => new Loader({ store: { name: "x" } as unknown as Source, ids, batchSize: 4, workers: 2 }), /'workers' needs a store address/);
   const e = await openWorkerSource(address, "rnd", { workers: 0 }).then(() => null, (e) => e);
   assert.match(e?.message ?? "", /'workers' must be a positive integer: current value is 0/);
+  const d = await openWorkerSource(address, "rnd", { workers: 1, decode: { grey: 1 as never } }).then(() => null, (e) => e);
+  assert.match(d?.message ?? "", /'grey' must be true or false: current value is number 1/);
 });
 
 test("Loader with read workers from Cassandra: two epochs, every sample once, bytes as stored", async () => {
