@@ -51,6 +51,16 @@ function files(group: string): string[] {
 
 const cassette = await createJpegDecoder();
 
+/** Megapixels of output in one pass over `inputs` (each contender's work per round). */
+function megapixels(inputs: Uint8Array[]): number {
+  let mpx = 0;
+  for (const b of inputs) {
+    const img = cassette.decode(b);
+    mpx += (img.width * img.height) / 1e6;
+  }
+  return mpx;
+}
+
 const jsquash = await import("@jsquash/jpeg/decode.js");
 const jsquashWasm = new URL("../node_modules/@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm", import.meta.url);
 await jsquash.init(await WebAssembly.compile(readFileSync(fileURLToPath(jsquashWasm))));
@@ -96,11 +106,7 @@ for (const [group, title] of GROUPS) {
   if (only && only !== group) continue;
   const list = files(group);
   const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
-  let mpx = 0;
-  for (const b of inputs) {
-    const img = cassette.decode(b);
-    mpx += (img.width * img.height) / 1e6;
-  }
+  const mpx = megapixels(inputs);
   const contenders: Contender[] = [
     { name: "cassette (wasm)", run: () => { for (const b of inputs) cassette.decode(b); }, work: mpx, baseline: true },
     { name: "jpeg-js", run: () => { for (const b of inputs) jpegjs.decode(b, { useTArray: true, formatAsRGBA: false, maxMemoryUsageInMB: 4096 }); }, work: mpx },
@@ -144,11 +150,7 @@ if (!only || only === "grey-out") {
   }
   for (const [title, list] of sets) {
     const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
-    let mpx = 0;
-    for (const b of inputs) {
-      const img = cassette.decode(b);
-      mpx += (img.width * img.height) / 1e6;
-    }
+    const mpx = megapixels(inputs);
     const rows = await compare(`grey out, ${title}: ${mpx.toFixed(2)} Mpx a round`, { rounds: ROUNDS, unit: "Mpx/s" }, [
       { name: "cassette, grey: true", run: () => { for (const b of inputs) cassette.decode(b, { grey: true }); }, work: mpx, baseline: true },
       { name: "cassette, RGB", run: () => { for (const b of inputs) cassette.decode(b); }, work: mpx },
@@ -167,11 +169,7 @@ if (!only || only === "grey-out") {
 
 if (!args.includes("--no-pool") && (!only || only === "pool")) {
   const inputs = files("crops").map((f) => new Uint8Array(readFileSync(f)));
-  let mpx = 0;
-  for (const b of inputs) {
-    const img = cassette.decode(b);
-    mpx += (img.width * img.height) / 1e6;
-  }
+  const mpx = megapixels(inputs);
   const pools = [await createDecodePool({ workers: 1 }), await createDecodePool({ workers: 2 })];
   // Each round sends copies: the pool transfers (detaches) what it is given.
   const runPool = async (i: number) => {

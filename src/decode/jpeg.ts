@@ -145,8 +145,7 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 
   decode(bytes: Uint8Array, options: JpegDecodeOptions = {}): JpegImage {
-    const log2 = checkDecodeOptions(options);
-    const maxPixels = maxPixelsOf(options);
+    const { log2, maxPixels } = checkDecodeOptions(options);
     const w = this.#w;
     const p = this.#load(bytes);
     this.#check(w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS));
@@ -225,11 +224,14 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 }
 
+const FLAGS = ["grey", "applyOrientation"] as const;
+
 /**
  * Throws a CassetteError (ERR_INVALID_OPTION) naming the first bad option; returns the scale's
- * log2. For those who hold options before any image comes (a Loader's `decode`).
+ * log2 and the pixel bound. decode() runs it on every image; those who hold options before any
+ * image comes (a Loader's `decode`) run it to name a bad option at once.
  */
-export function checkDecodeOptions(options: JpegDecodeOptions): number {
+export function checkDecodeOptions(options: JpegDecodeOptions): { log2: number; maxPixels: number } {
   if (typeof options !== "object" || options === null) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as the options must be an object: current value is ${describe(options)}`);
   }
@@ -238,13 +240,13 @@ export function checkDecodeOptions(options: JpegDecodeOptions): number {
   if (log2 === undefined) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'scale' must be 1, 0.5, 0.25 or 0.125: current value is ${scale}`);
   }
-  maxPixelsOf(options);
-  for (const flag of ["grey", "applyOrientation"] as const) {
+  const maxPixels = maxPixelsOf(options);
+  for (const flag of FLAGS) {
     if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as '${flag}' must be true or false: current value is ${describe(options[flag])}`);
     }
   }
-  return log2;
+  return { log2, maxPixels };
 }
 
 function maxPixelsOf(options: { maxPixels?: number }): number {

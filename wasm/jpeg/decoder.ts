@@ -11,7 +11,7 @@ import { decodeScan, QF, LAST } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "./memory";
 import { idctBlock } from "./idct";
-import { yccRow, rgbRow as interleaveRow, cmykRow, greyRow } from "./color";
+import { yccRow, rgbRow, cmykRow, greyRow } from "./color";
 import { h2v1, h2v2, h1v2, replicate } from "./upsample";
 import { clearError, errorCode, fail, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";
 
@@ -41,7 +41,7 @@ export let outHeight: i32 = 0;
 export let outChannels: i32 = 0;
 let bsY: i32 = 8;
 /** Grey output of a colour file that is not YCbCr: one RGB row before its weighting. */
-let rgbRow: usize = 0;
+let rgbScratch: usize = 0;
 
 // Per component: row buffer for upsampled samples.
 const ROWBUF: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
@@ -123,8 +123,8 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
     outPtr = allocChecked(<u64>outWidth * <u64>outHeight * outChannels + 64);
     if (outPtr == 0) return errorCode();
     if (grey && !F.lumaOnly) {
-      rgbRow = allocChecked(<u64>outWidth * 3 + 64);
-      if (rgbRow == 0) return errorCode();
+      rgbScratch = allocChecked(<u64>outWidth * 3 + 64);
+      if (rgbScratch == 0) return errorCode();
     }
   }
   return 0;
@@ -290,9 +290,9 @@ function output(): void {
     const a = componentRow(0, y);
     const b = componentRow(1, y);
     const c = componentRow(2, y);
-    const rgb = outChannels == 1 ? rgbRow : out;
+    const rgb = outChannels == 1 ? rgbScratch : out;
     if (cs == CS_YCBCR) yccRow(a, b, c, rgb, w);
-    else if (cs == CS_RGB) interleaveRow(a, b, c, rgb, w);
+    else if (cs == CS_RGB) rgbRow(a, b, c, rgb, w);
     else cmykRow(a, b, c, componentRow(3, y), rgb, w, cs == CS_YCCK);
     if (outChannels == 1) greyRow(rgb, out, w);
   }
