@@ -51,6 +51,11 @@ for (const r of runtimes) if (!RUNTIMES[r]) die(`unknown runtime '${r}': use bun
 const filter = opt("--filter");
 const jobs = Number(opt("--jobs") ?? 2);
 const noCassandra = argv.includes("--no-cassandra") && argv.splice(argv.indexOf("--no-cassandra"), 1).length > 0;
+if (!Number.isInteger(jobs) || jobs < 1) die(`--jobs must be a whole number ≥ 1, not '${jobs}'`);
+for (const a of argv) {
+  if (a.startsWith("-")) die(`unknown option '${a}' (see --help)`);
+  if (!statSync(join(ROOT, a), { throwIfNoEntry: false })) die(`no test file or folder '${a}'`);
+}
 // Arguments may be test files or folders of them.
 const files = argv.length
   ? argv.flatMap((a) => (statSync(join(ROOT, a), { throwIfNoEntry: false })?.isDirectory() ? findTests(join(ROOT, a)) : [a]))
@@ -157,6 +162,8 @@ async function main(): Promise<number> {
   const jobCount = queue.length;
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
   const perRuntime: Record<string, Counts> = {};
+  // Failures are printed again at the end: CI keeps only the tail of a long log.
+  const failures: string[] = [];
   let done = 0;
   const worker = async () => {
     for (let job = queue.shift(); job; job = queue.shift()) {
@@ -169,9 +176,12 @@ async function main(): Promise<number> {
         ? { passed: counts.failed > 0 ? 1 : 0, failed: counts.failed > 0 ? 0 : 1, skipped: 0 }
         : counts;
       const mark = c.failed ? "✗" : "✓";
-      console.log(`\n${mark} [${done}/${jobCount}] ${runtime} ${file} (${(ms / 1000).toFixed(1)} s)`);
-      if (canary) console.log(c.failed ? "  ✗ the canary passed: the harness does not catch failures" : "  ✓ the canary failed, as it must");
-      else console.log(output.split("\n").filter((l) => !l.startsWith("##cassette ") && !/^Warning: maxDynamic/.test(l)).join("\n").trimEnd());
+      const head = `${mark} [${done}/${jobCount}] ${runtime} ${file} (${(ms / 1000).toFixed(1)} s)`;
+      const body = canary
+        ? c.failed ? "  ✗ the canary passed: the harness does not catch failures" : "  ✓ the canary failed, as it must"
+        : output.split("\n").filter((l) => !l.startsWith("##cassette ") && !/^Warning: maxDynamic/.test(l)).join("\n").trimEnd();
+      console.log(`\n${head}\n${body}`);
+      if (c.failed) failures.push(`${head}\n${body}`);
       const r = (perRuntime[runtime] ??= { passed: 0, failed: 0, skipped: 0 });
       for (const k of ["passed", "failed", "skipped"] as const) {
         r[k] += c[k];
@@ -179,7 +189,8 @@ async function main(): Promise<number> {
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, jobs) }, worker));
+  await Promise.all(Array.from({ length: jobs }, worker));
+  if (failures.length > 0) console.log(`\n=== ${failures.length} failing job(s), again ===\n\n${failures.join("\n\n")}`);
   console.log("");
   for (const [r, c] of Object.entries(perRuntime)) console.log(`${r}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`);
   console.log(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
