@@ -11,10 +11,11 @@ import { corpus, disabled, djpegRef, jpegBytes, writeDiffImage } from "./_fixtur
 const MIN_PSNR = 45;
 const MAX_ABS = 4;
 
-test("every corpus file matches djpeg (libjpeg-turbo): size, channels, max |diff| ≤ 4, PSNR ≥ 45 dB", async () => {
+test("every corpus file matches djpeg (libjpeg-turbo): size, channels, max |diff| ≤ 4, PSNR ≥ 45 dB; grey, YCbCr, RGB, CMYK and YCCK", async () => {
   const jpeg = await createJpegDecoder();
   const skip = disabled();
   const rows: string[] = [];
+  const spaces = new Set<string>();
   let checked = 0;
   for (const name of corpus()) {
     if (skip.has(name)) continue;
@@ -28,9 +29,12 @@ test("every corpus file matches djpeg (libjpeg-turbo): size, channels, max |diff
       assert.unreachable(`${name}: max |diff| ${d.maxAbs}, PSNR ${d.psnr.toFixed(2)} dB against djpeg (diff image: ${path})`);
     }
     checked++;
+    spaces.add(jpeg.inspect(jpegBytes(name)).colorSpace);
   }
   console.log(`    vs djpeg:\n      ${rows.join("\n      ")}`);
   assert.ok(checked >= 25, `the corpus has ${checked} files to check`);
+  // Every colour conversion is compared, the four-component ones (Adobe CMYK, YCCK) included.
+  assert.equal([...spaces].sort(), ["cmyk", "gray", "rgb", "ycbcr", "ycck"]);
 });
 
 test("jpeg-js (the second reference) agrees on 4:4:4 and greyscale files: PSNR ≥ 45 dB", async () => {
@@ -91,6 +95,9 @@ test("inspect reads the header only: size, sampling, process, restart interval",
   assert.equal(p.sampling.map((s) => [s.h, s.v]), [[2, 1], [1, 1], [1, 1]]);
   assert.is(jpeg.inspect(jpegBytes("china_gray_q90.jpg")).colorSpace, "gray");
   assert.is(jpeg.inspect(jpegBytes("china_rgb_q90.jpg")).colorSpace, "rgb");
+  const cmyk = jpeg.inspect(jpegBytes("china_cmyk_q90.jpg")), ycck = jpeg.inspect(jpegBytes("china_ycck_q90.jpg"));
+  assert.equal([cmyk.components, cmyk.colorSpace, ycck.components, ycck.colorSpace], [4, "cmyk", 4, "ycck"]);
+  assert.equal(ycck.sampling.map((s) => [s.h, s.v]), [[2, 2], [1, 1], [1, 1], [2, 2]]);
   const ar = jpeg.inspect(jpegBytes("china_420_arith.jpg"));
   assert.is(ar.process, "arithmetic", "inspect reports what decode refuses");
   // A header-only view needs no entropy data: the file cut right after SOS still inspects.
