@@ -173,7 +173,8 @@ async function main(): Promise<number> {
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
   const loaders: Loader<DecodedImage>[] = [];
   try {
-    store = await openStore(run.address);
+    // Only the dataset train.ts ingests itself may make the store; any other must be there.
+    store = await openStore(run.address, { create: run.dataset === "fashion-mnist" });
     const ing = await ensureDataset(store, run, log);
     const { train, test } = await pickSamples(store, run);
     log(`data     ${run.dataset} in ${store.address}: ${train.length} training and ${test.length} test samples` +
@@ -189,7 +190,7 @@ async function main(): Promise<number> {
       // The same address (credentials, keyspace, options) with the proxy as its only host.
       readAddress = run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`);
       // Read workers open the address themselves: a store here would only hold idle connections.
-      if (workers === 0) readStore = await openStore(readAddress);
+      if (workers === 0) readStore = await openStore(readAddress, { create: false });
       log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
     }
 

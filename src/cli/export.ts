@@ -144,7 +144,7 @@ export async function run(argv: string[]): Promise<number> {
     if (file.dataset !== dataset) usageError("export", `the split file is for dataset '${file.dataset}', not '${dataset}'`);
     ids = split.ids;
   }
-  const store = await openStore(address);
+  const store = await openStore(address, { create: false });
   try {
     let bar: ReturnType<typeof progress> | undefined;
     const summary = await exportDataset(store, dataset, out, {

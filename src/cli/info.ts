@@ -10,7 +10,7 @@ Lists the datasets of a store with their sample counts per label and bytes.
 export async function run(argv: string[]): Promise<number> {
   const { options } = parseArgs(argv, "info", ["store", "dataset"]);
   if (options.has("help")) return void console.log(help), 0;
-  const store = await openStore(required(options, "info", "store"));
+  const store = await openStore(required(options, "info", "store"), { create: false });
   try {
     const only = options.get("dataset") as string | undefined;
     const names = only ? [(await store.getDataset(only)).name] : (await store.listDatasets()).map((d) => d.name);

@@ -25,7 +25,7 @@ export async function run(argv: string[]): Promise<number> {
   const ratios = (listOption(options, "ratios") ?? usageError("splits", "needs --ratios, e.g. --ratios 7,2,1")).map(Number);
   const b = options.get("balance") as string | undefined;
   const balance = b === undefined || b === "data" || b === "equal" ? (b as "data" | "equal" | undefined) : b.split(",").map(Number);
-  const store = await openStore(required(options, "splits", "store"));
+  const store = await openStore(required(options, "splits", "store"), { create: false });
   try {
     const spec = await store.getDataset(required(options, "splits", "dataset"));
     const rows: NatRow[] = [];

@@ -49,18 +49,37 @@ export class CassandraStore implements Store {
     this.#opts = opts;
   }
 
-  /** Connects, and creates the keyspace and cassette's registry table if absent. */
-  static async open(address: string, opts: CassandraStoreOptions = {}): Promise<CassandraStore> {
+  /**
+   * Connects, and checks that the keyspace holds cassette's registry table; when it does not,
+   * makes both with `create` (the default), else names what is missing. A store that is there
+   * needs no schema statement, so a role granted only SELECT can open it.
+   */
+  static async open(address: string, opts: CassandraStoreOptions = {}, create = true): Promise<CassandraStore> {
     const a = parseStoreAddress(address);
     if (a.kind !== "cassandra") throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${redact(address)}' as Cassandra: it is a ${a.kind} address`);
     const client = await openCassandra(address, { ...opts, withoutKeyspace: true });
+    const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
+    let missing: string | undefined;
     try {
-      for (const cql of cqlRegistry(a.keyspace, opts.replication ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}")) {
-        await client.execute(cql);
+      const present = async (table: string, key: string) => (await client.execute(`SELECT ${key} FROM system_schema.${table} WHERE keyspace_name = ?${table === "tables" ? " AND table_name = 'cassette_datasets'" : ""}`, [ks], q)).rowLength > 0;
+      if (!(await present("tables", "table_name"))) {
+        if (create) {
+          for (const cql of cqlRegistry(a.keyspace, opts.replication ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}")) {
+            await client.execute(cql);
+          }
+        } else {
+          missing = (await present("keyspaces", "keyspace_name"))
+            ? `Cannot read keyspace '${ks}' in ${redact(address)} as a cassette store: it has no cassette_datasets table (cassette ingest makes it)`
+            : `Cannot find keyspace '${ks}' in ${redact(address)}: it does not exist (cassette ingest SOURCE --store ${redact(address)} --dataset NAME makes it)`;
+        }
       }
     } catch (cause) {
       await client.shutdown();
       throw new CassetteError("ERR_STORE", `Cannot prepare keyspace '${a.keyspace}' in ${redact(address)}: ${(cause as Error).message}`, { cause });
+    }
+    if (missing) {
+      await client.shutdown();
+      throw new CassetteError("ERR_STORE", missing);
     }
     return new CassandraStore(address, a.keyspace, client, opts);
   }

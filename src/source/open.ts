@@ -23,16 +23,24 @@ import { CassandraSource, type CassandraSourceOptions } from "./cassandra_source
 export interface OpenStoreOptions {
   /** Options for `cassandra://` addresses (driver options pass through as `driver`). */
   cassandra?: CassandraStoreOptions;
+  /**
+   * Make the store when it is not there: the SQLite file (and its folder), or the Cassandra
+   * keyspace, with cassette's registry table. `true` (the default) suits writers such as
+   * ingest. Readers pass `false`: a mistyped address is then named, not created, and a
+   * Cassandra role that may only SELECT can read (CREATE KEYSPACE IF NOT EXISTS needs more).
+   */
+  create?: boolean;
 }
 
 export async function openStore(address: string, options: OpenStoreOptions = {}): Promise<Store> {
   const a = parseStoreAddress(address);
+  const create = options.create ?? true;
   switch (a.kind) {
     case "sqlite":
-      mkdirSync(dirname(a.path), { recursive: true });
-      return SqliteStore.open(a.path);
+      if (create) mkdirSync(dirname(a.path), { recursive: true });
+      return SqliteStore.open(a.path, create);
     case "cassandra":
-      return CassandraStore.open(address, options.cassandra);
+      return CassandraStore.open(address, options.cassandra, create);
     default:
       throw new CassetteError(
         "ERR_UNSUPPORTED",

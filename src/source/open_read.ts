@@ -59,7 +59,7 @@ export async function openReadSource(address: string, dataset?: string, options:
       if (!dataset) {
         throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from '${redact(address)}' without a dataset name: a ${a.kind} store holds several`);
       }
-      const store = await openStore(address, { cassandra: options.cassandra });
+      const store = await openStore(address, { cassandra: options.cassandra, create: false });
       let inner: Source;
       try {
         inner = await openSource(store, dataset, maxInFlight, { balance: options.balance });

@@ -3,6 +3,7 @@
  * (bun:sqlite, node:sqlite). Each `put` is one transaction: a sample's data and metadata land
  * together or not at all. Calls are synchronous underneath; the async interface is the Store's.
  */
+import { existsSync } from "node:fs";
 import { runtime } from "../../runtime-adapters/index.ts";
 import type { SqliteDatabase, SqliteStatement, SqliteValue } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
@@ -46,15 +47,29 @@ export class SqliteStore implements Store {
     this.#db = db;
   }
 
-  /** Opens (creating if needed) the store at `path`. */
-  static open(path: string): SqliteStore {
-    let db: SqliteDatabase;
+  /**
+   * Opens the store at `path`; with `create` (the default) the file and cassette's tables are
+   * made when absent, without it the file must already be a cassette store.
+   */
+  static open(path: string, create = true): SqliteStore {
+    if (!create && !existsSync(path)) {
+      throw new CassetteError("ERR_STORE", `Cannot open the SQLite store at '${path}': there is no such file (cassette ingest SOURCE --store sqlite:${path} --dataset NAME makes one)`);
+    }
+    let db: SqliteDatabase, ours: boolean;
     try {
       db = runtime.openSqlite(path);
       db.exec("PRAGMA busy_timeout = 10000");
-      db.exec(SQLITE_REGISTRY);
+      ours = !!db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cassette_meta'").get();
+      if (!ours && create) {
+        db.exec(SQLITE_REGISTRY);
+        ours = true;
+      }
     } catch (cause) {
       throw new CassetteError("ERR_STORE", `Cannot open the SQLite store at '${path}': ${(cause as Error).message}`, { cause });
+    }
+    if (!ours) {
+      db.close();
+      throw new CassetteError("ERR_STORE", `Cannot read '${path}' as a cassette store: it is an SQLite file without cassette's tables (cassette ingest makes them)`);
     }
     const v = db.prepare("SELECT value FROM cassette_meta WHERE name = 'schema_version'").get()?.value;
     if (Number(v) !== SCHEMA_VERSION) {

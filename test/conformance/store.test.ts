@@ -3,14 +3,18 @@
  * every runtime. Cassandra's cases are skipped with a reason only when the suite runs without it.
  */
 import * as assert from "uvu/assert";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
-import { openStore } from "../../src/source/open.ts";
+import { openStore, type OpenStoreOptions } from "../../src/source/open.ts";
+import { openCassandra } from "../../src/source/cassandra_client.ts";
+import { parseStoreAddress } from "../../src/source/address.ts";
 import type { SampleInput, Store } from "../../src/source/store.ts";
+import type { Fetched } from "../../src/source/source.ts";
+import { openReadSource } from "../../src/source/open_read.ts";
 import type { DatasetSpec } from "../../src/dataset/spec.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { CassetteError } from "../../src/errors.ts";
@@ -19,13 +23,38 @@ import { runtime } from "../../runtime-adapters/index.ts";
 const dir = mkdtempSync(join(tmpdir(), "cassette-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const stores: { name: string; skip: string | false; open: () => Promise<Store> }[] = [
-  { name: "sqlite", skip: false, open: () => openStore(`sqlite:${join(dir, "conf.sqlite")}`) },
-  { name: "cassandra", skip: NO_CASSANDRA, open: () => openStore(testCassandra("cassette_conf")!) },
-];
-
 // A unique dataset per run: Cassandra keyspaces outlive a test run.
 const run = `${runtime.name}-${(runtime.now() * 1000).toFixed(0).slice(-9)}`;
+
+/** Whether the Cassandra keyspace of `address` exists, asked as the superuser. */
+async function keyspaceExists(address: string): Promise<boolean> {
+  const { keyspace } = parseStoreAddress(address) as { keyspace: string };
+  const admin = await openCassandra(address, { withoutKeyspace: true });
+  try {
+    return (await admin.execute("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", [keyspace])).rowLength > 0;
+  } finally {
+    await admin.shutdown();
+  }
+}
+
+const stores: {
+  name: string;
+  skip: string | false;
+  open: (options?: OpenStoreOptions) => Promise<Store>;
+  /** An address where no store is, and whether something is there now. */
+  missing: string;
+  exists: (address: string) => Promise<boolean>;
+}[] = [
+  {
+    name: "sqlite", skip: false, open: (o) => openStore(`sqlite:${join(dir, "conf.sqlite")}`, o),
+    missing: `sqlite:${join(dir, "no-folder", "none.sqlite")}`, exists: async (a) => existsSync(dirname(a.slice("sqlite:".length))),
+  },
+  {
+    name: "cassandra", skip: NO_CASSANDRA, open: (o) => openStore(testCassandra("cassette_conf")!, o),
+    missing: testCassandra(`cassette_absent_${run.replace(/\W/g, "_")}`) ?? "", exists: keyspaceExists,
+  },
+];
+
 const spec = (name: string): DatasetSpec => ({
   version: 1,
   name,
@@ -126,6 +155,76 @@ for (const s of stores) {
     }
   }, { skip: s.skip, timeoutMs: 120_000 });
 }
+
+for (const s of stores) {
+  test(`${s.name}: a reader (create: false) names a store that is not there and makes nothing; it opens one that is`, async () => {
+    await expectError(openStore(s.missing, { create: false }), "ERR_STORE", /does not exist|no such file/);
+    assert.not.ok(await s.exists(s.missing), "nothing was created where the store was looked for");
+    const writer = await s.open();
+    const name = `read-${run}`;
+    try {
+      await writer.createDataset(spec(name));
+    } finally {
+      await writer.close();
+    }
+    const reader = await s.open({ create: false });
+    try {
+      assert.ok((await reader.listDatasets()).some((d) => d.name === name));
+    } finally {
+      await reader.close();
+    }
+  }, { skip: s.skip, timeoutMs: 120_000 });
+}
+
+test("sqlite: a reader refuses an SQLite file that is not a cassette store, and leaves it as it was", async () => {
+  const path = join(dir, "other-app.sqlite");
+  const db = runtime.openSqlite(path);
+  db.exec("CREATE TABLE notes (body TEXT)");
+  db.close();
+  await expectError(openStore(`sqlite:${path}`, { create: false }), "ERR_STORE", /other-app\.sqlite.*without cassette's tables/);
+  const after = runtime.openSqlite(path);
+  try {
+    assert.equal(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((r) => r.name), ["notes"]);
+  } finally {
+    after.close();
+  }
+});
+
+test("cassandra: a role granted only SELECT opens the store and reads through the Loader's source; it may not make a keyspace", async () => {
+  const address = testCassandra("cassette_conf")!;
+  const store = await openStore(address);
+  const name = `ro-${run}`;
+  const role = `cassette_reader_${runtime.name}`;
+  const { keyspace } = parseStoreAddress(address) as { keyspace: string };
+  const admin = await openCassandra(address, { withoutKeyspace: true });
+  try {
+    await store.createDataset(spec(name));
+    await store.put(name, [{ key: "a", label: 3, data: new Uint8Array([7, 8, 9]), meta: { patient: "P1" } }]);
+    await admin.execute(`CREATE ROLE IF NOT EXISTS ${role} WITH PASSWORD = 'reader-pw' AND LOGIN = true`);
+    await admin.execute(`GRANT SELECT ON KEYSPACE ${keyspace} TO ${role}`);
+    const asReader = address.replace(/\/\/[^@]*@/, `//${role}:reader-pw@`);
+    // Permissions are enforced: making a keyspace where none is needs CREATE.
+    await expectError(openStore(asReader.replace(`/${keyspace}`, `/${keyspace}_ro_absent`)), "ERR_STORE", /Cannot prepare keyspace.*(permission|Unauthorized)/i);
+    // Opening the existing store needs no schema statement, even with `create` left on.
+    const opened = await openStore(asReader);
+    try {
+      assert.ok((await opened.listDatasets()).some((d) => d.name === name));
+    } finally {
+      await opened.close();
+    }
+    const src = await openReadSource(asReader, name);
+    try {
+      const got = await new Promise<Fetched>((resolve, reject) => src.fetch(sampleId(name, "a"), (e, f) => (e ? reject(e) : resolve(f!))));
+      assert.equal([got.label, [...got.data]], [3, [7, 8, 9]]);
+    } finally {
+      await src.close();
+    }
+  } finally {
+    await admin.execute(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+    await admin.shutdown();
+    await store.close();
+  }
+}, { skip: NO_CASSANDRA || (runtime.env("CASSETTE_TEST_CASSANDRA_AUTH") ? false : "the test node runs without logins and permissions (started outside test/run.ts)"), timeoutMs: 120_000 });
 
 for (const s of stores) {
   test(`${s.name}: the Loader reads a dataset exactly once per epoch in both orders, bytes as stored`, async () => {

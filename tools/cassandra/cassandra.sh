@@ -79,6 +79,11 @@ write_conf() {
   # for fault tests), else it starts a cluster of its own rather than wait for a missing seed.
   local seeds=127.0.0.1
   if [ "$NODE" != 1 ] && ! cql_ping 127.0.0.1 "$CQL_PORT"; then seeds=$HOST; fi
+  # With logins on (CASSETTE_CASSANDRA_AUTH=PasswordAuthenticator, as test/run.ts starts it),
+  # permissions are enforced too, as on a production cluster: a role granted SELECT only is
+  # refused anything else (test/conformance/store.test.ts reads as one).
+  local AUTHORIZER=AllowAllAuthorizer
+  if [ "${CASSETTE_CASSANDRA_AUTH:-AllowAllAuthenticator}" != AllowAllAuthenticator ]; then AUTHORIZER=CassandraAuthorizer; fi
   cat > "$RUN/cassandra.yaml" <<YAML
 cluster_name: 'cassette test'
 partitioner: org.apache.cassandra.dht.Murmur3Partitioner
@@ -117,7 +122,7 @@ auto_snapshot: false
 incremental_backups: false
 hinted_handoff_enabled: false
 authenticator: ${CASSETTE_CASSANDRA_AUTH:-AllowAllAuthenticator}
-authorizer: AllowAllAuthorizer
+authorizer: $AUTHORIZER
 role_manager: CassandraRoleManager
 native_transport_max_frame_size: 64MiB
 batch_size_fail_threshold: 5000KiB
