@@ -1,5 +1,8 @@
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "../_support/harness.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
@@ -40,4 +43,19 @@ test("cassette cassandra status --json reports the node's state", () => {
   assert.is(doc.command, "status");
   assert.is(doc.running, r.code === 0);
   assert.match(doc.output, /running|stopped/);
+});
+
+test("readers name a store address where nothing is, and make nothing there", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-cli-"));
+  try {
+    const path = join(dir, "typo", "store.sqlite");
+    for (const args of [["info"], ["splits", "--dataset", "d", "--ratios", "8,2", "--out", join(dir, "s.json")]]) {
+      const r = cassette(...args, "--store", `sqlite:${path}`);
+      assert.is(r.code, 2, `${args[0]}: ${r.err}`);
+      assert.match(r.err, new RegExp(`cassette ${args[0]}: Cannot open the SQLite store at '.*store\\.sqlite': there is no such file`));
+    }
+    assert.not.ok(existsSync(join(dir, "typo")), "no folder or file was made");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
