@@ -75,7 +75,7 @@ export class CassandraStore implements Store {
       }
     } catch (cause) {
       await client.shutdown();
-      throw new CassetteError("ERR_STORE", `Cannot prepare keyspace '${a.keyspace}' in ${redact(address)}: ${(cause as Error).message}`, { cause });
+      throw new CassetteError("ERR_STORE", `Cannot ${create ? "prepare" : "check"} keyspace '${a.keyspace}' in ${redact(address)}: ${(cause as Error).message}`, { cause });
     }
     if (missing) {
       await client.shutdown();
