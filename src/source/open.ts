@@ -26,8 +26,8 @@ export interface OpenStoreOptions {
   /**
    * Make the store when it is not there: the SQLite file (and its folder), or the Cassandra
    * keyspace, with cassette's registry table. `true` (the default) suits writers such as
-   * ingest. Readers pass `false`: a mistyped address is then named, not created, and a
-   * Cassandra role that may only SELECT can read (CREATE KEYSPACE IF NOT EXISTS needs more).
+   * ingest; readers pass `false`, so that a mistyped address is named, not made. Either way a
+   * store that is there is opened without schema statements (a SELECT-only role can open it).
    */
   create?: boolean;
 }
