@@ -6,7 +6,8 @@
 //   2×1   even x: (3a + left + 1) >> 2             odd x: (3a + right + 2) >> 2
 //   1×2   (3·near + far + 1) >> 2 (even y), + 2 (odd y); far = the row above (even) / below (odd)
 //   2×2   s = 3·near + far; even x: (3s + s_left + 8) >> 4; odd x: (3s + s_right + 7) >> 4
-//   other ratios replicate; edges repeat the component's last real sample (CW × CH, A.1.1)
+//   other ratios replicate, and so do 2×1 and 2×2 for a component at most 2 samples wide
+//   (CW ≤ 2: libjpeg's rule); edges repeat the component's last real sample (CW × CH, A.1.1)
 //   R = Y + Cr' + q(0.402·Cr')   G = Y − q(0.344136·Cb') − q(0.714136·Cr')   B = Y + Cb' + q(0.772·Cb')
 //   with Cb' = Cb − 128, Cr' = Cr − 128 and q(k·a) = (a·round(k·2^15) + 2^14) >> 15.
 //
@@ -49,7 +50,8 @@ fn upsampled(c: Component, x: i32, y: i32) -> i32 {
     return sampleAt(c, x, y);
   }
   let odd = (x & 1) == 1;
-  if (c.ry == 1u && c.rx == 2u) {
+  let fancyX = c.rx == 2u && c.cw > 2;
+  if (c.ry == 1u && fancyX) {
     let i = x >> 1u;
     let a = 3 * sampleAt(c, i, y);
     if (odd) {
@@ -57,7 +59,7 @@ fn upsampled(c: Component, x: i32, y: i32) -> i32 {
     }
     return (a + sampleAt(c, max(i - 1, 0), y) + 1) >> 2u;
   }
-  if (c.ry == 2u && (c.rx == 1u || c.rx == 2u)) {
+  if (c.ry == 2u && (c.rx == 1u || fancyX)) {
     let j = y >> 1u;
     let oddY = (y & 1) == 1;
     let far = clamp(select(j - 1, j + 1, oddY), 0, c.ch - 1);

@@ -1,7 +1,13 @@
 import * as assert from "uvu/assert";
 import jpegjs from "jpeg-js";
 import { test } from "../_support/harness.ts";
-import { compare } from "../reference/jpeg_compare.ts";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { compare, parsePnm } from "../reference/jpeg_compare.ts";
+import { cjpeg } from "../_support/cjpeg.ts";
+import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { createJpegDecoder, type JpegScale } from "../../src/decode/jpeg.ts";
 import { corpus, disabled, djpegRef, jpegBytes, writeDiffImage } from "./_fixtures.ts";
 
@@ -35,6 +41,30 @@ test("every corpus file matches djpeg (libjpeg-turbo): size, channels, max |diff
   assert.ok(checked >= 25, `the corpus has ${checked} files to check`);
   // Every colour conversion is compared, the four-component ones (Adobe CMYK, YCCK) included.
   assert.equal([...spaces].sort(), ["cmyk", "gray", "rgb", "ycbcr", "ycck"]);
+});
+
+test("fresh narrow images (1–4 pixels wide, noise) match djpeg: below 3 chroma samples across, 2×1 and 2×2 replicate as libjpeg does", async () => {
+  // White noise makes the filter's choice plain: triangle against box upsampling differ by tens.
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const dir = mkdtempSync(join(tmpdir(), "cassette-narrow-"));
+  try {
+    for (const sampling of ["2x1", "2x2", "1x2"]) {
+      for (let w = 1; w <= 4; w++) {
+        const h = randomInt(next, 1, 40);
+        const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, ["-sample", sampling, "-quality", "90"]);
+        writeFileSync(join(dir, "in.jpg"), bytes);
+        const r = spawnSync("djpeg", ["-pnm", "-outfile", join(dir, "out.ppm"), join(dir, "in.jpg")], { encoding: "utf8" });
+        assert.is(r.status, 0, r.stderr);
+        const ref = parsePnm(new Uint8Array(readFileSync(join(dir, "out.ppm"))));
+        const d = compare(jpeg.decode(bytes).data, ref.data);
+        assert.ok(d.maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} -sample ${sampling}: max |diff| ${d.maxAbs} against djpeg`);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("jpeg-js (the second reference) agrees on 4:4:4 and greyscale files: PSNR ≥ 45 dB", async () => {

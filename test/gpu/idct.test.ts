@@ -13,6 +13,7 @@ import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import type { JpegCoefficients } from "../../src/decode/jpeg.ts";
 import { createJpegDecoder } from "../../src/decode/jpeg.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
+import { cjpeg } from "../_support/cjpeg.ts";
 import { CassetteError } from "../../src/errors.ts";
 
 // The IDCT is f32 on the GPU and f64 in the reference: a sample can differ by one where s + 128.5
@@ -116,6 +117,23 @@ test("hybrid decode matches the WASM decoder's full decode within ±2 on the fix
   }
   assert.ok(checked >= 10, `only ${checked} fixtures checked`);
   console.log(`  ${checked} fixtures, max diff ${worst}`);
+}, { timeoutMs: 240_000 });
+
+test("hybrid decode matches the WASM decoder on fresh narrow images (1–4 pixels wide, where the triangle filter turns off)", async () => {
+  const device = await testDevice();
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const samplings = ["2x1", "2x2", "1x2"];
+  for (let i = 0; i < 9; i++) {
+    const w = 1 + (i % 4), h = randomInt(next, 1, 40);
+    const sampling = samplings[i % 3];
+    const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, ["-sample", sampling, "-quality", "90"]);
+    const full = jpeg.decode(bytes);
+    const [got] = await gpuDecode(device, [jpeg.decodeCoefficients(bytes)]);
+    const { max, at } = maxDiff(got, full.data);
+    assert.ok(max <= 2, `seed ${seed}, ${w}×${h} ${sampling}: max diff ${max} at byte ${at}: GPU ${got[at]}, WASM ${full.data[at]}`);
+  }
 }, { timeoutMs: 240_000 });
 
 test("a preprocessor batch can mix decoded pixels and coefficient images", async () => {

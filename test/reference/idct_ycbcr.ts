@@ -5,7 +5,8 @@
  *   shift A.3.1, rounding half up and clamping;
  *   chroma upsampling: T.81 leaves it to the application (A.1.1); cassette's decoder uses
  *   libjpeg-turbo's triangle ("fancy") filter for 2×1, 1×2 and 2×2 and replication otherwise,
- *   with the component's own size ceil(X·Hi/Hmax) for edges, so the reference does too;
+ *   and, as libjpeg's jdsample.c, for 2×1 and 2×2 only when the component is over 2 samples
+ *   wide, with the component's own size ceil(X·Hi/Hmax) for edges, so the reference does too;
  *   YCbCr→RGB, JFIF 1.02 §7, products rounded as libjpeg's fixed-point tables round them.
  */
 import type { JpegCoefficients, JpegComponentCoefficients } from "../../src/decode/jpeg.ts";
@@ -41,11 +42,12 @@ function upsampledRef(c: JpegComponentCoefficients, plane: Uint8Array, rx: numbe
   const cx = (i: number) => Math.min(c.width - 1, Math.max(0, i));
   const cy = (j: number) => Math.min(c.height - 1, Math.max(0, j));
   if (rx === 1 && ry === 1) return S(x, y);
-  if (rx === 2 && ry === 1) {
+  const fancyX = rx === 2 && c.width > 2;
+  if (fancyX && ry === 1) {
     const i = x >> 1;
     return x & 1 ? (3 * S(i, y) + S(cx(i + 1), y) + 2) >> 2 : (3 * S(i, y) + S(cx(i - 1), y) + 1) >> 2;
   }
-  if (ry === 2 && (rx === 1 || rx === 2)) {
+  if (ry === 2 && (rx === 1 || fancyX)) {
     const j = y >> 1, odd = (y & 1) === 1;
     const far = cy(odd ? j + 1 : j - 1);
     const col = (i: number) => 3 * S(i, j) + S(i, far);

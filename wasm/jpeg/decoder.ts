@@ -250,15 +250,17 @@ function componentRow(c: i32, y: i32): usize {
   const rv = ((F.vmax / F.cget(c, F.F_V)) * bsY) / bs;
   if (rh == 1 && rv == 1) return plane + <usize>(y * stride);
   const out = <usize>load<u32>(ROWBUF + (<usize>c << 2));
-  // libjpeg turns the triangle filter off at 1/8 scale (1×1 blocks): replicate there too.
+  // libjpeg turns the triangle filter off at 1/8 scale (1×1 blocks), and for a horizontal 2×
+  // when the component is 2 samples wide or less (jdsample.c): replicate there too.
   const fancy = bsY > 1;
+  const fancyH = fancy && rh == 2 && cw > 2;
   if (rv == 1) {
     const row = plane + <usize>(y * stride);
-    if (rh == 2 && fancy) h2v1(row, cw, out);
+    if (fancyH) h2v1(row, cw, out);
     else replicate(row, cw, rh, out, outWidth);
     return out;
   }
-  if (rv == 2 && (rh == 1 || rh == 2) && fancy) {
+  if (rv == 2 && ((rh == 1 && fancy) || fancyH)) {
     const sy = y >> 1;
     const odd = (y & 1) != 0;
     let fy = odd ? sy + 1 : sy - 1;

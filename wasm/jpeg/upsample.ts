@@ -12,7 +12,8 @@
 //         even: (3·s + s_left + 8) >> 4       odd: (3·s + s_right + 7) >> 4
 //   1×2   (3·near + far + 1) >> 2 for even rows, + 2 for odd rows
 //
-// Other integer ratios (4:1:1 and friends) replicate samples, as libjpeg does for them.
+// Other integer ratios (4:1:1 and friends) replicate samples, as libjpeg does for them; so do
+// 2×1 and 2×2 when the component is at most 2 samples wide (libjpeg's jdsample.c needs 3).
 //
 // Row buffer layout for the horizontal step (i16 "column sums", one margin slot each side):
 //
