@@ -15,7 +15,9 @@ die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
 # --- system packages -------------------------------------------------------------------------
 # mesa-vulkan-drivers comes from bookworm-backports: bookworm's own Mesa 22 lacks features Dawn
 # requires ("shaderUniform*ArrayDynamicIndexing required"); Mesa 25's lavapipe has them.
-APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs openjdk-17-jdk-headless maven ca-certificates xz-utils)
+# gcc and libjpeg62-turbo-dev: libjpeg-turbo's C library, for the JPEG bench's peer
+# (bench/jpeg/turbo_loop.c) and the CMYK/YCCK encoder of the decoder tests (cmyk_encode.c).
+APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs gcc libc6-dev libjpeg62-turbo-dev openjdk-17-jdk-headless maven ca-certificates xz-utils)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   step "system packages (apt)"; s=$SECONDS

@@ -1,5 +1,13 @@
-/** Real JPEGs for tests, made by libjpeg-turbo's cjpeg (Debian's libjpeg-turbo-progs). */
+/**
+ * Real JPEGs for tests, made by libjpeg-turbo: its cjpeg (Debian's libjpeg-turbo-progs), and,
+ * for the four-component files cjpeg cannot write, its library through
+ * test/fixtures/jpeg/cmyk_encode.c (built here with cc against libjpeg62-turbo-dev).
+ */
 import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
 /** Encodes grey (1 channel) or RGB (3 channels) pixels with cjpeg. */
 export function cjpeg(pixels: Uint8Array, width: number, height: number, channels: 1 | 3, args: string[] = ["-quality", "90"]): Uint8Array {
@@ -10,4 +18,40 @@ export function cjpeg(pixels: Uint8Array, width: number, height: number, channel
   const r = spawnSync("cjpeg", args, { input, maxBuffer: 1 << 28 });
   if (r.status !== 0) throw new Error(`cjpeg ${args.join(" ")} failed: ${r.stderr}`);
   return new Uint8Array(r.stdout);
+}
+
+let cmykTool: { exe: string; dir: string } | undefined;
+
+/**
+ * Encodes RGB pixels as an Adobe CMYK (`cmyk`) or YCCK (`ycck`) JPEG with libjpeg-turbo, the
+ * inverted CMYK chosen so that R = C·K/255 gives the pixels back; `sampling` is K's (and in
+ * YCCK Y's) factors, e.g. "2x2", the other components 1×1.
+ */
+export function cmykJpeg(rgb: Uint8Array, width: number, height: number, mode: "cmyk" | "ycck", quality: number, sampling: string): Uint8Array {
+  if (!cmykTool) {
+    const dir = mkdtempSync(join(tmpdir(), "cassette-cmyk-"));
+    const exe = join(dir, "cmyk_encode");
+    const src = fileURLToPath(new URL("../fixtures/jpeg/cmyk_encode.c", import.meta.url));
+    const cc = spawnSync("cc", ["-O2", "-o", exe, src, "-ljpeg"], { encoding: "utf8" });
+    if (cc.status !== 0 || !existsSync(exe)) {
+      throw new Error(`cannot build ${src} (tools/setup.sh installs gcc and libjpeg62-turbo-dev): ${cc.stderr ?? cc.error}`);
+    }
+    cmykTool = { exe, dir };
+  }
+  // Through files: Deno's spawnSync can stall on large piped data.
+  const ppm = join(cmykTool.dir, "in.ppm"), out = join(cmykTool.dir, "out.jpg");
+  const header = new TextEncoder().encode(`P6\n${width} ${height}\n255\n`);
+  const file = new Uint8Array(header.length + rgb.length);
+  file.set(header);
+  file.set(rgb, header.length);
+  writeFileSync(ppm, file);
+  const r = spawnSync(cmykTool.exe, [mode, String(quality), sampling, ppm, out], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`cmyk_encode ${mode} ${quality} ${sampling} failed: ${r.stderr}`);
+  return new Uint8Array(readFileSync(out));
+}
+
+/** Removes the encoder built by cmykJpeg (call from afterAll). */
+export function removeCmykTool(): void {
+  if (cmykTool) rmSync(cmykTool.dir, { recursive: true, force: true });
+  cmykTool = undefined;
 }
