@@ -67,6 +67,41 @@ test("fresh narrow images (1–4 pixels wide, noise) match djpeg: below 3 chroma
   }
 });
 
+test("fresh random images in every coding cjpeg makes (samplings to 4×2, progressive, restarts, optimized tables), decoded at every scale, in colour and grey, match djpeg", async () => {
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const samplings = ["1x1", "2x1", "1x2", "2x2", "4x1", "1x4", "3x1", "1x3", "3x2", "4x2", "2x4"];
+  const codings = [[], ["-progressive"], ["-restart", "1"], ["-restart", "2B"], ["-optimize"], ["-grayscale"], ["-rgb"]];
+  const dir = mkdtempSync(join(tmpdir(), "cassette-diff-"));
+  try {
+    for (let i = 0; i < 80; i++) {
+      // Mostly small: edges, partial MCUs and narrow components are where decoders part ways.
+      const w = 1 + Math.floor(next() ** 2 * 64), h = 1 + Math.floor(next() ** 2 * 64);
+      const sampling = samplings[randomInt(next, 0, samplings.length - 1)];
+      const coding = codings[randomInt(next, 0, codings.length - 1)];
+      const scale = [1, 2, 4, 8][randomInt(next, 0, 3)];
+      const grey = next() < 0.25;
+      const noise = next() < 0.5;
+      const px = noise ? randomBytes(next, w * h * 3) : Uint8Array.from({ length: w * h * 3 }, (_, k) => 128 + 100 * Math.sin(k / 37 + (k % 3) * 2));
+      const args = ["-sample", sampling, "-quality", String(randomInt(next, 50, 98)), ...coding];
+      const what = `seed ${seed}, ${w}×${h} ${args.join(" ")}${noise ? " (noise)" : ""} at 1/${scale}${grey ? ", grey" : ""}`;
+      const bytes = cjpeg(px, w, h, 3, args);
+      writeFileSync(join(dir, "in.jpg"), bytes);
+      const dj = ["-pnm", ...(grey ? ["-grayscale"] : []), ...(scale > 1 ? ["-scale", `1/${scale}`] : []), "-outfile", join(dir, "out.pnm"), join(dir, "in.jpg")];
+      const r = spawnSync("djpeg", dj, { encoding: "utf8" });
+      assert.is(r.status, 0, `${what}: djpeg ${r.stderr}`);
+      const ref = parsePnm(new Uint8Array(readFileSync(join(dir, "out.pnm"))));
+      const img = jpeg.decode(bytes, { scale: (1 / scale) as JpegScale, grey });
+      assert.equal([img.width, img.height, img.channels], [ref.width, ref.height, ref.channels], `${what}: size and channels`);
+      const d = compare(img.data, ref.data);
+      assert.ok(d.maxAbs <= MAX_ABS, `${what}: max |diff| ${d.maxAbs} against djpeg`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("jpeg-js (the second reference) agrees on 4:4:4 and greyscale files: PSNR ≥ 45 dB", async () => {
   // jpeg-js upsamples chroma by replication, so only unsubsampled files compare tightly.
   const jpeg = await createJpegDecoder();
