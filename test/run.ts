@@ -80,14 +80,21 @@ function findTests(dir: string): string[] {
 // --- Cassandra --------------------------------------------------------------------------------
 const cassandraScript = join(ROOT, "tools/cassandra/cassandra.sh");
 let startedCassandra = false;
+let startedPid: string | undefined;
 function cassandra(cmd: string): number {
   return spawnSync("bash", [cassandraScript, cmd], { stdio: "inherit" }).status ?? 1;
 }
+/** The pid of the node running now ("running (pid P) on …"), if any. */
+function cassandraPid(): string | undefined {
+  return /\(pid (\d+)\)/.exec(spawnSync("bash", [cassandraScript, "status"], { encoding: "utf8" }).stdout ?? "")?.[1];
+}
 function stopCassandra() {
-  if (startedCassandra) {
-    startedCassandra = false;
-    cassandra("stop");
-  }
+  if (!startedCassandra) return;
+  startedCassandra = false;
+  // Only the node this run started: another run on the machine may have replaced it since.
+  const pid = cassandraPid();
+  if (pid === startedPid) cassandra("stop");
+  else console.log(`test: the Cassandra node now running (${pid ? `pid ${pid}` : "none"}) is not the one this run started (pid ${startedPid}): left alone`);
 }
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
   process.on(sig, () => {
@@ -153,6 +160,7 @@ async function main(): Promise<number> {
       process.env.CASSETTE_CASSANDRA_AUTH = "PasswordAuthenticator";
       if (cassandra("start") !== 0) die("Cassandra did not start (see above); nothing was tested");
       startedCassandra = true;
+      startedPid = cassandraPid();
       process.env.CASSETTE_TEST_CASSANDRA_AUTH = "1";
     }
     process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_test";
