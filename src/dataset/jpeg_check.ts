@@ -2,7 +2,9 @@
  * A quick structural check of a JPEG at ingest: SOI, a walk over the marker segments to a
  * frame header (SOF, T.81 B.2.2) with a non-zero size, and EOI at the end. It catches files
  * that are not JPEGs, truncated files and broken headers without decoding; corrupt entropy
- * data is the decoder's to find.
+ * data is the decoder's to find. It also refuses valid JPEGs in a process cassette's decoder
+ * does not read (arithmetic, lossless, hierarchical, 12-bit): stored, each would fail every
+ * epoch that reads it.
  */
 export interface JpegHeader {
   width: number;
@@ -31,6 +33,8 @@ export function checkJpeg(b: Uint8Array): JpegHeader | { reason: string } {
       const height = (b[i + 5] << 8) | b[i + 6];
       const width = (b[i + 7] << 8) | b[i + 8];
       if (width === 0 || height === 0) return { reason: `frame header at offset ${i} gives size ${width}×${height}` };
+      const unread = unsupportedProcess(m, b[i + 4]);
+      if (unread) return { reason: `frame header at offset ${i} (SOF${m - 0xc0}) uses ${unread}, which cassette's decoder does not read` };
       header = { width, height, components: b[i + 9], progressive: m === 0xc2 };
     }
     if (m === 0xda) {
@@ -44,4 +48,14 @@ export function checkJpeg(b: Uint8Array): JpegHeader | { reason: string } {
     i += 2 + len;
   }
   return { reason: `truncated at offset ${i} before the image data` };
+}
+
+/** What of the frame's process (its SOF marker, T.81 Table B.1) and precision we cannot decode. */
+function unsupportedProcess(marker: number, precision: number): string | undefined {
+  if (marker === 0xc3 || marker === 0xcb) return "lossless coding";
+  if ((marker >= 0xc5 && marker <= 0xc7) || marker >= 0xcd) return "hierarchical coding";
+  // Arithmetic files re-code to Huffman losslessly: jpegtran FILE > OUT.
+  if (marker >= 0xc9) return "arithmetic coding (jpegtran FILE > OUT re-codes it with Huffman tables, losslessly)";
+  if (precision !== 8) return `${precision}-bit samples`;
+  return undefined;
 }

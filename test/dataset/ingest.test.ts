@@ -21,7 +21,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const FASHION = "/usr/share/datasets/fashion-mnist/";
 const run = `${runtime.name}-${(runtime.now() * 1000).toFixed(0).slice(-9)}`;
 
-/** An ImageFolder of real cjpeg JPEGs from Fashion-MNIST pixels, plus two bad files. */
+/** An ImageFolder of real cjpeg JPEGs from Fashion-MNIST pixels, plus four it must skip. */
 async function imageFolder(): Promise<string> {
   const root = join(dir, `folder-${Math.random().toString(36).slice(2)}`);
   const [train] = await readIdxDataset(FASHION);
@@ -33,6 +33,13 @@ async function imageFolder(): Promise<string> {
   const good = cjpeg(train.images.subarray(0, 784), 28, 28, 1);
   writeFileSync(join(root, "class_0", "truncated.jpg"), good.subarray(0, good.length - 40));
   writeFileSync(join(root, "class_0", "picture.jpg"), new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]));
+  // Valid JPEGs the decoder cannot read: arithmetic coding (cjpeg -arithmetic), and 12-bit
+  // samples (the same file with its frame's precision byte set to 12).
+  writeFileSync(join(root, "class_0", "arith.jpg"), cjpeg(train.images.subarray(0, 784), 28, 28, 1, ["-arithmetic"]));
+  const twelve = good.slice();
+  const sof = twelve.findIndex((v, k) => v === 0xff && twelve[k + 1] === 0xc0);
+  twelve[sof + 4] = 12;
+  writeFileSync(join(root, "class_0", "twelve.jpg"), twelve);
   return root;
 }
 
@@ -42,10 +49,12 @@ test("ImageFolder: real JPEGs stored, bad files reported by path and skipped; a 
   try {
     const first = await ingest(store, root, { dataset: "folder" });
     assert.is(first.written, 30);
-    assert.is(first.errors.length, 2);
+    assert.is(first.errors.length, 4);
     const byPath = Object.fromEntries(first.errors.map((e) => [e.path!.split("/").pop(), e.reason]));
     assert.match(byPath["truncated.jpg"], /truncated/);
     assert.match(byPath["picture.jpg"], /not a JPEG.*PNG/);
+    assert.match(byPath["arith.jpg"], /SOF9\) uses arithmetic coding.*jpegtran/);
+    assert.match(byPath["twelve.jpg"], /SOF0\) uses 12-bit samples, which cassette's decoder does not read/);
     const spec = await store.getDataset("folder");
     assert.ok(spec.label.classes!.every((c) => c.startsWith("class_")));
     const again = await ingest(store, root, { dataset: "folder" });
@@ -57,7 +66,7 @@ test("ImageFolder: real JPEGs stored, bad files reported by path and skipped; a 
       assert.unreachable("strict stops at a bad file");
     } catch (e) {
       assert.is((e as CassetteError).code, "ERR_MALFORMED_INPUT");
-      assert.match((e as Error).message, /(truncated|picture)\.jpg/);
+      assert.match((e as Error).message, /(truncated|picture|arith|twelve)\.jpg/);
     }
   } finally {
     await store.close();
