@@ -34,7 +34,11 @@ export function checkJpeg(b: Uint8Array): JpegHeader | { reason: string } {
       const width = (b[i + 7] << 8) | b[i + 8];
       if (width === 0 || height === 0) return { reason: `frame header at offset ${i} gives size ${width}×${height}` };
       const unread = unsupportedProcess(m, b[i + 4]);
-      if (unread) return { reason: `frame header at offset ${i} (SOF${m - 0xc0}) uses ${unread}, which cassette's decoder does not read` };
+      if (unread) {
+        // Arithmetic files re-code to Huffman losslessly.
+        const fix = unread === "arithmetic coding" ? " (jpegtran FILE > OUT re-codes it with Huffman tables, losslessly)" : "";
+        return { reason: `frame header at offset ${i} (SOF${m - 0xc0}) uses ${unread}, which cassette's decoder does not read${fix}` };
+      }
       header = { width, height, components: b[i + 9], progressive: m === 0xc2 };
     }
     if (m === 0xda) {
@@ -54,8 +58,7 @@ export function checkJpeg(b: Uint8Array): JpegHeader | { reason: string } {
 function unsupportedProcess(marker: number, precision: number): string | undefined {
   if (marker === 0xc3 || marker === 0xcb) return "lossless coding";
   if ((marker >= 0xc5 && marker <= 0xc7) || marker >= 0xcd) return "hierarchical coding";
-  // Arithmetic files re-code to Huffman losslessly: jpegtran FILE > OUT.
-  if (marker >= 0xc9) return "arithmetic coding (jpegtran FILE > OUT re-codes it with Huffman tables, losslessly)";
+  if (marker >= 0xc9) return "arithmetic coding";
   if (precision !== 8) return `${precision}-bit samples`;
   return undefined;
 }

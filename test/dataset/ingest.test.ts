@@ -53,7 +53,7 @@ test("ImageFolder: real JPEGs stored, bad files reported by path and skipped; a 
     const byPath = Object.fromEntries(first.errors.map((e) => [e.path!.split("/").pop(), e.reason]));
     assert.match(byPath["truncated.jpg"], /truncated/);
     assert.match(byPath["picture.jpg"], /not a JPEG.*PNG/);
-    assert.match(byPath["arith.jpg"], /SOF9\) uses arithmetic coding.*jpegtran/);
+    assert.match(byPath["arith.jpg"], /SOF9\) uses arithmetic coding, which cassette's decoder does not read \(jpegtran/);
     assert.match(byPath["twelve.jpg"], /SOF0\) uses 12-bit samples, which cassette's decoder does not read/);
     const spec = await store.getDataset("folder");
     assert.ok(spec.label.classes!.every((c) => c.startsWith("class_")));
