@@ -644,7 +644,9 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     this.#pending--;
     if (this.#skipErrors) this.#skip(pos);
     else {
-      this.#error ??= e instanceof CassetteError ? e : new CassetteError("ERR_MALFORMED_INPUT", `Cannot transform sample ${this.#plan[pos]}: ${e.message}`, { cause: e });
+      // Named by sample and epoch, whatever threw (a decoder's JpegError names only a byte offset).
+      const code = e instanceof CassetteError ? e.code : "ERR_MALFORMED_INPUT";
+      this.#error ??= new CassetteError(code, `Cannot transform sample ${this.#plan[pos]} of epoch ${this.epoch}: ${e.message}`, { cause: e });
     }
     this.#wakeUp();
   }

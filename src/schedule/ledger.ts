@@ -40,8 +40,11 @@ export class Ledger {
     return false;
   }
 
+  /** Gives up on `pos`: still in flight, or arrived and then failed its transform (a decode). */
   skip(pos: number): boolean {
-    if (this.#state[pos] !== REQUESTED) return false;
+    const s = this.#state[pos];
+    if (s === DELIVERED) this.#delivered--;
+    else if (s !== REQUESTED) return false;
     this.#state[pos] = SKIPPED;
     this.#skipped++;
     return true;

@@ -166,6 +166,47 @@ test("failures are retried and counted; after the retries, skip counts and goes 
   await strict.close();
 });
 
+test("a transform that throws (a sample that does not decode): skip leaves it out in both orders, throw names it and the epoch", async () => {
+  await setup();
+  const plan = epochPlan(ids, { seed: 6, epoch: 0, batchSize: 8 });
+  const broken = new Set([plan[0], plan[3], plan[8], plan[plan.length - 1]]);
+  // Half of them throw at once, half reject later: both paths of the loader's transform.
+  const transform = (s: { id: string; data: Uint8Array }) => {
+    if (!broken.has(s.id)) return s.data.length;
+    if (s.id === plan[0] || s.id === plan[8]) throw new Error(`cannot decode ${s.id}`);
+    return Promise.reject(new Error(`cannot decode ${s.id}`));
+  };
+  for (const order of ["ready", "strict"] as const) {
+    const loader = new Loader({ store: await setup(), ids, batchSize: 8, seed: 6, order, onError: "skip", transform });
+    const batches: string[][] = [];
+    for (let e = 0; e < 2; e++) {
+      batches.length = 0;
+      for await (const b of loader.epoch(0)) batches.push(b.ids);
+      const got = batches.flat();
+      assert.is(got.length, ids.length - broken.size, `${order}: every other sample once`);
+      assert.is(new Set(got).size, got.length);
+      assert.ok(!got.some((id) => broken.has(id)), `${order}: none of the broken ones`);
+    }
+    if (order === "strict") {
+      const want = [];
+      for (let k = 0; k * 8 < plan.length; k++) want.push(plan.slice(k * 8, k * 8 + 8).filter((id) => !broken.has(id)));
+      assert.equal(batches, want.filter((b) => b.length), "strict batches are the plan's, less the skipped samples");
+    }
+    assert.is(loader.stats().errors, 2 * broken.size, `${order}: each counted once an epoch`);
+    await loader.close();
+  }
+  const throwing = new Loader({ store: await setup(), ids, batchSize: 8, seed: 6, order: "strict", transform });
+  try {
+    for await (const _ of throwing.epoch(0)) { /* read */ }
+    assert.unreachable("should throw");
+  } catch (e) {
+    assert.instance(e, CassetteError);
+    assert.match((e as Error).message, new RegExp(`Cannot transform sample (${[...broken].join("|")}) of epoch 0: cannot decode`));
+  } finally {
+    await throwing.close();
+  }
+}, { timeoutMs: 60_000 });
+
 test("a source that answers twice: the second answer is dropped and counted, in both orders", async () => {
   const doubled = new Set(ids.filter((_, i) => i % 3 === 0));
   for (const order of ["ready", "strict"] as const) {
