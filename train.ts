@@ -74,6 +74,11 @@ cores: (cores − 2) / 2, between 1 and 4. Explicit options always win.
   --out DIR           where metrics.jsonl and the plots go (default data/runs/train-<time>)
   --save FILE         save the weights to FILE after every epoch (replaced atomically)
   --backend NAME      WebGPU backend: dawn, or builtin (Deno only)
+  --on-error POLICY   a sample that cannot be read or decoded after its retries: throw (default:
+                      stop, naming it) or skip (train on the rest). Each epoch reports
+                      'testSkipped' and 'skipped': the samples the training loader gave up on
+                      while the epoch ran (its read-ahead of the next epoch's first batches
+                      included); the run's total is loader.errors
   --json              print one JSON document: { model, epochs: [ { epoch, seconds,
                       imagesPerSec, loss, testAccuracy, waitShare, … } ], … } where
                       waitShare is the share of the epoch spent waiting for the loader
@@ -83,7 +88,7 @@ cores: (cores − 2) / 2, between 1 and 4. Explicit options always win.
 
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
-  "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend",
+  "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
 ];
 
 interface Run {
@@ -107,6 +112,7 @@ interface Run {
   out: string;
   save?: string;
   backend?: "dawn" | "builtin";
+  onError: "throw" | "skip";
 }
 
 function options(): Run | undefined {
@@ -126,6 +132,8 @@ function options(): Run | undefined {
   const jitterMs = Number(str("jitter-ms") ?? 0);
   if (!(jitterMs >= 0 && jitterMs <= latencyMs)) bad(`'--jitter-ms' must be from 0 to --latency-ms (${latencyMs}): current value is ${str("jitter-ms")}`);
   const prefetch = str("prefetch") ?? "auto";
+  const onError = str("on-error") ?? "throw";
+  if (onError !== "throw" && onError !== "skip") bad(`'--on-error' must be throw or skip: current value is ${onError}`);
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   return {
     json: o.has("json"),
@@ -148,6 +156,7 @@ function options(): Run | undefined {
     out: str("out") ?? `data/runs/train-${stamp}`,
     save: str("save"),
     backend: backend as Run["backend"],
+    onError,
   };
 }
 
@@ -205,7 +214,7 @@ async function main(): Promise<number> {
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
         store: workers > 0 ? readAddress : readStore!, workers, decode: workers > 0 && decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
-        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode,
+        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode, onError: run.onError,
       });
       loaders.push(l);
       return l;
@@ -261,7 +270,7 @@ async function main(): Promise<number> {
     const nTrain = run.batch <= train.length ? train.length - (train.length % run.batch) : train.length;
     let bar = progress("epoch 1", nTrain, run.json);
     let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
-    let loaderWait0 = 0, displaced = 0;
+    let loaderWait0 = 0, displaced = 0, trainErrors0 = 0, testErrors0 = 0;
     const reports: EpochReport[] = [];
     // Ctrl-C or a kill: once the epoch being written (metrics, plots, weights) is on disk, say
     // what is kept and exit; the proxy process exits with us (bench/proxy/process.ts).
@@ -281,7 +290,7 @@ async function main(): Promise<number> {
         bar = progress(`epoch ${e + 1}/${epochs}`, nTrain, run.json);
         latest = "";
         share = 0;
-        loaderWait0 = trainLoader.stats().waitSeconds;
+        ({ waitSeconds: loaderWait0, errors: trainErrors0 } = trainLoader.stats());
         return trainBatches(e);
       },
       test: testBatches,
@@ -303,14 +312,20 @@ async function main(): Promise<number> {
         const ls = trainLoader.stats();
         // The share of the epoch the training loop waited for the loader (fetch + decode); with
         // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
+        const testErrors = testLoader?.stats().errors ?? 0;
         const report = run.noIo ? { ...r } : {
           ...r,
           waitShare: Math.min(1, (ls.waitSeconds - loaderWait0) / r.seconds),
           outOfPlanShare: r.samples ? displaced / r.samples : 0,
+          // Samples left out after their retries (--on-error skip): training, then the test split.
+          skipped: ls.errors - trainErrors0,
+          testSkipped: testErrors - testErrors0,
         };
+        testErrors0 = testErrors;
         reports.push(report);
+        const skipped = "skipped" in report && report.skipped + report.testSkipped > 0 ? ` · skipped ${report.skipped} + ${report.testSkipped} test` : "";
         bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +
-          `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%`);
+          `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%${skipped}`);
         writing = (async () => {
           await appendFile(metricsPath, JSON.stringify({ model: modelName, ...report }) + "\n");
           await writePlots(run.out, modelName, reports);

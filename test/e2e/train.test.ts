@@ -4,11 +4,12 @@
  */
 import * as assert from "uvu/assert";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
+import { tables } from "../../src/dataset/schema.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-train-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -92,6 +93,37 @@ test("train.ts --save writes weights, and bad options fail with an error that na
   const help = spawnTrain(["--help"]);
   assert.is(help.status, 0);
   assert.ok(help.stdout.includes("--no-io") && help.stdout.includes("--latency-ms"));
+}, { timeoutMs: 400_000 });
+
+test("a stored sample that does not decode: train.ts stops naming it, or with --on-error skip trains on the rest and counts what it left out", () => {
+  // A copy of the store where every sample whose id starts with 0 (about one in 16) has its
+  // JPEG cut in the middle of the entropy data, then closed with EOI.
+  const copy = join(dir, "corrupt.sqlite");
+  copyFileSync(join(dir, "fm.sqlite"), copy);
+  const db = runtime.openSqlite(copy);
+  const t = tables("fashion-mnist").data;
+  let cut = 0;
+  for (const row of db.prepare(`SELECT id, data FROM "${t}" WHERE substr(id, 1, 1) = '0'`).all()) {
+    const data = row.data as Uint8Array;
+    const bad = new Uint8Array(Math.floor(data.length / 2) + 2);
+    bad.set(data.subarray(0, bad.length - 2));
+    bad.set([0xff, 0xd9], bad.length - 2);
+    db.prepare(`UPDATE "${t}" SET data = ? WHERE id = ?`).run(bad, row.id as string);
+    cut++;
+  }
+  db.close();
+  assert.ok(cut > 20, `${cut} samples cut`);
+  const args = ["--store", `sqlite:${copy}`, "--limit", String(LIMIT), "--batch", String(BATCH), "--model", "mlp"];
+  const stopped = spawnTrain([...args, "--epochs", "1", "--out", join(dir, "corrupt-throw"), "--json"]);
+  assert.not.equal(stopped.status, 0, "the default stops");
+  assert.match(stopped.stderr, /sample 0[0-9a-f-]{35} of epoch 0: Cannot decode JPEG/);
+  const r = train(...args, "--epochs", "2", "--on-error", "skip", "--out", join(dir, "corrupt-skip"), "--json");
+  const [a, b] = r.epochs;
+  assert.ok(a.skipped > 0 && a.testSkipped > 0, `training and test samples were skipped: ${a.skipped}, ${a.testSkipped}`);
+  assert.is(b.testSkipped, a.testSkipped, "the same test samples each epoch");
+  assert.is(r.loader.errors, a.skipped + b.skipped, "the epochs' counts add up to the training loader's");
+  assert.ok(a.samples > 0 && b.samples > 0, "each epoch trained");
+  assert.ok(b.testAccuracy > 0.55, `trained on the rest: test accuracy ${b.testAccuracy}`);
 }, { timeoutMs: 400_000 });
 
 test("Ctrl-C mid-run: train.ts exits 130 after the epoch being written, and says what it kept", async () => {
