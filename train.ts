@@ -75,10 +75,8 @@ cores: (cores − 2) / 2, between 1 and 4. Explicit options always win.
   --save FILE         save the weights to FILE after every epoch (replaced atomically)
   --backend NAME      WebGPU backend: dawn, or builtin (Deno only)
   --on-error POLICY   a sample that cannot be read or decoded after its retries: throw (default:
-                      stop, naming it) or skip (train on the rest). Each epoch reports
-                      'testSkipped' and 'skipped': the samples the training loader gave up on
-                      while the epoch ran (its read-ahead of the next epoch's first batches
-                      included); the run's total is loader.errors
+                      stop, naming it) or skip (train on the rest; each epoch reports how many
+                      it left out as 'skipped' and 'testSkipped')
   --json              print one JSON document: { model, epochs: [ { epoch, seconds,
                       imagesPerSec, loss, testAccuracy, waitShare, … } ], … } where
                       waitShare is the share of the epoch spent waiting for the loader
@@ -270,7 +268,7 @@ async function main(): Promise<number> {
     const nTrain = run.batch <= train.length ? train.length - (train.length % run.batch) : train.length;
     let bar = progress("epoch 1", nTrain, run.json);
     let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
-    let loaderWait0 = 0, displaced = 0, trainErrors0 = 0, testErrors0 = 0;
+    let loaderWait0 = 0, displaced = 0, testSkipped0 = 0;
     const reports: EpochReport[] = [];
     // Ctrl-C or a kill: once the epoch being written (metrics, plots, weights) is on disk, say
     // what is kept and exit; the proxy process exits with us (bench/proxy/process.ts).
@@ -290,7 +288,7 @@ async function main(): Promise<number> {
         bar = progress(`epoch ${e + 1}/${epochs}`, nTrain, run.json);
         latest = "";
         share = 0;
-        ({ waitSeconds: loaderWait0, errors: trainErrors0 } = trainLoader.stats());
+        loaderWait0 = trainLoader.stats().waitSeconds;
         return trainBatches(e);
       },
       test: testBatches,
@@ -312,16 +310,16 @@ async function main(): Promise<number> {
         const ls = trainLoader.stats();
         // The share of the epoch the training loop waited for the loader (fetch + decode); with
         // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
-        const testErrors = testLoader?.stats().errors ?? 0;
+        const testSkipped = testLoader?.skipped(0) ?? 0; // every evaluation reads its epoch 0
         const report = run.noIo ? { ...r } : {
           ...r,
           waitShare: Math.min(1, (ls.waitSeconds - loaderWait0) / r.seconds),
           outOfPlanShare: r.samples ? displaced / r.samples : 0,
           // Samples left out after their retries (--on-error skip): training, then the test split.
-          skipped: ls.errors - trainErrors0,
-          testSkipped: testErrors - testErrors0,
+          skipped: trainLoader.skipped(r.epoch - 1),
+          testSkipped: testSkipped - testSkipped0,
         };
-        testErrors0 = testErrors;
+        testSkipped0 = testSkipped;
         reports.push(report);
         const skipped = "skipped" in report && report.skipped + report.testSkipped > 0 ? ` · skipped ${report.skipped} + ${report.testSkipped} test` : "";
         bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +

@@ -172,6 +172,7 @@ export interface LoaderStats {
 export class Loader<T = Fetched> implements AsyncDisposable {
   readonly options: LoaderOptions<T>;
   #source?: Promise<Source>;
+  readonly #skippedByEpoch = new Map<number, number>();
   #retry?: RetrySource;
   #hedge?: HedgeSource;
   #active?: EpochRun<T>;
@@ -289,6 +290,14 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     return this.#source;
   }
 
+  /**
+   * Samples of epoch `epoch` given up on after their retries so far (`onError: "skip"`):
+   * unlike `stats().errors`, not mixed with the next epoch's read-ahead.
+   */
+  skipped(epoch: number): number {
+    return this.#skippedByEpoch.get(epoch) ?? 0;
+  }
+
   /** Figures for everything read so far. */
   stats(): LoaderStats {
     const s = this.#stats;
@@ -347,6 +356,10 @@ export class Loader<T = Fetched> implements AsyncDisposable {
   _error(duplicates = 0, errors = 0): void {
     this.#stats.duplicates += duplicates;
     this.#stats.errors += errors;
+  }
+  /** @internal */
+  _skipped(epoch: number): void {
+    this.#skippedByEpoch.set(epoch, this.skipped(epoch) + 1);
   }
   /** @internal The window depth an epoch starts from: what earlier epochs learned. */
   _depth(learned?: number): number {
@@ -638,6 +651,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
     this.#ledger.skip(pos);
     if (!this.#strict) this.#skippedHeld++;
     this.#loader._error(0, 1);
+    this.#loader._skipped(this.epoch);
   }
 
   #transformFailed(pos: number, e: Error): void {

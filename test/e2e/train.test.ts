@@ -120,9 +120,9 @@ test("a stored sample that does not decode: train.ts stops naming it, or with --
   const r = train(...args, "--epochs", "2", "--on-error", "skip", "--out", join(dir, "corrupt-skip"), "--json");
   const [a, b] = r.epochs;
   assert.ok(a.skipped > 0 && a.testSkipped > 0, `training and test samples were skipped: ${a.skipped}, ${a.testSkipped}`);
-  assert.is(b.testSkipped, a.testSkipped, "the same test samples each epoch");
-  assert.is(r.loader.errors, a.skipped + b.skipped, "the epochs' counts add up to the training loader's");
-  assert.ok(a.samples > 0 && b.samples > 0, "each epoch trained");
+  for (const e of r.epochs) assert.is(e.samples + e.skipped, STEPS * BATCH, `epoch ${e.epoch}: every planned sample trained on or counted as skipped`);
+  assert.is(b.testSkipped, a.testSkipped, "the test split is read whole each time: the same samples are left out");
+  assert.ok(r.loader.errors >= a.skipped + b.skipped, "the training loader counted each one (and any of its read-ahead)");
   assert.ok(b.testAccuracy > 0.55, `trained on the rest: test accuracy ${b.testAccuracy}`);
 }, { timeoutMs: 400_000 });
 
