@@ -308,9 +308,9 @@ async function main(): Promise<number> {
       },
       onEpoch: async (r) => {
         const ls = trainLoader.stats();
+        const testSkipped = testLoader?.skipped(0) ?? 0; // every evaluation reads its epoch 0
         // The share of the epoch the training loop waited for the loader (fetch + decode); with
         // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
-        const testSkipped = testLoader?.skipped(0) ?? 0; // every evaluation reads its epoch 0
         const report = run.noIo ? { ...r } : {
           ...r,
           waitShare: Math.min(1, (ls.waitSeconds - loaderWait0) / r.seconds),

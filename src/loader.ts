@@ -357,8 +357,9 @@ export class Loader<T = Fetched> implements AsyncDisposable {
     this.#stats.duplicates += duplicates;
     this.#stats.errors += errors;
   }
-  /** @internal */
+  /** @internal A sample of `epoch` given up on: an error in stats(), and one of skipped(epoch). */
   _skipped(epoch: number): void {
+    this.#stats.errors++;
     this.#skippedByEpoch.set(epoch, this.skipped(epoch) + 1);
   }
   /** @internal The window depth an epoch starts from: what earlier epochs learned. */
@@ -650,7 +651,6 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
   #skip(pos: number): void {
     this.#ledger.skip(pos);
     if (!this.#strict) this.#skippedHeld++;
-    this.#loader._error(0, 1);
     this.#loader._skipped(this.epoch);
   }
 

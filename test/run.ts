@@ -52,13 +52,14 @@ const filter = opt("--filter");
 const jobs = Number(opt("--jobs") ?? 2);
 const noCassandra = argv.includes("--no-cassandra") && argv.splice(argv.indexOf("--no-cassandra"), 1).length > 0;
 if (!Number.isInteger(jobs) || jobs < 1) die(`--jobs must be a whole number ≥ 1, not '${jobs}'`);
-for (const a of argv) {
-  if (a.startsWith("-")) die(`unknown option '${a}' (see --help)`);
-  if (!statSync(join(ROOT, a), { throwIfNoEntry: false })) die(`no test file or folder '${a}'`);
-}
 // Arguments may be test files or folders of them.
 const files = argv.length
-  ? argv.flatMap((a) => (statSync(join(ROOT, a), { throwIfNoEntry: false })?.isDirectory() ? findTests(join(ROOT, a)) : [a]))
+  ? argv.flatMap((a) => {
+    if (a.startsWith("-")) die(`unknown option '${a}' (see --help)`);
+    const st = statSync(join(ROOT, a), { throwIfNoEntry: false });
+    if (!st) die(`no test file or folder '${a}'`);
+    return st.isDirectory() ? findTests(join(ROOT, a)) : [a];
+  })
   : [TYPECHECK, ...findTests(join(ROOT, "test"))];
 
 function die(msg: string): never {

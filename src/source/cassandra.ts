@@ -61,14 +61,14 @@ export class CassandraStore implements Store {
     const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
     let missing: string | undefined;
     try {
-      const present = async (table: string, key: string) => (await client.execute(`SELECT ${key} FROM system_schema.${table} WHERE keyspace_name = ?${table === "tables" ? " AND table_name = 'cassette_datasets'" : ""}`, [ks], q)).rowLength > 0;
-      if (!(await present("tables", "table_name"))) {
+      const found = async (cql: string) => (await client.execute(cql, [ks], q)).rowLength > 0;
+      if (!(await found("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'cassette_datasets'"))) {
         if (create) {
           for (const cql of cqlRegistry(a.keyspace, opts.replication ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}")) {
             await client.execute(cql);
           }
         } else {
-          missing = (await present("keyspaces", "keyspace_name"))
+          missing = (await found("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?"))
             ? `Cannot read keyspace '${ks}' in ${redact(address)} as a cassette store: it has no cassette_datasets table (cassette ingest makes it)`
             : `Cannot find keyspace '${ks}' in ${redact(address)}: it does not exist (cassette ingest SOURCE --store ${redact(address)} --dataset NAME makes it)`;
         }

@@ -1,13 +1,15 @@
 /**
  * Real JPEGs for tests, made by libjpeg-turbo: its cjpeg (Debian's libjpeg-turbo-progs), and,
  * for the four-component files cjpeg cannot write, its library through
- * test/fixtures/jpeg/cmyk_encode.c (built here with cc against libjpeg62-turbo-dev).
+ * test/fixtures/jpeg/cmyk_encode.c (built here with cc against libjpeg62-turbo-dev); and
+ * djpeg's decode of any JPEG, the reference the decoder tests compare with.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parsePnm, type Pixels } from "../reference/jpeg_compare.ts";
 
 /** Encodes grey (1 channel) or RGB (3 channels) pixels with cjpeg. */
 export function cjpeg(pixels: Uint8Array, width: number, height: number, channels: 1 | 3, args: string[] = ["-quality", "90"]): Uint8Array {
@@ -54,4 +56,26 @@ export function cmykJpeg(rgb: Uint8Array, width: number, height: number, mode: "
 export function removeCmykTool(): void {
   if (cmykTool) rmSync(cmykTool.dir, { recursive: true, force: true });
   cmykTool = undefined;
+}
+
+/**
+ * djpeg's pixels for `bytes` with `args` (e.g. ["-grayscale"], ["-scale", "1/2"]), through
+ * files in `dir`: Deno's spawnSync can stall with a large output behind piped input.
+ */
+export function djpeg(bytes: Uint8Array, args: string[], dir: string): Pixels {
+  const input = join(dir, "djpeg-in.jpg"), output = join(dir, "djpeg-out.pnm");
+  writeFileSync(input, bytes);
+  const all = ["-pnm", ...args, "-outfile", output, input];
+  const r = spawnSync("djpeg", all, { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`djpeg ${all.join(" ")} failed: ${r.stderr}`);
+  return parsePnm(new Uint8Array(readFileSync(output)));
+}
+
+/** RGB pixels to grey as libjpeg does (jccolor.c's rgb_gray: 16-bit weights, rounded). */
+export function rgbToGrey(rgb: Pixels): Pixels {
+  const grey = new Uint8Array(rgb.width * rgb.height);
+  for (let i = 0; i < grey.length; i++) {
+    grey[i] = (19595 * rgb.data[3 * i] + 38470 * rgb.data[3 * i + 1] + 7471 * rgb.data[3 * i + 2] + 32768) >> 16;
+  }
+  return { width: rgb.width, height: rgb.height, channels: 1, data: grey };
 }
