@@ -122,6 +122,8 @@ for (const [group, title] of GROUPS) {
     printTable(`${title}, with libjpeg-turbo (C, timed inside its own process)`, "Mpx/s", rows, "cassette (wasm)", ROUNDS);
   }
   summary.push({ group, rows });
+  // A decoder's wasm memory only grows: this is the high-water mark of every group so far.
+  console.log(`  cassette's decoder holds ${(cassette.memoryBytes / 2 ** 20).toFixed(1)} MiB of wasm memory after this group`);
 }
 
 // ─── grey out ─────────────────────────────────────────────────────────────────────────────────

@@ -4,8 +4,9 @@
  * integer sampling ratio, restart intervals; scaled output (1/2, 1/4, 1/8 through reduced
  * IDCTs) and a coefficient mode that stops after entropy decoding (for an IDCT on the GPU).
  *
- * Each call copies the input into the instance's memory and the result out of it, so results
- * are plain, transferable arrays and the instance is ready for the next image, even after an
+ * Each call copies the input into the instance's memory and the result out of it, strip by
+ * strip as rows are decoded (so the copy reads what is still in cache), so results are plain,
+ * transferable arrays and the instance is ready for the next image, even after an
  * error. One decoder is single-threaded: use one per worker (see pool.ts).
  *
  * @example
@@ -104,6 +105,12 @@ export interface JpegDecoder {
   inspect(bytes: Uint8Array): JpegInfo;
   /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
   decodeCoefficients(bytes: Uint8Array, options?: Pick<JpegDecodeOptions, "maxPixels">): JpegCoefficients;
+  /**
+   * Bytes of WebAssembly memory this decoder holds: its high-water mark, which wasm cannot
+   * give back. Pixels of a sequential image are produced a few rows at a time, so this follows
+   * the largest file and row width seen, not the largest image.
+   */
+  readonly memoryBytes: number;
 }
 
 const DEFAULT_MAX_PIXELS = 100e6;
@@ -114,13 +121,36 @@ const COLOR_SPACES: JpegColorSpace[] = ["gray", "ycbcr", "rgb", "cmyk", "ycck"];
 
 /** Instantiates the wasm decoder once; the returned decoder is reused for every image. */
 export async function createJpegDecoder(): Promise<JpegDecoder> {
-  return new WasmJpegDecoder(await instantiateJpegWasm());
+  return await WasmJpegDecoder.create();
 }
 
 class WasmJpegDecoder implements JpegDecoder {
   readonly #w: JpegExports;
+  /** The image being decoded: filled strip by strip from the module (#rows). */
+  #out: Uint8Array<ArrayBuffer> | undefined;
+  #rowBytes = 0;
   constructor(w: JpegExports) {
     this.#w = w;
+  }
+
+  static async create(): Promise<WasmJpegDecoder> {
+    let self: WasmJpegDecoder | undefined;
+    const w = await instantiateJpegWasm((ptr, y0, n) => self!.#rows(ptr, y0, n));
+    return (self = new WasmJpegDecoder(w));
+  }
+
+  get memoryBytes(): number {
+    return this.#w.memory.buffer.byteLength;
+  }
+
+  /** The module's row sink: the first strip sizes the image, each is copied to its place. */
+  #rows(ptr: number, y0: number, n: number): void {
+    const w = this.#w;
+    if (!this.#out) {
+      this.#rowBytes = w.outWidth() * w.outChannels();
+      this.#out = new Uint8Array(this.#rowBytes * w.outHeight());
+    }
+    this.#out.set(new Uint8Array(w.memory.buffer, ptr, n * this.#rowBytes), y0 * this.#rowBytes);
   }
 
   /** Copies `bytes` to the bottom of the freshly reset arena. */
@@ -148,12 +178,20 @@ class WasmJpegDecoder implements JpegDecoder {
     const { log2, maxPixels } = checkDecodeOptions(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS));
+    let rc: number, data: Uint8Array<ArrayBuffer> | undefined;
+    try {
+      rc = w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS);
+      data = this.#out;
+    } finally {
+      this.#out = undefined; // a failed decode's rows go with it
+    }
+    this.#check(rc);
     const width = w.outWidth();
     const height = w.outHeight();
     const channels = w.outChannels() as 1 | 3;
-    const start = w.outPtr();
-    const data = new Uint8Array(w.memory.buffer, start, width * height * channels).slice();
+    if (!data || data.length !== width * height * channels) {
+      throw new Error(`wasm/jpeg returned ${data?.length ?? 0} bytes of pixels for a ${width}×${height}×${channels} image`);
+    }
     const img: JpegImage = { width, height, channels, data, orientation: w.frameOrientation() };
     return options.applyOrientation ? orient(img) : img;
   }

@@ -7,7 +7,7 @@ import base64 from "../../wasm/build/jpeg_wasm.ts";
 import { CassetteError } from "../errors.ts";
 
 /** wasm/jpeg/index.ts's abiVersion() that this host is written for. */
-const ABI_VERSION = 2;
+const ABI_VERSION = 3;
 
 /** The flat numeric exports of wasm/jpeg/index.ts. */
 export interface JpegExports {
@@ -26,7 +26,6 @@ export interface JpegExports {
   inspect(src: number, len: number): number;
   /** 0 gray, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK. */
   colorSpace(): number;
-  outPtr(): number;
   outWidth(): number;
   outHeight(): number;
   outChannels(): number;
@@ -51,11 +50,18 @@ export interface JpegExports {
 
 let compiled: Promise<WebAssembly.Module> | undefined;
 
-/** A fresh decoder instance with its own memory. */
-export async function instantiateJpegWasm(): Promise<JpegExports> {
+/**
+ * Takes decoded pixels during decode(): `n` whole rows from output row `y0`, at `ptr` in the
+ * instance's memory, valid only until it returns (the module reuses the strip).
+ */
+export type RowSink = (ptr: number, y0: number, n: number) => void;
+
+/** A fresh decoder instance with its own memory; `rows` receives its pixels. */
+export async function instantiateJpegWasm(rows: RowSink = noSink): Promise<JpegExports> {
   compiled ??= WebAssembly.compile(decodeBase64(base64));
   const instance = await WebAssembly.instantiate(await compiled, {
     env: {
+      rows,
       abort(_msg: number, _file: number, line: number, col: number) {
         throw new Error(`wasm/jpeg aborted at line ${line}:${col}`);
       },
@@ -68,6 +74,10 @@ export async function instantiateJpegWasm(): Promise<JpegExports> {
     throw new CassetteError("ERR_RUNTIME", `Cannot load the JPEG decoder as wasm/build/jpeg.wasm has interface version ${abi}, not ${ABI_VERSION}: rebuild it with 'bun build.ts'`);
   }
   return w;
+}
+
+function noSink(): void {
+  throw new Error("wasm/jpeg: this instance was made without a row sink, so it cannot decode pixels");
 }
 
 function decodeBase64(s: string): Uint8Array<ArrayBuffer> {

@@ -11,15 +11,25 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parsePnm, type Pixels } from "../reference/jpeg_compare.ts";
 
-/** Encodes grey (1 channel) or RGB (3 channels) pixels with cjpeg. */
+/**
+ * Encodes grey (1 channel) or RGB (3 channels) pixels with cjpeg, through files: Deno's
+ * spawnSync stalls on megabytes of piped input.
+ */
 export function cjpeg(pixels: Uint8Array, width: number, height: number, channels: 1 | 3, args: string[] = ["-quality", "90"]): Uint8Array {
   const header = new TextEncoder().encode(`${channels === 1 ? "P5" : "P6"}\n${width} ${height}\n255\n`);
-  const input = new Uint8Array(header.length + pixels.length);
-  input.set(header);
-  input.set(pixels, header.length);
-  const r = spawnSync("cjpeg", args, { input, maxBuffer: 1 << 28 });
-  if (r.status !== 0) throw new Error(`cjpeg ${args.join(" ")} failed: ${r.stderr}`);
-  return new Uint8Array(r.stdout);
+  const file = new Uint8Array(header.length + pixels.length);
+  file.set(header);
+  file.set(pixels, header.length);
+  const dir = mkdtempSync(join(tmpdir(), "cassette-cjpeg-"));
+  try {
+    const input = join(dir, "in.pnm"), output = join(dir, "out.jpg");
+    writeFileSync(input, file);
+    const r = spawnSync("cjpeg", [...args, "-outfile", output, input], { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`cjpeg ${args.join(" ")} failed: ${r.stderr}`);
+    return new Uint8Array(readFileSync(output));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 let cmykTool: { exe: string; dir: string } | undefined;

@@ -63,6 +63,71 @@ test("fresh narrow images (1–4 pixels wide, noise) match djpeg: below 3 chroma
   }
 });
 
+test("rows leave the decoder as the scan goes: tall and very wide images match djpeg, and a scan cut midway loses nothing of the next image", async () => {
+  // decoder.ts hands the rows of an image over 256 KB to the host as soon as the MCU rows they
+  // need (the triangle filter's row below included) are decoded, from planes that are rings of
+  // MCU rows, in strips of 256 KB: a tall image crosses many MCU rows, ring turns and strips;
+  // one 65 000 pixels wide has a strip of one row, and chroma past the SIMD row buffer.
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const dir = mkdtempSync(join(tmpdir(), "cassette-rows-"));
+  try {
+    const cases: [number, number, string[]][] = [
+      [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x2"]],
+      [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "1x2", "-restart", "1"]],
+      [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x4"]],
+      [65_000 + randomInt(next, 0, 535), randomInt(next, 2, 5), ["-sample", "2x2"]],
+    ];
+    let tall: Uint8Array | undefined;
+    for (const [w, h, args] of cases) {
+      const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, [...args, "-quality", "85"]);
+      tall ??= bytes;
+      for (const grey of [false, true]) {
+        const ref = djpeg(bytes, grey ? ["-grayscale"] : [], dir);
+        const img = jpeg.decode(bytes, { grey });
+        assert.equal([img.width, img.height, img.channels], [ref.width, ref.height, ref.channels]);
+        const d = compare(img.data, ref.data);
+        assert.ok(d.maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} ${args.join(" ")}${grey ? " grey" : ""}: max |diff| ${d.maxAbs} against djpeg`);
+      }
+    }
+    // Cut inside the scan: rows already handed over belong to no result, and the decoder's
+    // next image is whole.
+    assert.throws(() => jpeg.decode(tall!.subarray(0, Math.floor(tall!.length * 0.6))), /JPEG/);
+    const [w, h] = cases[0];
+    const again = jpeg.decode(tall!);
+    assert.equal(again.data.length, w * h * 3);
+    assert.ok(compare(again.data, djpeg(tall!, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}: the image after a cut scan`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a large sequential image is decoded a few rows at a time: the decoder's memory stays far below its planes and pixels, and a progressive one still decodes whole", async () => {
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const [w, h] = [randomInt(next, 2800, 3000), randomInt(next, 1900, 2000)];
+  const phase = next() * 6;
+  const px = Uint8Array.from({ length: w * h * 3 }, (_, k) => 128 + 100 * Math.sin(k / 97 + (k % 3) * 2 + phase));
+  const dir = mkdtempSync(join(tmpdir(), "cassette-big-"));
+  try {
+    const bytes = cjpeg(px, w, h, 3, ["-sample", "2x2", "-quality", "90"]);
+    const before = jpeg.memoryBytes;
+    const img = jpeg.decode(bytes);
+    assert.ok(compare(img.data, djpeg(bytes, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h}`);
+    // Whole planes (1.5 bytes a pixel) and the RGB (3) would be ~25 MB; rings of two MCU rows
+    // and a 256 KB strip add well under 1 MB to the input the arena holds.
+    const grew = jpeg.memoryBytes - before;
+    assert.ok(grew < bytes.length + (2 << 20), `seed ${seed}, ${w}×${h}: the decoder's memory grew by ${grew} bytes for a ${bytes.length}-byte file`);
+    const prog = cjpeg(px, w, h, 3, ["-sample", "2x2", "-quality", "90", "-progressive"]);
+    assert.ok(compare(jpeg.decode(prog).data, djpeg(prog, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} progressive`);
+    assert.ok(jpeg.memoryBytes - before > w * h * 1.5, "a progressive image keeps whole planes (and its coefficients)");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test("fresh random images in every coding cjpeg makes (samplings to 4×2, progressive, restarts, optimized tables), decoded at every scale, in colour and grey, match djpeg", async () => {
   const jpeg = await createJpegDecoder();
   const seed = freshSeed();

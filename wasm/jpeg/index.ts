@@ -2,7 +2,8 @@
 // The host (src/decode/jpeg.ts) owns every message; the module returns codes and offsets.
 //
 // Use: reset(); p = alloc(n); copy the file to p; decode(p, n, scaleLog2, maxPixels, mode);
-// then read outPtr/outWidth/… (pixels) or comp*(c) (coefficients) before the next reset().
+// pixels reach the host through its env.rows(ptr, y0, n) during decode (decoder.ts); then read
+// outWidth/… or comp*(c) (coefficients) before the next reset().
 import * as F from "./frame";
 import * as D from "./decoder";
 import { QLATCH } from "./scan";
@@ -11,14 +12,14 @@ export { alloc, reset } from "./memory";
 
 /**
  * What the host may ask of this build (src/decode/wasm_module.ts checks it): raise it whenever
- * an export's meaning or a mode changes. 2: decode() mode 2, grey output.
+ * an export's meaning or a mode changes. 2: decode() mode 2, grey output. 3: pixels leave
+ * through the imported env.rows(ptr, y0, n), strip by strip; no outPtr.
  */
-export function abiVersion(): i32 { return 2; }
+export function abiVersion(): i32 { return 3; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
 export { decode, inspect, colorSpace } from "./decoder";
 
-export function outPtr(): usize { return D.outPtr; }
 export function outWidth(): i32 { return D.outWidth; }
 export function outHeight(): i32 { return D.outHeight; }
 export function outChannels(): i32 { return D.outChannels; }

@@ -8,6 +8,7 @@ import * as F from "./frame";
 import * as H from "./huffman";
 import * as M from "./markers";
 import { buildQF, idctBlock } from "./idct";
+import { scanRowDone } from "./decoder";
 import {
   fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
 } from "./errors";
@@ -113,6 +114,7 @@ export function decodeScan(direct: bool): i32 {
     }
     if (failed()) return failedCode();
     if (H.overran()) return shortScan();
+    scanRowDone(my, down);
   }
   if (H.overran()) return shortScan();
   // Skip to the next marker: whatever follows the last MCU before it is padding (libjpeg warns
@@ -176,7 +178,7 @@ function restart(): bool {
       }
       const bs = F.cget(c, F.F_BS);
       const stride = F.cget(c, F.F_STRIDE);
-      const dst = <usize>F.cget(c, F.F_PLANE) + <usize>(by * bs * stride + bx * bs);
+      const dst = <usize>F.cget(c, F.F_PLANE) + <usize>(((by * bs) & F.cget(c, F.F_RMASK)) * stride + bx * bs);
       idctBlock(SCRATCH, QF + (<usize>c << 8), dst, stride, bs, last);
       clearScratch();
     } else {
