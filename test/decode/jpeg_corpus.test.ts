@@ -77,7 +77,7 @@ test("rows leave the decoder as the scan goes: tall and very wide images match d
       [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x2"]],
       [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "1x2", "-restart", "1"]],
       [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x4"]],
-      [65_000 + randomInt(next, 0, 535), randomInt(next, 2, 5), ["-sample", "2x2"]],
+      [65_000 + randomInt(next, 0, 500), randomInt(next, 2, 5), ["-sample", "2x2"]], // cjpeg stops at 65 500
     ];
     let tall: Uint8Array | undefined;
     for (const [w, h, args] of cases) {
