@@ -1,11 +1,17 @@
 /** Pieces two or more adapters share (kept here so each adapter file holds only its differences). */
+import { pathToFileURL } from "node:url";
 import type { SqliteDatabase, SqliteStatement, SqliteValue, WorkerHandle } from "./runtime.ts";
 
+/** SQLite's URI for reading `path` as an immutable file (node:sqlite and bun:sqlite both take it). */
+export function immutableUri(path: string): string {
+  return `${pathToFileURL(path).href}?immutable=1`;
+}
+
 /** node:sqlite's DatabaseSync (Node ≥ 22 and Deno) behind the common interface. */
-export function nodeSqlite(path: string): SqliteDatabase {
+export function nodeSqlite(path: string, options: { immutable?: boolean } = {}): SqliteDatabase {
   // getBuiltinModule keeps node:sqlite (experimental in Node 22) unloaded until a store is opened.
   const { DatabaseSync } = (globalThis as any).process.getBuiltinModule("node:sqlite");
-  const db = new DatabaseSync(path);
+  const db = options.immutable ? new DatabaseSync(immutableUri(path), { readOnly: true }) : new DatabaseSync(path);
   return {
     exec: (sql) => db.exec(sql),
     prepare(sql): SqliteStatement {

@@ -1,7 +1,7 @@
 /** Bun: Dawn through `bun-webgpu` (bun:ffi), bun:sqlite, web Workers. */
-import { Database } from "bun:sqlite";
+import { constants, Database } from "bun:sqlite";
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { toPath, webWorker, webWorkerScope } from "./_shared.ts";
+import { immutableUri, toPath, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuRequest, Runtime, SqliteValue } from "./runtime.ts";
 
 declare const Bun: any;
@@ -47,12 +47,19 @@ export const bun: Runtime = {
     const adapter = await adapterFrom(await dawnGpu(), "dawn", req, "bun-webgpu did not set navigator.gpu");
     return withCompleteLimits(adapter);
   },
-  openSqlite(path) {
-    const db = new Database(path, { create: true, strict: true });
+  openSqlite(path, options = {}) {
+    // A URI needs its flag, which bun:sqlite's options object has no name for; positional `?`
+    // parameters, all a read uses, bind the same without `strict`.
+    const db = options.immutable
+      ? new Database(immutableUri(path), constants.SQLITE_OPEN_READONLY | constants.SQLITE_OPEN_URI)
+      : new Database(path, { create: true, strict: true });
     return {
       exec: (sql) => void db.exec(sql),
       prepare(sql) {
-        const st = db.prepare(sql);
+        // query(), not prepare(): one statement per distinct SQL, which close() can finalize. A
+        // statement left unfinalized keeps bun:sqlite's close() from closing at all, so the
+        // write-ahead log was never folded into the file until the process exited.
+        const st = db.query(sql);
         return {
           run: (...p: SqliteValue[]) => ({ changes: st.run(...p).changes }),
           all: (...p: SqliteValue[]) => st.all(...p),

@@ -55,7 +55,12 @@ export interface Runtime {
   readonly gpuBackends: readonly GpuBackend[];
   /** Adapter + device, or a CassetteError (ERR_NO_GPU_ADAPTER / ERR_GPU_DEVICE). */
   requestAdapter(req?: GpuRequest): Promise<GPUAdapter>;
-  openSqlite(path: string): SqliteDatabase;
+  /**
+   * Opens (making it when absent) the SQLite file at `path`; with `immutable`, reads it only,
+   * as a file nothing changes while it is open (SQLite's `immutable=1`: no locks, no -wal or
+   * -shm files), which is how a WAL file on read-only media can be read at all.
+   */
+  openSqlite(path: string, options?: { immutable?: boolean }): SqliteDatabase;
   spawnWorker(url: URL): WorkerHandle;
   /** Only meaningful inside a worker started by `spawnWorker`. */
   workerScope(): WorkerScope;

@@ -40,6 +40,9 @@ export function validateSpec(spec: DatasetSpec): DatasetSpec {
   };
   if (spec.version !== 1) bad(`its version must be 1: current value is ${spec.version}`);
   if (!NAME.test(spec.name)) bad("its name must be 1–64 letters, digits, '.', '-' or '_', starting with a letter or digit");
+  // Specs also come from JSON and plain JS: a missing list is named, not a TypeError.
+  if (!Array.isArray(spec.columns)) bad(`its 'columns' must be an array of { name, type } ([] for none): current value is ${JSON.stringify(spec.columns)}`);
+  if (!Array.isArray(spec.groupBy)) bad(`its 'groupBy' must be an array of column names ([] for none): current value is ${JSON.stringify(spec.groupBy)}`);
   const seen = new Set<string>();
   for (const c of spec.columns) {
     if (!COLUMN.test(c.name)) bad(`column '${c.name}' is not a valid name (lower-case letter, then a-z, 0-9, _)`);

@@ -3,7 +3,7 @@
  * (bun:sqlite, node:sqlite). Each `put` is one transaction: a sample's data and metadata land
  * together or not at all. Calls are synchronous underneath; the async interface is the Store's.
  */
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { runtime } from "../../runtime-adapters/index.ts";
 import type { SqliteDatabase, SqliteStatement, SqliteValue } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
@@ -55,16 +55,27 @@ export class SqliteStore implements Store {
     if (!create && !existsSync(path)) {
       throw new CassetteError("ERR_STORE", `Cannot open the SQLite store at '${path}': there is no such file (cassette ingest SOURCE --store sqlite:${path} --dataset NAME makes one)`);
     }
-    let db: SqliteDatabase, ours: boolean;
+    let db: SqliteDatabase | undefined, ours: boolean;
+    const isOurs = (d: SqliteDatabase) => !!d.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cassette_meta'").get();
     try {
-      db = runtime.openSqlite(path);
-      db.exec("PRAGMA busy_timeout = 10000");
-      ours = !!db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'cassette_meta'").get();
+      try {
+        db = runtime.openSqlite(path);
+        db.exec("PRAGMA busy_timeout = 10000");
+        ours = isOurs(db);
+      } catch (cause) {
+        closeQuietly(db);
+        db = undefined;
+        if (create) throw cause;
+        db = openImmutable(path, cause);
+        ours = isOurs(db);
+      }
       if (!ours && create) {
         db.exec(SQLITE_REGISTRY);
         ours = true;
       }
     } catch (cause) {
+      closeQuietly(db); // a handle that opened before the failure must not hold the file
+      if (cause instanceof CassetteError) throw cause;
       throw new CassetteError("ERR_STORE", `Cannot open the SQLite store at '${path}': ${(cause as Error).message}`, { cause });
     }
     if (!ours) {
@@ -248,5 +259,34 @@ export class SqliteStore implements Store {
       this.#db.exec("ROLLBACK");
       throw e;
     }
+  }
+}
+
+function closeQuietly(db: SqliteDatabase | undefined): void {
+  try {
+    db?.close();
+  } catch { /* it was not open */ }
+}
+
+/**
+ * A reader's second try. A store is in WAL mode, and SQLite opens a WAL file only where it can
+ * make the -shm file beside it, so on read-only media (a read-only volume, squashfs, an ro NFS
+ * export) the usual open fails. Nothing changes the file through such a mount: it is read as
+ * immutable, unless a write-ahead log lies beside it, whose commits an immutable read would
+ * miss. Throws `cause` (the first failure) when this cannot help.
+ */
+function openImmutable(path: string, cause: unknown): SqliteDatabase {
+  const wal = `${path}-wal`;
+  if (existsSync(wal) && statSync(wal).size > 0) {
+    throw new CassetteError(
+      "ERR_STORE",
+      `Cannot open the SQLite store at '${path}': ${(cause as Error).message}. A write-ahead log (${wal}) holds commits that a reader cannot fold in where it cannot write: open the store once with write access (any cassette command) and copy it again`,
+      { cause },
+    );
+  }
+  try {
+    return runtime.openSqlite(path, { immutable: true });
+  } catch {
+    throw cause;
   }
 }

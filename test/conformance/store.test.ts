@@ -3,7 +3,8 @@
  * every runtime. Cassandra's cases are skipped with a reason only when the suite runs without it.
  */
 import * as assert from "uvu/assert";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -150,6 +151,10 @@ for (const s of stores) {
       await expectError(store.getDataset(`nope-${run}`), "ERR_STORE", new RegExp(`nope-${run}.*${name}`));
       await expectError(store.createDataset({ ...spec(name), groupBy: [] }), "ERR_INVALID_OPTION", /exists with another schema/);
       await expectError(store.createDataset({ ...spec(`x-${run}`), groupBy: ["slde"] }), "ERR_INVALID_OPTION", /group column 'slde'/);
+      // A spec written by hand in JSON or plain JS may leave a list out.
+      const { groupBy: _g, ...noGroupBy } = spec(`y-${run}`);
+      await expectError(store.createDataset(noGroupBy as DatasetSpec), "ERR_INVALID_OPTION", /'groupBy' must be an array.*undefined/);
+      await expectError(store.createDataset({ ...spec(`y-${run}`), columns: "patient" as unknown as DatasetSpec["columns"] }), "ERR_INVALID_OPTION", /'columns' must be an array/);
     } finally {
       await store.close();
     }
@@ -189,6 +194,72 @@ test("sqlite: a reader refuses an SQLite file that is not a cassette store, and 
     after.close();
   }
 });
+
+/** Mounts a tmpfs at a fresh folder; `seal()` makes it read-only, `unmount()` removes it. Root only. */
+function tmpfsMount(): { path: string; seal(): void; unmount(): void } {
+  const path = mkdtempSync(join(tmpdir(), "cassette-ro-"));
+  const sh = (...args: string[]) => {
+    const r = spawnSync(args[0], args.slice(1), { encoding: "utf8" });
+    if (r.status !== 0) throw new Error(`${args.join(" ")}: ${r.stderr || r.error}`);
+  };
+  sh("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", path);
+  return {
+    path,
+    seal: () => sh("mount", "-o", "remount,ro", path),
+    unmount: () => {
+      sh("umount", "--lazy", path); // lazy: a failed assertion may leave a handle open, and must not be hidden
+      rmSync(path, { recursive: true, force: true });
+    },
+  };
+}
+const NOT_ROOT = (globalThis as { process?: { getuid?: () => number } }).process?.getuid?.() === 0
+  ? false
+  : "mounting a read-only tmpfs needs root";
+
+test("sqlite: a store on a read-only file system is read whole through the Loader; a writer is refused; a write-ahead log left beside it is named, not skipped", async () => {
+  const m = tmpfsMount();
+  try {
+    const path = join(m.path, "store.sqlite");
+    const name = `ro-${run}`;
+    const next = rng(freshSeed());
+    const samples: SampleInput[] = Array.from({ length: 300 }, (_, i) => ({
+      key: `k${i}`, label: i % 7, data: randomBytes(next, randomInt(next, 1, 3000)), meta: { patient: `P${i % 4}` },
+    }));
+    const writer = await openStore(`sqlite:${path}`);
+    await writer.createDataset(spec(name));
+    await writer.put(name, samples);
+    await writer.close();
+    // A second copy whose last commit is still in its write-ahead log: a copy taken while a
+    // writer held it open (here, the log copied beside a clean file, without its -shm).
+    const held = runtime.openSqlite(path);
+    held.exec(`CREATE TABLE later (x INTEGER); INSERT INTO later VALUES (1)`);
+    copyFileSync(path, join(m.path, "logged.sqlite"));
+    copyFileSync(`${path}-wal`, join(m.path, "logged.sqlite-wal"));
+    held.exec(`DROP TABLE later`);
+    held.close();
+    assert.not.ok(existsSync(`${path}-wal`) && statSync(`${path}-wal`).size > 0, "the writer folded its log in"); // Bun leaves it empty
+    m.seal();
+
+    await expectError(openStore(`sqlite:${path}`), "ERR_STORE", /store\.sqlite.*(read-only|readonly|unable to open)/i);
+    const { Loader } = await import("../../src/loader.ts");
+    const want = new Map(samples.map((x) => [sampleId(name, x.key), x]));
+    const loader = new Loader({ store: `sqlite:${path}`, dataset: name, ids: [...want.keys()], batchSize: 32, order: "ready", seed: 1 });
+    const seen = new Set<string>();
+    for await (const b of loader.epoch(0)) {
+      b.ids.forEach((id, i) => {
+        assert.not.ok(seen.has(id), `${id} twice`);
+        seen.add(id);
+        assert.is(b.labels[i], want.get(id)!.label);
+        assert.equal(b.items[i].data, want.get(id)!.data, `bytes of ${id}`);
+      });
+    }
+    await loader.close();
+    assert.is(seen.size, samples.length);
+    await expectError(openStore(`sqlite:${join(m.path, "logged.sqlite")}`, { create: false }), "ERR_STORE", /logged\.sqlite-wal.*write access/);
+  } finally {
+    m.unmount();
+  }
+}, { skip: NOT_ROOT, timeoutMs: 60_000 });
 
 test("cassandra: a role granted only SELECT opens the store and reads through the Loader's source; it may not make a keyspace", async () => {
   const address = testCassandra("cassette_conf")!;
