@@ -65,7 +65,7 @@ export class SqliteStore implements Store {
       } catch (cause) {
         closeQuietly(db);
         db = undefined;
-        if (create) throw cause;
+        if (create || !cannotOpen(cause)) throw cause;
         db = openImmutable(path, cause);
         ours = isOurs(db);
       }
@@ -260,6 +260,17 @@ export class SqliteStore implements Store {
       throw e;
     }
   }
+}
+
+/**
+ * SQLITE_CANTOPEN (14), as bun:sqlite (`errno`) and node:sqlite (`errcode`, extended) report
+ * it: the file could not be opened, not a busy lock or a corrupt page, which an immutable read
+ * must not paper over.
+ */
+function cannotOpen(e: unknown): boolean {
+  const x = e as { errno?: unknown; errcode?: unknown };
+  const code = typeof x.errcode === "number" ? x.errcode : typeof x.errno === "number" ? x.errno : -1;
+  return (code & 0xff) === 14;
 }
 
 function closeQuietly(db: SqliteDatabase | undefined): void {

@@ -4,7 +4,7 @@
  */
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -187,6 +187,10 @@ test("sqlite: a reader refuses an SQLite file that is not a cassette store, and 
   db.exec("CREATE TABLE notes (body TEXT)");
   db.close();
   await expectError(openStore(`sqlite:${path}`, { create: false }), "ERR_STORE", /other-app\.sqlite.*without cassette's tables/);
+  // Not SQLite at all: SQLite's own reason, not a retry that reads it some other way.
+  const junk = join(dir, "notes.txt");
+  writeFileSync(junk, "these are not the pages of a database ".repeat(200));
+  await expectError(openStore(`sqlite:${junk}`, { create: false }), "ERR_STORE", /notes\.txt.*not a database/);
   const after = runtime.openSqlite(path);
   try {
     assert.equal(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((r) => r.name), ["notes"]);
