@@ -1,6 +1,6 @@
 import * as assert from "uvu/assert";
 import jpegjs from "jpeg-js";
-import { test } from "../_support/harness.ts";
+import { afterAll, test } from "../_support/harness.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,10 @@ import { corpus, disabled, djpegRef, jpegBytes, writeDiffImage } from "./_fixtur
 // integer one) and colour conversion rounds in Q15, so ±3 is the worst seen.
 const MIN_PSNR = 45;
 const MAX_ABS = 4;
+
+/** Scratch for djpeg's files, one for the file (its tests run one at a time). */
+const dir = mkdtempSync(join(tmpdir(), "cassette-corpus-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 test("every corpus file matches djpeg (libjpeg-turbo): size, channels, max |diff| ≤ 4, PSNR ≥ 45 dB; grey, YCbCr, RGB, CMYK and YCCK", async () => {
   const jpeg = await createJpegDecoder();
@@ -47,19 +51,14 @@ test("fresh narrow images (1–4 pixels wide, noise) match djpeg: below 3 chroma
   const jpeg = await createJpegDecoder();
   const seed = freshSeed();
   const next = rng(seed);
-  const dir = mkdtempSync(join(tmpdir(), "cassette-narrow-"));
-  try {
-    for (const sampling of ["2x1", "2x2", "1x2"]) {
-      for (let w = 1; w <= 4; w++) {
-        const h = randomInt(next, 1, 40);
-        const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, ["-sample", sampling, "-quality", "90"]);
-        const ref = djpeg(bytes, [], dir);
-        const d = compare(jpeg.decode(bytes).data, ref.data);
-        assert.ok(d.maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} -sample ${sampling}: max |diff| ${d.maxAbs} against djpeg`);
-      }
+  for (const sampling of ["2x1", "2x2", "1x2"]) {
+    for (let w = 1; w <= 4; w++) {
+      const h = randomInt(next, 1, 40);
+      const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, ["-sample", sampling, "-quality", "90"]);
+      const ref = djpeg(bytes, [], dir);
+      const d = compare(jpeg.decode(bytes).data, ref.data);
+      assert.ok(d.maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} -sample ${sampling}: max |diff| ${d.maxAbs} against djpeg`);
     }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
 });
 
@@ -71,36 +70,31 @@ test("rows leave the decoder as the scan goes: tall and very wide images match d
   const jpeg = await createJpegDecoder();
   const seed = freshSeed();
   const next = rng(seed);
-  const dir = mkdtempSync(join(tmpdir(), "cassette-rows-"));
-  try {
-    const cases: [number, number, string[]][] = [
-      [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x2"]],
-      [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "1x2", "-restart", "1"]],
-      [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x4"]],
-      [65_000 + randomInt(next, 0, 500), randomInt(next, 2, 5), ["-sample", "2x2"]], // cjpeg stops at 65 500
-    ];
-    let tall: Uint8Array | undefined;
-    for (const [w, h, args] of cases) {
-      const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, [...args, "-quality", "85"]);
-      tall ??= bytes;
-      for (const grey of [false, true]) {
-        const ref = djpeg(bytes, grey ? ["-grayscale"] : [], dir);
-        const img = jpeg.decode(bytes, { grey });
-        assert.equal([img.width, img.height, img.channels], [ref.width, ref.height, ref.channels]);
-        const d = compare(img.data, ref.data);
-        assert.ok(d.maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} ${args.join(" ")}${grey ? " grey" : ""}: max |diff| ${d.maxAbs} against djpeg`);
-      }
+  const cases: [number, number, string[]][] = [
+    [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x2"]],
+    [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "1x2", "-restart", "1"]],
+    [randomInt(next, 400, 500), randomInt(next, 700, 900), ["-sample", "2x4"]],
+    [65_000 + randomInt(next, 0, 500), randomInt(next, 2, 5), ["-sample", "2x2"]], // cjpeg stops at 65 500
+  ];
+  let tall: Uint8Array | undefined;
+  for (const [w, h, args] of cases) {
+    const bytes = cjpeg(randomBytes(next, w * h * 3), w, h, 3, [...args, "-quality", "85"]);
+    tall ??= bytes;
+    for (const grey of [false, true]) {
+      const ref = djpeg(bytes, grey ? ["-grayscale"] : [], dir);
+      const img = jpeg.decode(bytes, { grey });
+      assert.equal([img.width, img.height, img.channels], [ref.width, ref.height, ref.channels]);
+      const d = compare(img.data, ref.data);
+      assert.ok(d.maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} ${args.join(" ")}${grey ? " grey" : ""}: max |diff| ${d.maxAbs} against djpeg`);
     }
-    // Cut inside the scan: rows already handed over belong to no result, and the decoder's
-    // next image is whole.
-    assert.throws(() => jpeg.decode(tall!.subarray(0, Math.floor(tall!.length * 0.6))), /JPEG/);
-    const [w, h] = cases[0];
-    const again = jpeg.decode(tall!);
-    assert.equal(again.data.length, w * h * 3);
-    assert.ok(compare(again.data, djpeg(tall!, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}: the image after a cut scan`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
+  // Cut inside the scan: rows already handed over belong to no result, and the decoder's
+  // next image is whole.
+  assert.throws(() => jpeg.decode(tall!.subarray(0, Math.floor(tall!.length * 0.6))), /JPEG/);
+  const [w, h] = cases[0];
+  const again = jpeg.decode(tall!);
+  assert.equal(again.data.length, w * h * 3);
+  assert.ok(compare(again.data, djpeg(tall!, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}: the image after a cut scan`);
 });
 
 test("a large sequential image is decoded a few rows at a time: the decoder's memory stays far below its planes and pixels, and a progressive one still decodes whole", async () => {
@@ -110,22 +104,17 @@ test("a large sequential image is decoded a few rows at a time: the decoder's me
   const [w, h] = [randomInt(next, 2800, 3000), randomInt(next, 1900, 2000)];
   const phase = next() * 6;
   const px = Uint8Array.from({ length: w * h * 3 }, (_, k) => 128 + 100 * Math.sin(k / 97 + (k % 3) * 2 + phase));
-  const dir = mkdtempSync(join(tmpdir(), "cassette-big-"));
-  try {
-    const bytes = cjpeg(px, w, h, 3, ["-sample", "2x2", "-quality", "90"]);
-    const before = jpeg.memoryBytes;
-    const img = jpeg.decode(bytes);
-    assert.ok(compare(img.data, djpeg(bytes, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h}`);
-    // Whole planes (1.5 bytes a pixel) and the RGB (3) would be ~25 MB; rings of two MCU rows
-    // and a 256 KB strip add well under 1 MB to the input the arena holds.
-    const grew = jpeg.memoryBytes - before;
-    assert.ok(grew < bytes.length + (2 << 20), `seed ${seed}, ${w}×${h}: the decoder's memory grew by ${grew} bytes for a ${bytes.length}-byte file`);
-    const prog = cjpeg(px, w, h, 3, ["-sample", "2x2", "-quality", "90", "-progressive"]);
-    assert.ok(compare(jpeg.decode(prog).data, djpeg(prog, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} progressive`);
-    assert.ok(jpeg.memoryBytes - before > w * h * 1.5, "a progressive image keeps whole planes (and its coefficients)");
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const bytes = cjpeg(px, w, h, 3, ["-sample", "2x2", "-quality", "90"]);
+  const before = jpeg.memoryBytes;
+  const img = jpeg.decode(bytes);
+  assert.ok(compare(img.data, djpeg(bytes, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h}`);
+  // Whole planes (1.5 bytes a pixel) and the RGB (3) would be ~25 MB; rings of two MCU rows
+  // and a 256 KB strip add well under 1 MB to the input the arena holds.
+  const grew = jpeg.memoryBytes - before;
+  assert.ok(grew < bytes.length + (2 << 20), `seed ${seed}, ${w}×${h}: the decoder's memory grew by ${grew} bytes for a ${bytes.length}-byte file`);
+  const prog = cjpeg(px, w, h, 3, ["-sample", "2x2", "-quality", "90", "-progressive"]);
+  assert.ok(compare(jpeg.decode(prog).data, djpeg(prog, [], dir).data).maxAbs <= MAX_ABS, `seed ${seed}, ${w}×${h} progressive`);
+  assert.ok(jpeg.memoryBytes - before > w * h * 1.5, "a progressive image keeps whole planes (and its coefficients)");
 });
 
 test("fresh random images in every coding cjpeg makes (samplings to 4×2, progressive, restarts, optimized tables), decoded at every scale, in colour and grey, match djpeg", async () => {
@@ -134,28 +123,23 @@ test("fresh random images in every coding cjpeg makes (samplings to 4×2, progre
   const next = rng(seed);
   const samplings = ["1x1", "2x1", "1x2", "2x2", "4x1", "1x4", "3x1", "1x3", "3x2", "4x2", "2x4"];
   const codings = [[], ["-progressive"], ["-restart", "1"], ["-restart", "2B"], ["-optimize"], ["-grayscale"], ["-rgb"]];
-  const dir = mkdtempSync(join(tmpdir(), "cassette-diff-"));
-  try {
-    for (let i = 0; i < 80; i++) {
-      // Mostly small: edges, partial MCUs and narrow components are where decoders part ways.
-      const w = 1 + Math.floor(next() ** 2 * 64), h = 1 + Math.floor(next() ** 2 * 64);
-      const sampling = samplings[randomInt(next, 0, samplings.length - 1)];
-      const coding = codings[randomInt(next, 0, codings.length - 1)];
-      const scale = [1, 2, 4, 8][randomInt(next, 0, 3)];
-      const grey = next() < 0.25;
-      const noise = next() < 0.5;
-      const px = noise ? randomBytes(next, w * h * 3) : Uint8Array.from({ length: w * h * 3 }, (_, k) => 128 + 100 * Math.sin(k / 37 + (k % 3) * 2));
-      const args = ["-sample", sampling, "-quality", String(randomInt(next, 50, 98)), ...coding];
-      const what = `seed ${seed}, ${w}×${h} ${args.join(" ")}${noise ? " (noise)" : ""} at 1/${scale}${grey ? ", grey" : ""}`;
-      const bytes = cjpeg(px, w, h, 3, args);
-      const ref = djpeg(bytes, [...(grey ? ["-grayscale"] : []), ...(scale > 1 ? ["-scale", `1/${scale}`] : [])], dir);
-      const img = jpeg.decode(bytes, { scale: (1 / scale) as JpegScale, grey });
-      assert.equal([img.width, img.height, img.channels], [ref.width, ref.height, ref.channels], `${what}: size and channels`);
-      const d = compare(img.data, ref.data);
-      assert.ok(d.maxAbs <= MAX_ABS, `${what}: max |diff| ${d.maxAbs} against djpeg`);
-    }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  for (let i = 0; i < 80; i++) {
+    // Mostly small: edges, partial MCUs and narrow components are where decoders part ways.
+    const w = 1 + Math.floor(next() ** 2 * 64), h = 1 + Math.floor(next() ** 2 * 64);
+    const sampling = samplings[randomInt(next, 0, samplings.length - 1)];
+    const coding = codings[randomInt(next, 0, codings.length - 1)];
+    const scale = [1, 2, 4, 8][randomInt(next, 0, 3)];
+    const grey = next() < 0.25;
+    const noise = next() < 0.5;
+    const px = noise ? randomBytes(next, w * h * 3) : Uint8Array.from({ length: w * h * 3 }, (_, k) => 128 + 100 * Math.sin(k / 37 + (k % 3) * 2));
+    const args = ["-sample", sampling, "-quality", String(randomInt(next, 50, 98)), ...coding];
+    const what = `seed ${seed}, ${w}×${h} ${args.join(" ")}${noise ? " (noise)" : ""} at 1/${scale}${grey ? ", grey" : ""}`;
+    const bytes = cjpeg(px, w, h, 3, args);
+    const ref = djpeg(bytes, [...(grey ? ["-grayscale"] : []), ...(scale > 1 ? ["-scale", `1/${scale}`] : [])], dir);
+    const img = jpeg.decode(bytes, { scale: (1 / scale) as JpegScale, grey });
+    assert.equal([img.width, img.height, img.channels], [ref.width, ref.height, ref.channels], `${what}: size and channels`);
+    const d = compare(img.data, ref.data);
+    assert.ok(d.maxAbs <= MAX_ABS, `${what}: max |diff| ${d.maxAbs} against djpeg`);
   }
 });
 

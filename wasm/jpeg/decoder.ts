@@ -141,7 +141,6 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       if (p == 0) return errorCode();
       F.cset(c, F.F_STRIDE, stride);
       F.cset(c, F.F_PLANE, <i32>p);
-      F.cset(c, F.F_PBH, pbh);
       F.cset(c, F.F_RMASK, pbh < bh ? pbh * bs - 1 : -1);
       const rb = allocChecked(<u64>outWidth + 64);
       if (rb == 0) return errorCode();
@@ -191,8 +190,9 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
   for (let c = 0; c < F.ncomp; c++) {
     if (F.lumaOnly && c > 0) break; // no planes: never shown
     // A component no scan carried (a sequential file cut between scans) shows as mid-grey.
+    // Its plane is whole: a ring means the first scan carried every component.
     if (F.cget(c, F.F_SEEN) == 0 && !F.progressive) {
-      memory.fill(<usize>F.cget(c, F.F_PLANE), 128, <usize>(F.cget(c, F.F_STRIDE) * F.cget(c, F.F_PBH) * F.cget(c, F.F_BS)));
+      memory.fill(<usize>F.cget(c, F.F_PLANE), 128, <usize>(F.cget(c, F.F_STRIDE) * F.cget(c, F.F_BH) * F.cget(c, F.F_BS)));
     }
   }
   emitRows(outHeight);

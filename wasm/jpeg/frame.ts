@@ -2,18 +2,18 @@
 // interval B.2.4.4, APPn facts) and the geometry the decoder derived from it. Plain globals and
 // static records (memory.data), nothing managed: the arena in memory.ts owns the heap.
 //
-// Component record (one per frame component, 18 of 32 × i32 used = 128 bytes):
+// Component record (one per frame component, 17 of 32 × i32 used = 128 bytes):
 //
 //   ┌────┬───┬───┬────┬────┬────┬────┬────┬──────┬───────┬────────┬────┬──────┬────┬────┬──────┐
 //   │ ID │ H │ V │ TQ │ TD │ TA │ BW │ BH │ COEF │ PLANE │ STRIDE │ BS │ PRED │ CW │ CH │ SEEN │
 //   └────┴───┴───┴────┴────┴────┴────┴────┴──────┴───────┴────────┴────┴──────┴────┴────┴──────┘
-//   then PBH, RMASK
+//   then RMASK
 //   ID/H/V/TQ   from SOF: identifier, sampling factors, quantization table
 //   TD/TA       from the current SOS: DC and AC Huffman tables
 //   BW × BH     blocks, padded to whole MCUs (A.2.4)
 //   COEF        64 × i16 per block, transposed natural order (index u·8 + v, see idct.ts)
-//   PLANE       samples after the IDCT, STRIDE bytes a row, BS × BS samples a block, PBH rows of
-//               blocks: BH, or a ring of at least two MCU rows when rows leave as the scan goes
+//   PLANE       samples after the IDCT, STRIDE bytes a row, BS × BS samples a block: BH rows of
+//               blocks, or a ring of at least two MCU rows when rows leave as the scan goes
 //               (decoder.ts), a power of two: sample row y is at row y & RMASK (−1: whole plane)
 //   PRED        DC predictor (F.2.1.3.1)
 //   CW × CH     meaningful samples in PLANE (the rest is MCU padding)
@@ -38,8 +38,7 @@ export const F_PRED = 12;
 export const F_CW = 13;
 export const F_CH = 14;
 export const F_SEEN = 15;
-export const F_PBH = 16;
-export const F_RMASK = 17;
+export const F_RMASK = 16;
 
 @inline export function cget(c: i32, f: i32): i32 {
   return load<i32>(COMP + (<usize>c << 7) + (<usize>f << 2));
