@@ -66,7 +66,7 @@ async function bundle(): Promise<string> {
   try {
     const result = await esbuild.build({
       // The decode and read workers are entries of their own: they are started by URL, beside mod.js.
-      entryPoints: [join(ROOT, "src/mod.ts"), join(ROOT, "src/cli/main.ts"), join(ROOT, "src/decode/worker.ts"), join(ROOT, "src/source/read_worker.ts")],
+      entryPoints: [join(ROOT, "src/mod.ts"), join(ROOT, "src/cli/main.ts"), join(ROOT, "src/decode/worker.ts"), join(ROOT, "src/read/read_worker.ts")],
       outdir,
       outbase: join(ROOT, "src"),
       bundle: true,

@@ -15,7 +15,7 @@ import process from "node:process";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
-import type { Store } from "./src/source/store.ts";
+import type { Store } from "./src/dataset/store.ts";
 import type { Fetched } from "./src/source/source.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
@@ -33,8 +33,8 @@ import { fit, type EpochReport } from "./src/train/fit.ts";
 import { GpuDataset } from "./src/train/gpu_dataset.ts";
 import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
-import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/train/fashion_mnist.ts";
-import { startProxyProcess, type ProxyProcess } from "./bench/proxy/process.ts";
+import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
+import { startProxyProcess, type ProxyProcess } from "./tools/proxy/process.ts";
 import { parseArgs } from "./src/cli/args.ts";
 
 const HELP = `usage: bun run train.ts [options]
@@ -271,7 +271,7 @@ async function main(): Promise<number> {
     let loaderWait0 = 0, displaced = 0, testSkipped0 = 0;
     const reports: EpochReport[] = [];
     // Ctrl-C or a kill: once the epoch being written (metrics, plots, weights) is on disk, say
-    // what is kept and exit; the proxy process exits with us (bench/proxy/process.ts).
+    // what is kept and exit; the proxy process exits with us (tools/proxy/process.ts).
     let writing: Promise<unknown> = Promise.resolve();
     const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
       await writing.catch(() => {});

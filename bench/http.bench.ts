@@ -21,11 +21,11 @@ import { runtime } from "../runtime-adapters/index.ts";
 import { ingest } from "../src/dataset/ingest.ts";
 import { exportDataset } from "../src/cli/export.ts";
 import { openStore } from "../src/source/open.ts";
-import { openReadSource } from "../src/source/open_read.ts";
+import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";
 import { startNginx } from "../test/_support/nginx.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
-import { startProxyProcess } from "./proxy/process.ts";
+import { startProxyProcess } from "../tools/proxy/process.ts";
 
 const args = runtime.args();
 const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);

@@ -25,8 +25,8 @@ import type { DatasetSpec } from "../src/dataset/spec.ts";
 import { sampleId } from "../src/dataset/sample_id.ts";
 import { openStore } from "../src/source/open.ts";
 import { CassandraStore } from "../src/source/cassandra.ts";
-import type { NatRow, SampleInput, Store } from "../src/source/store.ts";
-import { mapLimit } from "../src/source/map_limit.ts";
+import type { NatRow, SampleInput, Store } from "../src/dataset/store.ts";
+import { mapLimit } from "../src/util/map_limit.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
 
 const args = runtime.args();

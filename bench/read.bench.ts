@@ -17,7 +17,7 @@
  * Figures (SVG, into --out, default bench/read/figures): batch time over time, ready vs strict
  * (the paper's Fig. 4), and each connection's throughput over time under each order (Figs. 5–6),
  * from the last round of each setting. The proxy runs in its own process and reports every
- * connection's byte count every 100 ms (bench/proxy/main.ts --sample-ms, via bench/read/timeline.ts).
+ * connection's byte count every 100 ms (tools/proxy/main.ts --sample-ms, via bench/read/timeline.ts).
  *
  *   bun bench/read.bench.ts [--set fmnist|imagenet|both] [--samples N] [--rounds R] [--batch B]
  *       [--prefetch K|auto] [--step-ms S] [--step-kind sleep|busy] [--hedge] [--settings rtt0,rtt20,rtt150,uneven,moving] [--balance driver|rate|both]

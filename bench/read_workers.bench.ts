@@ -1,5 +1,5 @@
 /**
- * Reading in worker threads (the Loader's `workers`, src/source/worker_source.ts) against
+ * Reading in worker threads (the Loader's `workers`, src/read/worker_source.ts) against
  * reading in the loader's own thread, which is the thread that feeds the GPU. Each contender
  * is a fresh Loader reading the same ids with JPEG decoding (`decode`, in the worker when
  * there are workers); contenders interleaved round by round (STYLE.md habit 15). Per round:

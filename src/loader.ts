@@ -36,14 +36,14 @@ import { Window } from "./schedule/window.ts";
 import { assertUnique, Ledger } from "./schedule/ledger.ts";
 import { type Batch, packBatch } from "./assemble/batch.ts";
 import type { Fetched, Source } from "./source/source.ts";
-import { RetrySource } from "./source/retry.ts";
-import { type HedgeOptions, hedgeOptions, HedgeSource } from "./source/hedge.ts";
+import { RetrySource } from "./read/retry.ts";
+import { type HedgeOptions, hedgeOptions, HedgeSource } from "./read/hedge.ts";
 import { openSource } from "./source/open.ts";
-import { openReadSource } from "./source/open_read.ts";
+import { openReadSource } from "./read/open.ts";
 import { parseStoreAddress } from "./source/address.ts";
-import type { Store } from "./source/store.ts";
-import { openWorkerSource } from "./source/worker_source.ts";
-import { DecodeSource } from "./source/decode_source.ts";
+import type { Store } from "./dataset/store.ts";
+import { openWorkerSource } from "./read/worker_source.ts";
+import { DecodeSource } from "./read/decode_source.ts";
 import { checkDecodeOptions, createJpegDecoder, type JpegDecodeOptions } from "./decode/jpeg.ts";
 
 export interface LoaderOptions<T = Fetched> {
@@ -86,7 +86,7 @@ export interface LoaderOptions<T = Fetched> {
   transform?: (s: Fetched) => T | Promise<T>;
   /**
    * Hedged requests (default off): a sample slower than the recent p95 latency × 2 is asked for
-   * again, the first answer wins, at most 5 % of requests are hedged (src/source/hedge.ts).
+   * again, the first answer wins, at most 5 % of requests are hedged (src/read/hedge.ts).
    */
   hedge?: boolean | HedgeOptions;
   /**
@@ -112,7 +112,7 @@ export interface LoaderOptions<T = Fetched> {
    * Read in this many worker threads, each with its own connections to the store (default 0:
    * in this thread). Needs a store address. The driver's work, and with `decode` the decoding,
    * then leave the thread that iterates the batches, which is the one that feeds the GPU
-   * (src/source/worker_source.ts).
+   * (src/read/worker_source.ts).
    */
   workers?: number;
   /**
@@ -562,7 +562,7 @@ class EpochRun<T> implements AsyncIterableIterator<Batch<T>, undefined> {
    * Once everything is requested and the consumer waits, samples pending far longer than
    * usual (3 × the median request time, and 100 ms more) are asked for once more; the source
    * sends them where they should finish first. This is HedgeSource's second trigger
-   * (`urge`, src/source/hedge.ts), inside the retries: the first answer wins, the other is
+   * (`urge`, src/read/hedge.ts), inside the retries: the first answer wins, the other is
    * dropped there, and an error waits for the other attempt. Option `reaskTail`.
    */
 

@@ -1,9 +1,9 @@
 /**
- * The proxy in its own process (bench/proxy/process.ts) sampling every connection's byte
+ * The proxy in its own process (tools/proxy/process.ts) sampling every connection's byte
  * counts, and what the read benchmark draws from them: `rates(from, to)` gives MB/s per
  * connection per sample interval (the 2025 paper's Figs. 5–6).
  */
-import { type ProxyProcess, type Snapshot, startProxyProcess } from "../proxy/process.ts";
+import { type ProxyProcess, type Snapshot, startProxyProcess } from "../../tools/proxy/process.ts";
 
 export type { Snapshot };
 

@@ -7,7 +7,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
-import { loadFashionMnist } from "../../src/train/fashion_mnist.ts";
+import { loadFashionMnist } from "../../src/dataset/fashion_mnist.ts";
 import { trainInGpu } from "../../src/train/train_in_gpu.ts";
 
 const args = runtime.args();

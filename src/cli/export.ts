@@ -15,9 +15,9 @@ import { CassetteError } from "../errors.ts";
 import { loadSplit } from "../dataset/splits.ts";
 import { progress } from "../observe/progress.ts";
 import { formatLabels, isObjectName, LABELS_FILE, parseLabels, PART_PREFIX } from "../source/file.ts";
-import { mapLimit } from "../source/map_limit.ts";
+import { mapLimit } from "../util/map_limit.ts";
 import { openStore } from "../source/open.ts";
-import type { Store } from "../source/store.ts";
+import type { Store } from "../dataset/store.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
 
 export const help = `usage: cassette export --store URL --dataset NAME --out DIR [--split FILE[:INDEX|:NAME]] [options]

@@ -1,7 +1,7 @@
 /** `cassette read`: the tight loop — read a split as fast as the loader can, report figures. */
 import { Loader } from "../loader.ts";
 import { loadSplit } from "../dataset/splits.ts";
-import { openReadSource } from "../source/open_read.ts";
+import { openReadSource } from "../read/open.ts";
 import { parseStoreAddress, redact } from "../source/address.ts";
 import type { Source } from "../source/source.ts";
 import { progress } from "../observe/progress.ts";

@@ -1,6 +1,6 @@
 /** `cassette splits`: train/val/test splits from a dataset's metadata, saved as a split file. */
 import { createSplits, formatSplits, saveSplits } from "../dataset/splits.ts";
-import type { NatRow } from "../source/store.ts";
+import type { NatRow } from "../dataset/store.ts";
 import { openStore } from "../source/open.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
 

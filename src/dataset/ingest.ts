@@ -21,8 +21,8 @@ import { readIdxDataset } from "./idx.ts";
 import { sampleId } from "./sample_id.ts";
 import { checkJpeg } from "./jpeg_check.ts";
 import { type Column, type ColumnType, type DatasetSpec, validateSpec } from "./spec.ts";
-import type { MetaValue, SampleInput, Store } from "../source/store.ts";
-import { mapLimit } from "../source/map_limit.ts";
+import type { MetaValue, SampleInput, Store } from "./store.ts";
+import { mapLimit } from "../util/map_limit.ts";
 
 export interface IngestOptions {
   dataset: string;

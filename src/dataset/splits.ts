@@ -17,7 +17,7 @@ import { CassetteError } from "../errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { hash32, rng, shuffle } from "../plan/rng.ts";
 import { column, type DatasetSpec, specHash } from "./spec.ts";
-import type { NatRow } from "../source/store.ts";
+import type { NatRow } from "./store.ts";
 
 export interface SplitParams {
   /** Relative sizes, e.g. [7, 2, 1]. */

@@ -9,7 +9,7 @@ import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } f
 import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../dataset/schema.ts";
 import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
 import { parseStoreAddress, redact } from "./address.ts";
-import { mapLimit } from "./map_limit.ts";
+import { mapLimit } from "../util/map_limit.ts";
 import {
   type DatasetInfo,
   type MetaValue,
@@ -21,7 +21,7 @@ import {
   type Store,
   type StoredSample,
   unknownDataset,
-} from "./store.ts";
+} from "../dataset/store.ts";
 
 export interface CassandraStoreOptions extends CassandraOptions {
   /** Replication of a keyspace cassette creates (default SimpleStrategy, factor 1). */

@@ -10,7 +10,7 @@ import { tables } from "../dataset/schema.ts";
 import type { CassandraStore } from "./cassandra.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
 import { storeError } from "./retryable.ts";
-import { type Lane, RateChooser } from "../schedule/connection_choice.ts";
+import { type Lane, RateChooser } from "./connection_choice.ts";
 
 export interface CassandraSourceOptions {
   /**
@@ -18,7 +18,7 @@ export interface CassandraSourceOptions {
    * - "rate" (default): to the connection where a new request should finish first, (in flight
    *   + 1) / measured completion rate, so a congested connection holds requests in proportion
    *   to what it delivers instead of a fair share of the window (NOTE [ Connection choice ]
-   *   in src/schedule/connection_choice.ts).
+   *   in src/source/connection_choice.ts).
    * - "driver": the driver's own choice, the less loaded of two round-robin neighbours by
    *   in-flight count alone.
    */
@@ -36,7 +36,7 @@ interface DriverHost {
 /**
  * Replaces a driver host's borrowConnection — the one call the request path makes
  * (lib/request-execution.js `_host.borrowConnection`) — by a RateChooser (NOTE [ Connection
- * choice ] in src/schedule/connection_choice.ts). Per host, so it applies to every request of
+ * choice ] in src/source/connection_choice.ts). Per host, so it applies to every request of
  * that client; idempotent.
  */
 function balanceByRate(host: DriverHost): void {

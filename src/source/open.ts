@@ -15,7 +15,7 @@ import { CassetteError } from "../errors.ts";
 import { parseStoreAddress, redact } from "./address.ts";
 import { CassandraStore, type CassandraStoreOptions } from "./cassandra.ts";
 import { SqliteStore } from "./sqlite.ts";
-import type { Store } from "./store.ts";
+import type { Store } from "../dataset/store.ts";
 import type { Source } from "./source.ts";
 import { SqliteSource } from "./sqlite_source.ts";
 import { CassandraSource, type CassandraSourceOptions } from "./cassandra_source.ts";

@@ -12,7 +12,7 @@ export interface Fetched {
   id: string;
   label: number;
   data: Uint8Array;
-  /** The decoded pixels, when the source decodes (a Loader's `decode` option: src/source/decode_source.ts). */
+  /** The decoded pixels, when the source decodes (a Loader's `decode` option: src/read/decode_source.ts). */
   image?: JpegImage;
   /** Which connection or worker served it (for per-connection statistics), if known. */
   conn?: string;

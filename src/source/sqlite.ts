@@ -20,7 +20,7 @@ import {
   type Store,
   type StoredSample,
   unknownDataset,
-} from "./store.ts";
+} from "../dataset/store.ts";
 
 const IN_CHUNK = 500; // ids per SELECT … IN (…), under SQLite's parameter limit
 const SCAN_PAGE = 10_000;

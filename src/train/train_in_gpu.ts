@@ -10,7 +10,7 @@ import { GpuDataset } from "./gpu_dataset.ts";
 import { createModel } from "./model.ts";
 import type { ModelSpec, Sequential } from "./model.ts";
 import type { OptimizerSpec } from "./optim.ts";
-import type { ImageSplit } from "./fashion_mnist.ts";
+import type { ImageSplit } from "../dataset/fashion_mnist.ts";
 
 export interface TrainInGpuOptions {
   /** A name of MODELS ("mlp", "cnn", "cnn-bn") or a spec. */

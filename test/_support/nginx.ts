@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "../../bench/proxy/process.ts";
+import { freePort } from "../../tools/proxy/process.ts";
 
 export const NGINX = "/usr/sbin/nginx";
 /** A skip reason when nginx is not installed (apt-get install nginx-light or nginx). */

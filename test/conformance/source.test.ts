@@ -16,7 +16,7 @@ import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore } from "../../src/source/open.ts";
-import { openReadSource } from "../../src/source/open_read.ts";
+import { openReadSource } from "../../src/read/open.ts";
 import { isRetryable } from "../../src/source/retryable.ts";
 import { exportDataset } from "../../src/cli/export.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";

@@ -12,7 +12,7 @@ import { ingest } from "../../src/dataset/ingest.ts";
 import { readIdxDataset } from "../../src/dataset/idx.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { openStore } from "../../src/source/open.ts";
-import type { Store } from "../../src/source/store.ts";
+import type { Store } from "../../src/dataset/store.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 

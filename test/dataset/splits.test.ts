@@ -6,7 +6,7 @@ import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
 import { createSplits, loadSplit, loadSplits, saveSplits } from "../../src/dataset/splits.ts";
 import type { DatasetSpec } from "../../src/dataset/spec.ts";
-import type { NatRow } from "../../src/source/store.ts";
+import type { NatRow } from "../../src/dataset/store.ts";
 import { CassetteError } from "../../src/errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-splits-"));

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
-import { startProxy, unevenEvery } from "../../bench/proxy/proxy.ts";
+import { startProxy, unevenEvery } from "../../tools/proxy/proxy.ts";
 import { openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { exportDataset } from "../../src/cli/export.ts";

@@ -9,7 +9,7 @@ import { Loader } from "../../src/loader.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { epochPlan } from "../../src/plan/epoch.ts";
-import type { Store } from "../../src/source/store.ts";
+import type { Store } from "../../src/dataset/store.ts";
 import type { Source } from "../../src/source/source.ts";
 import { CassetteError } from "../../src/errors.ts";
 

@@ -6,7 +6,7 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
-import { startProxy, unevenEvery } from "../../bench/proxy/proxy.ts";
+import { startProxy, unevenEvery } from "../../tools/proxy/proxy.ts";
 import { parseStoreAddress } from "../../src/source/address.ts";
 import { CassandraStore } from "../../src/source/cassandra.ts";
 import { Loader } from "../../src/loader.ts";

@@ -1,5 +1,5 @@
 /** A parent for test/proxy/process.test.ts: starts a proxy process, prints its port, waits to be killed. */
-import { startProxyProcess } from "../../bench/proxy/process.ts";
+import { startProxyProcess } from "../../tools/proxy/process.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 const [target] = runtime.args();

@@ -10,8 +10,8 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { openCassandra } from "../../src/source/cassandra_client.ts";
 import { parseStoreAddress } from "../../src/source/address.ts";
-import { uniform } from "../../bench/proxy/proxy.ts";
-import { proxyAddressTranslator, startCassandraProxies } from "../../bench/proxy/cassandra.ts";
+import { uniform } from "../../tools/proxy/proxy.ts";
+import { proxyAddressTranslator, startCassandraProxies } from "../../tools/proxy/cassandra.ts";
 import { eventually, median } from "./_servers.ts";
 
 test("the translator maps each node's rpc_address to its proxy, and the driver accepts it", () => {

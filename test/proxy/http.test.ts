@@ -6,7 +6,7 @@ import { createServer } from "node:http";
 import undici from "undici/index.js";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomBytes, rng } from "../_support/random.ts";
-import { startProxy, unevenEvery } from "../../bench/proxy/proxy.ts";
+import { startProxy, unevenEvery } from "../../tools/proxy/proxy.ts";
 
 const { Pool } = undici;
 const seed = freshSeed();

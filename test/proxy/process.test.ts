@@ -1,6 +1,6 @@
 /**
- * The proxy as a command in its own process (bench/proxy/main.ts, driven by
- * bench/proxy/process.ts, as train.ts --latency-ms and the benchmarks use it): it listens on
+ * The proxy as a command in its own process (tools/proxy/main.ts, driven by
+ * tools/proxy/process.ts, as train.ts --latency-ms and the benchmarks use it): it listens on
  * the port it reports, adds its delay, samples byte counts per connection, reports a bad
  * option with the proxy's own message, and is gone after close() or once its parent is killed.
  */
@@ -8,7 +8,7 @@ import * as assert from "uvu/assert";
 import { spawn } from "node:child_process";
 import { afterAll, test } from "../_support/harness.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
-import { startProxyProcess, type ProxyProcess } from "../../bench/proxy/process.ts";
+import { startProxyProcess, type ProxyProcess } from "../../tools/proxy/process.ts";
 import { dial, echo, eventually, readBytes, roundTrip, startServer, type TestServer } from "./_servers.ts";
 
 const servers: TestServer[] = [];

@@ -1,5 +1,5 @@
 /**
- * The latency proxy (bench/proxy/) against real TCP servers on port 0: added round trip,
+ * The latency proxy (tools/proxy/) against real TCP servers on port 0: added round trip,
  * streaming (not stop-and-wait), bandwidth cap, integrity under jitter, per-connection
  * profiles, backpressure, half-close and shutdown. Timings are asserted with room for a
  * loaded 2-core machine: lower bounds are exact (nothing leaves early), upper bounds loose.
@@ -10,8 +10,8 @@ import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { capAt, type Proxy, startProxy, unevenEvery, uniform } from "../../bench/proxy/proxy.ts";
-import { BURST, DelayLine } from "../../bench/proxy/delay_line.ts";
+import { capAt, type Proxy, startProxy, unevenEvery, uniform } from "../../tools/proxy/proxy.ts";
+import { BURST, DelayLine } from "../../tools/proxy/delay_line.ts";
 import { closed, dial, echo, eventually, median, readBytes, roundTrip, sleep, startServer, type TestServer } from "./_servers.ts";
 
 const servers: TestServer[] = [];

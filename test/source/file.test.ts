@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { openStore } from "../../src/source/open.ts";
-import { openReadSource } from "../../src/source/open_read.ts";
+import { openReadSource } from "../../src/read/open.ts";
 import { openFileSource } from "../../src/source/file.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { Loader } from "../../src/loader.ts";

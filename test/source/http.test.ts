@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { openStore } from "../../src/source/open.ts";
-import { openReadSource } from "../../src/source/open_read.ts";
+import { openReadSource } from "../../src/read/open.ts";
 import { parseHttpUrl } from "../../src/source/http.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { exportDataset } from "../../src/cli/export.ts";

@@ -1,7 +1,7 @@
 /**
  * Decoding where the sample is read: a Source → Source wrapper (STYLE.md habit 5) that decodes
  * each answer's JPEG bytes as it arrives and hands it on with `image` set. In a read worker
- * (src/source/worker_source.ts) this puts the decode on the worker's thread beside the fetch,
+ * (src/read/worker_source.ts) this puts the decode on the worker's thread beside the fetch,
  * so the loader's thread gets pixels; in the loader's own thread it is the same as decoding in
  * the loader's transform. A file that does not decode is an error naming the sample, not
  * worth asking again (the bytes would be the same).
@@ -9,8 +9,8 @@
  * @example
  * ```ts
  * import { DecodeSource } from "./decode_source.ts";
- * import { openReadSource } from "./open_read.ts";
- * import { openStore } from "./open.ts";
+ * import { openReadSource } from "./open.ts";
+ * import { openStore } from "../source/open.ts";
  * import { ingest } from "../dataset/ingest.ts";
  * import { createJpegDecoder } from "../decode/jpeg.ts";
  * const store = await openStore("sqlite:.tmp/decode-source-example.sqlite");
@@ -24,8 +24,8 @@
  * ```
  */
 import { checkDecodeOptions, type JpegDecodeOptions, type JpegDecoder } from "../decode/jpeg.ts";
-import { storeError } from "./retryable.ts";
-import type { FetchCallback, Source } from "./source.ts";
+import { storeError } from "../source/retryable.ts";
+import type { FetchCallback, Source } from "../source/source.ts";
 
 export class DecodeSource implements Source {
   readonly #inner: Source;

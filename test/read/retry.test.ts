@@ -7,10 +7,10 @@
 import * as assert from "uvu/assert";
 import { createServer } from "node:http";
 import { afterAll, test } from "../_support/harness.ts";
-import { openReadSource } from "../../src/source/open_read.ts";
+import { openReadSource } from "../../src/read/open.ts";
 import { formatLabels } from "../../src/source/file.ts";
 import { isRetryable, storeError } from "../../src/source/retryable.ts";
-import { RetrySource } from "../../src/source/retry.ts";
+import { RetrySource } from "../../src/read/retry.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
 

@@ -26,8 +26,8 @@
  * @example
  * ```ts
  * import { HedgeSource } from "./hedge.ts";
- * import { openReadSource } from "./open_read.ts";
- * import { openStore } from "./open.ts";
+ * import { openReadSource } from "./open.ts";
+ * import { openStore } from "../source/open.ts";
  * import { ingest } from "../dataset/ingest.ts";
  * const store = await openStore("sqlite:.tmp/hedge-example.sqlite");
  * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 4 });
@@ -42,7 +42,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
-import type { FetchCallback, Fetched, Source } from "./source.ts";
+import type { FetchCallback, Fetched, Source } from "../source/source.ts";
 
 export interface HedgeOptions {
   /** The quantile of recent latencies the deadline is taken from (default 0.95). */

@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
-import { HedgeSource } from "../../src/source/hedge.ts";
+import { HedgeSource } from "../../src/read/hedge.ts";
 import type { Fetched, Source } from "../../src/source/source.ts";
-import type { Store } from "../../src/source/store.ts";
+import type { Store } from "../../src/dataset/store.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-hedge-"));
 const store: Store = await openStore(`sqlite:${join(dir, "fm.sqlite")}`);

@@ -4,7 +4,7 @@
  * metadata table to build splits. The loader's read path (a Source) is built on `get`.
  */
 import { CassetteError } from "../errors.ts";
-import { type DatasetSpec, RESERVED_COLUMNS } from "../dataset/spec.ts";
+import { type DatasetSpec, RESERVED_COLUMNS } from "./spec.ts";
 
 export type MetaValue = string | number | null;
 

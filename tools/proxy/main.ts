@@ -2,16 +2,16 @@
  * The latency proxy as a command, in its own process (so it does not share the event loop of
  * what it measures). Prints per-connection stats on SIGINT/SIGTERM, then exits. With
  * `--sample-ms`, also prints every connection's byte counts at that interval (the read
- * benchmark's per-connection throughput over time); bench/proxy/process.ts drives it.
+ * benchmark's per-connection throughput over time); tools/proxy/process.ts drives it.
  *
- *   bun bench/proxy/main.ts --target 127.0.0.1:9042 --listen 127.0.0.1:19042 --delay-ms 75
+ *   bun tools/proxy/main.ts --target 127.0.0.1:9042 --listen 127.0.0.1:19042 --delay-ms 75
  */
 import process from "node:process";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { capAt, type ConnectionStats, type Profile, startProxy, unevenEvery, uniform } from "./proxy.ts";
 
-const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
+const USAGE = `usage: bun tools/proxy/main.ts --target HOST:PORT [options]
   A TCP proxy that adds latency (and optionally a bandwidth cap) to every connection.
   --target HOST:PORT      the real server (required)
   --listen HOST:PORT      where to listen (default 127.0.0.1:0, any free port)
@@ -26,7 +26,7 @@ const USAGE = `usage: bun bench/proxy/main.ts --target HOST:PORT [options]
   --seed S                seed of the jitter draws (default 1)
   --sample-ms MS          every MS, print one line of every connection's byte counts
   --exit-with-stdin       exit when stdin closes: a parent process that dies, even killed,
-                          takes the proxy with it (bench/proxy/process.ts sets it)
+                          takes the proxy with it (tools/proxy/process.ts sets it)
   --json                  print JSON lines: {"listening": PORT} once listening, the samples
                           {"t": wall-clock ms, "c": [[index, bytesDown, bytesUp, cap B/s now or 0], …]},
                           and the stats as one document on exit

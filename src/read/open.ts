@@ -21,12 +21,12 @@
  * ```
  */
 import { CassetteError } from "../errors.ts";
-import { parseStoreAddress, redact } from "./address.ts";
-import type { CassandraStoreOptions } from "./cassandra.ts";
-import { type FileSourceOptions, openFileSource } from "./file.ts";
-import type { HttpSourceOptions } from "./http.ts";
-import { openSource, openStore } from "./open.ts";
-import type { Source } from "./source.ts";
+import { parseStoreAddress, redact } from "../source/address.ts";
+import type { CassandraStoreOptions } from "../source/cassandra.ts";
+import { type FileSourceOptions, openFileSource } from "../source/file.ts";
+import type { HttpSourceOptions } from "../source/http.ts";
+import { openSource, openStore } from "../source/open.ts";
+import type { Source } from "../source/source.ts";
 
 export interface OpenReadOptions {
   /** Cap on requests in flight at the source (default: the source's own). */
@@ -50,7 +50,7 @@ export async function openReadSource(address: string, dataset?: string, options:
   const maxInFlight = options.maxInFlight;
   switch (a.kind) {
     case "http": {
-      const { openHttpSource } = await import("./http.ts");
+      const { openHttpSource } = await import("../source/http.ts");
       return openHttpSource(a.url, { ...options.http, ...(maxInFlight ? { maxInFlight } : {}), dataset });
     }
     case "file":

@@ -3,7 +3,7 @@
  * throughput of one bulk echo stream, direct vs through the proxy at 0 ms and at 10 ms one way.
  * The proxy runs in this process, as tests run it (the CLI, main.ts, runs it in its own).
  *
- *   bun bench/proxy/overhead.ts [--mb 64]
+ *   bun tools/proxy/overhead.ts [--mb 64]
  */
 import { connect, createServer, type Socket } from "node:net";
 import { runtime } from "../../runtime-adapters/index.ts";

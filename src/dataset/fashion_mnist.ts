@@ -3,7 +3,7 @@
  * bytes plus the normalization pixels/255, then (x − 0.2860) / 0.3530 (the train split's mean
  * and std, the same constants train.ts's GPU preprocessing uses).
  */
-import { readIdxDataset } from "../dataset/idx.ts";
+import { readIdxDataset } from "./idx.ts";
 import { CassetteError } from "../errors.ts";
 
 export const FASHION_MNIST_MEAN = 0.2860;

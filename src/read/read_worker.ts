@@ -1,5 +1,5 @@
 /**
- * Entry of a read worker (src/source/worker_source.ts): one store source per worker, with its
+ * Entry of a read worker (src/read/worker_source.ts): one store source per worker, with its
  * own connections, optionally decoding each sample where it arrives (DecodeSource). Results
  * go back in packets, one message for all the answers of an event-loop turn, their bytes and
  * pixels packed into one transferred buffer, so the loader's thread pays one message per
@@ -16,9 +16,9 @@
 import { runtime } from "../../runtime-adapters/index.ts";
 import { createJpegDecoder } from "../decode/jpeg.ts";
 import { DecodeSource } from "./decode_source.ts";
-import { openReadSource } from "./open_read.ts";
-import { isRetryable } from "./retryable.ts";
-import type { Fetched, Source } from "./source.ts";
+import { openReadSource } from "./open.ts";
+import { isRetryable } from "../source/retryable.ts";
+import type { Fetched, Source } from "../source/source.ts";
 import { META, type Packet, type ToWorker, type SerializedError } from "./worker_source.ts";
 
 const scope = runtime.workerScope();

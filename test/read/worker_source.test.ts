@@ -1,5 +1,5 @@
 /**
- * Reading in worker threads (src/source/worker_source.ts, read_worker.ts) against reading in
+ * Reading in worker threads (src/read/worker_source.ts, read_worker.ts) against reading in
  * this thread, on real stores: every sample comes once with the same bytes and label, and with
  * `decode` the same pixels as the wasm decoder gives here, on fresh random JPEGs made by cjpeg;
  * a hedged duplicate is answered on its own; errors name the sample and say whether asking
@@ -15,14 +15,14 @@ import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { cjpeg } from "../_support/cjpeg.ts";
 import { openStore } from "../../src/source/open.ts";
-import { openReadSource } from "../../src/source/open_read.ts";
-import { openWorkerSource } from "../../src/source/worker_source.ts";
+import { openReadSource } from "../../src/read/open.ts";
+import { openWorkerSource } from "../../src/read/worker_source.ts";
 import { createJpegDecoder } from "../../src/decode/jpeg.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import type { Fetched, Source } from "../../src/source/source.ts";
-import type { Store } from "../../src/source/store.ts";
+import type { Store } from "../../src/dataset/store.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-workers-"));
@@ -179,7 +179,7 @@ test("Loader with read workers: each epoch every id once; strict order gives the
 test("a read worker that dies with requests in flight: retried on its replacement, nothing lost or twice", async () => {
   const crashFile = join(dir, `crashed-${runtime.name}`);
   (globalThis as { process?: { env: Record<string, string> } }).process!.env.CASSETTE_TEST_CRASH_FILE = crashFile;
-  const { WorkerSource } = await import("../../src/source/worker_source.ts");
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
   const src = new WorkerSource(address, "rnd", { workers: 1, workerUrl: new URL("../fixtures/crashing_read_worker.ts", import.meta.url) });
   await src.ready;
   const loader = new Loader({ store: src, ids, batchSize: 4, seed: 5, prefetch: 4, retries: 3 });
@@ -200,7 +200,7 @@ test("a dead worker whose replacements cannot open the store: every request gets
   copyFileSync(join(dir, "s.sqlite"), path);
   const crashFile = join(dir, `crashed-gone-${runtime.name}`);
   (globalThis as { process?: { env: Record<string, string> } }).process!.env.CASSETTE_TEST_CRASH_FILE = crashFile;
-  const { WorkerSource } = await import("../../src/source/worker_source.ts");
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
   const src = new WorkerSource(`sqlite:${path}`, "rnd", { workers: 1, workerUrl: new URL("../fixtures/crashing_read_worker.ts", import.meta.url) });
   await src.ready;
   rm(path, { force: true });

@@ -4,7 +4,7 @@
  * through the first proxy without and then with the address translator, and prints where the
  * driver's connections went.
  *
- *   bun bench/proxy/route_check.ts [cassandra://HOST[:PORT]/ks]   (default cassandra://127.0.0.1:9042/system)
+ *   bun tools/proxy/route_check.ts [cassandra://HOST[:PORT]/ks]   (default cassandra://127.0.0.1:9042/system)
  *
  * README.md beside this file has the results on a 2-node cluster.
  */

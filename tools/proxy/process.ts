@@ -1,5 +1,5 @@
 /**
- * The proxy in its own process (bench/proxy/main.ts), so its copies and timers do not share
+ * The proxy in its own process (tools/proxy/main.ts), so its copies and timers do not share
  * the measured client's event loop. Resolves once the proxy listens (it says so on stdout);
  * with `sampleMs`, collects its per-connection byte counts over time (bench/read/timeline.ts
  * turns them into throughput per connection).

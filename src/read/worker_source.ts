@@ -22,7 +22,7 @@
  * @example
  * ```ts
  * import { openWorkerSource } from "./worker_source.ts";
- * import { openStore } from "./open.ts";
+ * import { openStore } from "../source/open.ts";
  * import { ingest } from "../dataset/ingest.ts";
  * const store = await openStore("sqlite:.tmp/worker-source-example.sqlite");
  * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 4 });
@@ -37,8 +37,8 @@
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { checkDecodeOptions, type JpegDecodeOptions, type JpegImage } from "../decode/jpeg.ts";
-import { redact } from "./address.ts";
-import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
+import { redact } from "../source/address.ts";
+import { Capacity, type FetchCallback, type Fetched, type Source } from "../source/source.ts";
 
 /** Int32 fields per answer in a packet's `meta`: seq, label, data at, data length, conn, image at, width, height, channels, orientation. */
 export const META = 10;
@@ -87,10 +87,10 @@ export interface WorkerSourceOptions {
 }
 
 // From source the entry is read_worker.ts beside this file; the bundle (build.ts) has it at
-// dist/source/read_worker.js, one folder below the chunk that holds this code.
+// dist/read/read_worker.js, one folder below the chunk that holds this code.
 const DEFAULT_WORKER_URL = import.meta.url.endsWith(".ts")
   ? new URL("./read_worker.ts", import.meta.url)
-  : new URL("./source/read_worker.js", import.meta.url);
+  : new URL("./read/read_worker.js", import.meta.url);
 
 interface Slot {
   index: number;

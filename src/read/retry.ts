@@ -7,8 +7,8 @@
  * another replica.
  */
 import type { CassetteError } from "../errors.ts";
-import { isRetryable, storeError } from "./retryable.ts";
-import type { FetchCallback, Source } from "./source.ts";
+import { isRetryable, storeError } from "../source/retryable.ts";
+import type { FetchCallback, Source } from "../source/source.ts";
 
 export interface RetryOptions {
   /** Attempts after the first (default 3). */
