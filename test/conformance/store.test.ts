@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { expectError } from "../_support/expect.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore, type OpenStoreOptions } from "../../src/source/open.ts";
 import { openCassandra } from "../../src/source/cassandra_client.ts";
@@ -18,7 +19,6 @@ import type { Fetched } from "../../src/source/source.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import type { DatasetSpec } from "../../src/dataset/spec.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
-import { CassetteError } from "../../src/errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-store-"));
@@ -63,18 +63,6 @@ const spec = (name: string): DatasetSpec => ({
   groupBy: ["patient"],
   label: { kind: "int" },
 });
-
-async function expectError(p: Promise<unknown>, code: string, re: RegExp) {
-  try {
-    await p;
-  } catch (e) {
-    assert.instance(e, CassetteError);
-    assert.is((e as CassetteError).code, code, (e as Error).message);
-    assert.match((e as Error).message, re);
-    return;
-  }
-  assert.unreachable(`should fail with ${code}`);
-}
 
 for (const s of stores) {
   test(`${s.name}: random blobs and labels round trip, in the order asked; metadata scans typed`, async () => {

@@ -11,13 +11,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
+import { expectError } from "../_support/expect.ts";
 import { openStore } from "../../src/source/open.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { parseHttpUrl } from "../../src/source/http.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { exportDataset } from "../../src/cli/export.ts";
 import { Loader } from "../../src/loader.ts";
-import { CassetteError } from "../../src/errors.ts";
 import type { FetchCallback, Source } from "../../src/source/source.ts";
 
 const DATASET = "fm";
@@ -70,18 +70,6 @@ function watchErrors(inner: Source, onError: (id: string, err: Error) => void): 
     inFlight: () => inner.inFlight(),
     close: () => inner.close(),
   };
-}
-
-async function expectError(p: Promise<unknown>, code: string, re: RegExp): Promise<Error> {
-  try {
-    await p;
-  } catch (e) {
-    assert.instance(e, CassetteError);
-    assert.is((e as CassetteError).code, code, (e as Error).message);
-    assert.match((e as Error).message, re);
-    return e as Error;
-  }
-  return assert.unreachable(`should fail with ${code}`) as never;
 }
 
 test("export, nginx, Loader: every id once, the store's bytes and labels, attributed to pooled connections", async () => {
