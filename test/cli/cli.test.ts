@@ -1,17 +1,10 @@
 import * as assert from "uvu/assert";
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "../_support/harness.ts";
-import { runtime } from "../../runtime-adapters/index.ts";
+import { cassette } from "../_support/cli.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
-
-function cassette(...args: string[]) {
-  const [cmd, ...pre] = runtime.scriptCommand("src/cli/main.ts", args);
-  const r = spawnSync(cmd, pre, { encoding: "utf8", timeout: 60_000 });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 
 test("cassette id --json prints the documented ids", () => {
   const r = cassette("id", "--json", "fashion-mnist", "train/0", "t10k/9");

@@ -3,12 +3,12 @@
  * row, and running it again completes the dataset with nothing lost or duplicated.
  */
 import * as assert from "uvu/assert";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { startCassette } from "../_support/cli.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { openStore } from "../../src/source/open.ts";
 import { tables } from "../../src/dataset/schema.ts";
@@ -22,9 +22,8 @@ const SOURCE = "idx:/usr/share/datasets/fashion-mnist/";
 
 /** Starts an ingest in a child process and kills it after it has written some chunks. */
 function ingestAndKill(store: string, dataset: string): Promise<void> {
-  const [cmd, ...args] = runtime.scriptCommand("src/cli/main.ts", ["ingest", SOURCE, "--store", store, "--dataset", dataset, "--limit", String(LIMIT)]);
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const child = startCassette("ingest", SOURCE, "--store", store, "--dataset", dataset, "--limit", String(LIMIT));
     let err = "";
     child.stderr.on("data", (d) => {
       err += d;

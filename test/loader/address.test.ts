@@ -5,13 +5,12 @@
  * labels.json or from --split.
  */
 import * as assert from "uvu/assert";
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
-import { runtime } from "../../runtime-adapters/index.ts";
+import { cassette } from "../_support/cli.ts";
 import { openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { exportDataset } from "../../src/cli/export.ts";
@@ -38,12 +37,6 @@ const addresses = () => [
   { name: "http", address: web?.url ?? "http://nginx-missing", skip: NO_NGINX },
   { name: "file", address: `file:${out}`, skip: false as const },
 ];
-
-function cassette(...args: string[]) {
-  const [cmd, ...pre] = runtime.scriptCommand("src/cli/main.ts", args);
-  const r = spawnSync(cmd, pre, { encoding: "utf8", timeout: 60_000 });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
 
 for (const a of addresses()) {
   test(`new Loader({ store: "${a.name}:…" }) opens it: every id once per epoch, the store's bytes and labels, in both orders`, async () => {

@@ -5,18 +5,17 @@
  * bad labels files are clear errors; the source's backpressure holds.
  */
 import * as assert from "uvu/assert";
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
-import { runtime } from "../../runtime-adapters/index.ts";
+import { cassette } from "../_support/cli.ts";
+import { expectError } from "../_support/expect.ts";
 import { openStore } from "../../src/source/open.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { openFileSource } from "../../src/source/file.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { Loader } from "../../src/loader.ts";
-import { CassetteError } from "../../src/errors.ts";
 
 const DATASET = "fm";
 const tmp = mkdtempSync(join(tmpdir(), "cassette-file-"));
@@ -30,24 +29,6 @@ for await (const page of store.scanNat(DATASET)) ids.push(...page.map((r) => r.i
 const want = new Map((await store.get(DATASET, ids)).map((s) => [s.id, s]));
 await store.close();
 const out = join(tmp, "export");
-
-function cassette(...args: string[]) {
-  const [cmd, ...pre] = runtime.scriptCommand("src/cli/main.ts", args);
-  const r = spawnSync(cmd, pre, { encoding: "utf8", timeout: 60_000 });
-  return { code: r.status, out: r.stdout, err: r.stderr };
-}
-
-async function expectError(p: Promise<unknown>, code: string, re: RegExp): Promise<void> {
-  try {
-    await p;
-  } catch (e) {
-    assert.instance(e, CassetteError);
-    assert.is((e as CassetteError).code, code, (e as Error).message);
-    assert.match((e as Error).message, re);
-    return;
-  }
-  assert.unreachable(`should fail with ${code}`);
-}
 
 test("cassette export: a split, then the rest, then nothing; parts of an interrupted run are removed; --json and --help", () => {
   const splitFile = join(tmp, "splits.json");
@@ -154,7 +135,7 @@ test("opening: no labels.json, a bad labels.json, another dataset, sqlite withou
   const bad = join(tmp, "bad");
   const badLabels = (doc: unknown) => {
     rmSync(bad, { recursive: true, force: true });
-    spawnSync("mkdir", ["-p", bad]);
+    mkdirSync(bad, { recursive: true });
     writeFileSync(join(bad, "labels.json"), typeof doc === "string" ? doc : JSON.stringify(doc));
   };
   badLabels("{ not json");
