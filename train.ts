@@ -16,14 +16,14 @@ import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
 import type { Store } from "./src/dataset/store.ts";
-import type { Fetched } from "./src/source/source.ts";
+import type { Sample } from "./src/read/sample.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
 import { loadSplits } from "./src/dataset/splits.ts";
 import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
-import { createJpegDecoder } from "./src/decode/jpeg.ts";
+import { createDecoder } from "./src/decode/decoders.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import { createPreprocessor } from "./src/gpu/preprocess.ts";
@@ -201,14 +201,14 @@ async function main(): Promise<number> {
       log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
     }
 
-    const jpeg = await createJpegDecoder();
+    const decoder = await createDecoder();
     // With read workers the samples arrive decoded (the loader's `decode`); without, decoding is
     // the loader's transform. Either way a sample is ready once decoded (NOTE [ Ready-order
-    // assembly ] in src/loader.ts), so a slow decode delays only its own sample.
+    // assembly ] in src/assemble/assembler.ts), so a slow decode delays only its own sample.
     // A grey model asks the decoder for one channel: a colour file's luma, with its chroma's
     // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
     const decodeOptions = C === 1 ? { grey: true } : {};
-    const decode = (s: Fetched) => s.image ?? jpeg.decode(s.data, decodeOptions);
+    const decode = (s: Sample) => s.image ?? decoder.decode(s.data, decodeOptions);
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
         store: workers > 0 ? readAddress : readStore!, workers, decode: workers > 0 && decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,

@@ -6,9 +6,10 @@
  *   data:    [ sample 0 bytes | sample 1 bytes | … | sample n-1 bytes ]
  *   offsets: [ 0, end0, end1, …, end(n-1) ]      sample i = data[offsets[i] .. offsets[i+1])
  */
+import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
 
-export interface Batch<T = Fetched> {
+export interface Batch<T = Sample> {
   epoch: number;
   /** 0, 1, 2 … in the order handed over. */
   index: number;
@@ -17,7 +18,7 @@ export interface Batch<T = Fetched> {
   /** The raw bytes, contiguous (empty when a transform produced `items`). */
   data: Uint8Array;
   offsets: Uint32Array;
-  /** The samples: Fetched records, or the transform's results. */
+  /** The samples as read (Sample records), or the transform's results. */
   items: T[];
   /** Bytes fetched for this batch. */
   bytes: number;

@@ -1,9 +1,9 @@
 /** `cassette read`: the tight loop — read a split as fast as the loader can, report figures. */
 import { Loader } from "../loader.ts";
 import { loadSplit } from "../dataset/splits.ts";
-import { openReadSource } from "../read/open.ts";
-import { parseStoreAddress, redact } from "../source/address.ts";
-import type { Source } from "../source/source.ts";
+import { datasetNeeded, open } from "../read/open.ts";
+import type { ReadSource } from "../read/sample.ts";
+import { redact } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
@@ -47,9 +47,9 @@ export async function run(argv: string[]): Promise<number> {
   const decode = options.has("decode"), grey = options.has("grey");
   if (grey && !decode) usageError("read", "--grey needs --decode");
   const address = required(options, "read", "store");
-  const kind = parseStoreAddress(address).kind;
   let dataset = options.get("dataset") as string | undefined;
-  if (!dataset && (kind === "sqlite" || kind === "cassandra")) usageError("read", `needs --dataset: a ${kind} store holds several`);
+  const why = datasetNeeded(address, dataset);
+  if (why) usageError("read", `needs --dataset: ${why}`);
   const order = (options.get("order") ?? "ready") as "ready" | "strict";
   if (order !== "ready" && order !== "strict") usageError("read", `--order must be ready or strict: current value is ${order}`);
   const onError = (options.get("on-error") ?? "throw") as "throw" | "skip";
@@ -57,7 +57,7 @@ export async function run(argv: string[]): Promise<number> {
   if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
   const prefetch = options.get("prefetch") === "auto" ? "auto" : intOption(options, "read", "prefetch");
   const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
-  const source: Source = await openReadSource(address, dataset, { balance });
+  const source: ReadSource = await open(address, { mode: "read", dataset, balance });
   let closeSource = true;
   try {
     dataset ??= source.dataset;

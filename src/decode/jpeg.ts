@@ -23,35 +23,21 @@
 import { CassetteError } from "../errors.ts";
 import { JpegError } from "./jpeg_error.ts";
 import { instantiateJpegWasm, type JpegExports } from "./wasm_module.ts";
+import { checkDecodeOptions, type Decoder, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf } from "./decoder.ts";
+
+import { orient } from "./orient.ts";
+
+export { checkDecodeOptions, orient };
 
 /** Output size as a fraction of the image's: 1, 1/2, 1/4 or 1/8 (a reduced IDCT, not a resize). */
-export type JpegScale = 1 | 0.5 | 0.25 | 0.125;
+export type JpegScale = DecodeScale;
 
-export interface JpegDecodeOptions {
-  /** Default 1. */
-  scale?: JpegScale;
-  /** Images with more pixels (width × height, before scaling) are refused before any allocation. Default 100e6. */
-  maxPixels?: number;
-  /** Rotate/flip the pixels as the Exif orientation says (default false: reported, not applied). */
-  applyOrientation?: boolean;
-  /**
-   * One channel out, whatever the file holds (default false), as libjpeg's grayscale output
-   * (`djpeg -grayscale`): a YCbCr file's luma as stored, its chroma read past but neither
-   * transformed nor converted (the faster path, and a third of the bytes); an RGB or CMYK
-   * file's colours weighted 0.299 R + 0.587 G + 0.114 B. For a model that takes grey input.
-   */
-  grey?: boolean;
-}
+/** The JPEG decoder takes the common options (src/decode/decoder.ts) and no others. */
+export type JpegDecodeOptions = DecodeOptions;
 
-export interface JpegImage {
-  width: number;
-  height: number;
+export interface JpegImage extends Image {
   /** 1 (grey) or 3 (RGB); CMYK and YCCK files come out as RGB. */
   channels: 1 | 3;
-  /** Interleaved samples, row-major, `width * channels` bytes a row, no padding. */
-  data: Uint8Array<ArrayBuffer>;
-  /** Exif orientation 1…8 (1 when absent); already applied when `applyOrientation` was set. */
-  orientation: number;
 }
 
 export type JpegColorSpace = "gray" | "ycbcr" | "rgb" | "cmyk" | "ycck";
@@ -98,7 +84,7 @@ export interface JpegCoefficients {
   components: JpegComponentCoefficients[];
 }
 
-export interface JpegDecoder {
+export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
   /** Pixels. Throws JpegError (malformed or unsupported input) or CassetteError (bad options). */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): JpegImage;
   /** Header only (markers up to the first scan): size, components, sampling, process. */
@@ -113,10 +99,8 @@ export interface JpegDecoder {
   readonly memoryBytes: number;
 }
 
-const DEFAULT_MAX_PIXELS = 100e6;
 // The wasm decoder's modes (wasm/jpeg/decoder.ts).
 const MODE_PIXELS = 0, MODE_COEFFICIENTS = 1, MODE_GREY = 2;
-const SCALES: Record<number, number> = { 1: 0, 0.5: 1, 0.25: 2, 0.125: 3 };
 const COLOR_SPACES: JpegColorSpace[] = ["gray", "ycbcr", "rgb", "cmyk", "ycck"];
 
 /** Instantiates the wasm decoder once; the returned decoder is reused for every image. */
@@ -125,7 +109,9 @@ export async function createJpegDecoder(): Promise<JpegDecoder> {
 }
 
 class WasmJpegDecoder implements JpegDecoder {
-  readonly #w: JpegExports;
+  readonly format = "jpeg";
+  #w: JpegExports;
+  #closed = false;
   /** The image being decoded: filled strip by strip from the module (#rows). */
   #out: Uint8Array<ArrayBuffer> | undefined;
   #rowBytes = 0;
@@ -140,7 +126,13 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 
   get memoryBytes(): number {
-    return this.#w.memory.buffer.byteLength;
+    return this.#closed ? 0 : this.#w.memory.buffer.byteLength;
+  }
+
+  /** Drops the instance (its memory goes with the last reference). */
+  close(): void {
+    this.#closed = true;
+    this.#w = undefined as unknown as JpegExports;
   }
 
   /** The module's row sink: the first strip sizes the image, each is copied to its place. */
@@ -155,6 +147,7 @@ class WasmJpegDecoder implements JpegDecoder {
 
   /** Copies `bytes` to the bottom of the freshly reset arena. */
   #load(bytes: Uint8Array): number {
+    if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", "Cannot decode JPEG as the decoder is closed");
     if (!(bytes instanceof Uint8Array)) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as the input must be a Uint8Array: current value is ${describe(bytes)}`);
     }
@@ -262,39 +255,6 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 }
 
-const FLAGS = ["grey", "applyOrientation"] as const;
-
-/**
- * Throws a CassetteError (ERR_INVALID_OPTION) naming the first bad option; returns the scale's
- * log2 and the pixel bound. decode() runs it on every image; those who hold options before any
- * image comes (a Loader's `decode`) run it to name a bad option at once.
- */
-export function checkDecodeOptions(options: JpegDecodeOptions): { log2: number; maxPixels: number } {
-  if (typeof options !== "object" || options === null) {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as the options must be an object: current value is ${describe(options)}`);
-  }
-  const scale = options.scale ?? 1;
-  const log2 = SCALES[scale];
-  if (log2 === undefined) {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'scale' must be 1, 0.5, 0.25 or 0.125: current value is ${scale}`);
-  }
-  const maxPixels = maxPixelsOf(options);
-  for (const flag of FLAGS) {
-    if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as '${flag}' must be true or false: current value is ${describe(options[flag])}`);
-    }
-  }
-  return { log2, maxPixels };
-}
-
-function maxPixelsOf(options: { maxPixels?: number }): number {
-  const maxPixels = options.maxPixels ?? DEFAULT_MAX_PIXELS;
-  if (typeof maxPixels !== "number" || !(maxPixels > 0)) {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'maxPixels' must be a positive number: current value is ${maxPixels}`);
-  }
-  return maxPixels;
-}
-
 function processOf(m: number): JpegProcess {
   if (m === 0xc0) return "baseline";
   if (m === 0xc1) return "extended";
@@ -302,43 +262,4 @@ function processOf(m: number): JpegProcess {
   if (m === 0xc3) return "lossless";
   if (m >= 0xc5 && m <= 0xc7) return "hierarchical";
   return "arithmetic";
-}
-
-function describe(x: unknown): string {
-  if (x === null) return "null";
-  if (typeof x === "object") return (x as object).constructor?.name ?? "object";
-  return `${typeof x} ${String(x).slice(0, 40)}`;
-}
-
-/**
- * Applies Exif orientation `img.orientation` (TIFF 6.0 tag 274): the result is as a viewer
- * shows it, with orientation 1.
- */
-export function orient(img: JpegImage): JpegImage {
-  const o = img.orientation;
-  if (o <= 1 || o > 8) return img;
-  const { width: W, height: H, channels: ch, data } = img;
-  const swap = o >= 5;
-  const w2 = swap ? H : W;
-  const h2 = swap ? W : H;
-  const out = new Uint8Array(data.length);
-  for (let y = 0; y < h2; y++) {
-    for (let x = 0; x < w2; x++) {
-      // (sx, sy): where displayed pixel (x, y) is stored.
-      let sx: number, sy: number;
-      switch (o) {
-        case 2: sx = W - 1 - x; sy = y; break;
-        case 3: sx = W - 1 - x; sy = H - 1 - y; break;
-        case 4: sx = x; sy = H - 1 - y; break;
-        case 5: sx = y; sy = x; break;
-        case 6: sx = y; sy = H - 1 - x; break;
-        case 7: sx = W - 1 - y; sy = H - 1 - x; break;
-        default: sx = W - 1 - y; sy = x; break; // 8
-      }
-      const s = (sy * W + sx) * ch;
-      const d = (y * w2 + x) * ch;
-      for (let c = 0; c < ch; c++) out[d + c] = data[s + c];
-    }
-  }
-  return { width: w2, height: h2, channels: ch, data: out, orientation: 1 };
 }

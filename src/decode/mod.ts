@@ -1,8 +1,11 @@
 /**
- * The decode stage's public surface (re-exported by src/mod.ts): the wasm JPEG decoder, its
- * errors, and the worker pool.
+ * The decode stage's surface (the `cassette/decode` subpath): the Decoder seam, the wasm JPEG
+ * decoder, its errors, and the worker pool.
  * @module
  */
+export { createDecoder } from "./decoders.ts";
+export type { DecoderFormat } from "./decoders.ts";
+export type { AsyncDecoder, DecodeOptions, Decoder, DecodeScale, Image } from "./decoder.ts";
 export { createJpegDecoder, orient } from "./jpeg.ts";
 export type {
   JpegCoefficients, JpegColorSpace, JpegComponentCoefficients, JpegDecodeOptions, JpegDecoder, JpegImage, JpegInfo,

@@ -1,5 +1,6 @@
 /**
- * A pool of decode workers, one wasm JPEG decoder in each (DESIGN.md, step 4). Input bytes
+ * A pool of decode workers, one wasm JPEG decoder in each: the decode stage off the loader's
+ * thread, as an AsyncDecoder (decoder.ts). Input bytes
  * are transferred to a worker, not copied, and pixels are transferred back. Results come in
  * the order decodes *finish*: a slow image never holds back the ones behind it, which is
  * what the loader's ready-order assembler wants.
@@ -29,6 +30,7 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
+import type { AsyncDecoder } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 
@@ -91,7 +93,8 @@ export async function createDecodePool(options: DecodePoolOptions = {}): Promise
   return pool;
 }
 
-export class JpegDecodePool {
+export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage> {
+  readonly format = "jpeg";
   readonly size: number;
   readonly ready: Promise<void>;
   readonly #perWorker: number;

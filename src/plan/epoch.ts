@@ -12,7 +12,7 @@
 import { CassetteError } from "../errors.ts";
 import { rng, shuffle } from "./rng.ts";
 
-export interface PlanOptions {
+export interface EpochPlanOptions {
   seed: number;
   epoch: number;
   rank?: number;
@@ -27,7 +27,7 @@ export interface PlanOptions {
   dropLast?: boolean;
 }
 
-export function epochPlan(ids: readonly string[], o: PlanOptions): string[] {
+export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[] {
   const rank = o.rank ?? 0, world = o.worldSize ?? 1;
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot plan the epoch as ${why}`);

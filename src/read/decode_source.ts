@@ -1,6 +1,7 @@
 /**
- * Decoding where the sample is read: a Source → Source wrapper (STYLE.md habit 5) that decodes
- * each answer's JPEG bytes as it arrives and hands it on with `image` set. In a read worker
+ * Decoding where the sample is read: a Source → Source wrapper (cross-cutting behaviour wraps a
+ * Source, so a store file holds only its protocol) that decodes each answer's bytes as it
+ * arrives, with any Decoder (src/decode/decoder.ts), and hands it on with `image` set. In a read worker
  * (src/read/worker_source.ts) this puts the decode on the worker's thread beside the fetch,
  * so the loader's thread gets pixels; in the loader's own thread it is the same as decoding in
  * the loader's transform. A file that does not decode is an error naming the sample, not
@@ -23,17 +24,18 @@
  * await source.close();
  * ```
  */
-import { checkDecodeOptions, type JpegDecodeOptions, type JpegDecoder } from "../decode/jpeg.ts";
+import { checkDecodeOptions, type DecodeOptions, type Decoder } from "../decode/decoder.ts";
 import { storeError } from "../source/retryable.ts";
 import type { FetchCallback, Source } from "../source/source.ts";
+import type { ReadSource, Sample } from "./sample.ts";
 
-export class DecodeSource implements Source {
+export class DecodeSource implements ReadSource {
   readonly #inner: Source;
-  readonly #decoder: JpegDecoder;
-  readonly #options?: JpegDecodeOptions;
+  readonly #decoder: Decoder;
+  readonly #options?: DecodeOptions;
   readonly ids?: () => string[] | Promise<string[]>;
 
-  constructor(inner: Source, decoder: JpegDecoder, options?: JpegDecodeOptions) {
+  constructor(inner: Source, decoder: Decoder, options?: DecodeOptions) {
     this.#inner = inner;
     if (inner.ids) this.ids = () => inner.ids!();
     this.#decoder = decoder;
@@ -47,7 +49,7 @@ export class DecodeSource implements Source {
     return this.#inner.dataset;
   }
 
-  fetch(id: string, done: FetchCallback): boolean {
+  fetch(id: string, done: FetchCallback<Sample>): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
       let image;
@@ -67,6 +69,7 @@ export class DecodeSource implements Source {
     return this.#inner.inFlight();
   }
   close(): Promise<void> {
+    this.#decoder.close();
     return this.#inner.close();
   }
 }

@@ -1,18 +1,25 @@
 /**
- * `openReadSource(address, dataset)`: the read side of any store address as a Source, for the
- * Loader. `sqlite:` and `cassandra://` open the store and its source (the source's close()
- * closes the store too); `http(s)://` and `file:` read the layout `cassette export` writes
- * (src/source/file.ts). undici is loaded only when an HTTP address is opened.
+ * `open(address, { mode })`: the one way to open something by address.
+ *
+ *   mode "write"  →  a Store (sqlite:, cassandra://), made if missing: what ingest writes to
+ *   mode "read"   →  a ReadSource for the Loader: any address (sqlite:, cassandra://, and
+ *                    `cassette export`'s layout over http(s):// or file:), an open Store or a
+ *                    Source; with `workers` read in worker threads, with `decode` decoded
+ *
+ * The older names stay: `openStore` and `openSource` (src/source/open.ts: the address → Store
+ * and Store → Source steps themselves) and `openReadSource`, an alias. Whether a dataset name is needed is decided
+ * in one place, `datasetNeeded`, which the Loader and `cassette read` also ask, to name a missing
+ * one at once.
  *
  * @example
  * ```ts
- * import { Loader, ingest, openReadSource, openStore } from "cassette";
- * const store = await openStore("sqlite:.tmp/open-read-example.sqlite");
+ * import { Loader, ingest, open } from "cassette";
+ * const store = await open("sqlite:.tmp/open-read-example.sqlite", { mode: "write" });
  * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 8 });
  * const ids: string[] = [];
  * for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
  * await store.close();
- * const source = await openReadSource("sqlite:.tmp/open-read-example.sqlite", "fm");
+ * const source = await open("sqlite:.tmp/open-read-example.sqlite", { mode: "read", dataset: "fm" });
  * const loader = new Loader({ store: source, ids, batchSize: 8 });
  * let n = 0;
  * for await (const batch of loader.epoch(0)) n += batch.ids.length;
@@ -21,15 +28,23 @@
  * ```
  */
 import { CassetteError } from "../errors.ts";
+import type { Store } from "../dataset/store.ts";
+import type { DecodeOptions } from "../decode/decoder.ts";
+import { createDecoder } from "../decode/decoders.ts";
 import { parseStoreAddress, redact } from "../source/address.ts";
 import type { CassandraStoreOptions } from "../source/cassandra.ts";
 import { type FileSourceOptions, openFileSource } from "../source/file.ts";
 import type { HttpSourceOptions } from "../source/http.ts";
-import { openSource, openStore } from "../source/open.ts";
+import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
+import { DecodeSource } from "./decode_source.ts";
+import type { ReadSource } from "./sample.ts";
+import { openWorkerSource } from "./worker_source.ts";
 
 export interface OpenReadOptions {
-  /** Cap on requests in flight at the source (default: the source's own). */
+  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s):// and file:. */
+  dataset?: string;
+  /** Cap on requests in flight at the source (default: the source's own; per worker with `workers`). */
   maxInFlight?: number;
   /** For `http(s)://` addresses: connections, pipelining, timeouts. */
   http?: Omit<HttpSourceOptions, "dataset">;
@@ -39,30 +54,89 @@ export interface OpenReadOptions {
   cassandra?: CassandraStoreOptions;
   /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
   balance?: "rate" | "driver";
+  /** Read in this many worker threads, each with its own connections (default 0: here). Needs an address. */
+  workers?: number;
+  /** Decode each sample where it is read (in its worker with `workers`) into `Sample.image` (default false). */
+  decode?: boolean | DecodeOptions;
+}
+
+export type OpenOptions = ({ mode: "write" } & OpenStoreOptions) | ({ mode: "read" } & OpenReadOptions);
+
+/** A Store to write into (made if missing; `create: false` to refuse a missing one). */
+export function open(address: string, options: { mode: "write" } & OpenStoreOptions): Promise<Store>;
+/** The read side for the Loader: an address, an open Store, or a Source to wrap. */
+export function open(target: string | Store | Source, options: { mode: "read" } & OpenReadOptions): Promise<ReadSource>;
+export function open(target: string | Store | Source, options: OpenOptions): Promise<Store | ReadSource> {
+  if (options?.mode === "write") {
+    if (typeof target !== "string") throw new CassetteError("ERR_INVALID_OPTION", "Cannot open for writing as the target must be a store address");
+    return openStore(target, options);
+  }
+  if (options?.mode !== "read") {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot open '${typeof target === "string" ? redact(target) : "a store"}' as 'mode' must be "read" or "write": current value is ${(options as { mode?: unknown } | undefined)?.mode}`);
+  }
+  return openRead(target, options);
 }
 
 /**
- * A Source for `address`. `dataset` is required for sqlite: and cassandra:// stores; for
- * http(s):// and file: it is checked against the export's labels.json when given.
+ * Why reading `target` needs a dataset name, or undefined when it does not: a store holds
+ * several datasets; an export (http(s)://, file:) names its own, and a Source is already one.
+ * Callers word the error for where they are (a Loader's option, a CLI flag, an open()).
  */
-export async function openReadSource(address: string, dataset?: string, options: OpenReadOptions = {}): Promise<Source> {
+export function datasetNeeded(target: string | Store | Source, dataset: string | undefined): string | undefined {
+  if (dataset) return undefined;
+  if (typeof target === "string") {
+    const kind = parseStoreAddress(target).kind; // a bad address fails here, not at the first batch
+    return kind === "sqlite" || kind === "cassandra" ? `a ${kind} store holds several` : undefined;
+  }
+  return isStore(target) ? "a store holds several" : undefined;
+}
+
+export function isStore(x: unknown): x is Store {
+  return typeof x === "object" && x !== null && "scanNat" in x && "createDataset" in x;
+}
+
+async function openRead(target: string | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
+  const why = datasetNeeded(target, o.dataset);
+  if (why) {
+    const where = typeof target === "string" ? `'${redact(target)}'` : "a store";
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${where} without a dataset name: ${why}`);
+  }
+  if (o.workers) {
+    if (typeof target !== "string") {
+      throw new CassetteError("ERR_INVALID_OPTION", "Cannot read in worker threads as 'workers' needs a store address (each worker opens its own connections), not an open store or source");
+    }
+    // Each worker opens the same address with this function (workers: 0) and decodes there.
+    return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, maxInFlight: o.maxInFlight, balance: o.balance });
+  }
+  let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;
+  if (o.decode) {
+    try {
+      src = new DecodeSource(src, await createDecoder(), o.decode === true ? undefined : o.decode);
+    } catch (e) {
+      if (typeof target === "string") await src.close().catch(() => {});
+      throw e;
+    }
+  }
+  return src;
+}
+
+/** An address as a Source; for a store, the source's close() closes the store it opened. */
+async function openAddress(address: string, o: OpenReadOptions): Promise<Source> {
   const a = parseStoreAddress(address);
-  const maxInFlight = options.maxInFlight;
+  const { dataset, maxInFlight } = o;
   switch (a.kind) {
     case "http": {
+      // undici is loaded only when an HTTP address is opened.
       const { openHttpSource } = await import("../source/http.ts");
-      return openHttpSource(a.url, { ...options.http, ...(maxInFlight ? { maxInFlight } : {}), dataset });
+      return openHttpSource(a.url, { ...o.http, ...(maxInFlight ? { maxInFlight } : {}), dataset });
     }
     case "file":
-      return openFileSource(a.dir, { ...options.file, ...(maxInFlight ? { maxInFlight } : {}), dataset });
+      return openFileSource(a.dir, { ...o.file, ...(maxInFlight ? { maxInFlight } : {}), dataset });
     default: {
-      if (!dataset) {
-        throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from '${redact(address)}' without a dataset name: a ${a.kind} store holds several`);
-      }
-      const store = await openStore(address, { cassandra: options.cassandra, create: false });
+      const store = await openStore(address, { cassandra: o.cassandra, create: false });
       let inner: Source;
       try {
-        inner = await openSource(store, dataset, maxInFlight, { balance: options.balance });
+        inner = await storeSource(store, dataset!, maxInFlight, { balance: o.balance });
       } catch (e) {
         await store.close().catch(() => {});
         throw e;
@@ -73,7 +147,7 @@ export async function openReadSource(address: string, dataset?: string, options:
         dataset,
         ids: async () => {
           const ids: string[] = [];
-          for await (const page of store.scanNat(dataset)) for (const r of page) ids.push(r.id);
+          for await (const page of store.scanNat(dataset!)) for (const r of page) ids.push(r.id);
           return ids;
         },
         fetch: (id, done) => inner.fetch(id, done),
@@ -83,4 +157,9 @@ export async function openReadSource(address: string, dataset?: string, options:
       };
     }
   }
+}
+
+/** `open(address, { mode: "read", dataset, … })` under its older name. */
+export function openReadSource(address: string, dataset?: string, options: Omit<OpenReadOptions, "dataset" | "workers" | "decode"> = {}): Promise<ReadSource> {
+  return open(address, { ...options, mode: "read", dataset });
 }

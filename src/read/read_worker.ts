@@ -14,21 +14,19 @@
  * Requests beyond what the source takes wait here, in arrival order, until it drains.
  */
 import { runtime } from "../../runtime-adapters/index.ts";
-import { createJpegDecoder } from "../decode/jpeg.ts";
-import { DecodeSource } from "./decode_source.ts";
-import { openReadSource } from "./open.ts";
+import { open } from "./open.ts";
 import { isRetryable } from "../source/retryable.ts";
-import type { Fetched, Source } from "../source/source.ts";
+import type { ReadSource, Sample } from "./sample.ts";
 import { META, type Packet, type ToWorker, type SerializedError } from "./worker_source.ts";
 
 const scope = runtime.workerScope();
-let source: Source | undefined;
+let source: ReadSource | undefined;
 let saturated = false;
 const waiting: [number, string][] = []; // [seq, id] not yet handed to the source
 let head = 0;
 
 // The packet being filled: answers since the last flush.
-let answers: { seq: number; s: Fetched }[] = [];
+let answers: { seq: number; s: Sample }[] = [];
 let failures: SerializedError[] = [];
 let flushTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -81,7 +79,7 @@ function flush(): void {
   scope.postMessage({ t: "done", packet }, [buf]);
 }
 
-function answered(seq: number, id: string, err: Error | null, s?: Fetched): void {
+function answered(seq: number, id: string, err: Error | null, s?: Sample): void {
   if (err || !s) failures.push(serialize(seq, id, err ?? new Error(`no answer for ${id}`)));
   else answers.push({ seq, s });
   // One packet per event-loop turn: every answer that a socket read completed goes together.
@@ -101,8 +99,8 @@ scope.onMessage(async (data) => {
   switch (msg.t) {
     case "open":
       try {
-        let src = await openReadSource(msg.address, msg.dataset, { maxInFlight: msg.maxInFlight, balance: msg.balance });
-        if (msg.decode) src = new DecodeSource(src, await createJpegDecoder(), msg.decode === true ? undefined : msg.decode);
+        // The same open() as in the loader's thread, with no workers of its own.
+        const src = await open(msg.address, { mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode });
         src.onDrain(() => {
           saturated = false;
           pump();

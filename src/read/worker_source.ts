@@ -36,9 +36,10 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
-import { checkDecodeOptions, type JpegDecodeOptions, type JpegImage } from "../decode/jpeg.ts";
+import { checkDecodeOptions, type DecodeOptions, type Image } from "../decode/decoder.ts";
 import { redact } from "../source/address.ts";
-import { Capacity, type FetchCallback, type Fetched, type Source } from "../source/source.ts";
+import { Capacity, type FetchCallback } from "../source/source.ts";
+import type { ReadSource, Sample } from "./sample.ts";
 
 /** Int32 fields per answer in a packet's `meta`: seq, label, data at, data length, conn, image at, width, height, channels, orientation. */
 export const META = 10;
@@ -62,7 +63,7 @@ export interface SerializedError {
 }
 
 export type ToWorker =
-  | { t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | JpegDecodeOptions }
+  | { t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions }
   /** `ids` joined by "\n": one string crosses, not one per request. */
   | { t: "fetch"; seqs: Int32Array; ids: string }
   | { t: "close" };
@@ -76,8 +77,8 @@ type FromWorker =
 export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
   workers?: number;
-  /** Decode each sample's JPEG in its worker and hand it over as `Fetched.image` (default false). */
-  decode?: boolean | JpegDecodeOptions;
+  /** Decode each sample in its worker and hand it over as `Sample.image` (default false). */
+  decode?: boolean | DecodeOptions;
   /** Cap on requests in flight over all workers (default: none here; each worker's source caps its own). */
   maxInFlight?: number;
   /** Cassandra: how each worker spreads requests over its connections (default "rate"). */
@@ -96,7 +97,7 @@ interface Slot {
   index: number;
   worker: WorkerHandle;
   /** seq → [id, callback] of requests sent to this worker and not answered. */
-  inFlight: Map<number, [string, FetchCallback]>;
+  inFlight: Map<number, [string, FetchCallback<Sample>]>;
   /** Requests to send at the next microtask. */
   seqs: number[];
   ids: string[];
@@ -118,7 +119,7 @@ export async function openWorkerSource(address: string, dataset: string | undefi
   return source;
 }
 
-export class WorkerSource implements Source {
+export class WorkerSource implements ReadSource {
   name: string;
   dataset?: string;
   readonly size: number;
@@ -215,7 +216,7 @@ export class WorkerSource implements Source {
     }
   }
 
-  fetch(id: string, done: FetchCallback): boolean {
+  fetch(id: string, done: FetchCallback<Sample>): boolean {
     if (this.#closed) {
       done(new CassetteError("ERR_INVALID_OPTION", `Cannot read sample ${id} as the source ${this.name} is closed`));
       return false;
@@ -258,13 +259,13 @@ export class WorkerSource implements Source {
       if (!req) continue; // its worker was replaced meanwhile: already failed and retried
       slot.inFlight.delete(meta[m]);
       this.#cap.release();
-      const s: Fetched = { id: req[0], label: meta[m + 1], data: new Uint8Array(buf, meta[m + 2], meta[m + 3]) };
+      const s: Sample = { id: req[0], label: meta[m + 1], data: new Uint8Array(buf, meta[m + 2], meta[m + 3]) };
       if (meta[m + 4] >= 0) s.conn = p.conns[meta[m + 4]];
       const channels = meta[m + 8];
       if (channels) {
         const width = meta[m + 6], height = meta[m + 7];
         s.image = {
-          width, height, channels: channels as JpegImage["channels"], orientation: meta[m + 9],
+          width, height, channels: channels as Image["channels"], orientation: meta[m + 9],
           data: new Uint8Array(buf, meta[m + 5], width * height * channels),
         };
       }

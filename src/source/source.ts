@@ -2,25 +2,26 @@
  * A Source is the read side of a store as the loader sees it: one request per sample (batch
  * disassembly, ConcurrentDataLoader §2), answered in whatever order the network gives.
  *
- * Backpressure is a return value (STYLE.md habit 4, as undici's dispatch()): `fetch` returns
- * false when the source is saturated, and the source calls its drain listener when it can take
- * more. The scheduler never polls.
+ * Backpressure is a return value, as undici's dispatch(): `fetch` returns false when the source
+ * is saturated, and the source calls its drain listener when it can take more. The scheduler
+ * never polls.
+ *
+ * A source hands over bytes, never pixels: decoding is composed on top of it in src/read/.
  */
-import type { JpegImage } from "../decode/jpeg.ts";
 
+/** What a source answers for one id: the label travels with the bytes. */
 export interface Fetched {
   id: string;
   label: number;
   data: Uint8Array;
-  /** The decoded pixels, when the source decodes (a Loader's `decode` option: src/read/decode_source.ts). */
-  image?: JpegImage;
   /** Which connection or worker served it (for per-connection statistics), if known. */
   conn?: string;
 }
 
-export type FetchCallback = (err: Error | null, sample?: Fetched) => void;
+export type FetchCallback<S extends Fetched = Fetched> = (err: Error | null, sample?: S) => void;
 
-export interface Source {
+/** The read side of a store; `S` is what it answers with (src/read/ adds decoded pixels). */
+export interface Source<S extends Fetched = Fetched> {
   /** For messages and statistics, e.g. "cassandra://127.0.0.1/ks (fashion-mnist)". */
   readonly name: string;
   /** The dataset it reads, when it knows (an export's labels.json names it). */
@@ -31,7 +32,7 @@ export interface Source {
    */
   ids?(): string[] | Promise<string[]>;
   /** Starts fetching `id`; returns false when no more requests should be made until drain. */
-  fetch(id: string, done: FetchCallback): boolean;
+  fetch(id: string, done: FetchCallback<S>): boolean;
   /** Called when a saturated source can take requests again. */
   onDrain(listener: () => void): void;
   /** Requests started and not yet answered. */

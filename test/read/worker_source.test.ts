@@ -21,7 +21,8 @@ import { createJpegDecoder } from "../../src/decode/jpeg.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
-import type { Fetched, Source } from "../../src/source/source.ts";
+import type { Source } from "../../src/source/source.ts";
+import type { Sample } from "../../src/read/sample.ts";
 import type { Store } from "../../src/dataset/store.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
@@ -46,7 +47,7 @@ await store.put("bad", [{ key: "noise", label: 1, data: randomBytes(next, 300) }
 await store.close();
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function fetchOne(src: Source, id: string): Promise<Fetched> {
+function fetchOne(src: Source, id: string): Promise<Sample> {
   return new Promise((resolve, reject) => src.fetch(id, (e, s) => (e ? reject(e) : resolve(s!))));
 }
 
@@ -56,7 +57,7 @@ test("read workers answer every sample once, with the bytes, label and pixels re
   const workers = await openWorkerSource(address, "rnd", { workers: 2, decode: true });
   try {
     const calls = new Map<string, number>();
-    const got = await Promise.all(ids.map((id) => new Promise<Fetched>((resolve, reject) =>
+    const got = await Promise.all(ids.map((id) => new Promise<Sample>((resolve, reject) =>
       workers.fetch(id, (e, s) => {
         calls.set(id, (calls.get(id) ?? 0) + 1);
         return e ? reject(e) : resolve(s!);
@@ -150,7 +151,7 @@ test("Loader with read workers: each epoch every id once; strict order gives the
   const jpeg = await createJpegDecoder();
   for (const order of ["ready", "strict"] as const) {
     const opts = { dataset: "rnd", ids, batchSize: 5, seed: 3, order, prefetch: 3 };
-    const here = new Loader({ ...opts, store: address, transform: (s: Fetched) => jpeg.decode(s.data) });
+    const here = new Loader({ ...opts, store: address, transform: (s: Sample) => jpeg.decode(s.data) });
     const there = new Loader({ ...opts, store: address, workers: 2, decode: true });
     try {
       for (let e = 0; e < 2; e++) {
@@ -205,7 +206,7 @@ test("a dead worker whose replacements cannot open the store: every request gets
   await src.ready;
   rm(path, { force: true });
   try {
-    const answers = await Promise.all(ids.slice(0, 12).map((id) => new Promise<Error | Fetched>((resolve) => src.fetch(id, (e, s) => resolve(e ?? s!)))));
+    const answers = await Promise.all(ids.slice(0, 12).map((id) => new Promise<Error | Sample>((resolve) => src.fetch(id, (e, s) => resolve(e ?? s!)))));
     const errors = answers.filter((a): a is Error => a instanceof Error);
     assert.ok(errors.length > 0, "the crash failed the requests in flight");
     for (const e of errors) assert.is((e as { retryable?: boolean }).retryable, true, e.message);
@@ -214,7 +215,7 @@ test("a dead worker whose replacements cannot open the store: every request gets
     // replacements, with none running, a request fails at once.
     let named: Error | undefined;
     for (const t0 = runtime.now(); !named && runtime.now() - t0 < 20_000;) {
-      const e = await new Promise<Error | Fetched>((resolve) => src.fetch(ids[12], (e, s) => resolve(e ?? s!)));
+      const e = await new Promise<Error | Sample>((resolve) => src.fetch(ids[12], (e, s) => resolve(e ?? s!)));
       assert.instance(e, Error);
       assert.is((e as { retryable?: boolean }).retryable, true, (e as Error).message);
       assert.match((e as Error).message, /read worker/);

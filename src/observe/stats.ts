@@ -1,0 +1,111 @@
+/**
+ * A loader's figures: what the epoch runs record as batches are handed over, and the summary
+ * `Loader.stats()` returns. Counts only; the read path (retries, hedges) reports its own
+ * counters, which the summary takes as they are.
+ */
+export interface LoaderStats {
+  epochs: number;
+  batches: number;
+  samples: number;
+  bytes: number;
+  seconds: number;
+  samplesPerSec: number;
+  mbPerSec: number;
+  /** Time between consecutive batches handed over. */
+  batchMs: { p50: number; p99: number; max: number };
+  /** Time the consumer spent waiting inside the iterator. */
+  waitSeconds: number;
+  errors: number;
+  retries: number;
+  /** Requests asked for a second time because they were slow (option `hedge`). */
+  hedged: number;
+  /** Hedged requests whose second answer came first. */
+  hedgeWins: number;
+  duplicates: number;
+  /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
+  maxOutstanding: number;
+  /**
+   * Samples asked for again at an epoch's end because they were far slower than usual (the
+   * consumer was waiting for nothing else); the first answer wins, the other is dropped.
+   */
+  reasked: number;
+  /** Of those, how many got their answer from the second request. */
+  reaskWins: number;
+  /** Samples of the next epoch read ahead (option readAhead) that were used. */
+  readAhead: number;
+  /** Samples read ahead and then dropped because a different epoch (or a resume) came next. */
+  readAheadDropped: number;
+  /** The window's depth in batches at the end (grows under prefetch: "auto"). */
+  prefetch: number;
+  /** Bytes per connection (or host), when the source says which served a sample. */
+  perConnection: Record<string, number>;
+}
+
+/** What the read path counts itself (src/read/read_path.ts). */
+export interface ReadCounters {
+  retries: number;
+  hedged: number;
+  hedgeWins: number;
+  reasked: number;
+  reaskWins: number;
+}
+
+/** Accumulates a loader's figures over all its epochs. */
+export class StatsRecorder {
+  epochs = 0;
+  batches = 0;
+  samples = 0;
+  bytes = 0;
+  errors = 0;
+  duplicates = 0;
+  maxOutstanding = 0;
+  readAhead = 0;
+  readAheadDropped = 0;
+  #busyMs = 0;
+  #waitMs = 0;
+  readonly #batchMs: number[] = [];
+  readonly #perConnection: Record<string, number> = {};
+  readonly #skippedByEpoch = new Map<number, number>();
+
+  /** A batch of `samples` samples and `bytes` bytes was handed over `gapMs` after the last; the consumer waited `waitMs` of it. */
+  handedOver(samples: number, bytes: number, gapMs: number, waitMs: number, conns: Map<string, number>): void {
+    this.batches++;
+    this.samples += samples;
+    this.bytes += bytes;
+    this.#batchMs.push(gapMs);
+    this.#busyMs += gapMs;
+    this.#waitMs += waitMs;
+    for (const [c, b] of conns) this.#perConnection[c] = (this.#perConnection[c] ?? 0) + b;
+    conns.clear();
+  }
+
+  outstanding(n: number): void {
+    if (n > this.maxOutstanding) this.maxOutstanding = n;
+  }
+
+  /** A sample of `epoch` given up on: an error, and one of skipped(epoch). */
+  skipped(epoch: number): void {
+    this.errors++;
+    this.#skippedByEpoch.set(epoch, this.skippedIn(epoch) + 1);
+  }
+
+  skippedIn(epoch: number): number {
+    return this.#skippedByEpoch.get(epoch) ?? 0;
+  }
+
+  summary(read: ReadCounters, prefetch: number): LoaderStats {
+    const sorted = this.#batchMs.slice().sort((a, b) => a - b);
+    const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
+    const seconds = this.#busyMs / 1000;
+    return {
+      epochs: this.epochs, batches: this.batches, samples: this.samples, bytes: this.bytes, seconds,
+      samplesPerSec: seconds > 0 ? this.samples / seconds : 0, mbPerSec: seconds > 0 ? this.bytes / 1e6 / seconds : 0,
+      batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
+      waitSeconds: this.#waitMs / 1000, errors: this.errors, retries: read.retries,
+      hedged: read.hedged, hedgeWins: read.hedgeWins, duplicates: this.duplicates,
+      maxOutstanding: this.maxOutstanding, readAhead: this.readAhead, readAheadDropped: this.readAheadDropped,
+      reasked: read.reasked, reaskWins: read.reaskWins,
+      prefetch, perConnection: { ...this.#perConnection },
+    };
+  }
+}

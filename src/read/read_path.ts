@@ -1,0 +1,72 @@
+/**
+ * What the Loader reads from: a source opened by address (or given), with decoding and read
+ * workers (open.ts), hedging and the epoch tail's re-asks (hedge.ts), inside the retries
+ * (retry.ts). Opened once, on first use.
+ *
+ *   open(store, { mode: "read", workers, decode }) ─► HedgeSource ─► RetrySource ─► scheduler
+ *
+ * Hedge inside the retries: a slow attempt is hedged, a failed one retried. The epoch tail's
+ * re-asks are the same mechanism's other trigger (with no quantile hedging: budget 0).
+ */
+import type { Store } from "../dataset/store.ts";
+import type { DecodeOptions } from "../decode/decoder.ts";
+import type { ReadCounters } from "../observe/stats.ts";
+import type { Source } from "../source/source.ts";
+import { type HedgeOptions, HedgeSource } from "./hedge.ts";
+import { open } from "./open.ts";
+import { RetrySource } from "./retry.ts";
+import type { ReadSource } from "./sample.ts";
+
+export interface ReadPathOptions {
+  store: string | Store | Source;
+  dataset?: string;
+  workers?: number;
+  decode?: boolean | DecodeOptions;
+  maxInFlight?: number;
+  balance?: "rate" | "driver";
+  hedge?: boolean | HedgeOptions;
+  reaskTail?: boolean;
+  retries?: number;
+}
+
+export class ReadPath {
+  readonly #o: ReadPathOptions;
+  readonly #onDrain: () => void;
+  #source?: Promise<ReadSource>;
+  #retry?: RetrySource;
+  #hedge?: HedgeSource;
+
+  /** `onDrain`: the source can take requests again. */
+  constructor(options: ReadPathOptions, onDrain: () => void) {
+    this.#o = options;
+    this.#onDrain = onDrain;
+  }
+
+  /** The composed source, opened on first use; its close() closes what it opened. */
+  source(): Promise<ReadSource> {
+    this.#source ??= (async () => {
+      const o = this.#o;
+      let src: ReadSource = await open(o.store, { mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, maxInFlight: o.maxInFlight, balance: o.balance });
+      if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
+      const retry = this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
+      retry.onDrain(this.#onDrain);
+      return retry;
+    })();
+    return this.#source;
+  }
+
+  /** The consumer waits at an epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ] in src/schedule/epoch_run.ts. */
+  urge(on: boolean): void {
+    if (this.#o.reaskTail) this.#hedge?.urge(on);
+  }
+
+  counters(): ReadCounters {
+    const h = this.#hedge;
+    return { retries: this.#retry?.retries ?? 0, hedged: h?.hedged ?? 0, hedgeWins: h?.hedgeWins ?? 0, reasked: h?.reasked ?? 0, reaskWins: h?.reaskWins ?? 0 };
+  }
+
+  /** Closes what was opened (nothing, if it never was). */
+  async close(): Promise<void> {
+    if (this.#source) await (await this.#source.catch(() => undefined))?.close();
+  }
+}

@@ -1,0 +1,14 @@
+/**
+ * What the read path hands the loader for one id: a source's answer (bytes and label) and,
+ * where the read path decodes (a Loader's `decode` option), the pixels.
+ */
+import type { Image } from "../decode/decoder.ts";
+import type { Fetched, Source } from "../source/source.ts";
+
+export interface Sample extends Fetched {
+  /** The decoded pixels, when the read path decodes (decode_source.ts, in a read worker or here). */
+  image?: Image;
+}
+
+/** A source whose answers may carry pixels: what every wrapper in this folder takes and gives. */
+export type ReadSource = Source<Sample>;

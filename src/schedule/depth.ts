@@ -1,0 +1,87 @@
+/**
+ * How deep the prefetch window should be (`prefetch: "auto"`), learned from what the link and
+ * the consumer do, and carried from one epoch to the next.
+ *
+ * When the consumer finds nothing ready with the window full:
+ * - Below twice what the link holds at the rate batches are taken (rate × fastest request
+ *   time, as BBR estimates a path) the window is too shallow for the latency: grow.
+ * - Beyond that, depth only pays through cheaper per-request work (fuller writes, fewer
+ *   wake-ups): probe 25 % deeper, and go on only while the rate taken rises ≥ 5 % over the
+ *   next 16 batches. A consumer short of CPU rather than data stops after one probe.
+ */
+import type { Window } from "./window.ts";
+
+/** Hand-overs the rate is measured over, and a probe is judged on. */
+const RATE_WINDOW = 16;
+
+export class DepthPolicy {
+  readonly #batchSize: number;
+  readonly #configured?: number;
+  /** Fastest request → answer time seen (ms): with the delivered rate, what the link holds. */
+  #minLatencyMs = Infinity;
+  readonly #handOvers: [number, number][] = []; // [time, samples] of the last RATE_WINDOW hand-overs: the rate taken
+  /** The last depth probe beyond what latency asks: the rate before it, and when (batches). */
+  #probe?: { rate: number; at: number };
+  #plateau = false;
+  #learned?: number;
+  #rampedUp = false;
+
+  /** `prefetch`: the hand-set depth, or undefined for "auto" (which starts at 8). */
+  constructor(batchSize: number, prefetch?: number) {
+    this.#batchSize = batchSize;
+    this.#configured = prefetch;
+  }
+
+  /** The depth an epoch starts from: what earlier epochs learned, else the configured one. */
+  depth(): number {
+    return this.#learned ?? this.#configured ?? 8;
+  }
+
+  /** An epoch ended this deep: the next starts there. */
+  learned(depth: number): void {
+    this.#learned = depth;
+  }
+
+  /** Whether an earlier epoch already ramped this link up (the ramp guards only the first start). */
+  rampedUp(): boolean {
+    const was = this.#rampedUp;
+    this.#rampedUp = true;
+    return was;
+  }
+
+  /** A request was answered after `ms`. */
+  answered(ms: number): void {
+    if (ms < this.#minLatencyMs) this.#minLatencyMs = ms;
+  }
+
+  /** `samples` were handed over at `now`. */
+  handedOver(now: number, samples: number): void {
+    this.#handOvers.push([now, samples]);
+    if (this.#handOvers.length > RATE_WINDOW) this.#handOvers.shift();
+  }
+
+  /** Rates are measured within an epoch: the boundary is no sample of them. */
+  epochStarted(): void {
+    this.#handOvers.length = 0;
+  }
+
+  /** The consumer found nothing ready with `window` full, after `batches` batches in all: deepen it, if that pays. */
+  starved(window: Window, batches: number): void {
+    const h = this.#handOvers;
+    if (!Number.isFinite(this.#minLatencyMs) || h.length < 2) return; // nothing measured yet
+    let n = 0;
+    for (let i = 1; i < h.length; i++) n += h[i][1];
+    const samplesPerMs = n / Math.max(1e-3, h[h.length - 1][0] - h[0][0]);
+    if (window.samples() < 2 * samplesPerMs * this.#minLatencyMs + this.#batchSize) {
+      if (window.starved()) this.#probe = undefined;
+      return;
+    }
+    // A probe is judged on RATE_WINDOW hand-overs of one epoch, all at the new depth.
+    if (this.#plateau || h.length < RATE_WINDOW || (this.#probe && batches - this.#probe.at < RATE_WINDOW)) return;
+    if (this.#probe && samplesPerMs < this.#probe.rate * 1.05) {
+      this.#plateau = true;
+      return;
+    }
+    if (window.starved(Math.max(1, Math.round(window.prefetch / 4)))) this.#probe = { rate: samplesPerMs, at: batches };
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * One epoch's reading: requests the plan's samples as the window allows, counts each exactly
+ * once in the ledger, runs the transform, and hands batches to the consumer from the
+ * assembler (src/assemble/assembler.ts, NOTE [ Ready-order assembly ]).
+ *
+ *   plan ─► pump(): window room ─► source.fetch(id) ─► arrived ─► ledger ─► transform ─► assembler
+ *                ▲                                                                        │
+ *                └───────────────── next(): a batch taken frees window room ◄─────────────┘
+ *
+ * The run knows its host (the scheduler, epochs.ts) only through `RunHost`: how much room the
+ * shared window leaves it, where figures go, and when the depth may grow.
+ */
+import { runtime } from "../../runtime-adapters/index.ts";
+import { Assembler } from "../assemble/assembler.ts";
+import type { Batch } from "../assemble/batch.ts";
+import { CassetteError } from "../errors.ts";
+import type { Fetched, Source } from "../source/source.ts";
+import { Ledger } from "./ledger.ts";
+import type { Window } from "./window.ts";
+
+export interface RunOptions<S extends Fetched, T> {
+  batchSize: number;
+  strict: boolean;
+  /** After the retries, a failed sample is counted and left out ("skip") or ends the epoch ("throw"). */
+  skipErrors: boolean;
+  transform?: (s: S) => T | Promise<T>;
+  signal?: AbortSignal;
+}
+
+/** What a run asks of the scheduler that owns it. */
+export interface RunHost<S extends Fetched, T> {
+  readonly options: RunOptions<S, T>;
+  /** The source, opened on first use. */
+  source(): Promise<Source<S>>;
+  /** Samples `run` may still request now (one window bounds the active run and the read-ahead together). */
+  room(run: EpochRun<S, T>): number;
+  /** A batch was handed over. */
+  handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, number>): void;
+  /** A request was answered after `ms`. */
+  answered(ms: number): void;
+  /** The consumer found nothing ready with the window full. */
+  starved(window: Window): void;
+  /** The consumer waits at the epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ]. */
+  urge(on: boolean): void;
+  duplicate(): void;
+  skipped(epoch: number): void;
+  /** Samples outstanding changed (the memory bound). */
+  outstanding(): void;
+  /** The run asked for its whole plan, or ended normally: start or feed the next epoch's read-ahead. */
+  tail(run: EpochRun<S, T>, source: Source<S>): void;
+  /** The run ended (normally or not) at this window depth. */
+  ended(run: EpochRun<S, T>, depth?: number): void;
+}
+
+export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Batch<T>, undefined> {
+  readonly epoch: number;
+  finished = false;
+  stopped = false;
+  readonly #host: RunHost<S, T>;
+  readonly #o: RunOptions<S, T>;
+  readonly #plan: string[];
+  readonly #ledger: Ledger;
+  readonly #assembler: Assembler<T, S>;
+  #window?: Window; // set by begin(): a run read ahead has none until its epoch is asked for
+  #source?: Source<S>;
+  #begun = false;
+  #next = 0; // plan position of the next request
+  #outstanding = 0; // requested and not yet handed over (in flight, transforming, or ready)
+  #pending = 0; // requested and neither arrived nor skipped
+  #saturated = false;
+  #error?: Error;
+  #wake?: () => void;
+  #lastHandOver = 0;
+  readonly #askedAt: Float64Array; // when each plan position was asked for (its latency)
+  readonly #conns = new Map<string, number>();
+  readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
+
+  constructor(host: RunHost<S, T>, epoch: number, plan: string[]) {
+    const o = host.options;
+    this.#host = host;
+    this.#o = o;
+    this.epoch = epoch;
+    this.#plan = plan;
+    this.#ledger = new Ledger(plan.length);
+    this.#askedAt = new Float64Array(plan.length);
+    this.#assembler = new Assembler<T, S>(epoch, plan.length, o.batchSize, o.strict, !o.transform);
+    o.signal?.addEventListener("abort", this.#onAbort, { once: true });
+    if (o.signal?.aborted) this.#onAbort();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** The caller asked for this epoch: from now on its own window bounds it. */
+  begin(window: Window): void {
+    this.#window = window;
+  }
+
+  /** Starts reading ahead (before begin()), on the source the active epoch uses. */
+  prime(source: Source<S>): void {
+    this.#source = source;
+    this.pump();
+  }
+
+  get outstanding(): number {
+    return this.#outstanding;
+  }
+  /** Samples requested so far. */
+  get requestedSoFar(): number {
+    return this.#next;
+  }
+  get allRequested(): boolean {
+    return this.#next === this.#plan.length;
+  }
+  windowSamples(): number {
+    return this.#window?.samples() ?? 0;
+  }
+  prefetch(): number {
+    return this.#window?.prefetch ?? 0;
+  }
+
+  async next(): Promise<IteratorResult<Batch<T>, undefined>> {
+    const t0 = runtime.now();
+    if (!this.#begun) {
+      try {
+        this.#source ??= await this.#host.source();
+      } catch (e) {
+        this.#finish();
+        throw e;
+      }
+      this.#begun = true;
+      this.#lastHandOver = runtime.now();
+      this.pump();
+    }
+    for (;;) {
+      if (this.#error) {
+        this.#finish();
+        throw this.#error;
+      }
+      const { batch, freed } = this.#assembler.take(this.#next === this.#plan.length && this.#pending === 0);
+      if (batch) {
+        const now = runtime.now();
+        this.#host.handedOver(batch, now - this.#lastHandOver, now - t0, this.#conns);
+        this.#lastHandOver = now;
+        this.#outstanding -= freed; // after handedOver: the memory bound counts the batch going out
+        this.#window!.consumed();
+        this.pump();
+        return { value: batch, done: false };
+      }
+      this.#outstanding -= freed;
+      if (this.#next === this.#plan.length && this.#pending === 0) {
+        this.#finish();
+        if (!this.#ledger.complete()) {
+          throw new Error(`ledger: epoch ${this.epoch} ended with ${this.#ledger.delivered} delivered + ${this.#ledger.skipped} skipped of ${this.#ledger.size}`);
+        }
+        return { value: undefined, done: true };
+      }
+      // Nothing ready, the window full, and the source still taking requests: the window may
+      // be too shallow for this link's latency. (A saturated source is the bottleneck itself:
+      // deepening the window would only hold more memory.)
+      if (this.#host.room(this) <= 0 && this.#next < this.#plan.length && !this.#saturated) {
+        this.#host.starved(this.#window!);
+        this.pump();
+      }
+      if (this.#next === this.#plan.length && this.#pending > 0) this.#host.urge(true);
+      await new Promise<void>((r) => (this.#wake = r));
+    }
+  }
+
+  /*
+   * NOTE [ Epoch tail ]: an epoch ends only when its slowest sample is in, so a sample stuck
+   * on a connection that turned slow holds up the last batch (and, in strict order, its own).
+   * Once everything is requested and the consumer waits, samples pending far longer than
+   * usual (3 × the median request time, and 100 ms more) are asked for once more; the source
+   * sends them where they should finish first. This is HedgeSource's second trigger
+   * (`urge`, src/read/hedge.ts), inside the retries: the first answer wins, the other is
+   * dropped there, and an error waits for the other attempt. Option `reaskTail`.
+   */
+
+  /** Breaking out of `for await` ends the epoch. */
+  return(): Promise<IteratorResult<Batch<T>, undefined>> {
+    this.stop();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  stop(error?: Error): void {
+    if (this.finished) return;
+    if (error) this.#error = error;
+    this.stopped = true;
+    this.#next = this.#plan.length; // request nothing more
+    this.#finish();
+    this.#wakeUp();
+  }
+
+  drained(): void {
+    this.#saturated = false;
+    this.pump();
+  }
+
+  #finish(): void {
+    this.finished = true;
+    this.#host.ended(this, this.#window?.prefetch);
+    this.#o.signal?.removeEventListener("abort", this.#onAbort);
+    // Ended normally: the next epoch's read-ahead may now use the whole window.
+    if (this.#window && !this.stopped && !this.#error && this.#source) this.#host.tail(this, this.#source);
+  }
+
+  /** Requests as many samples as the window, the plan and the source allow. */
+  pump(): void {
+    const src = this.#source;
+    if (!src || this.finished) return;
+    const now = runtime.now();
+    for (let room = this.#host.room(this); room > 0 && !this.#saturated && this.#next < this.#plan.length; room--) {
+      // Positions, not ids, from here on: the ledger and the strict assembler index by them.
+      const pos = this.#next++;
+      this.#ledger.requested(pos);
+      this.#askedAt[pos] = now;
+      this.#outstanding++;
+      this.#pending++;
+      if (!src.fetch(this.#plan[pos], (err, s) => this.#arrived(pos, err, s))) this.#saturated = true;
+    }
+    this.#host.outstanding();
+    if (this.#window && this.#next === this.#plan.length) this.#host.tail(this, src);
+  }
+
+  #arrived(pos: number, err: Error | null, s?: S): void {
+    if (this.finished && !this.#error) return;
+    const id = this.#plan[pos];
+    if (err || !s) {
+      this.#pending--;
+      if (this.#o.skipErrors) this.#skip(pos);
+      else {
+        this.#error ??= new CassetteError(
+          ((err as { code?: string })?.code?.startsWith?.("ERR_") ? (err as CassetteError).code : "ERR_STORE_UNREACHABLE"),
+          `Cannot read sample ${id} of epoch ${this.epoch} from ${this.#source?.name}: ${err?.message}`,
+          { cause: err },
+        );
+      }
+      return this.#wakeUp();
+    }
+    if (!this.#ledger.deliver(pos)) return this.#host.duplicate();
+    this.#host.answered(runtime.now() - this.#askedAt[pos]);
+    if (s.conn) this.#conns.set(s.conn, (this.#conns.get(s.conn) ?? 0) + s.data.length);
+    const transform = this.#o.transform;
+    if (!transform) return this.#ready(pos, s, s as unknown as T);
+    let out: T | Promise<T>;
+    try {
+      out = transform(s);
+    } catch (e) {
+      return this.#transformFailed(pos, e as Error);
+    }
+    // A transform that answers at once (train.ts's, with read workers) costs no promise and no
+    // trip through the microtask queue.
+    if (typeof (out as { then?: unknown } | null)?.then !== "function") return this.#ready(pos, s, out as T);
+    (out as Promise<T>).then((item) => this.#ready(pos, s, item), (e) => this.#transformFailed(pos, e));
+  }
+
+  #skip(pos: number): void {
+    this.#ledger.skip(pos);
+    this.#assembler.skip(pos);
+    this.#host.skipped(this.epoch);
+  }
+
+  #transformFailed(pos: number, e: Error): void {
+    this.#pending--;
+    if (this.#o.skipErrors) this.#skip(pos);
+    else {
+      // Named by sample and epoch, whatever threw (a decoder's error names only a byte offset).
+      const code = e instanceof CassetteError ? e.code : "ERR_MALFORMED_INPUT";
+      this.#error ??= new CassetteError(code, `Cannot transform sample ${this.#plan[pos]} of epoch ${this.epoch}: ${e.message}`, { cause: e });
+    }
+    this.#wakeUp();
+  }
+
+  #ready(pos: number, s: S, item: T): void {
+    this.#pending--;
+    this.#assembler.add(pos, s, item);
+    this.#wakeUp();
+  }
+
+  #wakeUp(): void {
+    const w = this.#wake;
+    this.#wake = undefined;
+    w?.();
+  }
+}

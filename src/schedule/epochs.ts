@@ -1,0 +1,171 @@
+/**
+ * The scheduler across epochs: the active epoch's run, the next epoch's read-ahead, the one
+ * window that bounds both, and the depth learned from one epoch to the next.
+ *
+ *   epoch(e) ─► EpochRun(e) ── begin(Window: ramp 5-per-4, depth from DepthPolicy)
+ *                  │ all of e requested ─► tail() ─► EpochRun(e+1) read ahead in the room left
+ *   epoch(e+1) ─► the read-ahead run, if no skip; else it is dropped and counted
+ */
+import type { Batch } from "../assemble/batch.ts";
+import { CassetteError } from "../errors.ts";
+import type { StatsRecorder } from "../observe/stats.ts";
+import type { Fetched, Source } from "../source/source.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { DepthPolicy } from "./depth.ts";
+import { EpochRun, type RunHost, type RunOptions } from "./epoch_run.ts";
+import { Window } from "./window.ts";
+
+export interface ScheduleOptions<S extends Fetched, T> extends RunOptions<S, T> {
+  /** Hand-set depth in batches, or "auto". */
+  prefetch: number | "auto";
+  /** Deepest window "auto" may reach, in batches. */
+  maxPrefetch: number;
+  /** Batches requested at the first start before the ramp. */
+  rampStart: number;
+  readAhead: boolean | "auto";
+}
+
+/** What the scheduler needs from the read path. */
+export interface ScheduleSource<S extends Fetched> {
+  /** The source, opened on first use; its drain is reported to `drained()`. */
+  source(): Promise<Source<S>>;
+  /** The consumer waits at an epoch's end (true), or the epoch ended (false). */
+  urge(on: boolean): void;
+}
+
+export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
+  readonly options: ScheduleOptions<S, T>;
+  readonly stats: StatsRecorder;
+  readonly #read: ScheduleSource<S>;
+  readonly #plan: (epoch: number) => string[];
+  readonly #depth: DepthPolicy;
+  #active?: EpochRun<S, T>;
+  /** The next epoch, read ahead near the active one's end (option readAhead). */
+  #ahead?: EpochRun<S, T>;
+  #readAhead = false;
+  #previous = Number.NaN;
+  #closed = false;
+
+  constructor(options: ScheduleOptions<S, T>, read: ScheduleSource<S>, plan: (epoch: number) => string[], stats: StatsRecorder) {
+    this.options = options;
+    this.#read = read;
+    this.#plan = plan;
+    this.stats = stats;
+    this.#depth = new DepthPolicy(options.batchSize, options.prefetch === "auto" ? undefined : options.prefetch);
+  }
+
+  /** Batches of `epoch`, without the ids in `skip`; `readAhead` overrides the option for this epoch. */
+  epoch(epoch: number, skip: Set<string>, readAhead?: boolean): EpochRun<S, T> {
+    if (this.#active && !this.#active.finished) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot start epoch ${epoch} while epoch ${this.#active.epoch} is still being read: finish or break out of it first`);
+    }
+    const ahead = this.#ahead;
+    this.#ahead = undefined;
+    let run: EpochRun<S, T>;
+    if (ahead && ahead.epoch === epoch && skip.size === 0) {
+      run = ahead;
+      this.stats.readAhead += ahead.requestedSoFar;
+    } else {
+      if (ahead) this.stats.readAheadDropped += ahead.requestedSoFar, ahead.stop();
+      run = new EpochRun<S, T>(this, epoch, skip.size ? this.#plan(epoch).filter((id) => !skip.has(id)) : this.#plan(epoch));
+    }
+    const o = this.options;
+    const auto = o.prefetch === "auto";
+    const prefetch = this.#depth.depth();
+    // The ramp guards the first start of a link; later epochs start at the depth the loader
+    // has learned, which is the steady state, not a burst above it.
+    const start = this.#depth.rampedUp() ? prefetch : o.rampStart;
+    run.begin(new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch));
+    const mode = readAhead ?? o.readAhead;
+    this.#readAhead = mode === true || (mode === "auto" && this.#previous === epoch - 1);
+    this.#previous = epoch;
+    this.#active = run;
+    this.stats.epochs++;
+    this.#depth.epochStarted();
+    return run;
+  }
+
+  /** The source can take requests again. */
+  drained(): void {
+    this.#active?.drained();
+    this.#ahead?.drained();
+  }
+
+  /** The window's depth now, in batches. */
+  prefetch(): number {
+    return this.#active?.prefetch() ?? 0;
+  }
+
+  /** Stops both runs; the active one's consumer gets `error`. */
+  close(error: Error): void {
+    this.#closed = true;
+    this.#active?.stop(error);
+    this.#ahead?.stop();
+  }
+
+  // --- RunHost -------------------------------------------------------------------------------
+
+  source(): Promise<Source<S>> {
+    return this.#read.source();
+  }
+
+  handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, number>): void {
+    this.stats.handedOver(batch.ids.length, batch.bytes, gapMs, waitMs, conns);
+    this.#depth.handedOver(runtime.now(), batch.ids.length);
+    this.outstanding();
+  }
+
+  answered(ms: number): void {
+    this.#depth.answered(ms);
+  }
+
+  starved(window: Window): void {
+    this.#depth.starved(window, this.stats.batches);
+  }
+
+  urge(on: boolean): void {
+    this.#read.urge(on);
+  }
+
+  duplicate(): void {
+    this.stats.duplicates++;
+  }
+
+  skipped(epoch: number): void {
+    this.stats.skipped(epoch);
+  }
+
+  /** Records the samples outstanding over both runs (the memory bound). */
+  outstanding(): void {
+    const active = this.#active;
+    this.stats.outstanding((active && !active.finished ? active.outstanding : 0) + (this.#ahead?.outstanding ?? 0));
+  }
+
+  /**
+   * Samples `run` may still request. One window bounds both runs together: the active
+   * epoch's, which the next epoch's read-ahead fills only once the active one has asked for its
+   * whole plan (and keeps, while the caller is between epochs).
+   */
+  room(run: EpochRun<S, T>): number {
+    const active = this.#active, ahead = this.#ahead;
+    if (!active) return 0;
+    const used = (active.finished ? 0 : active.outstanding) + (ahead?.outstanding ?? 0);
+    if (run === active && !active.finished) return active.windowSamples() - used;
+    if (run === ahead && (active.finished || active.allRequested)) return active.windowSamples() - used;
+    return 0;
+  }
+
+  tail(_run: EpochRun<S, T>, source: Source<S>): void {
+    const active = this.#active;
+    if (!active || this.#closed || !this.#readAhead || active.stopped) return;
+    if (!this.#ahead) {
+      this.#ahead = new EpochRun<S, T>(this, active.epoch + 1, this.#plan(active.epoch + 1));
+      this.#ahead.prime(source);
+    } else this.#ahead.pump();
+  }
+
+  ended(_run: EpochRun<S, T>, depth?: number): void {
+    this.#read.urge(false);
+    if (depth !== undefined) this.#depth.learned(depth); // the next epoch starts as deep as this one ended
+  }
+}
