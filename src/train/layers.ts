@@ -32,6 +32,14 @@ export type LayerSpec =
   | { kind: "batchnorm"; relu?: boolean; momentum?: number; eps?: number }
   | { kind: "relu" };
 
+/** A sequential model as a plain value: what MODELS names and what weight files carry. */
+export interface ModelSpec {
+  /** Per-sample input shape, [C, H, W] for images. */
+  input: number[];
+  /** Layers in order; the last one must output `classes` values (the logits). */
+  layers: LayerSpec[];
+}
+
 /** A dense layer of `units` outputs (inputs of any shape are flattened). */
 export const dense = (units: number, o: { relu?: boolean } = {}): LayerSpec => ({ kind: "dense", units, relu: o.relu });
 /** A k×k convolution, stride 1, `padding` zeros per side (default (k−1)/2: same size). */

@@ -16,7 +16,7 @@ import { CassetteError } from "../errors.ts";
 import { readBuffer } from "../gpu/buffers.ts";
 import { initValues } from "./init.ts";
 import { describe, fusesRelu, planLayer } from "./layers.ts";
-import type { LayerPlan, LayerSpec, ParamSpec } from "./layers.ts";
+import type { LayerPlan, ModelSpec, ParamSpec } from "./layers.ts";
 import { Optimizer } from "./optim.ts";
 import type { OptimizerSpec } from "./optim.ts";
 import { Program } from "./program.ts";
@@ -26,12 +26,8 @@ import { createTensor, Tensor, TensorArena } from "./tensor.ts";
 import { decodeWeights, encodeWeights } from "./weights.ts";
 import { modelSpec } from "./models.ts";
 
-export interface ModelSpec {
-  /** Per-sample input shape, [C, H, W] for images. */
-  input: number[];
-  /** Layers in order; the last one must output `classes` values (the logits). */
-  layers: LayerSpec[];
-}
+// The spec lives with the layers (models.ts builds on it without importing this file).
+export type { ModelSpec } from "./layers.ts";
 
 /**
  * One batch for a step or an evaluation: `n` samples of f32 NCHW values in `x` (from byte

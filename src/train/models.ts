@@ -8,7 +8,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import { batchNorm, conv2d, dense, maxPool } from "./layers.ts";
-import type { ModelSpec } from "./model.ts";
+import type { ModelSpec } from "./layers.ts";
 
 export const MODELS: Readonly<Record<string, ModelSpec>> = {
   mlp: { input: [1, 28, 28], layers: [dense(256, { relu: true }), dense(10)] },
