@@ -1,5 +1,6 @@
 // The decoding process of one image (T.81 Figure E.6): markers → scans → (IDCT) → upsampling
-// and colour conversion → interleaved output. Also the geometry that scaled decoding needs.
+// and colour conversion → interleaved output (output.ts). Also the geometry that scaled
+// decoding needs, and the buffers it sizes.
 //
 // Scaled output (1/2, 1/4, 1/8) uses a reduced IDCT per block (idct.ts): luma blocks become
 // 4×4, 2×2 or 1×1. A subsampled component whose upsampling ratio can absorb the scale instead
@@ -11,8 +12,7 @@ import { decodeScan, QF, LAST } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "./memory";
 import { idctBlock } from "./idct";
-import { yccRow, rgbRow, cmykRow, greyRow } from "./color";
-import { h2v1, h2v2, h1v2, replicate } from "./upsample";
+import * as O from "./output";
 import { clearError, errorCode, fail, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";
 
 export const MODE_PIXELS = 0;
@@ -25,43 +25,8 @@ export const MODE_COEFFICIENTS = 1;
  */
 export const MODE_GREY = 2;
 
-// Colour spaces of the output, as the host reads them.
-export const CS_GRAY = 0;
-export const CS_YCBCR = 1;
-export const CS_RGB = 2;
-export const CS_CMYK = 3;
-export const CS_YCCK = 4;
-
 /** Arena blocks above this are refused before asking (wasm32 memory is 4 GiB in all). */
 const MAX_BLOCK: u64 = 0x7fff0000;
-
-/**
- * Output leaves the module a strip of rows at a time, through the host's `rows(ptr, y0, n)`:
- * n whole rows (outWidth · outChannels bytes each, no padding) starting at output row y0,
- * valid until the call returns. When one sequential scan carries every component of an image
- * larger than a strip, rows go as soon as the MCU rows they need are decoded: the planes are
- * rings of two MCU rows, read back while still in cache, and nothing here is image-sized
- * (libjpeg's row pipeline does the same).
- */
-// @ts-ignore: decorator
-@external("env", "rows") declare function hostRows(ptr: usize, y0: i32, n: i32): void;
-
-/** Rows given to the host so far. */
-export let outDone: i32 = 0;
-let strip: usize = 0;
-let stripRows: i32 = 0;
-/** Bytes a strip aims at: a few MCU rows of a wide photo, the whole of a small one (~half an L2). */
-const STRIP_BYTES: i32 = 256 * 1024;
-export let outWidth: i32 = 0;
-export let outHeight: i32 = 0;
-export let outChannels: i32 = 0;
-let outCs: i32 = CS_GRAY;
-let bsY: i32 = 8;
-/** Grey output of a colour file that is not YCbCr: one RGB row before its weighting. */
-let rgbScratch: usize = 0;
-
-// Per component: row buffer for upsampled samples.
-const ROWBUF: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
 
 function allocChecked(bytes: u64): usize {
   if (bytes > MAX_BLOCK) {
@@ -73,44 +38,33 @@ function allocChecked(bytes: u64): usize {
   return p;
 }
 
-/** Colour space from the markers (libjpeg's rules: JFIF, then Adobe, then component ids). */
-export function colorSpace(): i32 {
-  if (F.ncomp == 1) return CS_GRAY;
-  if (F.ncomp == 4) return F.adobeTransform == 2 ? CS_YCCK : CS_CMYK;
-  if (F.jfif) return CS_YCBCR;
-  if (F.adobeTransform == 0) return CS_RGB;
-  if (F.adobeTransform > 0) return CS_YCBCR;
-  if (F.cget(0, F.F_ID) == 82 && F.cget(1, F.F_ID) == 71 && F.cget(2, F.F_ID) == 66) return CS_RGB; // 'R','G','B'
-  return CS_YCBCR;
-}
-
 /** Geometry and buffers, once the frame is known (at the first SOS). */
 function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
   // Decompression bombs are refused here, before any allocation.
   if (<f64>F.width * <f64>F.height > maxPixels) return fail(E_TOO_LARGE, F.sofOffset);
-  bsY = 8 >> scaleLog2;
-  outWidth = (F.width * bsY + 7) >> 3;
-  outHeight = (F.height * bsY + 7) >> 3;
+  O.bsY = 8 >> scaleLog2;
+  O.outWidth = (F.width * O.bsY + 7) >> 3;
+  O.outHeight = (F.height * O.bsY + 7) >> 3;
   const stored = mode == MODE_COEFFICIENTS || F.progressive;
   const pixels = mode != MODE_COEFFICIENTS;
   const grey = mode == MODE_GREY && F.ncomp > 1;
-  F.lumaOnly = grey && colorSpace() == CS_YCBCR;
-  outChannels = F.ncomp == 1 || mode == MODE_GREY ? 1 : 3;
-  outCs = colorSpace();
-  const rowBytes = outWidth * outChannels;
-  // Rows leave as the scan goes (scanRowDone) when one sequential scan carries every component
-  // and the image is more than a strip: then a plane needs only the MCU row being decoded and
+  F.lumaOnly = grey && O.colorSpace() == O.CS_YCBCR;
+  O.outChannels = F.ncomp == 1 || mode == MODE_GREY ? 1 : 3;
+  O.outCs = O.colorSpace();
+  const rowBytes = O.outWidth * O.outChannels;
+  // Rows leave as the scan goes (output.ts, scanRowDone) when one sequential scan carries every
+  // component and the image is more than a strip: then a plane needs only the MCU row being decoded and
   // the one before it, whose last rows the triangle filter still reads. A smaller image is
   // decoded whole, then handed over in one call.
-  streaming = pixels && !F.progressive && F.scanNs == F.ncomp && <u64>rowBytes * <u64>outHeight > <u64>STRIP_BYTES;
+  O.streaming = pixels && !F.progressive && F.scanNs == F.ncomp && <u64>rowBytes * <u64>O.outHeight > <u64>O.STRIP_BYTES;
   for (let c = 0; c < F.ncomp; c++) {
     const h = F.cget(c, F.F_H);
     const v = F.cget(c, F.F_V);
     const fh = F.hmax / h;
     const fv = F.vmax / v;
     // Grow this component's IDCT while the upsampling ratio in both directions can absorb it.
-    let bs = bsY;
-    while (bs < 8 && fh % ((bs << 1) / bsY) == 0 && fv % ((bs << 1) / bsY) == 0) bs <<= 1;
+    let bs = O.bsY;
+    while (bs < 8 && fh % ((bs << 1) / O.bsY) == 0 && fv % ((bs << 1) / O.bsY) == 0) bs <<= 1;
     const bw = F.mcusX * h;
     const bh = F.mcusY * v;
     F.cset(c, F.F_BW, bw);
@@ -133,30 +87,30 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       store<u32>(LAST + (<usize>c << 2), <u32>p);
     }
     if (pixels && !(F.lumaOnly && c > 0)) {
-      planUpsampling(c);
+      O.planUpsampling(c);
       const stride = bw * bs;
-      const ring = streaming ? 1 << (32 - clz(2 * v - 1)) : bh; // ≥ 2 MCU rows, a power of two
+      const ring = O.streaming ? 1 << (32 - clz(2 * v - 1)) : bh; // ≥ 2 MCU rows, a power of two
       const pbh = min(bh, ring);
       const p = allocChecked(<u64>stride * <u64>(pbh * bs) + 64);
       if (p == 0) return errorCode();
       F.cset(c, F.F_STRIDE, stride);
       F.cset(c, F.F_PLANE, <i32>p);
       F.cset(c, F.F_RMASK, pbh < bh ? pbh * bs - 1 : -1);
-      const rb = allocChecked(<u64>outWidth + 64);
+      const rb = allocChecked(<u64>O.outWidth + 64);
       if (rb == 0) return errorCode();
-      store<u32>(ROWBUF + (<usize>c << 2), <u32>rb);
+      store<u32>(O.ROWBUF + (<usize>c << 2), <u32>rb);
     }
   }
   if (pixels) {
     // The host holds the whole image: keep it to what one block here could be, as before
     // rows left in strips (and what every runtime's typed arrays take).
-    if (<u64>rowBytes * <u64>outHeight > MAX_BLOCK) return fail(E_OUT_OF_MEMORY, F.sofOffset);
-    stripRows = max(1, min(outHeight, STRIP_BYTES / rowBytes));
-    strip = allocChecked(<u64>rowBytes * <u64>stripRows + 64); // slack: row writers store whole v128s
-    if (strip == 0) return errorCode();
+    if (<u64>rowBytes * <u64>O.outHeight > MAX_BLOCK) return fail(E_OUT_OF_MEMORY, F.sofOffset);
+    O.stripRows = max(1, min(O.outHeight, O.STRIP_BYTES / rowBytes));
+    O.strip = allocChecked(<u64>rowBytes * <u64>O.stripRows + 64); // slack: row writers store whole v128s
+    if (O.strip == 0) return errorCode();
     if (grey && !F.lumaOnly) {
-      rgbScratch = allocChecked(<u64>outWidth * 3 + 64);
-      if (rgbScratch == 0) return errorCode();
+      O.rgbScratch = allocChecked(<u64>O.outWidth * 3 + 64);
+      if (O.rgbScratch == 0) return errorCode();
     }
   }
   return 0;
@@ -195,7 +149,7 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
       memory.fill(<usize>F.cget(c, F.F_PLANE), 128, <usize>(F.cget(c, F.F_STRIDE) * F.cget(c, F.F_BH) * F.cget(c, F.F_BS)));
     }
   }
-  emitRows(outHeight);
+  O.emitRows(O.outHeight);
   return 0;
 }
 
@@ -206,11 +160,7 @@ function begin(src: usize, len: i32): void {
   resetTables();
   F.src = src;
   F.srcEnd = src + <usize>len;
-  outDone = 0;
-  streaming = false;
-  outWidth = 0;
-  outHeight = 0;
-  outChannels = 0;
+  O.resetOutput();
 }
 
 /** Header only: markers up to the first SOS. Returns 0 or an error code. */
@@ -270,125 +220,4 @@ function transposeAll(): void {
       blk += 128;
     }
   }
-}
-
-// How each component's rows reach output resolution, fixed in setup() (planUpsampling): the
-// residual ratios after the IDCT size absorbed what it could, and the filter.
-const UP: usize = memory.data(F.MAX_COMPONENTS * 16, 16); // per component: rh, rv, how (i32)
-const UP_NONE = 0; //      at output resolution already
-const UP_H2V1 = 1; //      triangle filter across
-const UP_V2 = 2; //        triangle filter down (h2v2 or h1v2): output row 2k reads rows k − 1 and k, 2k + 1 rows k and k + 1
-const UP_REPLICATE = 3; // each sample rh × rv times
-
-function planUpsampling(c: i32): void {
-  const bs = F.cget(c, F.F_BS);
-  const rh = ((F.hmax / F.cget(c, F.F_H)) * bsY) / bs;
-  const rv = ((F.vmax / F.cget(c, F.F_V)) * bsY) / bs;
-  // libjpeg turns the triangle filter off at 1/8 scale (1×1 blocks), and for a horizontal 2×
-  // when the component is 2 samples wide or less (jdsample.c): replicate there too.
-  const fancy = bsY > 1;
-  const fancyH = fancy && rh == 2 && F.cget(c, F.F_CW) > 2;
-  let how = UP_REPLICATE;
-  if (rh == 1 && rv == 1) how = UP_NONE;
-  else if (rv == 1 && fancyH) how = UP_H2V1;
-  else if (rv == 2 && ((rh == 1 && fancy) || fancyH)) how = UP_V2;
-  const r = UP + (<usize>c << 4);
-  store<i32>(r, rh);
-  store<i32>(r + 4, rv);
-  store<i32>(r + 8, how);
-}
-
-/** How many output rows the first `have` rows of component c's plane can make. */
-function rowsFrom(c: i32, have: i32): i32 {
-  const r = UP + (<usize>c << 4);
-  return load<i32>(r + 8) == UP_V2 ? 2 * have - 1 : have * load<i32>(r + 4);
-}
-
-/** Where row `y` of component c's samples is: its plane is whole, or a ring (F_RMASK). */
-// @ts-ignore: decorator
-@inline function planeRow(c: i32, y: i32): usize {
-  return <usize>F.cget(c, F.F_PLANE) + <usize>((y & F.cget(c, F.F_RMASK)) * F.cget(c, F.F_STRIDE));
-}
-
-/** Row `y` of component `c` at output resolution: upsampled into its row buffer if needed. */
-function componentRow(c: i32, y: i32): usize {
-  const cw = F.cget(c, F.F_CW);
-  const ch = F.cget(c, F.F_CH);
-  const r = UP + (<usize>c << 4);
-  const rh = load<i32>(r);
-  const rv = load<i32>(r + 4);
-  const how = load<i32>(r + 8);
-  if (how == UP_NONE) return planeRow(c, y);
-  const out = <usize>load<u32>(ROWBUF + (<usize>c << 2));
-  if (how == UP_H2V1) {
-    h2v1(planeRow(c, y), cw, out);
-  } else if (how == UP_V2) {
-    const sy = y >> 1;
-    const odd = (y & 1) != 0;
-    let fy = odd ? sy + 1 : sy - 1;
-    if (fy < 0) fy = 0;
-    if (fy > ch - 1) fy = ch - 1;
-    if (rh == 2) h2v2(planeRow(c, sy), planeRow(c, fy), cw, out);
-    else h1v2(planeRow(c, sy), planeRow(c, fy), cw, out, odd);
-  } else {
-    let sy = y / rv;
-    if (sy > ch - 1) sy = ch - 1;
-    replicate(planeRow(c, sy), cw, rh, out, outWidth);
-  }
-  return out;
-}
-
-/** Upsampling and colour conversion of output row `y` into `out`. */
-function outputRow(y: i32, out: usize): void {
-  const w = outWidth;
-  const cs = outCs;
-  if (cs == CS_GRAY || F.lumaOnly) {
-    memory.copy(out, componentRow(0, y), w);
-    return;
-  }
-  const a = componentRow(0, y);
-  const b = componentRow(1, y);
-  const c = componentRow(2, y);
-  const rgb = outChannels == 1 ? rgbScratch : out;
-  if (cs == CS_YCBCR) yccRow(a, b, c, rgb, w);
-  else if (cs == CS_RGB) rgbRow(a, b, c, rgb, w);
-  else cmykRow(a, b, c, componentRow(3, y), rgb, w, cs == CS_YCCK);
-  if (outChannels == 1) greyRow(rgb, out, w);
-}
-
-/**
- * Output rows from outDone up to `upTo` (exclusive) into the strip, which goes to the host
- * when full and after the last row (one call for a small image, a few per MCU rows of a photo).
- */
-function emitRows(upTo: i32): void {
-  const rowBytes = <usize>(outWidth * outChannels);
-  while (outDone < upTo) {
-    const n = outDone % stripRows;
-    outputRow(outDone, strip + <usize>n * rowBytes);
-    outDone++;
-    if (n + 1 == stripRows || outDone == outHeight) hostRows(strip, outDone - n - 1, n + 1);
-  }
-}
-
-/** Rows leave as the scan goes (setup()). */
-let streaming = false;
-
-/**
- * Called by the scan after each row of MCUs (`my` of `down`; a one-component scan's rows are
- * one block high): emits every output row whose source rows, upsampling context included,
- * are now decoded. The last row emits the rest.
- */
-export function scanRowDone(my: i32, down: i32): void {
-  if (!streaming) return;
-  if (my + 1 >= down) {
-    emitRows(outHeight);
-    return;
-  }
-  let upTo = outHeight;
-  for (let c = 0; c < (F.lumaOnly ? 1 : F.ncomp); c++) {
-    const bs = F.cget(c, F.F_BS);
-    const have = (my + 1) * bs * (F.scanNs == 1 ? 1 : F.cget(c, F.F_V)); // rows of c decoded, < its height
-    upTo = min(upTo, rowsFrom(c, have));
-  }
-  emitRows(upTo);
 }

@@ -2,10 +2,10 @@
 // The host (src/decode/jpeg.ts) owns every message; the module returns codes and offsets.
 //
 // Use: reset(); p = alloc(n); copy the file to p; decode(p, n, scaleLog2, maxPixels, mode);
-// pixels reach the host through its env.rows(ptr, y0, n) during decode (decoder.ts); then read
+// pixels reach the host through its env.rows(ptr, y0, n) during decode (output.ts); then read
 // outWidth/… or comp*(c) (coefficients) before the next reset().
 import * as F from "./frame";
-import * as D from "./decoder";
+import * as O from "./output";
 import { QLATCH } from "./scan";
 
 export { alloc, reset } from "./memory";
@@ -18,11 +18,12 @@ export { alloc, reset } from "./memory";
 export function abiVersion(): i32 { return 3; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
-export { decode, inspect, colorSpace } from "./decoder";
+export { decode, inspect } from "./decoder";
+export { colorSpace } from "./output";
 
-export function outWidth(): i32 { return D.outWidth; }
-export function outHeight(): i32 { return D.outHeight; }
-export function outChannels(): i32 { return D.outChannels; }
+export function outWidth(): i32 { return O.outWidth; }
+export function outHeight(): i32 { return O.outHeight; }
+export function outChannels(): i32 { return O.outChannels; }
 
 // Frame facts (after inspect or decode).
 export function frameWidth(): i32 { return F.width; }

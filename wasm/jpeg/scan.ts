@@ -8,7 +8,7 @@ import * as F from "./frame";
 import * as H from "./huffman";
 import * as M from "./markers";
 import { buildQF, idctBlock } from "./idct";
-import { scanRowDone } from "./decoder";
+import { scanRowDone } from "./output";
 import {
   fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
 } from "./errors";
