@@ -38,11 +38,16 @@ function rotl(x: number, k: number): number {
   return (x << k) | (x >>> (32 - k));
 }
 
-/** Fisher–Yates shuffle in place. */
-export function shuffle<T>(items: T[], r: Rng): T[] {
+/**
+ * Fisher–Yates shuffle in place, of an array or a typed array (epoch orders of ids and of
+ * sample indices draw the same swaps from the same seed).
+ */
+export function shuffle<A extends { length: number; [i: number]: unknown }>(items: A, r: Rng): A {
   for (let i = items.length - 1; i > 0; i--) {
     const j = r.int(i + 1);
-    [items[i], items[j]] = [items[j], items[i]];
+    const t = items[i];
+    items[i] = items[j];
+    items[j] = t;
   }
   return items;
 }
