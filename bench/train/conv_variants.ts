@@ -11,8 +11,8 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
-import { Kernel } from "../../src/gpu/kernel.ts";
-import { Program, grid, uniforms } from "../../src/train/program.ts";
+import { grid, Kernel } from "../../src/gpu/kernel.ts";
+import { Program, uniforms } from "../../src/train/program.ts";
 import { createTensor } from "../../src/train/tensor.ts";
 import { conv2dFwd } from "../../src/train/ops/conv2d_fwd.ts";
 import { conv2dBwdFilter, filterSplits } from "../../src/train/ops/conv2d_bwd_filter.ts";

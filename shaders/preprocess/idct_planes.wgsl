@@ -9,7 +9,8 @@
 //                                           header, component records, quant tables, blocks
 //   2  storage, rw      planes: array<u32>  each component's padded plane, BLOCKS_W·8 bytes a row
 // Dispatch: one invocation per block of the batch, workgroups of 64 spread over x and y
-//   (grid2d); a thread finds its component by binary search over FIRST_BLOCK.
+//   (grid() in src/gpu/kernel.ts); a thread finds its component by binary search over
+//   FIRST_BLOCK.
 
 @group(0) @binding(0) var<uniform> basis: array<vec4<f32>, 16>;
 @group(0) @binding(1) var<storage, read> coef: array<u32>;

@@ -18,8 +18,8 @@
 //   2  storage, rw      dst: array<u32>     the preprocessing input (pack.ts); only the pixel
 //                                           ranges of coefficient images are written
 // Dispatch: one invocation per output word (4 bytes of HWC pixels) of the batch's coefficient
-//   images, workgroups of 64 over x and y (grid2d); a thread finds its image by binary search
-//   over FIRST_WORD.
+//   images, workgroups of 64 over x and y (grid() in src/gpu/kernel.ts); a thread finds its
+//   image by binary search over FIRST_WORD.
 
 @group(0) @binding(0) var<storage, read> coef: array<u32>;
 @group(0) @binding(1) var<storage, read> planes: array<u32>;

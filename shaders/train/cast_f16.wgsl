@@ -6,7 +6,7 @@
 //   0  uniform          Params {count}
 //   1  storage, read    src: array<f32>   count values
 //   2  storage, rw      dst: array<u32>   ⌈count / 2⌉ words
-// Dispatch: one invocation per word, workgroups of 256 over x then y (grid() in program.ts).
+// Dispatch: one invocation per word, workgroups of 256 over x then y (grid() in src/gpu/kernel.ts).
 //
 //   dst word w:  bits 31 … 16          bits 15 … 0
 //                f16 of src[2w + 1]    f16 of src[2w]       (little-endian: array<f16> reads

@@ -4,7 +4,7 @@
 //   0  uniform          Params {count}
 //   1  storage, read    x: array<f32>
 //   2  storage, rw      y: array<f32>
-// Dispatch: one invocation per element, workgroups of 256 over x then y (grid() in program.ts).
+// Dispatch: one invocation per element, workgroups of 256 over x then y (grid() in src/gpu/kernel.ts).
 
 struct Params {
   count: u32,

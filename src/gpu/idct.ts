@@ -37,7 +37,7 @@ import idctCode from "../../shaders/preprocess/idct_planes.wgsl" with { type: "t
 import colorCode from "../../shaders/preprocess/ycbcr_rgb.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import type { JpegCoefficients } from "../decode/jpeg.ts";
-import { grid2d, Kernel } from "./kernel.ts";
+import { grid, Kernel } from "./kernel.ts";
 import type { PackLayout } from "./pack.ts";
 
 export type { JpegCoefficients } from "../decode/jpeg.ts";
@@ -175,8 +175,8 @@ export async function encodeCoefficients(
     device.queue.writeBuffer(m, 0, basis());
     basisBuffers.set(device, m);
   }
-  await idctKernel.encode(device, encoder, [m, coef, planes], grid2d(plan.blocks, WORKGROUP));
-  await colorKernel.encode(device, encoder, [coef, planes, dst], grid2d(plan.words, WORKGROUP));
+  await idctKernel.encode(device, encoder, [m, coef, planes], grid(plan.blocks, WORKGROUP));
+  await colorKernel.encode(device, encoder, [coef, planes, dst], grid(plan.words, WORKGROUP));
 }
 
 /** Compiles both pipelines for `device` ahead of the first batch. */

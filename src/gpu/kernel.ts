@@ -113,9 +113,13 @@ export class Kernel {
   }
 }
 
-/** Workgroup counts for `invocations` threads in groups of `size`, spread over x and y (x ≤ 65535). */
-export function grid2d(invocations: number, size: number, maxX = 65535): [number, number] {
+/**
+ * Workgroup counts for `invocations` threads in groups of `size`, over x then y (x ≤ 65535,
+ * the smallest maxComputeWorkgroupsPerDimension WebGPU allows); z is 1. A kernel recovers its
+ * index as gid.x + gid.y · num_workgroups.x · size.
+ */
+export function grid(invocations: number, size: number): [number, number, number] {
   const groups = Math.max(1, Math.ceil(invocations / size));
-  if (groups <= maxX) return [groups, 1];
-  return [maxX, Math.ceil(groups / maxX)];
+  if (groups <= 65535) return [groups, 1, 1];
+  return [65535, Math.ceil(groups / 65535), 1];
 }

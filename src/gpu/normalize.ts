@@ -4,7 +4,7 @@
  */
 import code from "../../shaders/preprocess/normalize_u8.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
-import { grid2d, Kernel } from "./kernel.ts";
+import { grid, Kernel } from "./kernel.ts";
 
 const kernel = new Kernel({ name: "preprocess/normalize_u8", code, bindings: ["uniform", "read-only-storage", "storage"] });
 const WORKGROUP = 256;
@@ -39,7 +39,7 @@ export async function encodeNormalize(
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot normalize as every 'std' must be > 0: current value is [${p.std}]`);
   }
   const words = Math.ceil(count / 4);
-  const [x, y] = grid2d(words, WORKGROUP);
+  const [x, y] = grid(words, WORKGROUP);
   const params = new ArrayBuffer(48);
   new Uint32Array(params, 0, 4).set([count, p.channels, x * WORKGROUP, 0]);
   const f = new Float32Array(params, 16, 8);

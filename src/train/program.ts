@@ -116,10 +116,3 @@ export class Program {
     for (const b of this.#owned) b.destroy();
   }
 }
-
-/** Workgroup counts for `n` invocations in groups of `size`, over x then y (x ≤ 65535). */
-export function grid(n: number, size: number): [number, number, number] {
-  const groups = Math.max(1, Math.ceil(n / size));
-  if (groups <= 65535) return [groups, 1, 1];
-  return [65535, Math.ceil(groups / 65535), 1];
-}

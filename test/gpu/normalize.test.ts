@@ -7,7 +7,7 @@ import { readBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { encodeNormalize } from "../../src/gpu/normalize.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { grid2d } from "../../src/gpu/kernel.ts";
+import { grid } from "../../src/gpu/kernel.ts";
 
 for (const backend of runtime.gpuBackends) {
 test(`normalize_u8 matches the CPU reference on random bytes of random sizes and channels (${backend})`, async () => {
@@ -50,11 +50,11 @@ test("a kernel refuses a buffer larger than the device's binding limit, naming t
   }
 });
 
-test("grid2d spreads workgroups over y only past 65535 in x", () => {
-  assert.equal(grid2d(1, 256), [1, 1]);
-  assert.equal(grid2d(65535 * 256, 256), [65535, 1]);
-  assert.equal(grid2d(65535 * 256 + 1, 256), [65535, 2]);
-  assert.equal(grid2d(0, 64), [1, 1]);
+test("grid spreads workgroups over y only past 65535 in x", () => {
+  assert.equal(grid(1, 256), [1, 1, 1]);
+  assert.equal(grid(65535 * 256, 256), [65535, 1, 1]);
+  assert.equal(grid(65535 * 256 + 1, 256), [65535, 2, 1]);
+  assert.equal(grid(0, 64), [1, 1, 1]);
 });
 
 test("normalize_u8 rejects a std of zero with a clear error", async () => {

@@ -1,8 +1,7 @@
 /** Owner of shaders/train/adamw.wgsl: AdamW over one parameter buffer. */
 import code from "../../../shaders/train/adamw.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectSize } from "./_check.ts";
 

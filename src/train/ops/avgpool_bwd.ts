@@ -1,8 +1,8 @@
 /** Owner of shaders/train/avgpool_bwd.wgsl: dx[n,c,h,w] = dy[n,c] / (H·W). */
 import code from "../../../shaders/train/avgpool_bwd.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectRank, expectShape } from "./_check.ts";
 

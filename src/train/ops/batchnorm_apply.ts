@@ -1,8 +1,8 @@
 /** Owner of shaders/train/batchnorm_apply.wgsl: normalize with given stats, scale, shift (ReLU). */
 import code from "../../../shaders/train/batchnorm_apply.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape, expectSize } from "./_check.ts";
 import { bnGeometry } from "./_batchnorm.ts";

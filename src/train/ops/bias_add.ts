@@ -1,8 +1,8 @@
 /** Owner of shaders/train/bias_add.wgsl: y[o, c, i] += bias[c], in place. */
 import code from "../../../shaders/train/bias_add.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectRank, invalid } from "./_check.ts";
 

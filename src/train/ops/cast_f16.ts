@@ -4,9 +4,9 @@
  * kernel packs the bits with integer arithmetic and needs no `shader-f16`.
  */
 import code from "../../../shaders/train/cast_f16.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectDType, expectSize } from "./_check.ts";
 

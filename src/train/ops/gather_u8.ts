@@ -1,8 +1,8 @@
 /** Owner of shaders/train/gather_u8.wgsl: rows of bytes gathered and normalized to f32. */
 import code from "../../../shaders/train/gather_u8.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectRank, invalid } from "./_check.ts";
 

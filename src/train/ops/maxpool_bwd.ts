@@ -1,8 +1,7 @@
 /** Owner of shaders/train/maxpool_bwd.wgsl: routes each window's gradient to its winner. */
 import code from "../../../shaders/train/maxpool_bwd.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape } from "./_check.ts";
 import { poolConstants, poolGeometry } from "./_pool.ts";

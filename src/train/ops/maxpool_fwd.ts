@@ -1,8 +1,7 @@
 /** Owner of shaders/train/maxpool_fwd.wgsl: S×S max pooling with stride S, and the winners. */
 import code from "../../../shaders/train/maxpool_fwd.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectShape } from "./_check.ts";
 import { poolConstants, poolGeometry } from "./_pool.ts";

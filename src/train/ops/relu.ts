@@ -1,8 +1,8 @@
 /** Owner of shaders/train/relu.wgsl: y = max(x, 0). */
 import code from "../../../shaders/train/relu.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectSize } from "./_check.ts";
 

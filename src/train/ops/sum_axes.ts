@@ -1,8 +1,8 @@
 /** Owner of shaders/train/sum_axes.wgsl: sums a [O, J, I] tensor over O and I (bias gradients). */
 import code from "../../../shaders/train/sum_axes.wgsl" with { type: "text" };
-import { Kernel } from "../../gpu/kernel.ts";
+import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
-import { grid, uniforms } from "../program.ts";
+import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { expectRank, expectShape } from "./_check.ts";
 
