@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { runtime } from "../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../src/gpu/device.ts";
 import { createPreprocessor } from "../src/gpu/preprocess.ts";
-import { packBatch, packLayout } from "../src/gpu/pack.ts";
+import { packImages as packBatch, packLayout } from "../src/gpu/pack.ts";
 import type { DecodedImage, ImagePlan } from "../src/gpu/pack.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { compare } from "./_lib/compare.ts";

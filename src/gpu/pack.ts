@@ -1,7 +1,7 @@
 /**
  * The CPU half of GPU preprocessing (STYLE.md habit 10: the CPU plans, the GPU executes).
  * `planImage` turns (seed, epoch, sample id) into a crop box and a flip flag, a pure value;
- * `packBatch` lays a batch of decoded images and their plans into one upload for
+ * `packImages` lays a batch of decoded images and their plans into one upload for
  * shaders/preprocess/crop_resize_normalize.wgsl. The kernel holds no randomness and no policy.
  *
  * NOTE [ Packed preprocessing input ]
@@ -203,7 +203,7 @@ function checkShape(s: ImageShape, i: number): void {
  * typically a mapped staging buffer). Images with `data` undefined get a record only: their
  * bytes are written on the GPU (the hybrid JPEG path).
  */
-export function packBatch(
+export function packImages(
   dst: Uint8Array,
   images: readonly (ImageShape & { data?: Uint8Array })[],
   plans: readonly ImagePlan[],

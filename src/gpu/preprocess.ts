@@ -7,7 +7,7 @@
 import code from "../../shaders/preprocess/crop_resize_normalize.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
-import { isRandom, packBatch, packLayout, planImage } from "./pack.ts";
+import { isRandom, packImages, packLayout, planImage } from "./pack.ts";
 import type { DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";
 import { StagingRing } from "./staging.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
@@ -158,7 +158,7 @@ export class Preprocessor {
 
     const slot = await this.#ring.acquire(upload);
     try {
-      packBatch(slot.bytes, pixels, plans, pack);
+      packImages(slot.bytes, pixels, plans, pack);
       if (coef) coef.write(slot.bytes.subarray(coefAt));
       const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
       if (run.output && run.output.size < outBytes) {

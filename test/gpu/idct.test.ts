@@ -8,7 +8,7 @@ import { idctYcbcrRef } from "../reference/idct_ycbcr.ts";
 import { preprocessRef } from "../reference/preprocess.ts";
 import { readBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { coefficientImageShape, encodeCoefficients, planCoefficients } from "../../src/gpu/idct.ts";
-import { packBatch, packLayout } from "../../src/gpu/pack.ts";
+import { packImages, packLayout } from "../../src/gpu/pack.ts";
 import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import type { JpegCoefficients } from "../../src/decode/jpeg.ts";
 import { createJpegDecoder } from "../../src/decode/jpeg.ts";
