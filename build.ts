@@ -58,6 +58,12 @@ async function buildWasm(): Promise<string> {
   return `${bytes.length} bytes`;
 }
 
+/** The source modules of package.json's `exports` (their "bun" condition): ".", "./train", … */
+function exportedModules(): string[] {
+  const exports = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports as Record<string, { bun: string }>;
+  return Object.values(exports).map((e) => e.bun);
+}
+
 async function bundle(): Promise<string> {
   const outdir = join(ROOT, "dist");
   const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg_wasm.ts"].map((p) => join(ROOT, p));
@@ -65,8 +71,9 @@ async function bundle(): Promise<string> {
   const esbuild = await import("esbuild");
   try {
     const result = await esbuild.build({
-      // The decode and read workers are entries of their own: they are started by URL, beside mod.js.
-      entryPoints: [join(ROOT, "src/mod.ts"), join(ROOT, "src/cli/main.ts"), join(ROOT, "src/decode/worker.ts"), join(ROOT, "src/read/read_worker.ts")],
+      // Every subpath package.json exports, the CLI, and the decode and read workers, which are
+      // started by URL beside the chunk that holds the code starting them.
+      entryPoints: [...exportedModules(), "src/cli/main.ts", "src/decode/worker.ts", "src/read/read_worker.ts"].map((p) => join(ROOT, p)),
       outdir,
       outbase: join(ROOT, "src"),
       bundle: true,

@@ -1,11 +1,17 @@
 /**
  * cassette: a deep-learning data loader for Deno, Bun and Node.
  *
- * The flow of a sample, and where each stage lives:
+ * The flow of a sample, and where each stage lives (ARCHITECTURE.md):
  *
- *   split (ids) → plan/ → schedule/ → source/ → decode/ → assemble/ → gpu/ → train/
+ *   split (ids) → plan/ → schedule/ → read/ (source/ + decode/) → assemble/ → gpu/ → train/
  *
- * This module is the public surface: re-exports only.
+ * This module is the public surface: opening stores, ingest and splits, the Loader, the
+ * decoder, the GPU device and preprocessing. The rest is in subpaths:
+ *   cassette/decode   the Decoder seam, the JPEG decoder's details, the decode pool
+ *   cassette/read     Source → Source wrappers (hedging, retries, decoding), error classes of sources
+ *   cassette/gpu      GPU preprocessing's planning and packing
+ *   cassette/train    the WGSL training kernels' model API and the training loop
+ *   cassette/dataset  Fashion-MNIST from its idx files, for training without a store
  * @module
  */
 export { CassetteError } from "./errors.ts";
@@ -13,7 +19,11 @@ export type { ErrorCode } from "./errors.ts";
 export { deviceInfo, requestDevice } from "./gpu/device.ts";
 export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
 export { SAMPLE_NAMESPACE, sampleId } from "./dataset/sample_id.ts";
-export { openStore } from "./source/open.ts";
+// Opening by address: open(address, { mode: "read" | "write" }); openStore, openSource and
+// openReadSource are its older names.
+export { open, openReadSource } from "./read/open.ts";
+export type { OpenOptions, OpenReadOptions } from "./read/open.ts";
+export { openSource, openStore } from "./source/open.ts";
 export type { OpenStoreOptions } from "./source/open.ts";
 export type { DatasetInfo, NatRow, SampleInput, Store, StoredSample } from "./dataset/store.ts";
 export type { Column, DatasetSpec } from "./dataset/spec.ts";
@@ -21,43 +31,20 @@ export { ingest } from "./dataset/ingest.ts";
 export type { IngestOptions, IngestSummary } from "./dataset/ingest.ts";
 export { createSplits, loadSplit, loadSplits, saveSplits } from "./dataset/splits.ts";
 export type { Split, SplitFile, SplitParams } from "./dataset/splits.ts";
+export { epochPlan } from "./plan/epoch.ts";
+export type { EpochPlanOptions } from "./plan/epoch.ts";
 export { Loader } from "./loader.ts";
 export type { EpochOptions, LoaderOptions, LoaderStats } from "./loader.ts";
 export type { Batch } from "./assemble/batch.ts";
-export type { Fetched, Source } from "./source/source.ts";
-export { openSource } from "./source/open.ts";
-// Any store address as a Source (sqlite:, cassandra://, and cassette export's layout over http(s):// or file:).
-export { openReadSource } from "./read/open.ts";
-export type { OpenReadOptions } from "./read/open.ts";
-export type { HttpSourceOptions } from "./source/http.ts";
-export type { FileSourceOptions } from "./source/file.ts";
-// Source → Source wrappers: hedged requests for stragglers; which errors are worth retrying.
-export { HedgeSource, hedgeOptions } from "./read/hedge.ts";
-export type { HedgeOptions } from "./read/hedge.ts";
-export { isRetryable, retryableStatus, storeError } from "./source/retryable.ts";
-export type { Retryable } from "./source/retryable.ts";
-export { epochPlan } from "./plan/epoch.ts";
-export * from "./decode/mod.ts";
+export type { Source } from "./source/source.ts";
+export type { ReadSource, Sample } from "./read/sample.ts";
+/** The older name of `Sample` (what the Loader hands over for one id). */
+export type { Sample as Fetched } from "./read/sample.ts";
+export { createDecoder } from "./decode/decoders.ts";
+export type { DecodeOptions, Decoder, Image } from "./decode/decoder.ts";
+export { createJpegDecoder } from "./decode/jpeg.ts";
+export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
 export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
-export { planImage } from "./gpu/pack.ts";
-export type { CropPolicy, DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./gpu/pack.ts";
-// Training (src/train/): WGSL training kernels, a sequential model, the training loop.
-export { createModel, Sequential } from "./train/model.ts";
-export type { CreateModelOptions, Metrics, ModelSpec, TrainBatch } from "./train/model.ts";
-export { batchNorm, conv2d, dense, globalAvgPool, maxPool, reluLayer } from "./train/layers.ts";
-export type { LayerSpec } from "./train/layers.ts";
-export { MODELS } from "./train/models.ts";
-export type { OptimizerSpec } from "./train/optim.ts";
-export { fit } from "./train/fit.ts";
-export type { EpochReport, FitOptions } from "./train/fit.ts";
-export { GpuDataset } from "./train/gpu_dataset.ts";
-export type { BatchOptions, GpuDatasetOptions } from "./train/gpu_dataset.ts";
-export { trainInGpu } from "./train/train_in_gpu.ts";
-export { loaderBatches } from "./train/loader_batches.ts";
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
-export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batches.ts";
-export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
-export { loadFashionMnist } from "./dataset/fashion_mnist.ts";
-export type { ImageSplit } from "./dataset/fashion_mnist.ts";

@@ -1,6 +1,6 @@
 /**
  * The README's ```ts blocks and every `@example` in src/ are programs: this runs each one in
- * the current runtime, with `from "cassette"` pointing at src/mod.ts. A trailing one-word
+ * the current runtime, with `from "cassette"` and `from "cassette/SUBPATH"` pointing where package.json exports them. A trailing one-word
  * comment on a console.log line (`console.log(id); // 6ceecba5-…`) must appear in the output.
  */
 import * as assert from "uvu/assert";
@@ -12,6 +12,10 @@ import { runtime } from "../runtime-adapters/index.ts";
 
 const ROOT = resolve(runtime.cwd());
 const OUT = join(ROOT, ".tmp", `docs-${runtime.name}`);
+/** "cassette" and "cassette/train" …: the modules package.json exports, as Bun and Deno load them. */
+const SUBPATHS: Record<string, string> = Object.fromEntries(
+  Object.entries(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports as Record<string, { bun: string }>).map(([k, v]) => [k, v.bun]),
+);
 mkdirSync(OUT, { recursive: true });
 afterAll(() => rmSync(OUT, { recursive: true, force: true }));
 
@@ -52,7 +56,7 @@ test("the docs have runnable examples", () => {
 snippets.forEach((s, i) => {
   test(`example runs: ${s.where}`, () => {
     const code = s.code
-      .replace(/from "cassette"/g, `from ${JSON.stringify(join(ROOT, "src/mod.ts"))}`)
+      .replace(/from "cassette(\/[a-z]+)?"/g, (_, sub) => `from ${JSON.stringify(join(ROOT, SUBPATHS[`.${sub ?? ""}`]))}`)
       .replace(/from "(\.\.?\/[^"]+)"/g, (_, rel) => `from ${JSON.stringify(resolve(dirname(s.from), rel))}`);
     const file = join(OUT, `example_${i}.ts`);
     writeFileSync(file, code);

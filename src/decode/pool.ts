@@ -30,6 +30,7 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
+import { entryUrl } from "../util/entry_url.ts";
 import type { AsyncDecoder } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
@@ -80,11 +81,7 @@ interface Slot {
   inFlight: Map<number, Pending>;
 }
 
-// From source the entry is worker.ts beside this file; the bundle (build.ts) has it at
-// dist/decode/worker.js, one folder below the chunk that holds this code.
-const DEFAULT_WORKER_URL = import.meta.url.endsWith(".ts")
-  ? new URL("./worker.ts", import.meta.url)
-  : new URL("./decode/worker.js", import.meta.url);
+const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./worker.ts", "decode/worker.js");
 
 /** Starts `workers` decode workers and resolves when each has its decoder instantiated. */
 export async function createDecodePool(options: DecodePoolOptions = {}): Promise<JpegDecodePool> {

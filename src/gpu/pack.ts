@@ -81,7 +81,7 @@ export function isRandom(o: PlanOptions): boolean {
  *
  * @example
  * ```ts
- * import { planImage } from "cassette";
+ * import { planImage } from "cassette/gpu";
  * const opts = { width: 224, height: 224, crop: { kind: "random-resized" }, flip: 0.5, seed: 7 } as const;
  * const a = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
  * const b = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");

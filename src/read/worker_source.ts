@@ -38,6 +38,7 @@ import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { checkDecodeOptions, type DecodeOptions, type Image } from "../decode/decoder.ts";
 import { redact } from "../source/address.ts";
+import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 
@@ -87,11 +88,7 @@ export interface WorkerSourceOptions {
   workerUrl?: URL;
 }
 
-// From source the entry is read_worker.ts beside this file; the bundle (build.ts) has it at
-// dist/read/read_worker.js, one folder below the chunk that holds this code.
-const DEFAULT_WORKER_URL = import.meta.url.endsWith(".ts")
-  ? new URL("./read_worker.ts", import.meta.url)
-  : new URL("./read/read_worker.js", import.meta.url);
+const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./read_worker.ts", "read/read_worker.js");
 
 interface Slot {
   index: number;

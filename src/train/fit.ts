@@ -47,7 +47,8 @@ export interface FitOptions {
  *
  * @example
  * ```ts
- * import { requestDevice, createModel, GpuDataset, fit } from "cassette";
+ * import { requestDevice } from "cassette";
+ * import { createModel, GpuDataset, fit } from "cassette/train";
  * const device = await requestDevice();
  * // Two classes of 4×4 images: bright top half or bright bottom half.
  * const n = 64, images = new Float32Array(n * 16), labels = new Uint32Array(n);

@@ -32,7 +32,8 @@ export interface LoaderBatchesOptions extends EpochOptions {
  *
  * @example
  * ```ts
- * import { Loader, openStore, ingest, requestDevice, createPreprocessor, createJpegDecoder, loaderBatches } from "cassette";
+ * import { Loader, openStore, ingest, requestDevice, createPreprocessor, createJpegDecoder } from "cassette";
+ * import { loaderBatches } from "cassette/train";
  * const store = await openStore("sqlite:.tmp/loader-batches-example.sqlite");
  * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 16 });
  * const ids: string[] = [];

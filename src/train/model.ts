@@ -379,7 +379,8 @@ export class Sequential {
  *
  * @example
  * ```ts
- * import { requestDevice, createModel } from "cassette";
+ * import { requestDevice } from "cassette";
+ * import { createModel } from "cassette/train";
  * const device = await requestDevice();
  * const model = createModel(device, "cnn", { seed: 1 });
  * console.log(model.parameterCount); // 20490

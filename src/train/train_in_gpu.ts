@@ -38,7 +38,8 @@ export interface TrainInGpuOptions {
  *
  * @example
  * ```ts
- * import { requestDevice, trainInGpu } from "cassette";
+ * import { requestDevice } from "cassette";
+ * import { trainInGpu } from "cassette/train";
  * const device = await requestDevice();
  * const n = 32, images = new Float32Array(n * 784), labels = new Uint32Array(n);
  * for (let i = 0; i < n; i++) { labels[i] = i % 10; images[i * 784 + labels[i]] = 5; }

@@ -16,7 +16,8 @@ test("dist/mod.js exports the public surface and its decode pool starts its bund
   const dir = new URL("../fixtures/jpeg/", import.meta.url);
   const name = readdirSync(dir).find((n) => n.endsWith(".jpg"))!;
   const bytes = new Uint8Array(readFileSync(new URL(name, dir)));
-  const pool = await m.createDecodePool({ workers: 2 });
+  const { createDecodePool } = await import(new URL("../../dist/decode/mod.js", import.meta.url).href);
+  const pool = await createDecodePool({ workers: 2 });
   try {
     const img = await pool.decode(bytes.slice()); // the pool transfers (detaches) its input
     const ref = (await m.createJpegDecoder()).decode(bytes);
@@ -45,5 +46,14 @@ test("dist/mod.js: a Loader with read workers starts the bundled read worker and
     assert.is(n, ids.length, "every sample decoded in the bundled worker");
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("every subpath package.json exports has its bundle, and each loads", async () => {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
+  const expect: Record<string, string> = { "./train": "createModel", "./decode": "createDecodePool", "./read": "HedgeSource", "./gpu": "planImage", "./dataset": "loadFashionMnist" };
+  for (const [sub, name] of Object.entries(expect)) {
+    const m = await import(new URL(`../../${pkg.exports[sub].default}`, import.meta.url).href);
+    assert.type(m[name], "function", `dist ${sub} exports ${name}`);
   }
 });

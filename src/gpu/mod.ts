@@ -1,0 +1,11 @@
+/**
+ * GPU preprocessing (the `cassette/gpu` subpath): the device, the preprocessor, and the CPU
+ * half that plans each image's crop, flip and scale from (seed, epoch, id).
+ * @module
+ */
+export { deviceInfo, requestDevice } from "./device.ts";
+export type { DeviceInfo, DeviceOptions } from "./device.ts";
+export { createPreprocessor, Preprocessor } from "./preprocess.ts";
+export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./preprocess.ts";
+export { planImage } from "./pack.ts";
+export type { CropPolicy, DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";

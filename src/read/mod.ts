@@ -1,0 +1,18 @@
+/**
+ * The read path's parts (the `cassette/read` subpath): Source → Source wrappers for those who
+ * compose their own, and how sources say which errors are worth retrying.
+ * @module
+ */
+export { DecodeSource } from "./decode_source.ts";
+export { HedgeSource, hedgeOptions } from "./hedge.ts";
+export type { HedgeOptions } from "./hedge.ts";
+export { RetrySource } from "./retry.ts";
+export type { RetryOptions } from "./retry.ts";
+export { openWorkerSource } from "./worker_source.ts";
+export type { WorkerSourceOptions } from "./worker_source.ts";
+export { isRetryable, retryableStatus, storeError } from "../source/retryable.ts";
+export type { Retryable } from "../source/retryable.ts";
+export type { HttpSourceOptions } from "../source/http.ts";
+export type { FileSourceOptions } from "../source/file.ts";
+export type { Fetched, FetchCallback, Source } from "../source/source.ts";
+export type { ReadSource, Sample } from "./sample.ts";

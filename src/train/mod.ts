@@ -1,0 +1,19 @@
+/**
+ * Training on WebGPU (the `cassette/train` subpath): WGSL training kernels behind a small
+ * sequential model API, and the training loop train.ts is built from.
+ * @module
+ */
+export { createModel, Sequential } from "./model.ts";
+export type { CreateModelOptions, Metrics, ModelSpec, TrainBatch } from "./model.ts";
+export { batchNorm, conv2d, dense, globalAvgPool, maxPool, reluLayer } from "./layers.ts";
+export type { LayerSpec } from "./layers.ts";
+export { MODELS } from "./models.ts";
+export type { OptimizerSpec } from "./optim.ts";
+export { fit } from "./fit.ts";
+export type { EpochReport, FitOptions } from "./fit.ts";
+export { GpuDataset } from "./gpu_dataset.ts";
+export type { BatchOptions, GpuDatasetOptions } from "./gpu_dataset.ts";
+export { trainInGpu } from "./train_in_gpu.ts";
+export type { TrainInGpuOptions } from "./train_in_gpu.ts";
+export { loaderBatches } from "./loader_batches.ts";
+export type { LoaderBatchesOptions, LoaderTrainBatch } from "./loader_batches.ts";
