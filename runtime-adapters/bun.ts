@@ -9,7 +9,7 @@ declare const Bun: any;
 let dawn: Promise<GPU | undefined> | undefined;
 function dawnGpu(): Promise<GPU | undefined> {
   // Not the N-API `webgpu` package: it segfaults Bun 1.4.5 once an awaited dispatch runs for
-  // more than a few tens of ms (shared/repro/bun-napi-dawn-crash.mjs). bun-webgpu does not.
+  // more than a few tens of ms (tools/repro/bun_napi_dawn_crash.mjs). bun-webgpu does not.
   dawn ??= import("bun-webgpu").then(({ setupGlobals }) => {
     setupGlobals();
     return (globalThis.navigator as Navigator | undefined)?.gpu;

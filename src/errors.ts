@@ -1,6 +1,6 @@
 /**
  * Every error cassette throws on purpose is a `CassetteError` with a stable `code`
- * (STYLE.md habit 6): scripts match on the code, people read the message. Messages say
+ * (as undici's UND_ERR_* codes): scripts match on the code, people read the message. Messages say
  * what could not be done, why, and name the value, option, id or byte offset involved.
  *
  * @example

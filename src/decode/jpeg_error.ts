@@ -1,6 +1,7 @@
 /**
  * Errors of the JPEG decoder. The wasm module returns a numeric code and a byte offset
- * (wasm/jpeg/errors.ts); this file owns the words (STYLE.md habit 6). Malformed input and
+ * (wasm/jpeg/errors.ts); this file owns the words, which keeps
+ * strings out of the wasm binary. Malformed input and
  * unsupported features are different `code`s, so callers can skip one and report the other.
  */
 import { CassetteError } from "../errors.ts";

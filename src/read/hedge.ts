@@ -1,7 +1,6 @@
 /**
- * Hedged requests for stragglers (DESIGN.md, "Where the seeds stop"; Dean and Barroso, "The
- * Tail at Scale", CACM 56(2), 2013, "hedged requests"): a Source → Source wrapper (STYLE.md
- * habit 5). When a request has not answered by a tail-latency deadline, the same id is asked
+ * Hedged requests for stragglers (Dean and Barroso, "The Tail at Scale", CACM 56(2), 2013,
+ * "hedged requests"): a Source → Source wrapper, so every store gets it and none holds it. When a request has not answered by a tail-latency deadline, the same id is asked
  * again; the inner source sends it where it can (undici's pool: a connection that is not busy;
  * the Cassandra driver: another connection or replica). The first answer wins and is passed
  * on; the other is dropped when it comes. Each `fetch` is answered exactly once.

@@ -1,6 +1,6 @@
 /**
  * Retries a Source's failed requests with exponential backoff and jitter (a Source → Source
- * wrapper, STYLE.md habit 5). Which errors are retried is the error's own `retryable` flag,
+ * wrapper, so every store gets it and none holds it). Which errors are retried is the error's own `retryable` flag,
  * set by the source that made it (retryable.ts): a missing sample, an HTTP 403, a bad query
  * are passed on at once; a 503, a timeout, a reset connection are tried again. With several
  * Cassandra hosts the driver's own retry and load-balancing policies send the next attempt to

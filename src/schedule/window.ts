@@ -12,7 +12,7 @@
  * window is full, the window may be too shallow for this link, so its ceiling grows (up to
  * `maxPrefetch`), and the window follows at the ramp's pace. A hand-set depth that suits RTT 0
  * starves at 150 ms. Whether to deepen, and by how much, is the Loader's call
- * (Loader._deepen: latency × rate, then probes that must pay).
+ * (DepthPolicy in depth.ts: latency × rate, then probes that must pay).
  */
 export class Window {
   readonly batchSize: number;

@@ -1,5 +1,5 @@
 /**
- * Store addresses (DESIGN.md, "The surface users touch"):
+ * Store addresses, as users write them (the README's "Any address"):
  *   sqlite:PATH
  *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&connections=N&requests=N]
  *   http(s)://HOST/PREFIX        objects at PREFIX/ID

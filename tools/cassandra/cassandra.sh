@@ -8,7 +8,7 @@
 #   cassandra.sh status [--node N]      "running (pid P) on HOST:9042" or "stopped"; exit 0 only if running
 #
 # Data lives in a temporary directory and is deleted on stop: this node is for tests, not for keeps.
-# Recipe: ../shared/cassandra-embedded.md (verified: Cassandra 5.0.8 on OpenJDK 17).
+# Verified: Cassandra 5.0.8 on OpenJDK 17.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CACHE=${CASSETTE_CACHE:-$HOME/.cache/cassette}

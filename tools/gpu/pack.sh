@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # pack.sh [--fresh]: packs what a benchmark on the lent GPU machine needs into parts small enough
-# to travel with one `run` call each (../shared/GPU.md: 64 MiB per call, working tree included).
+# to travel with one `run` call each (a run carries at most 64 MiB, working tree included).
 #
 # That machine has no Bun, no Java and no network. The kit brings: Bun (xz), the few npm packages
 # the Bun path imports, the built WASM decoder, a jlink'ed Java 17 runtime, the Cassandra jars,

@@ -55,7 +55,7 @@ rm -rf "$KIT/vulkan" && for deb in "$FILES"/vulkan/*.deb; do dpkg-deb -x "$deb" 
 vklib=$(dirname "$(find "$KIT/vulkan" -name 'libvulkan.so.1' | head -n1)")
 
 # The NVIDIA driver's Vulkan ICD: the loader finds it in the usual places; if it lies elsewhere,
-# name it (GPU.md: /usr/local/nvidia/share/vulkan/icd.d on these machines).
+# name it (the NVIDIA ICD is in /usr/local/nvidia/share/vulkan/icd.d on these machines).
 icd=""
 for f in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json; do
   [ -f "$f" ] && { icd=$f; break; }

@@ -1,0 +1,124 @@
+/**
+ * The import rules of ARCHITECTURE.md, checked against every import statement of the code
+ * (static, dynamic, re-exports and type-only imports alike): each room imports only the rooms
+ * its rule lists, and no files import each other in a cycle.
+ */
+import * as assert from "uvu/assert";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, normalize, relative } from "node:path";
+import { test } from "./_support/harness.ts";
+import { runtime } from "../runtime-adapters/index.ts";
+
+const ROOT = runtime.cwd();
+const SCANNED = ["src", "runtime-adapters", "wasm/jpeg", "tools", "bench", "train.ts", "build.ts"];
+
+/** The room a repository path belongs to: `src/read`, `src/loader.ts`, `wasm/jpeg`, `bench`, … */
+export function roomOf(path: string): string {
+  const parts = path.split("/");
+  if (parts[0] === "src") return parts.length === 2 ? path : `src/${parts[1]}`;
+  if (parts[0] === "wasm" || parts[0] === "tools") return parts.slice(0, 2).join("/");
+  return parts[0];
+}
+
+/** The ```rules block of ARCHITECTURE.md: room → the rooms it may import. */
+export function parseRules(markdown: string): Map<string, Set<string>> {
+  const block = markdown.match(/```rules\n([\s\S]*?)```/);
+  if (!block) throw new Error("ARCHITECTURE.md has no ```rules block");
+  const rules = new Map<string, Set<string>>();
+  for (const line of block[1].split("\n")) {
+    if (!line.trim()) continue;
+    const [room, allowed] = line.split(":");
+    rules.set(room.trim(), new Set(allowed.trim().split(/\s+/).filter(Boolean)));
+  }
+  return rules;
+}
+
+/** Relative specifiers a file imports, resolved to repository paths (comments ignored, so `@example`s do not count). */
+export function importsOf(path: string, text: string): string[] {
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
+  const out: string[] = [];
+  for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["'](\.\.?\/[^"'?]+)/g)) {
+    const to = normalize(join(dirname(path), m[1]));
+    out.push(/\.[a-z]+$/.test(to) ? to : `${to}.ts`); // AssemblyScript imports name no extension
+
+  }
+  return out;
+}
+
+/** Room-level imports that no rule allows, and rooms without a rule. */
+export function violations(edges: [string, string][], rules: Map<string, Set<string>>): string[] {
+  const found = new Set<string>();
+  for (const [from, to] of edges) {
+    const a = roomOf(from), b = roomOf(to);
+    if (a === b) continue;
+    const allowed = rules.get(a);
+    if (!allowed) found.add(`${a} has no rule in ARCHITECTURE.md (${from} imports ${to})`);
+    else if (!allowed.has(b)) found.add(`${from} imports ${to}: ${a} may not import ${b}`);
+  }
+  return [...found];
+}
+
+/** Import cycles between files, each as the files on it (Tarjan's strongly connected components). */
+export function cycles(edges: [string, string][]): string[][] {
+  const next = new Map<string, string[]>();
+  for (const [a, b] of edges) {
+    next.set(a, [...(next.get(a) ?? []), b]);
+    if (!next.has(b)) next.set(b, []);
+  }
+  const index = new Map<string, number>(), low = new Map<string, number>(), onStack = new Set<string>();
+  const stack: string[] = [];
+  const found: string[][] = [];
+  let counter = 0;
+  const visit = (v: string) => {
+    index.set(v, counter), low.set(v, counter++);
+    stack.push(v), onStack.add(v);
+    for (const w of next.get(v)!) {
+      if (!index.has(w)) visit(w), low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const scc: string[] = [];
+      let w: string;
+      do (w = stack.pop()!, onStack.delete(w), scc.push(w)); while (w !== v);
+      if (scc.length > 1 || next.get(v)!.includes(v)) found.push(scc.sort());
+    }
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+function sources(path: string): string[] {
+  const full = join(ROOT, path);
+  if (!statSync(full, { throwIfNoEntry: false })) return [];
+  if (statSync(full).isFile()) return [path];
+  return readdirSync(full).flatMap((n) => (n === "node_modules" || n === "build" ? [] : sources(join(path, n)))).filter((p) => /\.(ts|mjs)$/.test(p));
+}
+
+const edges: [string, string][] = SCANNED.flatMap(sources).flatMap((f) => importsOf(f, readFileSync(join(ROOT, f), "utf8")).map((t): [string, string] => [f, t]));
+
+test("every import follows ARCHITECTURE.md's rules", () => {
+  const rules = parseRules(readFileSync(join(ROOT, "ARCHITECTURE.md"), "utf8"));
+  assert.ok(edges.length > 300, `found only ${edges.length} imports: the scan is broken`);
+  const bad = violations(edges, rules);
+  assert.equal(bad, [], `imports against the rules:\n  ${bad.join("\n  ")}`);
+  const imported = edges.filter(([, to]) => !to.startsWith("node_modules")).map(([, to]) => to);
+  for (const to of imported) {
+    if (to.startsWith("wasm/build/")) continue; // generated by build.ts
+    assert.ok(statSync(join(ROOT, to), { throwIfNoEntry: false }), `an import names ${relative(".", to)}, which does not exist`);
+  }
+});
+
+test("no files import each other in a cycle (type-only imports included)", () => {
+  const found = cycles(edges.filter(([, to]) => !to.startsWith("node_modules")));
+  assert.equal(found, [], `import cycles:\n  ${found.map((c) => c.join(" ↔ ")).join("\n  ")}`);
+});
+
+test("the checks catch what they are for: a forbidden direction, a missing rule, a cycle", () => {
+  const rules = parseRules("```rules\nsrc/source : src/errors.ts\nsrc/decode :\n```");
+  assert.equal(violations([["src/source/http.ts", "src/errors.ts"], ["src/source/a.ts", "src/source/b.ts"]], rules), []);
+  assert.equal(violations([["src/source/source.ts", "src/decode/jpeg.ts"]], rules), ["src/source/source.ts imports src/decode/jpeg.ts: src/source may not import src/decode"]);
+  assert.match(violations([["train.ts", "bench/x.ts"]], rules)[0], /train\.ts has no rule/);
+  assert.equal(cycles([["a", "b"], ["b", "c"], ["c", "a"], ["c", "d"]]), [["a", "b", "c"]]);
+  assert.equal(cycles([["a", "b"], ["b", "c"]]), []);
+  assert.equal(importsOf("src/x/y.ts", 'import type { A } from "../a.ts";\n/** import { B } from "./b.ts"; */\nexport { C } from "./c.ts";\nconst d = await import("../../d.ts");'), ["src/a.ts", "src/x/c.ts", "d.ts"]);
+});
