@@ -1,5 +1,5 @@
 /**
- * Is the f16 GEMM (shaders/train/gemm_f16.wgsl) faster than the f32 one (gemm.wgsl) on this
+ * Is the f16 GEMM (src/train/ops/gemm_f16.ts) faster than the f32 one (gemm.wgsl) on this
  * adapter? Both accumulation modes, and f32 sums with the operands cast from f32 first (what a
  * step with f32 master weights would pay), against gemm.wgsl as the baseline, at the mlp's
  * (784-256-10, batch 128) five products of a training step. Interleaved rounds, one process.
@@ -50,7 +50,7 @@ const device = await requestDevice({ features: ["shader-f16"] });
 const info = deviceInfo(device)!;
 console.log(`${info.runtime}, ${info.backend}; adapter: ${info.adapter}; rounds ${rounds}, ${repeat} dispatches per submit`);
 if (!hasF16(device)) {
-  console.log("This adapter lacks the WebGPU feature shader-f16: gemm_f16.wgsl cannot run here.");
+  console.log("This adapter lacks the WebGPU feature shader-f16: the f16 GEMM cannot run here.");
   device.destroy();
   runtime.exit(0);
 }

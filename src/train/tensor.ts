@@ -7,7 +7,8 @@ import { CassetteError } from "../errors.ts";
 
 /**
  * Element type; every training kernel computes in f32, labels and indices are u32. f16 (two
- * values per 32-bit word) is the storage of gemm_f16.wgsl's operands, made by cast_f16.wgsl.
+ * values per 32-bit word) is the storage of the f16 GEMM's operands (ops/gemm_f16.ts), made
+ * by cast_f16.wgsl.
  */
 export type DType = "f32" | "u32" | "f16";
 

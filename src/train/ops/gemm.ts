@@ -1,6 +1,7 @@
 /**
  * Owner of shaders/train/gemm.wgsl: C = op(A)·op(B) (+ bias) (ReLU), the dense layer's forward
- * (NN), input gradient (NT) and weight gradient (TN).
+ * (NN), input gradient (NT) and weight gradient (TN). The text is also the f16 GEMM's
+ * (gemm_f16.ts) with other element types: see gemmSource.
  */
 import code from "../../../shaders/train/gemm.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
@@ -16,6 +17,21 @@ export const gemmKernel = new Kernel({
 });
 
 const WG = 16, MAX_R = 8;
+
+/**
+ * gemm.wgsl with A and B of type `operand` and the sums in `acc`: its two `alias … = f32;`
+ * lines rewritten (WGSL's override constants cannot choose a type), and `enable f16;` first
+ * when either is f16.
+ */
+export function gemmSource(operand: "f32" | "f16", acc: "f32" | "f16"): string {
+  let text = code;
+  for (const [alias, type] of [["Operand", operand], ["Acc", acc]]) {
+    const line = `alias ${alias} = f32;`;
+    if (!text.includes(line)) throw new Error(`shaders/train/gemm.wgsl lacks the line '${line}' that gemmSource rewrites`);
+    text = text.replace(line, `alias ${alias} = ${type};`);
+  }
+  return operand === "f16" || acc === "f16" ? `enable f16;\n${text}` : text;
+}
 
 export interface GemmOptions {
   /** A is stored [K, M] (default: [M, K]). */
@@ -40,8 +56,8 @@ export function gemm(a: Tensor, b: Tensor, c: Tensor, o: GemmOptions = {}): Disp
 }
 
 /**
- * Checks the operands of a gemm-shaped kernel (gemm.wgsl, gemm_f16.wgsl: A and B of
- * `operands` type, C and bias f32) and returns its sizes, grid and override constants.
+ * Checks the operands of gemm.wgsl (A and B of `operands` type, C and bias f32) and returns its
+ * sizes, grid and override constants.
  */
 export function gemmGeometry(op: string, operands: DType, a: Tensor, b: Tensor, c: Tensor, o: GemmOptions): {
   M: number;

@@ -1,25 +1,33 @@
 /**
- * Owner of shaders/train/gemm_f16.wgsl: C = op(A)·op(B) (+ bias) (ReLU) with A and B stored as
- * f16 (made from f32 tensors by cast_f16.ts), C and bias f32; sums in f32 (the default) or in
- * f16. Same transposes, checks and register tiles as gemm.ts. The kernel needs the device
- * feature `shader-f16`: compiling it on a device opened without it throws CassetteError
- * ERR_UNSUPPORTED (open the device with `requestDevice({ features: ["shader-f16"] })`).
+ * The f16 GEMM: C = op(A)·op(B) (+ bias) (ReLU) with A and B stored as f16 (made from f32
+ * tensors by cast_f16.ts), C and bias f32; sums in f32 (the default) or in f16. It is
+ * shaders/train/gemm.wgsl compiled with f16 element types (gemmSource), so the transposes,
+ * checks and register tiles are gemm.ts's. The kernel needs the device feature `shader-f16`:
+ * compiling it on a device opened without it throws CassetteError ERR_UNSUPPORTED (open the
+ * device with `requestDevice({ features: ["shader-f16"] })`).
  */
-import code from "../../../shaders/train/gemm_f16.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
 import { uniforms } from "../program.ts";
 import type { Tensor } from "../tensor.ts";
 import { invalid } from "./_check.ts";
 import type { GemmOptions } from "./gemm.ts";
-import { gemmGeometry } from "./gemm.ts";
+import { gemmGeometry, gemmSource } from "./gemm.ts";
 
-export const gemmF16Kernel = new Kernel({
-  name: "train/gemm_f16",
-  code,
-  bindings: ["uniform", "read-only-storage", "read-only-storage", "read-only-storage", "storage"],
-  features: ["shader-f16"],
-});
+/** One kernel per accumulation type: a type is fixed when the WGSL is compiled. */
+const gemmF16Kernels = {
+  f32: f16Kernel("train/gemm_f16", "f32"),
+  f16: f16Kernel("train/gemm_f16 (f16 sums)", "f16"),
+};
+
+function f16Kernel(name: string, acc: "f32" | "f16"): Kernel {
+  return new Kernel({
+    name,
+    code: gemmSource("f16", acc),
+    bindings: ["uniform", "read-only-storage", "read-only-storage", "read-only-storage", "storage"],
+    features: ["shader-f16"],
+  });
+}
 
 export interface GemmF16Options extends GemmOptions {
   /**
@@ -42,9 +50,9 @@ export function gemmF16(a: Tensor, b: Tensor, c: Tensor, o: GemmF16Options = {})
   }
   const g = gemmGeometry("gemm_f16", "f16", a, b, c, o);
   return {
-    kernel: gemmF16Kernel,
+    kernel: gemmF16Kernels[acc],
     bindings: [uniforms([g.M, g.N, g.K]), a, b, o.bias ?? null, c],
     workgroups: g.workgroups,
-    constants: { ...g.constants, ACC_F16: acc === "f16" ? 1 : 0 },
+    constants: g.constants,
   };
 }

@@ -1,6 +1,7 @@
 /**
- * CPU reference of shaders/train/gemm_f16.wgsl: the exact (f64) C = op(A)·op(B) (+ bias) (ReLU)
- * of operands already rounded to f16, with a per-element error bound for either accumulation.
+ * CPU reference of the f16 GEMM (src/train/ops/gemm_f16.ts): the exact (f64)
+ * C = op(A)·op(B) (+ bias) (ReLU) of operands already rounded to f16, with a per-element error
+ * bound for either accumulation.
  *
  * The bound. The GPU sums K products in order k = 0 … K-1; step k computes
  * ŝ_k = fl(a_k·b_k + ŝ_{k-1}), each rounding off by at most u·|result| (u = 2^-11 for f16,
