@@ -1,4 +1,8 @@
-/** Owner of shaders/train/batchnorm_bwd_data.wgsl: the input gradient of training-mode batch norm. */
+/**
+ * Owner of shaders/train/batchnorm_bwd_data.wgsl: the input gradient of training-mode batch
+ * norm. Its element indexing and channel lookup are batchnorm_apply.wgsl's; only those few
+ * lines repeat, and a kernel is clearer whole than spliced from shared pieces.
+ */
 import code from "../../../shaders/train/batchnorm_bwd_data.wgsl" with { type: "text" };
 import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";

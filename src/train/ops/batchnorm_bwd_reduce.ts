@@ -1,4 +1,8 @@
-/** Owner of shaders/train/batchnorm_bwd_reduce.wgsl: dgamma = Σ dy·x̂, dbeta = Σ dy per channel. */
+/**
+ * Owner of shaders/train/batchnorm_bwd_reduce.wgsl: dgamma = Σ dy·x̂, dbeta = Σ dy per channel.
+ * Its per-channel loop and tree sum have batchnorm_stats.wgsl's shape, but it reduces two sums
+ * in one tree where that kernel reduces one sum twice, so each keeps its own.
+ */
 import code from "../../../shaders/train/batchnorm_bwd_reduce.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";

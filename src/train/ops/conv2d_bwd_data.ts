@@ -1,4 +1,9 @@
-/** Owner of shaders/train/conv2d_bwd_data.wgsl: the input gradient of conv2d_fwd. */
+/**
+ * Owner of shaders/train/conv2d_bwd_data.wgsl: the input gradient of conv2d_fwd. Its register
+ * tiling repeats conv2d_fwd.wgsl's with the roles of x and dy swapped; it stays a whole text of
+ * its own, since WGSL has no includes and a shared skeleton would hide the index math in which
+ * the two kernels differ.
+ */
 import code from "../../../shaders/train/conv2d_bwd_data.wgsl" with { type: "text" };
 import { Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";

@@ -1,4 +1,9 @@
-/** Owner of shaders/train/maxpool_bwd.wgsl: routes each window's gradient to its winner. */
+/**
+ * Owner of shaders/train/maxpool_bwd.wgsl: routes each window's gradient to its winner. The
+ * override declarations and index arithmetic repeat maxpool_fwd.wgsl's (one invocation per
+ * input here, per output there); the constants are shared on this side (_pool.ts), while each
+ * kernel stays a whole text, as WGSL has no includes.
+ */
 import code from "../../../shaders/train/maxpool_bwd.wgsl" with { type: "text" };
 import { grid, Kernel } from "../../gpu/kernel.ts";
 import type { Dispatch } from "../program.ts";
