@@ -1,7 +1,9 @@
 /**
  * Base of every WGSL kernel: the .wgsl text, an explicit bind-group layout, and a pipeline
- * cached per device under a key of every specialization (tfjs's shaderKey, STYLE.md habit 9).
- * Kernels are specialized with WGSL `override` constants, never by editing the source text.
+ * cached per device under a key of every specialization (as tfjs's shaderKey): a compile takes
+ * seconds on a CPU driver, so each specialization compiles once per device, never per dispatch.
+ * Kernels are specialized with WGSL `override` constants, not by editing the source text; the
+ * one exception is an element type, which no override can choose (gemm.ts's gemmSource).
  */
 import { CassetteError } from "../errors.ts";
 

@@ -1,5 +1,6 @@
 /**
- * The CPU half of GPU preprocessing (STYLE.md habit 10: the CPU plans, the GPU executes).
+ * The CPU half of GPU preprocessing: the CPU plans, the GPU executes, so that every random
+ * choice is made (and reproduced from the seed) in one place, in TypeScript.
  * `planImage` turns (seed, epoch, sample id) into a crop box and a flip flag, a pure value;
  * `packImages` lays a batch of decoded images and their plans into one upload for
  * shaders/preprocess/crop_resize_normalize.wgsl. The kernel holds no randomness and no policy.

@@ -1,6 +1,6 @@
 // Error codes the decoder returns. The host (src/decode/jpeg_error.ts) owns the message table:
 // the module only says *what* went wrong and *where* (a byte offset into the input), which keeps
-// strings out of the binary (STYLE.md habit 6, as AS std's util/error.ts).
+// strings out of the binary and the words in one place, as AS std's util/error.ts does.
 //
 // Codes below UNSUPPORTED_BASE mean malformed input; codes from it up mean well-formed input
 // that uses a feature this decoder does not implement. Keep in sync with the host's table.

@@ -1,6 +1,7 @@
 // A bump arena for one image at a time: the host asks for blocks with `alloc`, then calls
-// `reset` before the next image. No per-object frees, nothing managed in the hot loops
-// (STYLE.md habit 7). Blocks are 16-byte aligned for v128 loads.
+// `reset` before the next image. No per-object frees, nothing managed in the hot loops: the
+// module is built with AssemblyScript's stub runtime, which never frees, and one reset per
+// image is all the memory management a decode needs. Blocks are 16-byte aligned for v128 loads.
 
 let top: usize = 0;
 let base: usize = 0;
