@@ -8,9 +8,13 @@ export interface Parsed {
 
 /**
  * Parses `argv` against the options a command knows. `valued` options take a value; `flags`
- * do not. Unknown options are an error that names them and points at --help.
+ * do not. Unknown options are an error that names them and points at --help. --help and -h are
+ * always flags, and so is --json unless the command lists it in `valued` (as `--json FILE`).
+ *
+ * `program` is what the --help hint names before `command`: a script with options of its own
+ * (a benchmark, a tool) passes its path as `program` and "" as `command`.
  */
-export function parseArgs(argv: string[], command: string, valued: string[], flags: string[] = []): Parsed {
+export function parseArgs(argv: string[], command: string, valued: string[], flags: string[] = [], program = "cassette"): Parsed {
   const positional: string[] = [];
   const options = new Map<string, string | true>();
   for (let i = 0; i < argv.length; i++) {
@@ -24,14 +28,14 @@ export function parseArgs(argv: string[], command: string, valued: string[], fla
       continue;
     }
     const [name, inline] = a.startsWith("--") ? splitOnce(a.slice(2)) : [a === "-h" ? "help" : a.slice(1), undefined];
-    if (flags.includes(name) || name === "help" || name === "json") {
-      if (inline !== undefined) usageError(command, `--${name} takes no value`);
+    if (flags.includes(name) || name === "help" || (name === "json" && !valued.includes(name))) {
+      if (inline !== undefined) usageError(command, `--${name} takes no value`, program);
       options.set(name, true);
     } else if (valued.includes(name)) {
       const v = inline ?? argv[++i];
-      if (v === undefined) usageError(command, `--${name} needs a value`);
+      if (v === undefined) usageError(command, `--${name} needs a value`, program);
       options.set(name, v);
-    } else usageError(command, `unknown option '${a}'`);
+    } else usageError(command, `unknown option '${a}'`, program);
   }
   return { positional, options };
 }
@@ -41,23 +45,35 @@ function splitOnce(s: string): [string, string | undefined] {
   return i < 0 ? [s, undefined] : [s.slice(0, i), s.slice(i + 1)];
 }
 
-export function usageError(command: string, why: string): never {
-  throw new CassetteError("ERR_INVALID_OPTION", `${why} (see cassette ${command} --help)`);
+/** A usage error: `why`, and the --help to read (`program` as for parseArgs). */
+export function usageError(command: string, why: string, program = "cassette"): never {
+  const help = [program, command].filter(Boolean).join(" ");
+  throw new CassetteError("ERR_INVALID_OPTION", `${why} (see ${help} --help)`);
 }
 
 /** A required valued option. */
-export function required(options: Map<string, string | true>, command: string, name: string): string {
+export function required(options: Map<string, string | true>, command: string, name: string, program = "cassette"): string {
   const v = options.get(name);
-  if (typeof v !== "string" || v === "") usageError(command, `needs --${name}`);
+  if (typeof v !== "string" || v === "") usageError(command, `needs --${name}`, program);
   return v as string;
 }
 
 /** An optional integer option; errors name the option and value. */
-export function intOption(options: Map<string, string | true>, command: string, name: string): number | undefined {
+export function intOption(options: Map<string, string | true>, command: string, name: string, program = "cassette"): number | undefined {
   const v = options.get(name);
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n)) usageError(command, `--${name} must be an integer: current value is ${v}`);
+  if (!Number.isInteger(n)) usageError(command, `--${name} must be an integer: current value is ${v}`, program);
+  return n;
+}
+
+/** An optional number option that may have decimals (a step or a round trip in ms); errors name the option and value. */
+export function numberOption(options: Map<string, string | true>, command: string, name: string, program = "cassette"): number | undefined {
+  const v = options.get(name);
+  if (v === undefined) return undefined;
+  // Number("") is 0: an empty value is refused, not read as zero.
+  const n = typeof v === "string" && v.trim() !== "" ? Number(v) : Number.NaN;
+  if (!Number.isFinite(n)) usageError(command, `--${name} must be a number: current value is ${v}`, program);
   return n;
 }
 
