@@ -20,6 +20,7 @@ import { gemm } from "../src/train/ops/gemm.ts";
 import type { GemmOptions } from "../src/train/ops/gemm.ts";
 import { gemmF16, hasF16 } from "../src/train/ops/gemm_f16.ts";
 import { compare } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 
 const USAGE = `usage: bun bench/gemm_f16.bench.ts [--rounds N] [--repeat R] [--quick]
   --rounds N   measured rounds per contender (default 7; 3 with --quick), after one warm-up
@@ -28,23 +29,10 @@ const USAGE = `usage: bun bench/gemm_f16.bench.ts [--rounds N] [--repeat R] [--q
   --help       this text
 (also: deno run -A bench/gemm_f16.bench.ts …, node --import ./runtime-adapters/node_hooks.mjs bench/gemm_f16.bench.ts …)`;
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log(USAGE);
-  runtime.exit(0);
-}
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(name);
-  const v = i >= 0 ? Number(args[i + 1]) : fallback;
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`gemm_f16.bench: ${name} must be a positive integer: current value is ${args[i + 1]}\n${USAGE}`);
-    runtime.exit(2);
-  }
-  return v;
-};
-const quick = args.includes("--quick");
-const rounds = flag("--rounds", quick ? 3 : 7);
-const repeat = flag("--repeat", quick ? 5 : 10);
+const args = benchArgs({ program: "bench/gemm_f16.bench.ts", usage: USAGE, valued: ["rounds", "repeat"], flags: ["quick"] });
+const quick = args.has("quick");
+const rounds = args.int("rounds", quick ? 3 : 7);
+const repeat = args.int("repeat", quick ? 5 : 10);
 
 const device = await requestDevice({ features: ["shader-f16"] });
 const info = deviceInfo(device)!;

@@ -14,14 +14,11 @@ import { requestDevice } from "../src/gpu/device.ts";
 import { uploadBuffer } from "../src/gpu/buffers.ts";
 import { encodeNormalize } from "../src/gpu/normalize.ts";
 import { compare } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help")) {
-  console.log("usage: deno run -A bench/gpu_backend.bench.ts [--rounds N] [--quick]");
-  runtime.exit(0);
-}
-const quick = args.includes("--quick");
-const rounds = Number(args[args.indexOf("--rounds") + 1]) || (quick ? 3 : 11);
+const args = benchArgs({ program: "bench/gpu_backend.bench.ts", usage: "usage: deno run -A bench/gpu_backend.bench.ts [--rounds N] [--quick]", valued: ["rounds"], flags: ["quick"] });
+const quick = args.has("quick");
+const rounds = args.int("rounds", quick ? 3 : 11);
 if (runtime.gpuBackends.length < 2) {
   console.log(`${runtime.name} offers one WebGPU backend (${runtime.gpuBackends}); this benchmark compares Deno's two.`);
   runtime.exit(0);

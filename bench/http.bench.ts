@@ -25,23 +25,24 @@ import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";
 import { startNginx } from "../test/_support/nginx.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 import { startProxyProcess } from "../tools/proxy/process.ts";
 
-const args = runtime.args();
-const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
-if (args.includes("--help")) {
-  console.log("usage: bun bench/http.bench.ts [--samples N] [--rounds R] [--connections C] [--pipelining P] [--inflight K] [--batch B] [--prefetch K] [--rtt MS] [--only-rtt] [--quick]");
-  runtime.exit(0);
-}
-const quick = args.includes("--quick");
-const perSplit = Math.ceil(Number(opt("--samples") ?? (quick ? 2000 : 10000)) / 2);
-const rounds = Number(opt("--rounds") ?? (quick ? 3 : 7));
-const connections = Number(opt("--connections") ?? 4);
-const pipelining = Number(opt("--pipelining") ?? 4);
-const inflight = Number(opt("--inflight") ?? connections * pipelining * 4);
-const batchSize = Number(opt("--batch") ?? 128);
-const rtt = opt("--rtt");
-const prefetch = Number(opt("--prefetch") ?? 8);
+const args = benchArgs({
+  program: "bench/http.bench.ts",
+  usage: "usage: bun bench/http.bench.ts [--samples N] [--rounds R] [--connections C] [--pipelining P] [--inflight K] [--batch B] [--prefetch K] [--rtt MS] [--only-rtt] [--quick]",
+  valued: ["samples", "rounds", "connections", "pipelining", "inflight", "batch", "prefetch", "rtt"],
+  flags: ["only-rtt", "quick"],
+});
+const quick = args.has("quick");
+const perSplit = Math.ceil(args.int("samples", quick ? 2000 : 10000) / 2);
+const rounds = args.int("rounds", quick ? 3 : 7);
+const connections = args.int("connections", 4);
+const pipelining = args.int("pipelining", 4);
+const inflight = args.int("inflight", connections * pipelining * 4);
+const batchSize = args.int("batch", 128);
+const rtt = args.has("rtt") ? args.num("rtt", 0) : undefined;
+const prefetch = args.int("prefetch", 8);
 const DATASET = "fashion-mnist";
 
 const root = join(runtime.cwd(), ".tmp", "bench-http");
@@ -132,9 +133,9 @@ async function setting(label: string, url: string, ids: readonly string[]) {
 }
 
 try {
-  if (!args.includes("--only-rtt")) await setting("nginx direct (RTT ~0)", web.url, ids);
-  if (rtt) {
-    const proxy = await startProxyProcessFor(Number(rtt) / 2);
+  if (!args.has("only-rtt")) await setting("nginx direct (RTT ~0)", web.url, ids);
+  if (rtt !== undefined) {
+    const proxy = await startProxyProcessFor(rtt / 2);
     try {
       // At most 2 000 samples: a round trip per `connections × pipelining` GETs is slow going.
       await setting(`nginx through the proxy, RTT ${rtt} ms`, proxy.url, ids.slice(0, 2000));

@@ -28,17 +28,18 @@ import { CassandraStore } from "../src/source/cassandra.ts";
 import type { NatRow, SampleInput, Store } from "../src/dataset/store.ts";
 import { mapLimit } from "../src/util/map_limit.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-const opt = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-if (args.includes("--help")) {
-  console.log("usage: bun bench/ingest.bench.ts [--samples N] [--rounds R] [--store-cassandra URL] [--quick]");
-  runtime.exit(0);
-}
-const quick = args.includes("--quick");
-const N = Number(opt("--samples") ?? (quick ? 1000 : 5000));
-const rounds = Number(opt("--rounds") ?? (quick ? 2 : 5));
-const cassandraUrl = opt("--store-cassandra") ?? "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_bench";
+const args = benchArgs({
+  program: "bench/ingest.bench.ts",
+  usage: "usage: bun bench/ingest.bench.ts [--samples N] [--rounds R] [--store-cassandra URL] [--quick]",
+  valued: ["samples", "rounds", "store-cassandra"],
+  flags: ["quick"],
+});
+const quick = args.has("quick");
+const N = args.int("samples", quick ? 1000 : 5000);
+const rounds = args.int("rounds", quick ? 2 : 5);
+const cassandraUrl = args.str("store-cassandra", "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_bench");
 
 const [train] = await readIdxDataset("/usr/share/datasets/fashion-mnist/");
 const samples: SampleInput[] = Array.from({ length: N }, (_, i) => ({

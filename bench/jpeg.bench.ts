@@ -17,13 +17,14 @@ import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import jpegjs from "jpeg-js";
 import { compare, printTable, type Contender, type Row } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { createDecodePool } from "../src/decode/pool.ts";
 import { runtime } from "../runtime-adapters/index.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log(`usage: bun bench/jpeg.bench.ts [--quick] [--only GROUP] [--no-pool]
+const args = benchArgs({
+  program: "bench/jpeg.bench.ts",
+  usage: `usage: bun bench/jpeg.bench.ts [--quick] [--only GROUP] [--no-pool]
 
   Decodes four groups of JPEGs (224×224 crops, large 4:2:0 photos, progressive, grey) with
   cassette, jpeg-js, @jsquash/jpeg, sharp and libjpeg-turbo (C), interleaved, one thread, and
@@ -31,11 +32,14 @@ if (args.includes("--help") || args.includes("-h")) {
 
   --quick       3 rounds instead of 11, 60 crops instead of 200
   --only GROUP  crops | large | progressive | gray | grey-out | pool
-  --no-pool     skip the worker-pool comparison`);
-  runtime.exit(0);
-}
-const quick = args.includes("--quick");
-const only = args.includes("--only") ? args[args.indexOf("--only") + 1] : undefined;
+  --no-pool     skip the worker-pool comparison`,
+  valued: ["only"],
+  flags: ["quick", "no-pool"],
+});
+const quick = args.has("quick");
+const only = args.str("only");
+const ONLY = ["crops", "large", "progressive", "gray", "grey-out", "pool"];
+if (only !== undefined && !ONLY.includes(only)) args.fail(`--only must be one of ${ONLY.join(", ")}: current value is ${only}`);
 const ROUNDS = quick ? 3 : 11;
 
 const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
@@ -169,7 +173,7 @@ if (!only || only === "grey-out") {
 
 // ─── worker pool ──────────────────────────────────────────────────────────────────────────────
 
-if (!args.includes("--no-pool") && (!only || only === "pool")) {
+if (!args.has("no-pool") && (!only || only === "pool")) {
   const inputs = files("crops").map((f) => new Uint8Array(readFileSync(f)));
   const mpx = megapixels(inputs);
   const pools = [await createDecodePool({ workers: 1 }), await createDecodePool({ workers: 2 })];

@@ -7,13 +7,18 @@
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { runtime } from "../runtime-adapters/index.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: deno task bench [--quick] [NAME…]\n  runs bench/NAME.bench.ts (all by default); record figures in bench/RESULTS.md");
-  runtime.exit(0);
-}
-const names = args.filter((a) => !a.startsWith("-"));
+const args = benchArgs({
+  program: "bench/main.ts",
+  usage: "usage: deno task bench [--quick] [NAME…]\n  runs bench/NAME.bench.ts (all by default); record figures in bench/RESULTS.md",
+  flags: ["quick"],
+  positional: true,
+});
+const names = args.positional;
+// Passed on to each benchmark, which refuses options it does not know: --quick, which they all
+// take, and --json (a flag to most; bench/read.bench.ts wants a file with it).
+const passed = ["quick", "json"].filter((f) => args.has(f)).map((f) => `--${f}`);
 const dir = new URL(".", import.meta.url).pathname;
 const all = readdirSync(dir).filter((f) => f.endsWith(".bench.ts")).sort();
 const chosen = names.length ? all.filter((f) => names.some((n) => f.startsWith(`${n}.`))) : all;
@@ -24,7 +29,7 @@ if (chosen.length === 0) {
 let failed = 0;
 for (const f of chosen) {
   console.log(`\n=== ${f} (${runtime.name} ${runtime.version})`);
-  const [cmd, ...rest] = runtime.scriptCommand(`${dir}${f}`, args.filter((a) => a.startsWith("-")));
+  const [cmd, ...rest] = runtime.scriptCommand(`${dir}${f}`, passed);
   const r = spawnSync(cmd, rest, { stdio: "inherit" });
   if (r.status !== 0) {
     failed++;

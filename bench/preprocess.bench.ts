@@ -23,28 +23,26 @@ import { packImages as packBatch, packLayout } from "../src/gpu/pack.ts";
 import type { DecodedImage, ImagePlan } from "../src/gpu/pack.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { compare } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log(`usage: bun bench/preprocess.bench.ts [options]
+const args = benchArgs({
+  program: "bench/preprocess.bench.ts",
+  usage: `usage: bun bench/preprocess.bench.ts [options]
   --batch N    images per batch (default 32; --quick 8)
   --out S      output S×S (default 224; --quick 64)
   --input S    input sides drawn from 0.6·S…1.4·S (default 320; --quick 96)
   --rounds N   measured rounds (default 7; --quick 3)
   --kernel-repeat K  kernel dispatches per measured round (default 10)
-  --quick      a small, fast run (the default of bench/main.ts --quick)`);
-  runtime.exit(0);
-}
-const quick = args.includes("--quick");
-const num = (name: string, def: number) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? Number(args[i + 1]) : def;
-};
-const batch = num("--batch", quick ? 8 : 32);
-const out = num("--out", quick ? 64 : 224);
-const inSide = num("--input", quick ? 96 : 320);
-const rounds = num("--rounds", quick ? 3 : 7);
-const repeat = num("--kernel-repeat", 10);
+  --quick      a small, fast run (the default of bench/main.ts --quick)`,
+  valued: ["batch", "out", "input", "rounds", "kernel-repeat"],
+  flags: ["quick"],
+});
+const quick = args.has("quick");
+const batch = args.int("batch", quick ? 8 : 32);
+const out = args.int("out", quick ? 64 : 224);
+const inSide = args.int("input", quick ? 96 : 320);
+const rounds = args.int("rounds", quick ? 3 : 7);
+const repeat = args.int("kernel-repeat", 10);
 
 // Deterministic inputs: sizes and bytes from a fixed LCG.
 let state = 12345;

@@ -37,6 +37,7 @@ import { parseStoreAddress } from "../src/source/address.ts";
 import { lineChart } from "../src/observe/svg.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
 import { startTimelineProxy, wall } from "./read/timeline.ts";
+import { type BenchArgs, benchArgs } from "./_lib/args.ts";
 
 const USAGE = `usage: bun bench/read.bench.ts [options]
   --set fmnist|imagenet|both   which data set(s) (default fmnist)
@@ -47,6 +48,7 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --step-ms S                  the consumer spends S ms per batch (default 0: a tight loop)
   --step-kind sleep|busy       the step awaits (default, like a GPU step) or holds the thread
   --hedge                      the loader hedges slow requests (option hedge; the raw driver does not)
+  --quick                      fewer samples and rounds (bench/main.ts --quick)
   --settings LIST              any of rtt0,rtt20,rtt150,uneven,moving (default the first four)
   --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
   --out DIR                    where the SVG figures go (default bench/read/figures)
@@ -54,30 +56,32 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --json FILE                  also write the summary as JSON
   --store URL                  cassandra://HOST:PORT/KEYSPACE (default the local node, keyspace cassette_bench)`;
 
-const args = runtime.args();
-const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
-if (args.includes("--help")) {
-  console.log(USAGE);
-  runtime.exit(0);
-}
-const quick = args.includes("--quick");
-const setArg = opt("--set") ?? "fmnist";
+// Typed, so that a check that ends in args.fail() narrows (the store address below).
+const args: BenchArgs = benchArgs({
+  program: "bench/read.bench.ts",
+  usage: USAGE,
+  // --json takes a file here (the summary), not the usual flag.
+  valued: ["set", "samples", "rounds", "batch", "prefetch", "step-ms", "step-kind", "settings", "balance", "out", "imagenet-dir", "json", "store"],
+  flags: ["hedge", "quick"],
+});
+const quick = args.has("quick");
+const setArg = args.str("set", "fmnist");
 const sets = setArg === "both" ? ["fmnist", "imagenet"] : [setArg];
-for (const s of sets) if (s !== "fmnist" && s !== "imagenet") throw new Error(`--set must be fmnist, imagenet or both: current value is ${setArg}`);
-const rounds = Number(opt("--rounds") ?? (quick ? 1 : 3));
-const prefetchArg = opt("--prefetch") ?? "auto";
-const prefetch: number | "auto" = prefetchArg === "auto" ? "auto" : Number(prefetchArg);
-const stepMs = Number(opt("--step-ms") ?? 0);
-const stepKind = opt("--step-kind") ?? "sleep";
-if (stepKind !== "sleep" && stepKind !== "busy") throw new Error(`--step-kind must be sleep or busy: current value is ${stepKind}`);
-const hedge = args.includes("--hedge");
-const settingNames = (opt("--settings") ?? "rtt0,rtt20,rtt150,uneven").split(",");
-const balanceArg = opt("--balance") ?? "rate";
+for (const s of sets) if (s !== "fmnist" && s !== "imagenet") args.fail(`--set must be fmnist, imagenet or both: current value is ${setArg}`);
+const rounds = args.int("rounds", quick ? 1 : 3);
+const prefetch: number | "auto" = args.str("prefetch", "auto") === "auto" ? "auto" : args.int("prefetch", 0);
+const stepMs = args.num("step-ms", 0);
+const stepKind = args.str("step-kind", "sleep");
+if (stepKind !== "sleep" && stepKind !== "busy") args.fail(`--step-kind must be sleep or busy: current value is ${stepKind}`);
+const hedge = args.has("hedge");
+const settingNames = args.list("settings", ["rtt0", "rtt20", "rtt150", "uneven"]);
+const balanceArg = args.str("balance", "rate");
+if (!["driver", "rate", "both"].includes(balanceArg)) args.fail(`--balance must be driver, rate or both: current value is ${balanceArg}`);
 const balances = (balanceArg === "both" ? ["driver", "rate"] : [balanceArg]) as ("driver" | "rate")[];
-const outDir = opt("--out") ?? new URL("./read/figures", import.meta.url).pathname;
-const base = opt("--store") ?? "cassandra://127.0.0.1:9042/cassette_bench";
+const outDir = args.str("out") ?? new URL("./read/figures", import.meta.url).pathname;
+const base = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench");
 const parsed = parseStoreAddress(base);
-if (parsed.kind !== "cassandra") throw new Error("--store must be a cassandra:// address");
+if (parsed.kind !== "cassandra") args.fail("--store must be a cassandra:// address");
 const a = parsed; // narrowed for the functions below
 mkdirSync(outDir, { recursive: true });
 
@@ -88,10 +92,10 @@ interface SetSpec {
   samples: number;
 }
 const SETS: Record<string, SetSpec> = {
-  fmnist: { name: "fmnist", dataset: "fashion-mnist", batchSize: Number(opt("--batch") ?? 128), samples: Number(opt("--samples") ?? (quick ? 3000 : 20000)) },
-  imagenet: { name: "imagenet", dataset: "imagenet-like", batchSize: Number(opt("--batch") ?? 32), samples: Number(opt("--samples") ?? (quick ? 600 : 1500)) },
+  fmnist: { name: "fmnist", dataset: "fashion-mnist", batchSize: args.int("batch", 128), samples: args.int("samples", quick ? 3000 : 20000) },
+  imagenet: { name: "imagenet", dataset: "imagenet-like", batchSize: args.int("batch", 32), samples: args.int("samples", quick ? 600 : 1500) },
 };
-const IMAGENET_DIR = opt("--imagenet-dir") ??
+const IMAGENET_DIR = args.str("imagenet-dir") ??
   join((globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env.CASSETTE_CACHE ?? join(homedir(), ".cache", "cassette"), "imagenet-like");
 
 /** Ingests the set if needed (idempotent) and returns `samples` of its ids. */
@@ -341,7 +345,7 @@ for (const r of results) {
     console.log(`  ${r.set} ${r.setting}${balances.length > 1 ? ` ${b}` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
   }
 }
-const jsonOut = opt("--json");
+const jsonOut = args.str("json");
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ runtime: `${runtime.name} ${runtime.version}`, stepMs, rounds, prefetch, results }, null, 1));
 console.log(`figures in ${outDir}`);
 runtime.exit(0);

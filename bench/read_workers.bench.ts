@@ -29,21 +29,23 @@ import { runtime } from "../runtime-adapters/index.ts";
 import { Loader } from "../src/loader.ts";
 import { openStore } from "../src/source/open.ts";
 import { ingest } from "../src/dataset/ingest.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--quick] [--json]");
-  runtime.exit(0);
-}
-const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
-const quick = args.includes("--quick");
-const json = args.includes("--json");
-const grey = args.includes("--grey");
-const address = opt("--store", "sqlite:data/fashion-mnist.sqlite");
-const dataset = opt("--dataset", "fashion-mnist");
-const workerCounts = opt("--workers", "0,1,2").split(",").map(Number);
-const rounds = Number(opt("--rounds", quick ? "1" : "5"));
-const stepMs = Number(opt("--step-ms", "0"));
+const args = benchArgs({
+  program: "bench/read_workers.bench.ts",
+  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--quick] [--json]",
+  valued: ["store", "dataset", "workers", "samples", "rounds", "step-ms", "idx"],
+  flags: ["grey", "quick"],
+});
+const quick = args.has("quick");
+const json = args.has("json");
+const grey = args.has("grey");
+const address = args.str("store", "sqlite:data/fashion-mnist.sqlite");
+const dataset = args.str("dataset", "fashion-mnist");
+const workerCounts = args.list("workers", ["0", "1", "2"]).map(Number);
+if (!workerCounts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
+const rounds = args.int("rounds", quick ? 1 : 5);
+const stepMs = args.num("step-ms", 0);
 const log = (s: string) => json || console.log(s);
 
 // The samples: the first N of the dataset, ingested on first use for the default store.
@@ -53,13 +55,13 @@ try {
   if (!(await store.listDatasets()).some((d) => d.name === dataset)) {
     if (dataset !== "fashion-mnist") throw new Error(`bench: ${address} has no dataset '${dataset}'`);
     log(`ingesting Fashion-MNIST into ${address} …`);
-    await ingest(store, `idx:${opt("--idx", "/usr/share/datasets/fashion-mnist/")}`, { dataset });
+    await ingest(store, `idx:${args.str("idx", "/usr/share/datasets/fashion-mnist/")}`, { dataset });
   }
   for await (const page of store.scanNat(dataset)) ids.push(...page.map((r) => r.id));
 } finally {
   await store.close();
 }
-ids = ids.slice(0, Number(opt("--samples", quick ? "8192" : "60000")));
+ids = ids.slice(0, args.int("samples", quick ? 8192 : 60000));
 
 /** CPU time of the calling thread in ms (the main thread's id is the process id), or NaN off Linux. */
 const pid = (globalThis as { process?: { pid: number } }).process?.pid;

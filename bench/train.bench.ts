@@ -19,7 +19,6 @@
 import * as tf from "@tensorflow/tfjs-core";
 import * as tfl from "@tensorflow/tfjs-layers";
 import { WebGPUBackend } from "@tensorflow/tfjs-backend-webgpu";
-import { runtime } from "../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../src/gpu/device.ts";
 import { loadFashionMnist, normalizePixels } from "../src/dataset/fashion_mnist.ts";
 import type { ImageSplit } from "../src/dataset/fashion_mnist.ts";
@@ -27,24 +26,24 @@ import { GpuDataset } from "../src/train/gpu_dataset.ts";
 import { createModel } from "../src/train/model.ts";
 import { compare } from "./_lib/compare.ts";
 import type { Row } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: node --import ./runtime-adapters/node_hooks.mjs bench/train.bench.ts [--model mlp|cnn|all] [--limit N | --full] [--test N] [--batch B] [--rounds R] [--json]");
-  runtime.exit(0);
-}
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : def;
-};
-const full = args.includes("--full");
-const quick = args.includes("--quick"); // bench/main.ts --quick: a small run
-const json = args.includes("--json");
-const limit = full ? undefined : Number(opt("--limit", quick ? "512" : "2048"));
-const testLimit = Number(opt("--test", full ? "10000" : "2000"));
-const batch = Number(opt("--batch", "128"));
-const rounds = Number(opt("--rounds", full || quick ? "1" : "3"));
-const models = opt("--model", "all") === "all" ? ["mlp", "cnn"] : [opt("--model", "all")];
+const args = benchArgs({
+  program: "bench/train.bench.ts",
+  usage: "usage: node --import ./runtime-adapters/node_hooks.mjs bench/train.bench.ts [--model mlp|cnn|all] [--limit N | --full] [--test N] [--batch B] [--rounds R] [--quick] [--json]",
+  valued: ["model", "limit", "test", "batch", "rounds"],
+  flags: ["full", "quick"],
+});
+const full = args.has("full");
+const quick = args.has("quick"); // bench/main.ts --quick: a small run
+const json = args.has("json");
+const limit = full ? undefined : args.int("limit", quick ? 512 : 2048);
+const testLimit = args.int("test", full ? 10000 : 2000);
+const batch = args.int("batch", 128);
+const rounds = args.int("rounds", full || quick ? 1 : 3);
+const model = args.str("model", "all");
+if (!["mlp", "cnn", "all"].includes(model)) args.fail(`--model must be mlp, cnn or all: current value is ${model}`);
+const models = model === "all" ? ["mlp", "cnn"] : [model];
 const log = (s: string) => json || console.log(s);
 
 const ours = await requestDevice();

@@ -25,29 +25,30 @@
  * loader's window up and is reported on its own).
  */
 import process from "node:process";
-import { runtime } from "../runtime-adapters/index.ts";
 import { printTable, type Row } from "./_lib/compare.ts";
 import { runTrain, type TrainEpoch as Epoch } from "./_lib/train_run.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R] [--store URL] [--idx PREFIX] [--workers N] [--quick] [--json]");
-  runtime.exit(0);
-}
-const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
-const quick = args.includes("--quick");
-const json = args.includes("--json");
-const models = opt("--model", quick ? "mlp" : "mlp,cnn").split(",");
-const rounds = Number(opt("--rounds", quick ? "1" : "3"));
-const epochs = Number(opt("--epochs", quick ? "2" : "3"));
-const store = opt("--store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
+const args = benchArgs({
+  program: "bench/train_io.bench.ts",
+  usage: "usage: bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R] [--store URL] [--client-cpus C --server-cpus S] [--idx PREFIX] [--workers N] [--quick] [--json]",
+  valued: ["model", "limit", "epochs", "rounds", "store", "idx", "workers", "client-cpus", "server-cpus"],
+  flags: ["quick"],
+});
+const quick = args.has("quick");
+const json = args.has("json");
+const models = args.list("model", quick ? ["mlp"] : ["mlp", "cnn"]);
+const rounds = args.int("rounds", quick ? 1 : 3);
+const epochs = args.int("epochs", quick ? 2 : 3);
+const store = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
 // Where train.ts ingests Fashion-MNIST from when a store lacks it (its --idx; default Debian's).
-const idx = args.includes("--idx") ? ["--idx", opt("--idx", "")] : [];
+const idx = args.has("idx") ? ["--idx", args.str("idx", "")] : [];
 // Per model: enough images for a few seconds per epoch on lavapipe.
-const limits: Record<string, number> = { mlp: Number(opt("--limit", quick ? "4096" : "16384")), cnn: Number(opt("--limit", quick ? "1024" : "3072")) };
+const limits: Record<string, number> = { mlp: args.int("limit", quick ? 4096 : 16384), cnn: args.int("limit", quick ? 1024 : 3072) };
 const log = (s: string) => json || console.log(s);
-const clientCpus = args.includes("--client-cpus") ? opt("--client-cpus", "0") : undefined;
-if (args.includes("--server-cpus")) process.env.CASSETTE_PROXY_CPUS = opt("--server-cpus", "1");
+const clientCpus = args.str("client-cpus");
+const serverCpus = args.str("server-cpus");
+if (serverCpus !== undefined) process.env.CASSETTE_PROXY_CPUS = serverCpus;
 
 interface Contender { name: string; args: string[]; baseline?: boolean }
 const contenders: Contender[] = [
@@ -59,8 +60,7 @@ const contenders: Contender[] = [
   { name: "loader, ready order, RTT 150 ms", args: ["--order", "ready", "--latency-ms", "75"] },
   { name: "loader, strict order, RTT 150 ms", args: ["--order", "strict", "--latency-ms", "75"] },
 ];
-const workers = Number(opt("--workers", "0"));
-if (!(Number.isInteger(workers) && workers >= 0)) throw new Error(`bench: --workers must be a whole number: current value is ${workers}`);
+const workers = args.int("workers", 0, 0);
 if (workers > 0) {
   contenders.push(
     { name: `loader, ready order, RTT 0, ${workers} read workers`, args: ["--order", "ready", "--workers", String(workers)] },

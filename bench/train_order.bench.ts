@@ -16,27 +16,28 @@
  * strict run (the same permutation and pixels: test/e2e/train.test.ts holds their losses equal)
  * without its waiting.
  */
-import { runtime } from "../runtime-adapters/index.ts";
 import { runTrain, type TrainEpoch } from "./_lib/train_run.ts";
+import { benchArgs } from "./_lib/args.ts";
 
-const args = runtime.args();
-if (args.includes("--help") || args.includes("-h")) {
-  console.log("usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--prefetch K] [--strict-no-io] [--store URL] [--quick] [--json]");
-  runtime.exit(0);
-}
-const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
-const quick = args.includes("--quick");
-const json = args.includes("--json");
-const model = opt("--model", "mlp");
-const epochs = Number(opt("--epochs", quick ? "2" : "5"));
-const seeds = Number(opt("--seeds", quick ? "2" : "3"));
+const args = benchArgs({
+  program: "bench/train_order.bench.ts",
+  usage: "usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--prefetch K] [--strict-no-io] [--store URL] [--quick] [--json]",
+  valued: ["model", "epochs", "seeds", "first-seed", "limit", "store", "latency-ms", "jitter-ms", "prefetch"],
+  flags: ["strict-no-io", "quick"],
+});
+const quick = args.has("quick");
+const json = args.has("json");
+const model = args.str("model", "mlp");
+const epochs = args.int("epochs", quick ? 2 : 5);
+const seeds = args.int("seeds", quick ? 2 : 3);
 // Long comparisons (the cnn over 10 epochs: ~25 min a run on lavapipe) can be split over sessions.
-const firstSeed = Number(opt("--first-seed", "0"));
-const limit = opt("--limit", quick ? "4096" : "");
-const store = opt("--store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
-const latency = opt("--latency-ms", "10"), jitter = opt("--jitter-ms", "10");
-const prefetch = opt("--prefetch", "");
-const strictNoIo = args.includes("--strict-no-io");
+const firstSeed = args.int("first-seed", 0, 0);
+// Passed on to train.ts as given (it checks them); "" is not given.
+const limit = args.str("limit", quick ? "4096" : "");
+const store = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
+const latency = args.str("latency-ms", "10"), jitter = args.str("jitter-ms", "10");
+const prefetch = args.str("prefetch", "");
+const strictNoIo = args.has("strict-no-io");
 const log = (s: string) => json || console.log(s);
 
 log(`${model}, ${epochs} epochs, seeds ${firstSeed}…${firstSeed + seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way` +

@@ -12,20 +12,21 @@
 import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { runtime } from "../../runtime-adapters/index.ts";
 // The tests' seeded PRNG (mulberry32): the same seed makes the same set.
 import { rng } from "../../test/_support/random.ts";
+import { benchArgs } from "../_lib/args.ts";
 
-const args = runtime.args();
-const opt = (n: string) => (args.includes(n) ? args[args.indexOf(n) + 1] : undefined);
-const sources = (opt("--sources") ?? "").split(",").filter(Boolean);
-const out = opt("--out");
-const n = Number(opt("--n") ?? 2000);
+const args = benchArgs({
+  program: "bench/read/make_imagenet_like.ts",
+  usage: "usage: bun bench/read/make_imagenet_like.ts --sources A.ppm,B.ppm --out DIR [--n 2000] [--seed 1]",
+  valued: ["sources", "out", "n", "seed"],
+});
+const sources = args.list("sources", []);
+if (!sources.length) args.fail("needs --sources A.ppm,B.ppm");
+const out = args.required("out");
+const n = args.int("n", 2000);
+const seed = args.int("seed", 1, 0);
 const W = 500, H = 375;
-if (!sources.length || !out) {
-  console.error("usage: bun bench/read/make_imagenet_like.ts --sources A.ppm,B.ppm --out DIR [--n 2000] [--seed 1]");
-  runtime.exit(2);
-}
 
 /** A binary PPM (P6, maxval 255). */
 function readPpm(path: string): { w: number; h: number; px: Uint8Array } {
@@ -66,7 +67,7 @@ function cropScale(src: { w: number; h: number; px: Uint8Array }, x0: number, y0
 }
 
 const photos = sources.map(readPpm);
-const r = rng(Number(opt("--seed") ?? 1));
+const r = rng(seed);
 const QUALITIES = [70, 75, 80, 85, 88, 90, 92, 94, 95, 96, 97, 98, 99, 100];
 let total = 0;
 for (let i = 0; i < n; i++) {
