@@ -9,6 +9,7 @@
 import process from "node:process";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
+import { parseArgs, usageError } from "../../src/cli/args.ts";
 import { capAt, type ConnectionStats, type Profile, startProxy, unevenEvery, uniform } from "./proxy.ts";
 
 const USAGE = `usage: bun tools/proxy/main.ts --target HOST:PORT [options]
@@ -33,11 +34,7 @@ const USAGE = `usage: bun tools/proxy/main.ts --target HOST:PORT [options]
   -h, --help              this text
 On SIGINT or SIGTERM it prints each connection's bytes, duration and rate, and exits.`;
 
-const args = runtime.args();
-if (args.includes("-h") || args.includes("--help")) {
-  console.log(USAGE);
-  runtime.exit(0);
-}
+const PROGRAM = "tools/proxy/main.ts";
 
 try {
   await main();
@@ -48,24 +45,26 @@ try {
 }
 
 async function main() {
-  const known = new Set(["--target", "--listen", "--delay-ms", "--jitter-ms", "--bandwidth-bps", "--congest-every", "--congest-bps", "--congest-rotate-ms", "--queue-bytes", "--seed", "--sample-ms"]);
-  const flags = new Set(["--no-handshake", "--json", "--exit-with-stdin"]);
-  const values = new Map<string, string>();
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (flags.has(a)) values.set(a, "");
-    else if (known.has(a) && i + 1 < args.length) values.set(a, args[++i]);
-    else bad(known.has(a) ? `'${a}' needs a value` : `unknown argument '${a}' (try --help)`);
+  // The cassette command's parser: an unknown option or a missing value is named the same way.
+  const { positional, options } = parseArgs(runtime.args(), "", [
+    "target", "listen", "delay-ms", "jitter-ms", "bandwidth-bps", "congest-every", "congest-bps", "congest-rotate-ms", "queue-bytes", "seed", "sample-ms",
+  ], ["no-handshake", "exit-with-stdin"], PROGRAM);
+  if (options.has("help")) {
+    console.log(USAGE);
+    runtime.exit(0);
   }
+  if (positional.length) usageError("", `takes only options: got '${positional[0]}'`, PROGRAM);
+  const str = (name: string): string | undefined => options.get(name.slice(2)) as string | undefined;
+  // Its own number check, not numberOption's: every refusal here reads "Cannot start the proxy as …".
   const num = (name: string): number | undefined => {
-    const v = values.get(name);
+    const v = str(name);
     if (v === undefined) return undefined;
     const n = Number(v);
     if (v.trim() === "" || !Number.isFinite(n)) bad(`'${name}' must be a number: current value is ${v}`);
     return n;
   };
-  const target = endpoint("--target", values.get("--target") ?? bad("'--target HOST:PORT' is required"), false);
-  const listen = endpoint("--listen", values.get("--listen") ?? "127.0.0.1:0", true);
+  const target = endpoint("--target", str("--target") ?? bad("'--target HOST:PORT' is required"), false);
+  const listen = endpoint("--listen", str("--listen") ?? "127.0.0.1:0", true);
   const base: Profile = {
     delayMs: num("--delay-ms") ?? 0,
     jitterMs: num("--jitter-ms"),
@@ -77,12 +76,12 @@ async function main() {
   if ((every === undefined) !== (congestBps === undefined)) bad("'--congest-every' and '--congest-bps' go together");
   if (rotateMs !== undefined && every === undefined) bad("'--congest-rotate-ms' needs '--congest-every' and '--congest-bps'");
   const profile = every !== undefined ? unevenEvery(every, { ...base, bandwidthBytesPerSec: congestBps }, base, rotateMs) : uniform(base.delayMs, base);
-  const proxy = await startProxy({ target, listen, profile, queueBytes: num("--queue-bytes"), handshake: !values.has("--no-handshake") });
+  const proxy = await startProxy({ target, listen, profile, queueBytes: num("--queue-bytes"), handshake: !options.has("no-handshake") });
 
   const congestion = every !== undefined ? `; 1 connection in ${every} capped at ${congestBps} B/s${rotateMs ? `, a different one every ${rotateMs} ms` : ""}` : "";
   const cap = base.bandwidthBytesPerSec ? `, cap ${base.bandwidthBytesPerSec} B/s` : "";
   const jitter = base.jitterMs ? ` ± ${base.jitterMs}` : "";
-  const json = values.has("--json");
+  const json = options.has("json");
   if (json) console.log(JSON.stringify({ listening: proxy.port }));
   else console.log(`proxy ${proxy.host}:${proxy.port} → ${target.host}:${target.port}: ${base.delayMs}${jitter} ms one way (round trip +${2 * base.delayMs} ms)${cap}${congestion}`);
 
@@ -112,7 +111,7 @@ async function main() {
   };
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGTERM", () => void stop("SIGTERM"));
-  if (values.has("--exit-with-stdin")) {
+  if (options.has("exit-with-stdin")) {
     process.stdin.on("end", () => void stop("stdin closed"));
     process.stdin.on("close", () => void stop("stdin closed"));
     process.stdin.resume();

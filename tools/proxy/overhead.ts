@@ -8,10 +8,32 @@
 import { connect, createServer, type Socket } from "node:net";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { startProxy, uniform } from "./proxy.ts";
+import { intOption, parseArgs, usageError } from "../../src/cli/args.ts";
+import { CassetteError } from "../../src/errors.ts";
 
-const args = runtime.args();
-const mbAt = args.indexOf("--mb");
-const MB = mbAt >= 0 ? Number(args[mbAt + 1]) : 64;
+const PROGRAM = "tools/proxy/overhead.ts";
+const USAGE = `usage: bun tools/proxy/overhead.ts [--mb M]
+  --mb M   MiB in the bulk echo stream, a whole number (default 64)`;
+const MB = megabytes();
+
+/** --mb, read by the cassette command's parser; a bad option ends the run as it ends a cassette command. */
+function megabytes(): number {
+  try {
+    const { positional, options } = parseArgs(runtime.args(), "", ["mb"], [], PROGRAM);
+    if (options.has("help")) {
+      console.log(USAGE);
+      runtime.exit(0);
+    }
+    if (positional.length) usageError("", `takes only options: got '${positional[0]}'`, PROGRAM);
+    const mb = intOption(options, "", "mb", PROGRAM) ?? 64;
+    if (mb < 1) usageError("", `--mb must be at least 1: current value is ${mb}`, PROGRAM);
+    return mb;
+  } catch (e) {
+    if (!(e instanceof CassetteError)) throw e;
+    console.error(`${PROGRAM}: ${e.message} [${e.code}]`);
+    return runtime.exit(2);
+  }
+}
 
 const server = createServer({ allowHalfOpen: true }, (s) => {
   s.on("data", (d) => s.write(d));

@@ -13,8 +13,28 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { parseStoreAddress } from "../../src/source/address.ts";
 import { startCassandraProxies } from "./cassandra.ts";
 import { uniform } from "./proxy.ts";
+import { parseArgs, usageError } from "../../src/cli/args.ts";
+import { CassetteError } from "../../src/errors.ts";
 
-const address = runtime.args().find((a) => !a.startsWith("-")) ?? "cassandra://127.0.0.1:9042/system";
+const PROGRAM = "tools/proxy/route_check.ts";
+const address = clusterAddress();
+
+/** The argument, read by the cassette command's parser; a bad one ends the run as it ends a cassette command. */
+function clusterAddress(): string {
+  try {
+    const { positional, options } = parseArgs(runtime.args(), "", [], [], PROGRAM);
+    if (options.has("help")) {
+      console.log("usage: bun tools/proxy/route_check.ts [cassandra://HOST[:PORT]/ks]   (default cassandra://127.0.0.1:9042/system)");
+      runtime.exit(0);
+    }
+    if (positional.length > 1) usageError("", `takes one address: got also '${positional[1]}'`, PROGRAM);
+    return positional[0] ?? "cassandra://127.0.0.1:9042/system";
+  } catch (e) {
+    if (!(e instanceof CassetteError)) throw e;
+    console.error(`${PROGRAM}: ${e.message} [${e.code}]`);
+    return runtime.exit(2);
+  }
+}
 const a = parseStoreAddress(address);
 if (a.kind !== "cassandra") throw new Error(`not a cassandra:// address: ${address}`);
 const credentials = a.username ? { username: a.username, password: a.password ?? "" } : undefined;
