@@ -1,8 +1,8 @@
 /**
  * The named models of `train.ts --model`, all for 28×28 grey images in 10 classes
  * (Fashion-MNIST):
- *   mlp      784-256-10, ReLU (the issue's TF.js peer model)
- *   cnn      conv3×3·16 → pool → conv3×3·32 → pool → dense 10, ReLU (the issue's peer model)
+ *   mlp      784-256-10, ReLU (bench/train.bench.ts trains the same model in TF.js)
+ *   cnn      conv3×3·16 → pool → conv3×3·32 → pool → dense 10, ReLU (likewise)
  *   cnn-bn   conv3×3·32 → BN → pool → conv3×3·64 → BN → pool → dense 128 → dense 10: wider, with
  *            batch norm (its 10-epoch accuracy is not measured yet: ~85 min on lavapipe)
  */

@@ -18,7 +18,7 @@ import { CassetteError } from "../../src/errors.ts";
 
 // The IDCT is f32 on the GPU and f64 in the reference: a sample can differ by one where s + 128.5
 // lies within f32 error of an integer; upsampling averages such errors and the colour matrix
-// amplifies a chroma error by at most 1.772, so ±2 per channel (the bound) holds.
+// amplifies a chroma error by at most 1.772, so a bound of ±2 per channel holds.
 const TOL = 2;
 
 type Sampling = Array<[number, number]>;
