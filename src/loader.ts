@@ -31,7 +31,7 @@ import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
 import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
-import { datasetNeeded } from "./read/open.ts";
+import { checkReadOptions, datasetNeeded } from "./read/open.ts";
 import { ReadPath } from "./read/read_path.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
@@ -114,6 +114,11 @@ export interface LoaderOptions<T = Sample> {
    * does not decode is an error naming the sample.
    */
   decode?: boolean | DecodeOptions;
+  /**
+   * With `decode` and no `workers`: decode in a pool of this many decode workers (the reading
+   * stays in this thread, the decoding leaves it; default 0: decode in this thread).
+   */
+  decodeWorkers?: number;
   signal?: AbortSignal;
 }
 
@@ -145,7 +150,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
-    if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
+    checkReadOptions(o, "Cannot create a Loader");
     if (o.decode !== undefined && typeof o.decode !== "boolean") {
       if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
       checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error

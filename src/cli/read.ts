@@ -35,13 +35,14 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
   --workers N          read in N worker threads, each with its own connections (default 0: in
                        the loader's thread)
   --decode             decode every JPEG as it arrives (in its read worker with --workers)
+  --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
                        -grayscale; its chroma is not transformed)
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers"], ["hedge", "decode", "grey"]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers"], ["hedge", "decode", "grey"]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
   const decode = options.has("decode"), grey = options.has("grey");
@@ -77,6 +78,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     const loader = new Loader({
       store: workers > 0 ? address : source, dataset, workers, decode: decode && { grey }, ids, order, onError,
+      decodeWorkers: intOption(options, "read", "decode-workers"),
       batchSize: intOption(options, "read", "batch") ?? 128,
       prefetch,
       seed: intOption(options, "read", "seed"),

@@ -49,6 +49,8 @@ export interface Decoder<O extends DecodeOptions = DecodeOptions, I extends Imag
 
 /** A decoder that answers later, off this thread (the decode pool). */
 export interface AsyncDecoder<O extends DecodeOptions = DecodeOptions, I extends Image = Image> {
+  /** Tells it from a Decoder: the answer is a promise, and the input's buffer may be taken (transferred). */
+  readonly async: true;
   readonly format: string;
   decode(bytes: Uint8Array, options?: O): Promise<I>;
   close(): void;

@@ -92,6 +92,7 @@ export async function createDecodePool(options: DecodePoolOptions = {}): Promise
 
 export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage> {
   readonly format = "jpeg";
+  readonly async = true;
   readonly size: number;
   readonly ready: Promise<void>;
   readonly #perWorker: number;

@@ -24,23 +24,26 @@
  * await source.close();
  * ```
  */
-import { checkDecodeOptions, type DecodeOptions, type Decoder } from "../decode/decoder.ts";
+import { type AsyncDecoder, checkDecodeOptions, type DecodeOptions, type Decoder, type Image } from "../decode/decoder.ts";
 import { storeError } from "../source/retryable.ts";
 import type { FetchCallback, Source } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 
 export class DecodeSource implements ReadSource {
   readonly #inner: Source;
-  readonly #decoder: Decoder;
+  readonly #decoder: Decoder | AsyncDecoder;
   readonly #options?: DecodeOptions;
+  readonly #async: boolean;
   readonly ids?: () => string[] | Promise<string[]>;
 
-  constructor(inner: Source, decoder: Decoder, options?: DecodeOptions) {
+  /** `decoder`: one here (decodes as each answer arrives), or a decode pool (answers when its worker has). */
+  constructor(inner: Source, decoder: Decoder | AsyncDecoder, options?: DecodeOptions) {
     this.#inner = inner;
     if (inner.ids) this.ids = () => inner.ids!();
     this.#decoder = decoder;
     if (options) checkDecodeOptions(options); // named once here, not as every sample's error
     this.#options = options;
+    this.#async = "async" in decoder;
   }
   get name(): string {
     return this.#inner.name;
@@ -52,14 +55,20 @@ export class DecodeSource implements ReadSource {
   fetch(id: string, done: FetchCallback<Sample>): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
-      let image;
-      try {
-        image = this.#decoder.decode(s.data, this.#options);
-      } catch (e) {
+      const failed = (e: unknown) => {
         const why = e instanceof Error ? e.message : String(e);
-        return done(storeError("ERR_MALFORMED_INPUT", `Cannot decode sample ${id} from ${this.name}: ${why}`, false, { cause: e }));
+        done(storeError("ERR_MALFORMED_INPUT", `Cannot decode sample ${id} from ${this.name}: ${why}`, false, { cause: e }));
+      };
+      let image: Image | Promise<Image>;
+      try {
+        // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
+        // the sample keeps its bytes.
+        image = this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options);
+      } catch (e) {
+        return failed(e);
       }
-      done(null, { ...s, image });
+      if (image instanceof Promise) image.then((image) => done(null, { ...s, image }), failed);
+      else done(null, { ...s, image });
     });
   }
   onDrain(listener: () => void): void {

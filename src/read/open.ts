@@ -31,6 +31,7 @@ import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
 import type { DecodeOptions } from "../decode/decoder.ts";
 import { createDecoder } from "../decode/decoders.ts";
+import { createDecodePool } from "../decode/pool.ts";
 import { parseStoreAddress, redact } from "../source/address.ts";
 import type { CassandraStoreOptions } from "../source/cassandra.ts";
 import { type FileSourceOptions, openFileSource } from "../source/file.ts";
@@ -58,6 +59,11 @@ export interface OpenReadOptions {
   workers?: number;
   /** Decode each sample where it is read (in its worker with `workers`) into `Sample.image` (default false). */
   decode?: boolean | DecodeOptions;
+  /**
+   * With `decode` and no read `workers`: decode in a pool of this many decode workers, so the
+   * reading stays in this thread and the decoding leaves it (default 0: decode here).
+   */
+  decodeWorkers?: number;
 }
 
 export type OpenOptions = ({ mode: "write" } & OpenStoreOptions) | ({ mode: "read" } & OpenReadOptions);
@@ -95,7 +101,20 @@ export function isStore(x: unknown): x is Store {
   return typeof x === "object" && x !== null && "scanNat" in x && "createDataset" in x;
 }
 
+/** Names a bad combination of `workers`, `decode` and `decodeWorkers` before anything is opened. */
+export function checkReadOptions(o: OpenReadOptions, what: string): void {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `${what} as ${why}`);
+  };
+  if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
+  if (o.decodeWorkers === undefined || o.decodeWorkers === 0) return;
+  if (!(Number.isInteger(o.decodeWorkers) && o.decodeWorkers > 0)) bad(`'decodeWorkers' must be a whole number: current value is ${o.decodeWorkers}`);
+  if (!o.decode) bad("'decodeWorkers' needs 'decode' (it is the number of workers that decode)");
+  if (o.workers) bad("'decodeWorkers' and 'workers' cannot both be set: read workers decode where they read");
+}
+
 async function openRead(target: string | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
+  checkReadOptions(o, "Cannot open a source");
   const why = datasetNeeded(target, o.dataset);
   if (why) {
     const where = typeof target === "string" ? `'${redact(target)}'` : "a store";
@@ -111,7 +130,8 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
   let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;
   if (o.decode) {
     try {
-      src = new DecodeSource(src, await createDecoder(), o.decode === true ? undefined : o.decode);
+      const decoder = o.decodeWorkers ? await createDecodePool({ workers: o.decodeWorkers }) : await createDecoder();
+      src = new DecodeSource(src, decoder, o.decode === true ? undefined : o.decode);
     } catch (e) {
       if (typeof target === "string") await src.close().catch(() => {});
       throw e;

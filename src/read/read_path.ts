@@ -22,6 +22,7 @@ export interface ReadPathOptions {
   dataset?: string;
   workers?: number;
   decode?: boolean | DecodeOptions;
+  decodeWorkers?: number;
   maxInFlight?: number;
   balance?: "rate" | "driver";
   hedge?: boolean | HedgeOptions;
@@ -46,7 +47,7 @@ export class ReadPath {
   source(): Promise<ReadSource> {
     this.#source ??= (async () => {
       const o = this.#o;
-      let src: ReadSource = await open(o.store, { mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, maxInFlight: o.maxInFlight, balance: o.balance });
+      let src: ReadSource = await open(o.store, { mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight, balance: o.balance });
       if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
       const retry = this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       retry.onDrain(this.#onDrain);

@@ -280,3 +280,36 @@ test("Loader with read workers from Cassandra: two epochs, every sample once, by
     await loader.close();
   }
 }, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
+
+test("decodeWorkers: read here, decode in a pool of decode workers; every id once, the bytes kept, pixels as decoding here; a file that does not decode is named", async () => {
+  const jpeg = await createJpegDecoder();
+  for (const order of ["ready", "strict"] as const) {
+    const loader = new Loader({ store: address, dataset: "rnd", ids, batchSize: 7, seed: 5, order, decode: true, decodeWorkers: 2 });
+    try {
+      const batches = await Array.fromAsync(loader.epoch(0));
+      const seen = batches.flatMap((b) => b.ids);
+      assert.is(new Set(seen).size, ids.length, `${order}: every id`);
+      assert.is(seen.length, ids.length, `${order}: once`);
+      for (const b of batches) {
+        b.items.forEach((s, i) => {
+          const want = jpeg.decode(s.data); // the pool decoded a copy: the sample keeps its bytes
+          assert.ok(s.data.length > 0 && s.image, `${b.ids[i]} keeps its bytes and has pixels (seed ${seed})`);
+          assert.equal([s.image!.width, s.image!.height, s.image!.channels], [want.width, want.height, want.channels]);
+          assert.ok(s.image!.data.every((v, j) => v === want.data[j]), `pixels of ${b.ids[i]} (seed ${seed})`);
+        });
+      }
+      assert.ok(loader.stats().bytes > 0);
+    } finally {
+      await loader.close();
+    }
+  }
+  const bad = new Loader({ store: address, dataset: "bad", ids: ["noise", "empty"].map((k) => sampleId("bad", k)), batchSize: 2, decode: true, decodeWorkers: 1 });
+  const e = await Array.fromAsync(bad.epoch(0)).then(() => null, (e) => e);
+  await bad.close();
+  assert.instance(e, CassetteError);
+  assert.match(e.message, /Cannot (read|decode) sample .* of epoch 0|Cannot decode sample/);
+  const refuse = (o: object, re: RegExp) => assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), re);
+  refuse({ decodeWorkers: 2 }, /'decodeWorkers' needs 'decode'/);
+  refuse({ decode: true, decodeWorkers: 2, workers: 2 }, /'decodeWorkers' and 'workers' cannot both be set/);
+  refuse({ decode: true, decodeWorkers: 1.5 }, /'decodeWorkers' must be a whole number: current value is 1.5/);
+});
