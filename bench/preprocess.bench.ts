@@ -1,6 +1,6 @@
 /**
  * GPU preprocessing (crop_resize_normalize.wgsl, the hybrid JPEG path) against its peers, in
- * one process, interleaved round by round (STYLE.md habit 15).
+ * one process, interleaved round by round so that a shared machine's noise hits them alike.
  *
  *   bun bench/preprocess.bench.ts [--batch N] [--out S] [--input S] [--rounds N] [--quick]
  *

@@ -2,7 +2,8 @@
  * Reading in worker threads (the Loader's `workers`, src/read/worker_source.ts) against
  * reading in the loader's own thread, which is the thread that feeds the GPU. Each contender
  * is a fresh Loader reading the same ids with JPEG decoding (`decode`, in the worker when
- * there are workers); contenders interleaved round by round (STYLE.md habit 15). Per round:
+ * there are workers); contenders interleaved round by round, so that a shared machine's noise
+ * hits them alike. Per round:
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]

@@ -1,9 +1,9 @@
 /**
  * Training throughput without I/O: cassette's WGSL kernels against TensorFlow.js with
  * @tensorflow/tfjs-backend-webgpu, on devices of the same adapter, in one process, epochs
- * interleaved round by round (STYLE.md habit 15). Same model, same batch, Adam (lr 1e-3),
- * Fashion-MNIST held in GPU memory on both sides; after the timed rounds, both models are
- * evaluated on the test split.
+ * interleaved round by round (a shared machine's noise hits both alike). Same model, same
+ * batch, Adam (lr 1e-3), Fashion-MNIST held in GPU memory on both sides; after the timed
+ * rounds, both models are evaluated on the test split.
  *
  *   node --import ./runtime-adapters/node_hooks.mjs bench/train.bench.ts [options]
  *   (also runs under bun and deno, where TF.js gets the same Dawn or built-in adapter)

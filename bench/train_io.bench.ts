@@ -3,8 +3,8 @@
  * Cassandra — at RTT 0 and at 150 ms through the project's TCP proxy — and from the embedded
  * SQLite store, against the no-I/O upper
  * bound (the same steps on the same pixels held on the GPU), for each model. Every contender
- * is one `train.ts --json` process; contenders are interleaved round by round (STYLE.md habit
- * 15) so the shared machine's noise hits them alike. The 2025 paper reports 94–96 % of the
+ * is one `train.ts --json` process; contenders are interleaved round by round so the shared
+ * machine's noise hits them alike. The 2025 paper reports 94–96 % of the
  * bound on 8 A100s; the issue asks ≥ 95 %.
  *
  *   bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R]

@@ -1,5 +1,6 @@
 // The canary: this test must fail. test/run.ts counts it as passed only when it fails, which
-// proves the harness reports failures (uvu's *.fails.js, STYLE.md habit 13).
+// proves the harness reports failures (as uvu's *.fails.js do): a harness that cannot fail
+// proves nothing.
 import * as assert from "uvu/assert";
 import { test } from "./_support/harness.ts";
 

@@ -1,7 +1,7 @@
 /**
- * Side-by-side comparison for benchmarks (STYLE.md habit 15): every contender runs in the
- * same process, interleaved round by round so that noise on a shared machine hits all of them
- * alike. Prints a table sorted fastest first with the ratio to a named baseline and the spread.
+ * Side-by-side comparison for benchmarks: every contender runs in the same process,
+ * interleaved round by round so that noise on a shared machine hits all of them alike. Prints
+ * a table sorted fastest first with the ratio to a named baseline and the spread.
  *
  *   const table = await compare("decode 224×224 q90", { rounds: 11, unit: "Mpx/s" }, [
  *     { name: "cassette", run: () => decodeAll(), work: megapixels },

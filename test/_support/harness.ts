@@ -3,7 +3,7 @@
  * `test/_support/main.ts` runs one file in one runtime and reports counts to `test/run.ts`.
  *
  * Assertions come from `uvu/assert`. A test is an async function; it fails when it throws.
- * Skips carry a reason (STYLE.md habit 12: skips are listed with why, never silent).
+ * Skips carry a reason: they are listed with why, never silent.
  */
 export interface TestOptions {
   /** Skip with this reason (printed in the report). */

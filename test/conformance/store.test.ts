@@ -1,6 +1,7 @@
 /**
- * One suite for every Store (STYLE.md habit 12): SQLite and Cassandra pass the same cases, in
- * every runtime. Cassandra's cases are skipped with a reason only when the suite runs without it.
+ * One suite for every Store, so that no store is held to less than another: SQLite and
+ * Cassandra pass the same cases, in every runtime. Cassandra's cases are skipped with a reason
+ * only when the suite runs without it.
  */
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";

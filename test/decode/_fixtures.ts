@@ -31,8 +31,8 @@ export function djpegRef(name: string, scale = 1): Pixels {
 }
 
 /**
- * Writes |a − b| × 16 as a PNM into .tmp/jpeg-diff/ (STYLE.md habit 11) and returns its path,
- * for the failure message.
+ * Writes |a − b| × 16 as a PNM into .tmp/jpeg-diff/ and returns its path, for the failure
+ * message: a failed comparison leaves an image to look at, not only a number.
  */
 export function writeDiffImage(name: string, w: number, h: number, ch: number, a: Uint8Array, b: Uint8Array): string {
   const dir = fileURLToPath(new URL("../../.tmp/jpeg-diff/", import.meta.url));
