@@ -60,6 +60,19 @@ export function buildQF(q: usize, out: usize): void {
   return mul(f32x4.convert_i32x4_s(w), v128.load(qf + (<usize>u << 5) + (hi ? 16 : 0)));
 }
 
+/** The last step of both passes: f(n) = e(n) + o(n), f(7−n) = e(n) − o(n), into vectors p + n·32. */
+// @ts-ignore: decorator
+@inline function butterfly(p: usize, e0: v128, e1: v128, e2: v128, e3: v128, o0: v128, o1: v128, o2: v128, o3: v128): void {
+  v128.store(p, add(e0, o0));
+  v128.store(p + 224, sub(e0, o0));
+  v128.store(p + 32, add(e1, o1));
+  v128.store(p + 192, sub(e1, o1));
+  v128.store(p + 64, add(e2, o2));
+  v128.store(p + 160, sub(e2, o2));
+  v128.store(p + 96, add(e3, o3));
+  v128.store(p + 128, sub(e3, o3));
+}
+
 // Scratch between the passes: 16 vectors.
 const T: usize = memory.data(16 * 16, 16);
 
@@ -91,14 +104,7 @@ const T: usize = memory.data(16 * 16, 16);
   const o1 = sub(sub(mul(x1, c3), mul(x3, c7)), add(mul(x5, c1), mul(x7, c5)));
   const o2 = add(sub(mul(x1, c5), mul(x3, c1)), add(mul(x5, c7), mul(x7, c3)));
   const o3 = sub(add(mul(x1, c7), mul(x5, c3)), add(mul(x3, c5), mul(x7, c1)));
-  v128.store(p, add(e0, o0));
-  v128.store(p + 224, sub(e0, o0));
-  v128.store(p + 32, add(e1, o1));
-  v128.store(p + 192, sub(e1, o1));
-  v128.store(p + 64, add(e2, o2));
-  v128.store(p + 160, sub(e2, o2));
-  v128.store(p + 96, add(e3, o3));
-  v128.store(p + 128, sub(e3, o3));
+  butterfly(p, e0, e1, e2, e3, o0, o1, o2, o3);
 }
 
 /** `pass` for inputs whose X4…X7 are zero (the low-frequency blocks of idct8Low). */
@@ -121,14 +127,7 @@ const T: usize = memory.data(16 * 16, 16);
   const o1 = sub(mul(x1, c3), mul(x3, c7));
   const o2 = sub(mul(x1, c5), mul(x3, c1));
   const o3 = sub(mul(x1, c7), mul(x3, c5));
-  v128.store(p, add(e0, o0));
-  v128.store(p + 224, sub(e0, o0));
-  v128.store(p + 32, add(e1, o1));
-  v128.store(p + 192, sub(e1, o1));
-  v128.store(p + 64, add(e2, o2));
-  v128.store(p + 160, sub(e2, o2));
-  v128.store(p + 96, add(e3, o3));
-  v128.store(p + 128, sub(e3, o3));
+  butterfly(p, e0, e1, e2, e3, o0, o1, o2, o3);
 }
 
 /** Transposes the 4×4 f32 tile of vectors at a, a+32, a+64, a+96 into b, b+32, b+64, b+96. */
