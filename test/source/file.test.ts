@@ -11,10 +11,9 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { cassette } from "../_support/cli.ts";
 import { expectError } from "../_support/expect.ts";
-import { openStore } from "../../src/source/open.ts";
+import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { openFileSource } from "../../src/source/file.ts";
-import { ingest } from "../../src/dataset/ingest.ts";
 import { Loader } from "../../src/loader.ts";
 
 const DATASET = "fm";
@@ -22,11 +21,7 @@ const tmp = mkdtempSync(join(tmpdir(), "cassette-file-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const storePath = join(tmp, "fm.sqlite");
-const store = await openStore(`sqlite:${storePath}`);
-await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: 50 });
-const ids: string[] = [];
-for await (const page of store.scanNat(DATASET)) ids.push(...page.map((r) => r.id));
-const want = new Map((await store.get(DATASET, ids)).map((s) => [s.id, s]));
+const { store, ids, want } = await fashionMnistStore(storePath, DATASET, 50);
 await store.close();
 const out = join(tmp, "export");
 
