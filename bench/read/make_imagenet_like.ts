@@ -14,6 +14,7 @@ import { mkdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 // The tests' seeded PRNG (mulberry32): the same seed makes the same set.
 import { rng } from "../../test/_support/random.ts";
+import { pnm } from "../../test/_support/cjpeg.ts";
 import { benchArgs } from "../_lib/args.ts";
 
 const args = benchArgs({
@@ -76,9 +77,7 @@ for (let i = 0; i < n; i++) {
   const full = Math.min(src.w, (src.h * 4) / 3);
   const cw = full * (0.6 + 0.4 * r()), ch = (cw * 3) / 4;
   const x0 = r() * (src.w - cw), y0 = r() * (src.h - ch), flip = r() < 0.5;
-  const header = new TextEncoder().encode(`P6\n${W} ${H}\n255\n`);
-  const ppm = new Uint8Array(header.length + W * H * 3);
-  ppm.set(header), ppm.set(cropScale(src, x0, y0, cw, ch, flip), header.length);
+  const ppm = pnm(cropScale(src, x0, y0, cw, ch, flip), W, H, 3);
   // The quality whose file is nearest a target size drawn from 110 kB ± 25 %.
   const target = 110_000 * (0.75 + 0.5 * r());
   const dir = join(out!, `class_${i % 10}`);

@@ -11,15 +11,21 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parsePnm, type Pixels } from "../reference/jpeg_compare.ts";
 
+/** Grey (1 channel) or RGB (3 channels) pixels as a binary PGM or PPM file, which cjpeg reads. */
+export function pnm(pixels: Uint8Array, width: number, height: number, channels: 1 | 3): Uint8Array {
+  const header = new TextEncoder().encode(`${channels === 1 ? "P5" : "P6"}\n${width} ${height}\n255\n`);
+  const file = new Uint8Array(header.length + pixels.length);
+  file.set(header);
+  file.set(pixels, header.length);
+  return file;
+}
+
 /**
  * Encodes grey (1 channel) or RGB (3 channels) pixels with cjpeg, through files: Deno's
  * spawnSync stalls on megabytes of piped input.
  */
 export function cjpeg(pixels: Uint8Array, width: number, height: number, channels: 1 | 3, args: string[] = ["-quality", "90"]): Uint8Array {
-  const header = new TextEncoder().encode(`${channels === 1 ? "P5" : "P6"}\n${width} ${height}\n255\n`);
-  const file = new Uint8Array(header.length + pixels.length);
-  file.set(header);
-  file.set(pixels, header.length);
+  const file = pnm(pixels, width, height, channels);
   const dir = mkdtempSync(join(tmpdir(), "cassette-cjpeg-"));
   try {
     const input = join(dir, "in.pnm"), output = join(dir, "out.jpg");
@@ -52,11 +58,7 @@ export function cmykJpeg(rgb: Uint8Array, width: number, height: number, mode: "
   }
   // Through files: Deno's spawnSync can stall on large piped data.
   const ppm = join(cmykTool.dir, "in.ppm"), out = join(cmykTool.dir, "out.jpg");
-  const header = new TextEncoder().encode(`P6\n${width} ${height}\n255\n`);
-  const file = new Uint8Array(header.length + rgb.length);
-  file.set(header);
-  file.set(rgb, header.length);
-  writeFileSync(ppm, file);
+  writeFileSync(ppm, pnm(rgb, width, height, 3));
   const r = spawnSync(cmykTool.exe, [mode, String(quality), sampling, ppm, out], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`cmyk_encode ${mode} ${quality} ${sampling} failed: ${r.stderr}`);
   return new Uint8Array(readFileSync(out));
