@@ -2,23 +2,21 @@
  * `deno task bench` (or `bun bench/main.ts`): runs every bench/*.bench.ts in this runtime, one
  * after another (never in parallel: they measure), and says where the figures belong.
  *
- *   deno task bench [--quick] [NAME…]     NAME: e.g. gpu_backend, jpeg
+ *   deno task bench [--quick] [NAME…] [-- OPTION…]     NAME: e.g. gpu_backend, jpeg
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { runtime } from "../runtime-adapters/index.ts";
 import { benchArgs } from "./_lib/args.ts";
 
-const args = benchArgs({
-  program: "bench/main.ts",
-  usage: "usage: deno task bench [--quick] [NAME…]\n  runs bench/NAME.bench.ts (all by default); record figures in bench/RESULTS.md",
-  flags: ["quick"],
-  positional: true,
-});
+const USAGE = "usage: deno task bench [--quick] [NAME…] [-- OPTION…]\n  runs bench/NAME.bench.ts (all by default) with --quick and the OPTIONs after --; record figures in bench/RESULTS.md";
+// Names and --quick are main's; everything after `--` goes to each benchmark as it is, and
+// each refuses what it does not know (deno task bench jpeg -- --no-pool).
+const argv = runtime.args();
+const cut = argv.indexOf("--");
+const args = benchArgs({ program: "bench/main.ts", usage: USAGE, flags: ["quick"], positional: true, argv: cut < 0 ? argv : argv.slice(0, cut) });
 const names = args.positional;
-// Passed on to each benchmark, which refuses options it does not know: --quick, which they all
-// take, and --json (a flag to most; bench/read.bench.ts wants a file with it).
-const passed = ["quick", "json"].filter((f) => args.has(f)).map((f) => `--${f}`);
+const passed = [...(args.has("quick") ? ["--quick"] : []), ...(cut < 0 ? [] : argv.slice(cut + 1))];
 const dir = new URL(".", import.meta.url).pathname;
 const all = readdirSync(dir).filter((f) => f.endsWith(".bench.ts")).sort();
 const chosen = names.length ? all.filter((f) => names.some((n) => f.startsWith(`${n}.`))) : all;

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { runtime } from "../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../src/gpu/device.ts";
 import { createPreprocessor } from "../src/gpu/preprocess.ts";
-import { packImages as packBatch, packLayout } from "../src/gpu/pack.ts";
+import { packImages, packLayout } from "../src/gpu/pack.ts";
 import type { DecodedImage, ImagePlan } from "../src/gpu/pack.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { compare } from "./_lib/compare.ts";
@@ -137,7 +137,7 @@ for (const r of rowsBatch) console.log(`  ${r.name}: ${((r.best / batch) * moved
 // The kernel alone: the batch packed once into a GPU buffer, then `repeat` dispatches a round.
 const layout = packLayout(images);
 const packed = new Uint8Array(layout.bytes);
-packBatch(packed, images, plans, layout);
+packImages(packed, images, plans, layout);
 const input = device.createBuffer({ size: Math.ceil(layout.bytes / 4) * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
 device.queue.writeBuffer(input, 0, packed);
 const output = device.createBuffer({ size: outBytes, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });

@@ -63,7 +63,7 @@ const data = await loadFashionMnist(undefined, Math.max(limit ?? 60000, 1));
 const train = data.train, test: ImageSplit = { ...data.test, count: Math.min(testLimit, data.test.count) };
 log(`${train.count} training images per epoch, ${test.count} test images, batch ${batch}, Adam lr 1e-3, ${rounds} timed epoch(s) after 1 warm-up`);
 
-/** The issue's peer models, in TF.js layers (NHWC = NCHW for one channel). */
+/** The peer models (the same layers as src/train/models.ts), in TF.js layers (NHWC = NCHW for one channel). */
 function tfModel(name: string): tfl.LayersModel {
   const m = tfl.sequential();
   if (name === "mlp") {

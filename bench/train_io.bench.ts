@@ -5,7 +5,7 @@
  * bound (the same steps on the same pixels held on the GPU), for each model. Every contender
  * is one `train.ts --json` process; contenders are interleaved round by round so the shared
  * machine's noise hits them alike. The 2025 paper reports 94–96 % of the
- * bound on 8 A100s; the issue asks ≥ 95 %.
+ * bound on 8 A100s; cassette's target is ≥ 95 %.
  *
  *   bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R]
  *                               [--store cassandra://…/KEYSPACE] [--client-cpus 0 --server-cpus 1]

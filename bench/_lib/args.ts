@@ -21,6 +21,8 @@ export interface BenchSpec {
   flags?: string[];
   /** Whether arguments that are not options are taken (bench/main.ts: benchmark names); else they are refused. */
   positional?: boolean;
+  /** The arguments to read (default: the process's). */
+  argv?: string[];
 }
 
 export interface BenchArgs {
@@ -55,7 +57,7 @@ export function benchArgs(spec: BenchSpec): BenchArgs {
     }
   };
   const fail = (why: string): never => guard(() => usageError("", why, program));
-  const { positional, options } = guard(() => parseArgs(runtime.args(), "", spec.valued ?? [], spec.flags ?? [], program));
+  const { positional, options } = guard(() => parseArgs(spec.argv ?? runtime.args(), "", spec.valued ?? [], spec.flags ?? [], program));
   if (options.has("help")) {
     console.log(spec.usage);
     runtime.exit(0);

@@ -5,20 +5,20 @@
  *
  *   bun bench/train/accuracy.ts [--model cnn] [--epochs 10] [--batch 128] [--lr 0.001] [--seed 0] [--limit N] [--save FILE]
  */
-import { runtime } from "../../runtime-adapters/index.ts";
+import { benchArgs } from "../_lib/args.ts";
 import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
 import { loadFashionMnist } from "../../src/dataset/fashion_mnist.ts";
 import { trainInGpu } from "../../src/train/train_in_gpu.ts";
 
-const args = runtime.args();
-const opt = (name: string, def: string) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : def;
-};
-const model = opt("--model", "cnn"), epochs = Number(opt("--epochs", "10")), batch = Number(opt("--batch", "128"));
-const lr = Number(opt("--lr", "0.001")), seed = Number(opt("--seed", "0"));
-const limit = args.includes("--limit") ? Number(opt("--limit", "0")) : undefined;
-const save = args.includes("--save") ? opt("--save", "") : undefined;
+const args = benchArgs({
+  program: "bench/train/accuracy.ts",
+  usage: "usage: bun bench/train/accuracy.ts [--model cnn] [--epochs 10] [--batch 128] [--lr 0.001] [--seed 0] [--limit N] [--save FILE]",
+  valued: ["model", "epochs", "batch", "lr", "seed", "limit", "save"],
+});
+const model = args.str("model", "cnn"), epochs = args.int("epochs", 10), batch = args.int("batch", 128);
+const lr = args.num("lr", 0.001), seed = args.int("seed", 0, 0);
+const limit = args.has("limit") ? args.int("limit", 0) : undefined;
+const save = args.str("save");
 
 const device = await requestDevice();
 console.log(JSON.stringify({ device: deviceInfo(device), model, epochs, batch, lr, seed, limit: limit ?? null }));

@@ -9,7 +9,6 @@
  *
  *   bun bench/train/conv_variants.ts [--batch 128] [--rounds 7]
  */
-import { runtime } from "../../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
 import { grid, Kernel } from "../../src/gpu/kernel.ts";
 import { Program, uniforms } from "../../src/train/program.ts";
@@ -19,11 +18,11 @@ import { conv2dBwdFilter, filterSplits } from "../../src/train/ops/conv2d_bwd_fi
 import { readBuffer } from "../../src/gpu/buffers.ts";
 import { gemm } from "../../src/train/ops/gemm.ts";
 import { compare } from "../_lib/compare.ts";
+import { benchArgs } from "../_lib/args.ts";
 import im2colCode from "./im2col.wgsl" with { type: "text" };
 
-const args = runtime.args();
-const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
-const B = Number(opt("--batch", "128")), rounds = Number(opt("--rounds", "7"));
+const args = benchArgs({ program: "bench/train/conv_variants.ts", usage: "usage: bun bench/train/conv_variants.ts [--batch 128] [--rounds 7]", valued: ["batch", "rounds"] });
+const B = args.int("batch", 128), rounds = args.int("rounds", 7);
 const device = await requestDevice();
 console.log(`${deviceInfo(device)!.runtime}; adapter: ${deviceInfo(device)!.adapter}; batch ${B}`);
 const im2col = new Kernel({ name: "bench/im2col", code: im2colCode, bindings: ["uniform", "read-only-storage", "storage"] });

@@ -5,17 +5,17 @@
  *
  *   bun bench/train/gemm_variants.ts [--rounds 7]
  */
-import { runtime } from "../../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
 import { Kernel } from "../../src/gpu/kernel.ts";
 import { Program, uniforms } from "../../src/train/program.ts";
 import { createTensor } from "../../src/train/tensor.ts";
 import { gemm } from "../../src/train/ops/gemm.ts";
 import { compare } from "../_lib/compare.ts";
+import { benchArgs } from "../_lib/args.ts";
 import sharedCode from "./gemm_shared.wgsl" with { type: "text" };
 
-const args = runtime.args();
-const rounds = Number(args.includes("--rounds") ? args[args.indexOf("--rounds") + 1] : "7");
+const args = benchArgs({ program: "bench/train/gemm_variants.ts", usage: "usage: bun bench/train/gemm_variants.ts [--rounds 7]", valued: ["rounds"] });
+const rounds = args.int("rounds", 7);
 const device = await requestDevice();
 console.log(`${deviceInfo(device)!.runtime}; adapter: ${deviceInfo(device)!.adapter}`);
 const shared = new Kernel({ name: "bench/gemm_shared", code: sharedCode, bindings: ["uniform", "read-only-storage", "read-only-storage", "storage"] });

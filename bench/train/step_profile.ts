@@ -5,14 +5,13 @@
  *
  *   bun bench/train/step_profile.ts [--model cnn] [--batch 128] [--runs 5]
  */
-import { runtime } from "../../runtime-adapters/index.ts";
 import { deviceInfo, requestDevice } from "../../src/gpu/device.ts";
 import { createModel } from "../../src/train/model.ts";
 import { Program } from "../../src/train/program.ts";
+import { benchArgs } from "../_lib/args.ts";
 
-const args = runtime.args();
-const opt = (name: string, def: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : def);
-const name = opt("--model", "cnn"), B = Number(opt("--batch", "128")), runs = Number(opt("--runs", "5"));
+const args = benchArgs({ program: "bench/train/step_profile.ts", usage: "usage: bun bench/train/step_profile.ts [--model cnn] [--batch 128] [--runs 5]", valued: ["model", "batch", "runs"] });
+const name = args.str("model", "cnn"), B = args.int("batch", 128), runs = args.int("runs", 5);
 const device = await requestDevice();
 console.log(`${deviceInfo(device)!.runtime}; adapter: ${deviceInfo(device)!.adapter}; model ${name}, batch ${B}`);
 

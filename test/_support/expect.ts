@@ -23,3 +23,35 @@ export async function expectError(p: Promise<unknown>, code: string, re: RegExp)
   }
   return assert.unreachable(`should fail with ${code}`) as never;
 }
+
+/** Asserts that every sample of batch `b` is an id of `want` with its label and bytes as stored. */
+export function assertAsStored(b: { ids: string[]; labels: Int32Array; data: Uint8Array; offsets: Uint32Array }, want: Map<string, { label: number; data: Uint8Array }>): void {
+  b.ids.forEach((id, i) => {
+    const s = want.get(id);
+    assert.ok(s, `an id of the dataset: ${id}`);
+    assert.is(b.labels[i], s!.label, `label of ${id}`);
+    const got = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
+    assert.ok(got.length === s!.data.length && got.every((x, k) => x === s!.data[k]), `bytes of ${id}`);
+  });
+}
+
+/**
+ * Reads epoch `epoch` of `loader` and asserts that it hands over each of `ids` exactly once,
+ * every sample with its label and bytes as in `want`.
+ */
+export async function assertEpochAsStored(
+  loader: { epoch(e: number): AsyncIterable<{ ids: string[]; labels: Int32Array; data: Uint8Array; offsets: Uint32Array }> },
+  epoch: number,
+  ids: readonly string[],
+  want: Map<string, { label: number; data: Uint8Array }>,
+  what = `epoch ${epoch}`,
+): Promise<void> {
+  const seen: string[] = [];
+  for await (const b of loader.epoch(epoch)) {
+    assertAsStored(b, want);
+    seen.push(...b.ids);
+  }
+  assert.is(seen.length, ids.length, `${what}: nothing lost`);
+  assert.is(new Set(seen).size, ids.length, `${what}: nothing twice`);
+  for (const id of seen) assert.ok(ids.includes(id), `${what}: ${id} is one of the ids asked for`);
+}

@@ -1,5 +1,5 @@
 /**
- * One suite for every Source (STYLE.md habit 12): the read side of SQLite, Cassandra, HTTP
+ * One suite for every Source, so a new store passes what every other does: the read side of SQLite, Cassandra, HTTP
  * (a real nginx serving an export) and files, each opened from its address with
  * openReadSource, passes the same cases in every runtime: the Loader reads random blobs
  * exactly once per epoch in both orders with their labels; a missing id is a final error that

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
-import { expectError } from "../_support/expect.ts";
+import { assertAsStored, expectError } from "../_support/expect.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore, type OpenStoreOptions } from "../../src/source/open.ts";
 import { openCassandra } from "../../src/source/cassandra_client.ts";
@@ -308,14 +308,8 @@ for (const s of stores) {
         for (let e = 0; e < 2; e++) {
           const seen = new Set<string>();
           for await (const b of loader.epoch(e)) {
-            b.ids.forEach((id, i) => {
-              assert.not.ok(seen.has(id), `${id} twice in epoch ${e}`);
-              seen.add(id);
-              const w = want.get(id)!;
-              assert.is(b.labels[i], w.label);
-              const got = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
-              assert.ok(got.length === w.data.length && got.every((v, k) => v === w.data[k]), `bytes of ${w.key}`);
-            });
+            for (const id of b.ids) assert.not.ok(seen.has(id), `${id} twice in epoch ${e}`), seen.add(id);
+            assertAsStored(b, want);
           }
           assert.is(seen.size, 90, `${order} epoch ${e}`);
         }

@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parsePnm, type Pixels } from "../reference/jpeg_compare.ts";
+import { pnm } from "../_support/cjpeg.ts";
 
 export const FIXTURES = fileURLToPath(new URL("../fixtures/jpeg/", import.meta.url));
 
@@ -39,11 +40,7 @@ export function writeDiffImage(name: string, w: number, h: number, ch: number, a
   mkdirSync(dir, { recursive: true });
   const out = new Uint8Array(a.length);
   for (let i = 0; i < a.length; i++) out[i] = Math.min(255, Math.abs(a[i] - b[i]) * 16);
-  const header = new TextEncoder().encode(`${ch === 1 ? "P5" : "P6"}\n${w} ${h}\n255\n`);
   const path = `${dir}${name.replace(/\.jpg$/, "")}-diff.pnm`;
-  const file = new Uint8Array(header.length + out.length);
-  file.set(header);
-  file.set(out, header.length);
-  writeFileSync(path, file);
+  writeFileSync(path, pnm(out, w, h, ch as 1 | 3));
   return path;
 }

@@ -1,5 +1,5 @@
 /**
- * The Loader opens every kind of store address itself, through openReadSource: an export
+ * The Loader opens every kind of store address itself, through open(…, { mode: "read" }): an export
  * served by a real nginx (`http://…`) and read in place (`file:DIR`), each id exactly once with
  * the store's bytes and labels; and `cassette read --json` over both, its ids from the export's
  * labels.json or from --split.
@@ -11,21 +11,17 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { cassette } from "../_support/cli.ts";
-import { openStore } from "../../src/source/open.ts";
-import { ingest } from "../../src/dataset/ingest.ts";
+import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { exportDataset } from "../../src/cli/export.ts";
 import { Loader } from "../../src/loader.ts";
+import { assertEpochAsStored } from "../_support/expect.ts";
 
 const DATASET = "fm";
 const tmp = mkdtempSync(join(tmpdir(), "cassette-address-"));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 const storePath = join(tmp, "fm.sqlite");
-const store = await openStore(`sqlite:${storePath}`);
-await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: 40 });
-const ids: string[] = [];
-for await (const page of store.scanNat(DATASET)) ids.push(...page.map((r) => r.id));
-const want = new Map((await store.get(DATASET, ids)).map((s) => [s.id, s]));
+const { store, ids, want } = await fashionMnistStore(storePath, DATASET, 40);
 const out = join(tmp, "export");
 await exportDataset(store, DATASET, out);
 await store.close();
@@ -43,20 +39,7 @@ for (const a of addresses()) {
     for (const order of ["ready", "strict"] as const) {
       const loader = new Loader({ store: a.address, ids, batchSize: 16, prefetch: 2, seed: 5, order });
       try {
-        for (let epoch = 0; epoch < 2; epoch++) {
-          const seen: string[] = [];
-          for await (const b of loader.epoch(epoch)) {
-            b.ids.forEach((id, i) => {
-              const s = want.get(id)!;
-              assert.is(b.labels[i], s.label, `label of ${id}`);
-              const d = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
-              assert.ok(d.length === s.data.length && d.every((x, k) => x === s.data[k]), `bytes of ${id}`);
-            });
-            seen.push(...b.ids);
-          }
-          assert.is(seen.length, ids.length, `${order} epoch ${epoch}: nothing lost`);
-          assert.is(new Set(seen).size, ids.length, `${order} epoch ${epoch}: nothing twice`);
-        }
+        for (let epoch = 0; epoch < 2; epoch++) await assertEpochAsStored(loader, epoch, ids, want, `${order} epoch ${epoch}`);
         assert.is(loader.stats().errors, 0);
       } finally {
         await loader.close();

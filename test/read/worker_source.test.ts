@@ -25,6 +25,7 @@ import type { Source } from "../../src/source/source.ts";
 import type { Sample } from "../../src/read/sample.ts";
 import type { Store } from "../../src/dataset/store.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
+import { assertEpochAsStored } from "../_support/expect.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-workers-"));
 const address = `sqlite:${join(dir, "s.sqlite")}`;
@@ -262,20 +263,7 @@ test("Loader with read workers from Cassandra: two epochs, every sample once, by
   const want = new Map(samples.map((s) => [sampleId(dataset, s.key), s]));
   const loader = new Loader({ store: cass, dataset, ids: stored, batchSize: 32, workers: 2, seed: 9, readAhead: true });
   try {
-    for (let e = 0; e < 2; e++) {
-      const seen: string[] = [];
-      for await (const b of loader.epoch(e)) {
-        b.ids.forEach((id, i) => {
-          const s = want.get(id)!;
-          assert.is(b.labels[i], s.label);
-          const got = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
-          assert.ok(got.length === s.data.length && got.every((v, j) => v === s.data[j]), `bytes of ${id}`);
-        });
-        seen.push(...b.ids);
-      }
-      assert.is(seen.length, stored.length, `epoch ${e}: nothing lost`);
-      assert.is(new Set(seen).size, stored.length, `epoch ${e}: nothing twice`);
-    }
+    for (let e = 0; e < 2; e++) await assertEpochAsStored(loader, e, stored, want);
   } finally {
     await loader.close();
   }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { cassette } from "../_support/cli.ts";
-import { expectError } from "../_support/expect.ts";
+import { assertEpochAsStored, expectError } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { openFileSource } from "../../src/source/file.ts";
@@ -69,18 +69,7 @@ test("file:DIR through the Loader: every id once, the store's bytes and labels",
   assert.is(source.name, `file:${out} (fm)`);
   const loader = new Loader({ store: source, ids, batchSize: 16, prefetch: 3, seed: 11 });
   try {
-    const seen: string[] = [];
-    for await (const batch of loader.epoch(0)) {
-      batch.ids.forEach((id, i) => {
-        const s = want.get(id)!;
-        assert.is(batch.labels[i], s.label, `label of ${id}`);
-        const d = batch.data.subarray(batch.offsets[i], batch.offsets[i + 1]);
-        assert.ok(d.length === s.data.length && d.every((x, k) => x === s.data[k]), `bytes of ${id}`);
-      });
-      seen.push(...batch.ids);
-    }
-    assert.is(seen.length, ids.length);
-    assert.is(new Set(seen).size, ids.length);
+    await assertEpochAsStored(loader, 0, ids, want);
     assert.equal(loader.stats().perConnection, { file: loader.stats().bytes });
   } finally {
     await loader.close();

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
-import { expectError } from "../_support/expect.ts";
+import { assertAsStored, expectError } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { parseHttpUrl } from "../../src/source/http.ts";
@@ -43,13 +43,7 @@ async function readEpoch(loader: Loader, onBatch?: (n: number) => Promise<void>)
   const seen: string[] = [];
   let n = 0;
   for await (const b of loader.epoch(0)) {
-    b.ids.forEach((id, i) => {
-      const s = want.get(id)!;
-      assert.ok(s, `an id of the dataset: ${id}`);
-      assert.is(b.labels[i], s.label, `label of ${id}`);
-      const data = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
-      assert.ok(data.length === s.data.length && data.every((x, k) => x === s.data[k]), `bytes of ${id}`);
-    });
+    assertAsStored(b, want);
     seen.push(...b.ids);
     await onBatch?.(++n);
   }
