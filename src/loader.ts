@@ -31,7 +31,7 @@ import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
 import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
-import { checkReadOptions, datasetNeeded } from "./read/open.ts";
+import { checkReadOptions } from "./read/open.ts";
 import { ReadPath } from "./read/read_path.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
@@ -150,14 +150,11 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
-    checkReadOptions(o, "Cannot create a Loader");
+    checkReadOptions(o.store, o, "Cannot create a Loader"); // a bad address fails here too, not at the first batch
     if (o.decode !== undefined && typeof o.decode !== "boolean") {
       if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
       checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error
     }
-    if (o.workers && typeof o.store !== "string") bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
-    const why = datasetNeeded(o.store, o.dataset); // a bad address fails here too, not at the first batch
-    if (why) bad(`'dataset' is needed to read from it: ${why}`);
     if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
     assertUnique(o.ids, "Cannot create a Loader");
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");

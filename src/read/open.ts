@@ -8,8 +8,8 @@
  *
  * The older names stay: `openStore` and `openSource` (src/source/open.ts: the address → Store
  * and Store → Source steps themselves) and `openReadSource`, an alias. Whether a dataset name is needed is decided
- * in one place, `datasetNeeded`, which the Loader and `cassette read` also ask, to name a missing
- * one at once.
+ * in one place, `datasetNeeded` (through `checkReadOptions` for the Loader and open();
+ * `cassette read` asks it to word its own flag error).
  *
  * @example
  * ```ts
@@ -89,24 +89,30 @@ export function open(target: string | Store | Source, options: OpenOptions): Pro
  * Callers word the error for where they are (a Loader's option, a CLI flag, an open()).
  */
 export function datasetNeeded(target: string | Store | Source, dataset: string | undefined): string | undefined {
-  if (dataset) return undefined;
   if (typeof target === "string") {
     const kind = parseStoreAddress(target).kind; // a bad address fails here, not at the first batch
-    return kind === "sqlite" || kind === "cassandra" ? `a ${kind} store holds several` : undefined;
+    return !dataset && (kind === "sqlite" || kind === "cassandra") ? `a ${kind} store holds several` : undefined;
   }
-  return isStore(target) ? "a store holds several" : undefined;
+  return !dataset && isStore(target) ? "a store holds several" : undefined;
 }
 
 export function isStore(x: unknown): x is Store {
   return typeof x === "object" && x !== null && "scanNat" in x && "createDataset" in x;
 }
 
-/** Names a bad combination of `workers`, `decode` and `decodeWorkers` before anything is opened. */
-export function checkReadOptions(o: OpenReadOptions, what: string): void {
+/**
+ * Names what cannot be read as asked, before anything is opened: a missing dataset name, and a
+ * bad combination of `workers`, `decode` and `decodeWorkers`. `what` starts the message
+ * ("Cannot create a Loader").
+ */
+export function checkReadOptions(target: string | Store | Source, o: OpenReadOptions, what: string): void {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `${what} as ${why}`);
   };
+  const why = datasetNeeded(target, o.dataset);
+  if (why) throw new CassetteError("ERR_INVALID_OPTION", `${what} without a dataset name: 'dataset' is needed, as ${why}`);
   if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
+  if (o.workers && typeof target !== "string") bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
   if (o.decodeWorkers === undefined || o.decodeWorkers === 0) return;
   if (!(Number.isInteger(o.decodeWorkers) && o.decodeWorkers > 0)) bad(`'decodeWorkers' must be a whole number: current value is ${o.decodeWorkers}`);
   if (!o.decode) bad("'decodeWorkers' needs 'decode' (it is the number of workers that decode)");
@@ -114,16 +120,8 @@ export function checkReadOptions(o: OpenReadOptions, what: string): void {
 }
 
 async function openRead(target: string | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
-  checkReadOptions(o, "Cannot open a source");
-  const why = datasetNeeded(target, o.dataset);
-  if (why) {
-    const where = typeof target === "string" ? `'${redact(target)}'` : "a store";
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${where} without a dataset name: ${why}`);
-  }
-  if (o.workers) {
-    if (typeof target !== "string") {
-      throw new CassetteError("ERR_INVALID_OPTION", "Cannot read in worker threads as 'workers' needs a store address (each worker opens its own connections), not an open store or source");
-    }
+  checkReadOptions(target, o, `Cannot read from ${typeof target === "string" ? `'${redact(target)}'` : "a store"}`);
+  if (o.workers && typeof target === "string") {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
     return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, maxInFlight: o.maxInFlight, balance: o.balance });
   }

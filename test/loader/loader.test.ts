@@ -263,6 +263,7 @@ test("bad options say what is wrong", () => {
   assert.throws(() => new Loader({ store: "sqlite:x", dataset: "d", ids: [], batchSize: 1, order: "random" as "ready" }), /'order'/);
   assert.throws(() => new Loader({ store: "sqlite:x", ids: [], batchSize: 1 }), /'dataset' is needed/);
   assert.throws(() => new Loader({ store: "ftp://x", ids: [], batchSize: 1 }), /Cannot use store address 'ftp:\/\/x' as its scheme is none of/);
+  assert.throws(() => new Loader({ store: "ftp://x", dataset: "d", ids: [], batchSize: 1 }), /Cannot use store address 'ftp:\/\/x' as its scheme is none of/);
   assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, hedge: { budget: 1.5 } }), /Cannot hedge a Loader's requests as 'budget' must be in \[0, 1\]: current value is 1\.5/);
   assert.throws(() => new Loader({ store: "file:x", ids: ["a", "b", "a"], batchSize: 1 }), /Cannot create a Loader as sample a is in 'ids' twice/);
   // Decoder options are checked here, not reported as every sample's decode error.
