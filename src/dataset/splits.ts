@@ -10,7 +10,9 @@
  *      targets least, preferring the split that needs them most; every split with a
  *      non-zero ratio gets a group before any gets two;
  *   4. within a split, rows are taken round-robin across its groups per class (diversity)
- *      until the targets are met.
+ *      until the targets are met. With a balance ("equal" or weights), a class that its
+ *      groups cannot fill cuts the split's other classes in proportion, so the balance holds
+ *      in every split ("data" takes what there is).
  * Deterministic for a seed. A split is only a list of ids: any store can serve it.
  */
 import { CassetteError } from "../errors.ts";
@@ -151,12 +153,18 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
     const ids: string[] = [];
     const counts: Record<number, number> = {};
     const used = new Set<number>();
+    const held = (c: number) => gs.reduce((n, k) => n + groups.get(k)![c].length, 0);
+    const want = balance === "data" ? target[s] : balanced(target[s], held);
+    if (ratios[s] > 0 && want.every((x) => x === 0) && target[s].some((x) => x > 0)) {
+      const missing = labels.filter((_, c) => target[s][c] > 0 && held(c) === 0);
+      bad(`split '${name}' would be empty: its groups hold no samples of label ${missing.join(", ")}, and the balance keeps every class at its share (use other ratios or seed, fewer splits, or --balance data)`);
+    }
     for (let c = 0; c < K; c++) {
       const cursors = gs.map(() => 0);
       let taken = 0;
-      for (let progress = true; taken < target[s][c] && progress;) {
+      for (let progress = true; taken < want[c] && progress;) {
         progress = false;
-        for (let j = 0; j < gs.length && taken < target[s][c]; j++) {
+        for (let j = 0; j < gs.length && taken < want[c]; j++) {
           const list = groups.get(gs[j])![c];
           if (cursors[j] < list.length) {
             ids.push(list[cursors[j]++]);
@@ -173,6 +181,13 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
   });
 
   return result(splits);
+
+  /** Targets cut by the scarcest class's shortfall (what its groups hold ÷ its target), so their proportions hold. */
+  function balanced(t: number[], held: (c: number) => number): number[] {
+    let f = 1;
+    for (let c = 0; c < K; c++) if (t[c] > 0) f = Math.min(f, held(c) / t[c]);
+    return f >= 1 ? t : t.map((x) => Math.floor(x * f + 1e-9));
+  }
 
   function result(splits: Split[]): SplitFile {
     return {

@@ -72,6 +72,44 @@ test("balance equal with a cap: 1:1 normal/tumor in every split, total ≤ max",
   }
 });
 
+test("groups whose class mix is skewed: balance holds in every split (a short class cuts the others), no group in two splits", () => {
+  const three: DatasetSpec = { ...spec, label: { kind: "int", classes: ["a", "b", "c"] } };
+  for (let round = 0; round < 6; round++) {
+    const seed = freshSeed();
+    const next = rng(seed);
+    // Each patient's patches are mostly of one class, so a split's patients rarely hold its
+    // targets of every class at once.
+    const rows: NatRow[] = [];
+    for (let p = 0, n = randomInt(next, 12, 40); p < n; p++) {
+      const main = randomInt(next, 0, 2), pure = 0.75 + 0.2 * next();
+      for (let x = 0, m = randomInt(next, 10, 200); x < m; x++) {
+        rows.push({ id: `${p}-0-${x}`, label: next() < pure ? main : randomInt(next, 0, 2), meta: { patient_id: `P${p}`, slide: 0, x } });
+      }
+    }
+    const weights = round % 2 ? ([1, 2, 1] as number[]) : undefined;
+    let f;
+    try {
+      f = createSplits(three, rows, { ratios: [7, 2, 1], groupBy: ["patient_id"], balance: weights ?? "equal", seed: round });
+    } catch (e) {
+      // A small split whose few groups lack a class entirely cannot be balanced: named, not empty.
+      assert.match((e as Error).message, /split '\w+' would be empty: its groups hold no samples of label \d/, `seed ${seed}`);
+      continue;
+    }
+    const sets = f.splits.map((s) => patientsOf(s.ids));
+    for (let a = 0; a < 3; a++) for (let b = a + 1; b < 3; b++) {
+      assert.equal([...sets[a]].filter((p) => sets[b].has(p)), [], `a patient in two splits (seed ${seed})`);
+    }
+    const w = weights ?? [1, 1, 1];
+    for (const s of f.splits) {
+      const c = [0, 1, 2].map((l) => s.counts[l] ?? 0);
+      // Every class at its weight's share of the split, to within one unit of rounding.
+      const units = c.map((n, l) => n / w[l]);
+      assert.ok(Math.min(...units) > 0 && Math.max(...units) - Math.min(...units) <= 1, `${s.name}: counts ${c.join("/")} for weights ${w.join(":")} (seed ${seed})`);
+      assert.is(s.ids.length, c.reduce((a, b) => a + b, 0));
+    }
+  }
+});
+
 test("deterministic by seed; another seed gives other splits", () => {
   const rows = pathology(42);
   const p = { ratios: [7, 2, 1], groupBy: ["patient_id"], seed: 9 };
@@ -96,6 +134,13 @@ test("impossible requests are refused with the reason", () => {
   attempt({ ratios: [1, 1], balance: [1, 2, 3] }, /one non-negative weight per label \(2: labels 0,1\)/);
   attempt({ ratios: [0, 0] }, /at least one positive/);
   attempt({ ratios: [1, 1], names: ["a"] }, /2 ratios but 1 names/);
+  // Two patients, one with no tumour patch at all: a balanced split of its own would be empty.
+  const lopsided: NatRow[] = [
+    ...Array.from({ length: 40 }, (_, x) => ({ id: `0-0-${x}`, label: x % 2, meta: { patient_id: "P0", slide: 0, x } })),
+    ...Array.from({ length: 10 }, (_, x) => ({ id: `1-0-${x}`, label: 0, meta: { patient_id: "P1", slide: 0, x } })),
+  ];
+  assert.throws(() => createSplits(spec, lopsided, { ratios: [1, 1], groupBy: ["patient_id"], balance: "equal" }), /split '(train|test)' would be empty: its groups hold no samples of label 1/);
+  assert.is(createSplits(spec, lopsided, { ratios: [1, 1], groupBy: ["patient_id"] }).splits.every((x) => x.ids.length > 0), true, "balance data takes what there is");
 });
 
 test("split files save and load; FILE:INDEX and FILE:NAME select a split; bad files say why", async () => {
