@@ -7,7 +7,7 @@
  *      own built-ins; .wgsl imported as text).
  * Each step is skipped when its outputs are newer than its inputs (`--force` rebuilds).
  */
-import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync, readFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -88,6 +88,11 @@ async function bundle(): Promise<string> {
       metafile: true,
       logLevel: "warning",
     });
+    // The package's bin: run by npx / node_modules/.bin as a program, so it names its interpreter
+    // (npx puts the project's node_modules/.bin, with the Node 22 the package brings, first).
+    const cli = join(outdir, "cli/main.js");
+    writeFileSync(cli, `#!/usr/bin/env node\n${readFileSync(cli, "utf8")}`);
+    chmodSync(cli, 0o755);
     const bytes = Object.values(result.metafile!.outputs).reduce((n, o) => n + o.bytes, 0);
     return `${Object.keys(result.metafile!.outputs).length} files, ${bytes} bytes`;
   } finally {
