@@ -96,7 +96,7 @@ export function datasetNeeded(target: string | Store | Source, dataset: string |
   return !dataset && isStore(target) ? "a store holds several" : undefined;
 }
 
-export function isStore(x: unknown): x is Store {
+function isStore(x: unknown): x is Store {
   return typeof x === "object" && x !== null && "scanNat" in x && "createDataset" in x;
 }
 

@@ -47,9 +47,9 @@ export interface RunHost<S extends Fetched, T> {
   /** Samples outstanding changed (the memory bound). */
   outstanding(): void;
   /** The run asked for its whole plan, or ended normally: start or feed the next epoch's read-ahead. */
-  tail(run: EpochRun<S, T>, source: Source<S>): void;
+  tail(source: Source<S>): void;
   /** The run ended (normally or not) at this window depth. */
-  ended(run: EpochRun<S, T>, depth?: number): void;
+  ended(depth?: number): void;
 }
 
 export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Batch<T>, undefined> {
@@ -200,10 +200,10 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
 
   #finish(): void {
     this.finished = true;
-    this.#host.ended(this, this.#window?.prefetch);
+    this.#host.ended(this.#window?.prefetch);
     this.#o.signal?.removeEventListener("abort", this.#onAbort);
     // Ended normally: the next epoch's read-ahead may now use the whole window.
-    if (this.#window && !this.stopped && !this.#error && this.#source) this.#host.tail(this, this.#source);
+    if (this.#window && !this.stopped && !this.#error && this.#source) this.#host.tail(this.#source);
   }
 
   /** Requests as many samples as the window, the plan and the source allow. */
@@ -221,7 +221,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
       if (!src.fetch(this.#plan[pos], (err, s) => this.#arrived(pos, err, s))) this.#saturated = true;
     }
     this.#host.outstanding();
-    if (this.#window && this.#next === this.#plan.length) this.#host.tail(this, src);
+    if (this.#window && this.#next === this.#plan.length) this.#host.tail(src);
   }
 
   #arrived(pos: number, err: Error | null, s?: S): void {

@@ -155,7 +155,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     return 0;
   }
 
-  tail(_run: EpochRun<S, T>, source: Source<S>): void {
+  tail(source: Source<S>): void {
     const active = this.#active;
     if (!active || this.#closed || !this.#readAhead || active.stopped) return;
     if (!this.#ahead) {
@@ -164,7 +164,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     } else this.#ahead.pump();
   }
 
-  ended(_run: EpochRun<S, T>, depth?: number): void {
+  ended(depth?: number): void {
     this.#read.urge(false);
     if (depth !== undefined) this.#depth.learned(depth); // the next epoch starts as deep as this one ended
   }
