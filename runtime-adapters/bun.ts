@@ -26,15 +26,47 @@ function dawnGpu(): Promise<GPU | undefined> {
 function withCompleteLimits(adapter: GPUAdapter): GPUAdapter {
   const request = adapter.requestDevice.bind(adapter);
   adapter.requestDevice = (desc: GPUDeviceDescriptor = {}) => {
-    if (!desc.requiredLimits) return request(desc);
+    if (!desc.requiredLimits) return keepingPackedBuffers(() => request(desc));
     const limits: Record<string, number> = { ...(desc.requiredLimits as Record<string, number>) };
     for (const k in adapter.limits) {
       const v = (adapter.limits as unknown as Record<string, unknown>)[k];
       if (v === 0 && !(k in limits)) limits[k] = 0;
     }
-    return request({ ...desc, requiredLimits: limits });
+    return keepingPackedBuffers(() => request({ ...desc, requiredLimits: limits }));
   };
   return adapter;
+}
+
+/**
+ * bun-webgpu 0.1.5 packs a device descriptor into ArrayBuffers (the descriptor itself and,
+ * behind pointers, its required limits and features) and passes Dawn only their addresses
+ * (`ptr()`): nothing keeps those buffers reachable. A garbage collection between packing and
+ * `wgpuAdapterRequestDevice` frees them, and Dawn reads the allocator's free-list link as
+ * `nextInChain`: "Unexpected chained struct of type SType::16384 found on Limits chain" (16384 is
+ * lavapipe's maxTextureDimension1D at offset 8 of the freed limits struct the link points to) or
+ * "SType::0 … on DeviceDescriptor chain": reported for 1 train.ts run in 20, and 2 or 3 opens in
+ * 100 right after `Bun.gc(false)` (test/gpu/device_open.test.ts). Packing and the FFI call happen synchronously
+ * inside `requestDevice`, so every ArrayBuffer constructed during that call is held here until
+ * Dawn has answered.
+ */
+function keepingPackedBuffers(request: () => Promise<GPUDevice>): Promise<GPUDevice> {
+  const Native = globalThis.ArrayBuffer;
+  const kept: ArrayBuffer[] = [];
+  // A Proxy, not a subclass: `x instanceof ArrayBuffer` stays true for buffers made before.
+  globalThis.ArrayBuffer = new Proxy(Native, {
+    construct(target, args) {
+      const b = Reflect.construct(target, args) as ArrayBuffer;
+      kept.push(b);
+      return b;
+    },
+  });
+  let answer: Promise<GPUDevice>;
+  try {
+    answer = request();
+  } finally {
+    globalThis.ArrayBuffer = Native;
+  }
+  return answer.finally(() => void kept.length); // `kept` stays reachable until here
 }
 
 export const bun: Runtime = {
