@@ -5,7 +5,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
-import type { Metrics, Sequential, TrainBatch } from "./model.ts";
+import type { Sequential, TrainBatch, TrainMetrics } from "./model.ts";
 
 export interface EpochReport {
   epoch: number;
@@ -23,6 +23,8 @@ export interface EpochReport {
   /** Wall time of the evaluation. */
   evalSeconds: number;
   samples: number;
+  /** Each step's training loss, in step order (mean over its batch, before its update). */
+  stepLoss: number[];
 }
 
 export interface FitOptions {
@@ -86,7 +88,7 @@ export async function fit(model: Sequential, o: FitOptions): Promise<EpochReport
       samples += r.value.n;
       o.onStep?.(epoch, samples, runtime.now() - t0, waited);
     }
-    const train: Metrics = await model.takeTrainMetrics(); // waits for the GPU
+    const train: TrainMetrics = await model.takeTrainMetrics(); // waits for the GPU
     const seconds = (runtime.now() - t0) / 1000;
     const e0 = runtime.now();
     const test = o.test ? await model.evaluate(o.test()) : { loss: NaN, accuracy: NaN };
@@ -101,6 +103,7 @@ export async function fit(model: Sequential, o: FitOptions): Promise<EpochReport
       waitShare: seconds > 0 ? waited / 1000 / seconds : 0,
       evalSeconds: (runtime.now() - e0) / 1000,
       samples,
+      stepLoss: train.stepLoss,
     };
     reports.push(report);
     await o.onEpoch?.(report);

@@ -4,7 +4,7 @@
  * @module
  */
 export { createModel, Sequential } from "./model.ts";
-export type { CreateModelOptions, Metrics, ModelSpec, TrainBatch } from "./model.ts";
+export type { CreateModelOptions, Metrics, ModelSpec, TrainBatch, TrainMetrics } from "./model.ts";
 export { batchNorm, conv2d, dense, globalAvgPool, maxPool, reluLayer } from "./layers.ts";
 export type { LayerSpec } from "./layers.ts";
 export { MODELS } from "./models.ts";

@@ -6,7 +6,8 @@
  * For each batch size it sees, the model plans every dispatch once (activation tensors,
  * uniforms, bind groups) and records a step as one compute pass; steps are submitted without
  * waiting, at most two in flight. Loss and accuracy are summed on the GPU and read back only
- * when asked (once per epoch).
+ * when asked (once per epoch); after each step a copy of the sums goes to a history buffer, so
+ * that the same read-back gives every step's loss without a stall per step.
  */
 import { rename } from "node:fs/promises";
 import process from "node:process";
@@ -50,6 +51,11 @@ export interface Metrics {
   samples: number;
 }
 
+/** Training metrics with each step's own loss (its forward pass, before its update), in step order. */
+export interface TrainMetrics extends Metrics {
+  stepLoss: number[];
+}
+
 export interface CreateModelOptions {
   /** Seed of the weight initialization (default 0). */
   seed?: number;
@@ -77,6 +83,8 @@ interface Slot {
 }
 
 const MAX_IN_FLIGHT = 2;
+/** Steps per history buffer: 12 bytes (the three sums) a step. */
+const HISTORY_CHUNK = 1024;
 
 export class Sequential {
   readonly device: GPUDevice;
@@ -92,6 +100,9 @@ export class Sequential {
   readonly #evalStats: Tensor;
   readonly #plans = new Map<number, Promise<BatchPlan>>();
   #inFlight: Promise<unknown>[] = [];
+  /** The training sums after each step since the last take, HISTORY_CHUNK steps per buffer. */
+  readonly #history: GPUBuffer[] = [];
+  #steps = 0;
 
   private constructor(device: GPUDevice, spec: ModelSpec, o: CreateModelOptions) {
     this.device = device;
@@ -263,6 +274,12 @@ export class Sequential {
     this.#load(encoder, plan, b);
     this.optimizer.beforeStep();
     plan.train.encode(encoder);
+    const chunk = Math.floor(this.#steps / HISTORY_CHUNK);
+    this.#history[chunk] ??= this.device.createBuffer({
+      label: "model/step-history", size: HISTORY_CHUNK * 12, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC,
+    });
+    encoder.copyBufferToBuffer(this.#trainStats.buffer, 0, this.#history[chunk], (this.#steps % HISTORY_CHUNK) * 12, 12);
+    this.#steps++;
     await this.#submit(encoder);
   }
 
@@ -292,11 +309,27 @@ export class Sequential {
     return this.#metrics(this.#trainStats);
   }
 
-  /** Training loss and accuracy summed since the last call (the forward pass of each step, before its update). */
-  async takeTrainMetrics(): Promise<Metrics> {
+  /**
+   * Training loss and accuracy summed since the last call (the forward pass of each step, before
+   * its update), and each of those steps' own loss.
+   */
+  async takeTrainMetrics(): Promise<TrainMetrics> {
     const m = await this.#metrics(this.#trainStats);
+    // A step's loss is the difference of consecutive snapshots of the running sums.
+    const stepLoss: number[] = [];
+    let loss0 = 0, rows0 = 0;
+    for (let first = 0; first < this.#steps; first += HISTORY_CHUNK) {
+      const n = Math.min(HISTORY_CHUNK, this.#steps - first);
+      const v = new Float32Array(await readBuffer(this.device, this.#history[first / HISTORY_CHUNK], n * 12));
+      for (let k = 0; k < n; k++) {
+        const loss = v[3 * k], rows = v[3 * k + 2];
+        stepLoss.push(rows > rows0 ? (loss - loss0) / (rows - rows0) : NaN);
+        loss0 = loss, rows0 = rows;
+      }
+    }
+    this.#steps = 0;
     this.#clear(this.#trainStats);
-    return m;
+    return { ...m, stepLoss };
   }
 
   #clear(t: Tensor): void {
@@ -371,6 +404,7 @@ export class Sequential {
     for (const b of this.#buffers) b.destroy();
     this.#trainStats.buffer.destroy();
     this.#evalStats.buffer.destroy();
+    for (const b of this.#history) b.destroy();
   }
 }
 

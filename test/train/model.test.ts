@@ -103,6 +103,44 @@ test("training reduces the loss, and the same seed gives the same weights", asyn
   }
 });
 
+test("stepLoss: each step's own loss (its forward, before its update), over batches of several sizes and more steps than one history buffer holds", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const spec = SPECS.dense; // no batch norm: evaluation runs the training step's forward
+  const per = spec.input.reduce((a, b) => a * b, 1);
+  const model = createModel(device, spec, { seed, optimizer: { kind: "adam", lr: 0.05 } });
+  const batches = Array.from({ length: 6 }, (_, k) => {
+    const n = k === 5 ? 3 : randomInt(next, 4, 9); // the last one short, as an epoch's last batch
+    const X = upload(device, randomArray(next, n * per), [n * per]);
+    return { x: X.buffer, labels: Uint32Array.from({ length: n }, () => randomInt(next, 0, model.classes - 1)), n };
+  });
+  try {
+    // The loss each step's forward sees is what evaluating the same weights on its batch gives.
+    const want: number[] = [];
+    for (const b of batches) {
+      want.push((await model.evaluate([b])).loss);
+      await model.trainStep(b);
+    }
+    const m = await model.takeTrainMetrics();
+    assert.is(m.stepLoss.length, batches.length);
+    m.stepLoss.forEach((l, k) => assert.ok(Math.abs(l - want[k]) <= 1e-5 + 1e-4 * want[k], `step ${k + 1}: ${l} vs ${want[k]} (seed ${seed})`));
+    assert.ok(new Set(want).size === want.length, "the steps' losses differ: the weights changed between them");
+    // Across 1024-step history buffers; the next take starts afresh.
+    for (let s = 0; s < 1030; s++) await model.trainStep(batches[s % 2]);
+    const long = await model.takeTrainMetrics();
+    assert.is(long.stepLoss.length, 1030);
+    const rows = (k: number) => batches[k % 2].n;
+    const mean = long.stepLoss.reduce((a, l, k) => a + l * rows(k), 0) / long.stepLoss.reduce((a, _, k) => a + rows(k), 0);
+    assert.ok(Math.abs(mean - long.loss) <= 1e-3 * long.loss + 1e-6, `the steps' losses, weighted by batch size, average to the epoch's: ${mean} vs ${long.loss}`);
+    assert.ok(long.stepLoss.every(Number.isFinite));
+    assert.equal((await model.takeTrainMetrics()).stepLoss, [], "no steps since the last take");
+  } finally {
+    for (const b of batches) b.x.destroy();
+    await model.destroy();
+  }
+});
+
 test("save then load restores parameters and batch-norm statistics exactly; a different model is refused by tensor name", async () => {
   const device = await testDevice();
   const spec = SPECS["conv+bn+avgpool"];
