@@ -1,9 +1,13 @@
 /** `cassette ingest SOURCE --store URL --dataset NAME`: samples from a source into a store. */
-import { ingest } from "../dataset/ingest.ts";
+import { ingest, type IngestSummary } from "../dataset/ingest.ts";
+import { createJpegDecoder } from "../decode/jpeg.ts";
 import { openStore } from "../source/open.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
+
+/** Sources with at most this many files are decoded in full at ingest unless --no-verify. */
+const VERIFY_UP_TO = 10_000;
 
 export const help = `usage: cassette ingest SOURCE --store URL --dataset NAME [options]
 
@@ -15,7 +19,16 @@ SOURCE is one of:
                        name), optional 'key', and any metadata columns (e.g. patient_id)
 
 Samples are written atomically and keyed by sampleId(NAME, KEY): a re-run skips what is
-stored and resumes an interrupted ingest. Bad files are reported with their path and skipped.
+stored and resumes an interrupted ingest. Bad files are not stored: each is listed at the end
+with its path and why, and the exit status is 1 (--strict stops at the first instead).
+
+Every file's header is checked. With --verify each JPEG is also decoded in full, so corrupt
+scan data is found now, not by the epoch that first reads it; this is the default when the
+source has at most ${VERIFY_UP_TO} files (--no-verify turns it off). A file that does not decode is a
+bad file: skipped and listed with the decoder's reason and byte offset.
+
+Ctrl-C stops after the samples being written: it prints how many samples the store holds and
+exits with status 130. Run the same command again to resume (stored samples are skipped).
 
   --store URL          sqlite:PATH or cassandra://[user:pass@]host[,host…][:port]/KEYSPACE
   --dataset NAME       dataset name (letters, digits, . - _)
@@ -23,42 +36,75 @@ stored and resumes an interrupted ingest. Bad files are reported with their path
   --quality Q          JPEG quality for idx sources (default 90)
   --limit N            only the first N items (per idx split)
   --strict             stop at the first bad file instead of skipping it
+  --verify             decode every JPEG in full before storing it (whatever the count)
+  --no-verify          check headers only, even for a small source
   --json               print one JSON document: the summary
 Credentials may also come from CASSETTE_CASSANDRA_USER / CASSETTE_CASSANDRA_PASSWORD.`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit"], ["strict"]);
+  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit"], ["strict", "verify", "no-verify"]);
   if (options.has("help")) return void console.log(help), 0;
   const [source, extra] = positional;
   if (!source) usageError("ingest", "needs a SOURCE");
   if (extra) usageError("ingest", `takes one SOURCE: got also '${extra}'`);
+  if (options.has("verify") && options.has("no-verify")) usageError("ingest", "takes --verify or --no-verify, not both");
   const json = options.has("json");
+  const dataset = required(options, "ingest", "dataset");
+  const decoder = options.has("no-verify") ? undefined : await createJpegDecoder();
   const store = await openStore(required(options, "ingest", "store"));
+  // Ctrl-C: the first stops the ingest after the samples being written, which then says what
+  // is stored; a second exits at once (each stored sample is whole either way).
+  const stop = new AbortController();
+  const onSigint = () => {
+    if (!stop.signal.aborted) return stop.abort();
+    console.error(`\ningest stopped at once (second Ctrl-C): every sample in ${store.address} is whole; run the same command again to resume`);
+    runtime.exit(130);
+  };
+  process.on("SIGINT", onSigint);
   try {
     let bar: ReturnType<typeof progress> | undefined;
     const summary = await ingest(store, source, {
-      dataset: required(options, "ingest", "dataset"),
+      dataset,
       groupBy: listOption(options, "group-by"),
       quality: intOption(options, "ingest", "quality"),
       limit: intOption(options, "ingest", "limit"),
       strict: options.has("strict"),
+      // A reduced (1/8) decode entropy-decodes every block, where corruption shows, and skips
+      // most of the IDCT and colour work; any size, as a reader may raise maxPixels.
+      verify: decoder && { decode: (b) => decoder.decode(b, { scale: 0.125, maxPixels: Infinity }) },
+      verifyUpTo: options.has("verify") ? Infinity : VERIFY_UP_TO,
+      signal: stop.signal,
       onProgress: (p) => {
         bar ??= progress("ingest", p.total, json, runtime.now() - p.seconds * 1000);
         bar.update(p.done, `${p.written} new, ${p.existing} stored, ${p.errors} bad, ${(p.bytes / 1e6).toFixed(1)} MB`);
       },
     });
-    bar?.done();
+    if (!summary.interrupted) bar?.done();
+    if (summary.interrupted) interrupted(summary, store.address);
     if (json) console.log(JSON.stringify({ ...summary, store: store.address }));
     else {
       console.log(`dataset ${summary.dataset} in ${store.address}: ${summary.written} written, ${summary.existing} already stored, ${summary.errors.length} skipped`);
       console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s (${(summary.written / Math.max(summary.seconds, 1e-9)).toFixed(0)} samples/s)`);
       const labels = Object.entries(summary.perLabel);
       if (labels.length) console.log(`  per label: ${labels.map(([l, n]) => `${l}:${n}`).join(" ")}`);
+      if (summary.verified) console.log("  each file written was decoded in full first (--verify)");
+      else if (decoder && summary.written) console.log(`  headers checked, files not decoded: ${summary.total} is over ${VERIFY_UP_TO} (--verify decodes each)`);
       for (const e of summary.errors.slice(0, 20)) console.log(`  skipped ${e.path ?? e.key}: ${e.reason}`);
       if (summary.errors.length > 20) console.log(`  … and ${summary.errors.length - 20} more (--json lists all)`);
     }
-    return summary.errors.length ? 1 : 0;
+    return summary.interrupted ? 130 : summary.errors.length ? 1 : 0;
   } finally {
+    process.off("SIGINT", onSigint);
+    decoder?.close();
     await store.close();
   }
+}
+
+/** What an interrupted ingest leaves, and how to go on (stderr: stdout may be --json). */
+function interrupted(s: IngestSummary, address: string): void {
+  const seen = s.written + s.existing + s.errors.length;
+  const bad = s.errors.length ? `, ${s.errors.length} bad and not stored` : "";
+  console.error(`\ningest interrupted after ${seen} of the ${s.total} samples of dataset '${s.dataset}': ` +
+    `${s.written + s.existing} are in ${address} (${s.written} written by this run, ${s.existing} stored before${bad}), each one whole; the other ${s.total - seen} were not reached.`);
+  console.error("Run the same command again to resume: stored samples are skipped (ids are UUIDv5 of dataset and key), none is written twice.");
 }

@@ -10,6 +10,11 @@
  * re-encoded) and an interrupted ingest resumes with nothing duplicated or lost. Each sample's
  * data and metadata are written atomically by the store. A file that cannot be read or is not
  * a valid JPEG is reported with its path and skipped, or stops the run with `strict`.
+ *
+ * "A valid JPEG" is a structural check (jpeg_check.ts) unless `verify` gives a decoder: then
+ * every new file is decoded in full before it is stored, so corrupt scan data (which the
+ * header walk cannot see) is found here, not by the epoch that first reads it. src/dataset/
+ * does not import src/decode/, so the caller passes the decoder (the CLI passes the wasm one).
  */
 import { createHash } from "node:crypto";
 import { readdirSync, statSync } from "node:fs";
@@ -38,7 +43,25 @@ export interface IngestOptions {
   chunk?: number;
   /** Files read at once (default 16). */
   readConcurrency?: number;
+  /**
+   * Decode each new file in full with this decoder (`createJpegDecoder()`, or anything whose
+   * `decode` throws on a bad file) before storing it: one that fails is a bad file like any
+   * other (skipped and listed, or the end of the run with `strict`), its reason the decoder's.
+   */
+  verify?: IngestVerifier;
+  /** With `verify`: decode only when the source has at most this many items (default: always). */
+  verifyUpTo?: number;
+  /**
+   * Stops the ingest: the samples being written are finished (each is whole or absent anyway)
+   * and the summary comes back with `interrupted` set; a re-run resumes from there.
+   */
+  signal?: AbortSignal;
   onProgress?: (p: IngestProgress) => void;
+}
+
+/** What `verify` needs of a decoder: `decode` throws (a JpegError, with reason and offset) when a file does not decode. */
+export interface IngestVerifier {
+  decode(data: Uint8Array): unknown;
 }
 
 export interface IngestProgress {
@@ -55,6 +78,8 @@ export interface IngestError {
   key: string;
   path?: string;
   reason: string;
+  /** Where the check or the decoder found the problem, when it says (a JpegError's offset). */
+  offset?: number;
 }
 
 export interface IngestSummary {
@@ -69,6 +94,13 @@ export interface IngestSummary {
   /** Samples per label among those written this run. */
   perLabel: Record<number, number>;
   seconds: number;
+  /** Whether every file stored this run was decoded in full first (`verify`, within `verifyUpTo`). */
+  verified: boolean;
+  /**
+   * Stopped by `signal`: the items looked at (`written` + `existing` + `errors`) are done, and
+   * the rest were not reached (some may be stored by an earlier run: ingest does not ask).
+   */
+  interrupted: boolean;
 }
 
 /** One sample of a source, read lazily. */
@@ -93,26 +125,47 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
   const spec = validateSpec({ ...src.spec, name: opts.dataset, groupBy: opts.groupBy ?? [] });
   await store.createDataset(spec);
   const items = src.items;
+  const verifier = opts.verify && items.length <= (opts.verifyUpTo ?? Infinity) ? opts.verify : undefined;
   const summary: IngestSummary = {
     dataset: opts.dataset, source, total: items.length, written: 0, existing: 0, errors: [], bytes: 0, perLabel: {}, seconds: 0,
+    verified: !!verifier, interrupted: false,
   };
   const chunk = opts.chunk ?? 512;
+  const signal = opts.signal;
   let done = 0;
+  let stopped = false; // by `signal`, with items not looked at
   for (let start = 0; start < items.length; start += chunk) {
+    // A turn of the event loop per chunk: an idx source and SQLite answer in microtasks only,
+    // and a signal's handler (Ctrl-C aborting `signal`) runs between turns.
+    if (start > 0) await new Promise((r) => setTimeout(r, 0));
+    if (signal?.aborted) {
+      stopped = true;
+      break;
+    }
     const part = items.slice(start, start + chunk);
     const ids = part.map((it) => sampleId(opts.dataset, it.key));
     const stored = await store.existing(opts.dataset, ids);
     const fresh = part.filter((_, i) => !stored.has(ids[i]));
     summary.existing += part.length - fresh.length;
     const loaded = await mapLimit(fresh, opts.readConcurrency ?? 16, async (it): Promise<SampleInput | undefined> => {
+      // Interrupted: files not yet read are left for the re-run (not bad, not stored).
+      if (signal?.aborted) return void (stopped = true);
       let data: Uint8Array;
       try {
         data = await it.load();
       } catch (e) {
-        return fail(it, `cannot read: ${(e as Error).message}`);
+        return fail(it, "it is unreadable", `cannot read: ${(e as Error).message}`);
       }
       const h = checkJpeg(data);
-      if ("reason" in h) return fail(it, h.reason);
+      if ("reason" in h) return fail(it, "it is not a valid JPEG", h.reason);
+      if (verifier) {
+        try {
+          await verifier.decode(data);
+        } catch (e) {
+          const offset = (e as { offset?: unknown }).offset;
+          return fail(it, "it does not decode", (e as Error).message, typeof offset === "number" ? offset : undefined, e);
+        }
+      }
       return { key: it.key, label: it.label, data, meta: it.meta };
     });
     const good = loaded.filter((s): s is SampleInput => s !== undefined);
@@ -123,21 +176,22 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
       summary.bytes += s.data.length;
       summary.perLabel[s.label] = (summary.perLabel[s.label] ?? 0) + 1;
     }
+    if (stopped) break; // what was read is written and counted; the rest is the re-run's
     done += part.length;
     opts.onProgress?.({
       done, total: items.length, written: summary.written, existing: summary.existing, errors: summary.errors.length,
       bytes: summary.bytes, seconds: (runtime.now() - t0) / 1000,
     });
   }
+  summary.interrupted = stopped;
   summary.seconds = (runtime.now() - t0) / 1000;
   return summary;
 
-  function fail(it: Item, reason: string): undefined {
-    const err = { key: it.key, path: it.path, reason };
+  function fail(it: Item, what: string, reason: string, offset?: number, cause?: unknown): undefined {
     if (opts.strict) {
-      throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest ${it.path ?? it.key} as it is ${reason.startsWith("cannot") ? "unreadable" : "not a valid JPEG"}: ${reason} (stopped: --strict)`);
+      throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest ${it.path ?? it.key} as ${what}: ${reason} (stopped: --strict)`, { cause });
     }
-    summary.errors.push(err);
+    summary.errors.push({ key: it.key, path: it.path, reason, ...(offset === undefined ? {} : { offset }) });
     return undefined;
   }
 }

@@ -1,6 +1,7 @@
 /**
  * Atomicity: an ingest killed (SIGKILL) in the middle leaves no metadata row without its data
- * row, and running it again completes the dataset with nothing lost or duplicated.
+ * row, and running it again completes the dataset with nothing lost or duplicated. Ctrl-C
+ * (SIGINT) stops it after the samples being written, says how many are stored, and exits 130.
  */
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -8,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
-import { startCassette } from "../_support/cli.ts";
+import { cassette, startCassette } from "../_support/cli.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { openStore } from "../../src/source/open.ts";
 import { tables } from "../../src/dataset/schema.ts";
@@ -79,3 +80,37 @@ test("SQLite: a killed ingest leaves whole samples only, and a re-run completes 
 test("Cassandra: a killed ingest leaves whole samples only, and a re-run completes it exactly", async () => {
   await killAndResume(testCassandra("cassette_kill")!, `fm-${runtime.name}-${Date.now() % 1e8}`);
 }, { skip: NO_CASSANDRA, timeoutMs: 240_000 });
+
+test("Ctrl-C: ingest says what is stored and that a re-run resumes, exits 130, and the re-run completes it exactly", async () => {
+  const address = `sqlite:${join(dir, "sigint.sqlite")}`;
+  const args = ["ingest", SOURCE, "--store", address, "--dataset", "fm", "--limit", String(LIMIT)];
+  const stopped = await new Promise<{ code: number | null; signal: string | null; err: string }>((resolve) => {
+    const child = startCassette(...args);
+    let err = "", sent = false;
+    child.stderr.on("data", (d) => {
+      err += d;
+      // After the second progress line (1024 of 3000 stored), as a user would press Ctrl-C.
+      // process.kill, not child.kill: Deno's child_process reports a child it was asked to
+      // signal as killed by that signal, whatever its exit status.
+      if (!sent && (err.match(/^ingest \d+\/\d+/gm) ?? []).length >= 2) sent = process.kill(child.pid!, "SIGINT");
+    });
+    child.on("close", (code, signal) => resolve({ code, signal, err }));
+  });
+  assert.is(stopped.signal, null, `it exits by itself, not by the signal: ${stopped.err}`);
+  assert.is(stopped.code, 130, stopped.err);
+  const said = stopped.err.match(/ingest interrupted after (\d+) of the (\d+) samples of dataset 'fm': (\d+) are in (\S+) \((\d+) written by this run, 0 stored before\)/);
+  assert.ok(said, `names what is stored: ${stopped.err}`);
+  const [, seen, total, held, where, written] = said!.map((x, i) => (i === 4 ? x : Number(x))) as [string, number, number, number, string, number];
+  assert.is(total, 2 * LIMIT);
+  assert.is(where, address);
+  assert.ok(held > 0 && held < 2 * LIMIT, `stopped part-way: ${held}`);
+  assert.is(seen, held);
+  assert.is(written, held);
+  assert.match(stopped.err, /Run the same command again to resume/);
+  assert.equal(await counts(address, "fm"), [held, held, held], "the store holds what it said, each sample whole");
+
+  const again = cassette(...args);
+  assert.is(again.code, 0, again.err);
+  assert.match(again.out, new RegExp(`: ${2 * LIMIT - held} written, ${held} already stored, 0 skipped`));
+  assert.equal(await counts(address, "fm"), [2 * LIMIT, 2 * LIMIT, 2 * LIMIT], "every sample once");
+}, { timeoutMs: 240_000 });

@@ -1,0 +1,133 @@
+/**
+ * `verify` at ingest: a JPEG whose headers are sound but whose scan data is corrupt passes the
+ * structural check (jpeg_check.ts) and is caught only by decoding it. Real cjpeg files, cut or
+ * overwritten inside their entropy-coded data, and the project's wasm decoder.
+ */
+import * as assert from "uvu/assert";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { cjpeg } from "../_support/cjpeg.ts";
+import { cassette } from "../_support/cli.ts";
+import { ingest } from "../../src/dataset/ingest.ts";
+import { checkJpeg } from "../../src/dataset/jpeg_check.ts";
+import { createJpegDecoder } from "../../src/decode/jpeg.ts";
+import { openStore } from "../../src/source/open.ts";
+import type { CassetteError } from "../../src/errors.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-verify-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Where a JPEG's entropy-coded data starts: after the first SOS segment. */
+export function scanStart(b: Uint8Array): number {
+  const sos = b.findIndex((v, k) => v === 0xff && b[k + 1] === 0xda);
+  return sos + 2 + ((b[sos + 2] << 8) | b[sos + 3]);
+}
+
+/**
+ * An ImageFolder of 8 good 48×48 RGB cjpeg files and two corrupt ones that the header check
+ * passes: `cut.jpg` ends half-way through its scan (then EOI, as a file whose tail was lost
+ * and "repaired"), `marker.jpg` has two bytes of its scan overwritten with an RST marker.
+ */
+export function corruptFolder(name: string): { root: string; cutAt: number; markerAt: number } {
+  const root = join(dir, name);
+  for (const cls of ["a", "b"]) mkdirSync(join(root, cls), { recursive: true });
+  const px = new Uint8Array(48 * 48 * 3).map((_, i) => (i * 37 + (i >> 7)) % 251);
+  for (let i = 0; i < 4; i++) {
+    for (const cls of ["a", "b"]) writeFileSync(join(root, cls, `g${i}.jpg`), cjpeg(px.map((v) => v ^ (i * 16)), 48, 48, 3));
+  }
+  const good = cjpeg(px, 48, 48, 3);
+  const s = scanStart(good);
+  const cutAt = s + Math.floor((good.length - 2 - s) / 2);
+  const cut = new Uint8Array(cutAt + 2);
+  cut.set(good.subarray(0, cutAt));
+  cut.set([0xff, 0xd9], cutAt);
+  const markerAt = s + Math.floor((good.length - 2 - s) / 3);
+  const marker = good.slice();
+  marker.set([0xff, 0xd3], markerAt);
+  for (const b of [cut, marker]) assert.not.ok("reason" in checkJpeg(b), "the header check alone passes it");
+  writeFileSync(join(root, "b", "cut.jpg"), cut);
+  writeFileSync(join(root, "a", "marker.jpg"), marker);
+  return { root, cutAt, markerAt };
+}
+
+test("verify: corrupt scan data is not stored, each file named with the decoder's reason and offset; without it both are stored", async () => {
+  const { root, cutAt, markerAt } = corruptFolder("lib");
+  const decoder = await createJpegDecoder();
+  const store = await openStore(`sqlite:${join(dir, "lib.sqlite")}`);
+  try {
+    const checked = await ingest(store, root, { dataset: "unverified" });
+    assert.is(checked.written, 10, "the header check alone stores both corrupt files");
+    assert.is(checked.verified, false);
+
+    const verified = await ingest(store, root, { dataset: "verified", verify: decoder });
+    assert.is(verified.verified, true);
+    assert.is(verified.written, 8);
+    assert.is((await store.info("verified")).count, 8);
+    const byPath = Object.fromEntries(verified.errors.map((e) => [e.path, e]));
+    assert.equal(Object.keys(byPath).sort(), [join(root, "a", "marker.jpg"), join(root, "b", "cut.jpg")]);
+    const cut = byPath[join(root, "b", "cut.jpg")];
+    assert.is(cut.key, join("b", "cut.jpg"));
+    assert.is(cut.offset, cutAt);
+    assert.match(cut.reason, new RegExp(`^Cannot decode JPEG as a marker interrupts the entropy-coded data before the scan's last block: at byte ${cutAt}$`));
+    assert.is(byPath[join(root, "a", "marker.jpg")].offset, markerAt);
+
+    // Fixed files are stored by the next run; what was stored is not decoded or written again.
+    writeFileSync(join(root, "b", "cut.jpg"), cjpeg(new Uint8Array(48 * 48 * 3).fill(90), 48, 48, 3));
+    const rerun = await ingest(store, root, { dataset: "verified", verify: decoder });
+    assert.equal([rerun.written, rerun.existing, rerun.errors.map((e) => e.key)], [1, 8, [join("a", "marker.jpg")]]);
+  } finally {
+    await store.close();
+    decoder.close();
+  }
+});
+
+test("verify: strict stops at the first corrupt file with a named error; verifyUpTo below the count decodes nothing", async () => {
+  const { root } = corruptFolder("strict");
+  const decoder = await createJpegDecoder();
+  const store = await openStore(`sqlite:${join(dir, "strict.sqlite")}`);
+  try {
+    try {
+      await ingest(store, root, { dataset: "strict", verify: decoder, strict: true });
+      assert.unreachable("strict stops at a file that does not decode");
+    } catch (e) {
+      assert.is((e as CassetteError).code, "ERR_MALFORMED_INPUT");
+      assert.match((e as Error).message, /^Cannot ingest \S+(marker|cut)\.jpg as it does not decode: Cannot decode JPEG as .*: at byte \d+ \(stopped: --strict\)$/);
+      assert.is(((e as Error).cause as { name?: string }).name, "JpegError", "the decoder's error is its cause");
+    }
+    const over = await ingest(store, root, { dataset: "over", verify: decoder, verifyUpTo: 9 });
+    assert.equal([over.verified, over.written, over.errors.length], [false, 10, 0], "10 files > verifyUpTo 9: headers only");
+    const under = await ingest(store, root, { dataset: "under", verify: decoder, verifyUpTo: 10 });
+    assert.equal([under.verified, under.written, under.errors.length], [true, 8, 2]);
+  } finally {
+    await store.close();
+    decoder.close();
+  }
+});
+
+test("cassette ingest: small sources are verified by default and corrupt files listed (exit 1); --no-verify stores them; --help says so", () => {
+  const { root, cutAt } = corruptFolder("cli");
+  const store = `sqlite:${join(dir, "cli.sqlite")}`;
+  const r = cassette("ingest", root, "--store", store, "--dataset", "auto");
+  assert.is(r.code, 1, r.err);
+  assert.match(r.out, /: 8 written, 0 already stored, 2 skipped/);
+  assert.match(r.out, /each file written was decoded in full first/);
+  // Said once each: one line per bad file, with its path, the reason and the byte.
+  const lines = r.out.split("\n").filter((l) => l.includes("cut.jpg"));
+  assert.equal(lines, [`  skipped ${join(root, "b", "cut.jpg")}: Cannot decode JPEG as a marker interrupts the entropy-coded data before the scan's last block: at byte ${cutAt}`]);
+  assert.is(r.out.split("\n").filter((l) => l.includes("marker.jpg")).length, 1);
+
+  const off = cassette("ingest", root, "--store", store, "--dataset", "off", "--no-verify");
+  assert.is(off.code, 0, off.err);
+  assert.match(off.out, /: 10 written, 0 already stored, 0 skipped/);
+
+  const both = cassette("ingest", root, "--store", store, "--dataset", "x", "--verify", "--no-verify");
+  assert.is(both.code, 2);
+  assert.match(both.err, /--verify or --no-verify, not both/);
+
+  const help = cassette("ingest", "--help");
+  assert.match(help.out, /--verify +decode every JPEG in full/);
+  assert.match(help.out, /default when the\s+source has at most 10000 files/);
+  assert.match(help.out, /Ctrl-C stops after the samples being written/);
+});
