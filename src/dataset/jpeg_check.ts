@@ -2,7 +2,7 @@
  * A quick structural check of a JPEG at ingest: SOI, a walk over the marker segments to a
  * frame header (SOF, T.81 B.2.2) with a non-zero size, and EOI at the end. It catches files
  * that are not JPEGs, truncated files and broken headers without decoding; corrupt entropy
- * data is the decoder's to find. It also refuses valid JPEGs in a process cassette's decoder
+ * data is the decoder's to find (ingest's `verify`, `cassette ingest --verify`). It also refuses valid JPEGs in a process cassette's decoder
  * does not read (arithmetic, lossless, hierarchical, 12-bit): stored, each would fail every
  * epoch that reads it.
  */

@@ -5,7 +5,9 @@
  * (src/read/worker_source.ts) this puts the decode on the worker's thread beside the fetch,
  * so the loader's thread gets pixels; in the loader's own thread it is the same as decoding in
  * the loader's transform. A file that does not decode is an error naming the sample, not
- * worth asking again (the bytes would be the same).
+ * worth asking again (the bytes would be the same): by its key (the path or manifest key it
+ * was ingested from) where the source can look it up by id, and its id. The key is not
+ * fetched with the bytes (the data table has none); it is asked for on this rare path only.
  *
  * @example
  * ```ts
@@ -25,9 +27,37 @@
  * ```
  */
 import { type AsyncDecoder, checkDecodeOptions, type DecodeOptions, type Decoder, type Image } from "../decode/decoder.ts";
-import { storeError } from "../source/retryable.ts";
+import { CassetteError, type ErrorCode } from "../errors.ts";
+import type { Retryable } from "../source/retryable.ts";
 import type { FetchCallback, Source } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
+
+/**
+ * A source that can name a sample's key by its id (the SQLite and Cassandra stores, from
+ * metadata_by_uuid); an export (file:, http(s)://) holds ids only.
+ */
+export interface KeyedSource {
+  keyOf(id: string): Promise<string | undefined>;
+}
+
+/**
+ * A sample whose bytes do not decode: `id`, `key` where the source knows it, and the
+ * decoder's error as `cause` (a JpegError: `reason`, `offset`). Its code is the cause's
+ * (ERR_MALFORMED_INPUT, or ERR_UNSUPPORTED for a JPEG process the decoder does not read).
+ */
+export class SampleDecodeError extends CassetteError implements Retryable {
+  readonly id: string;
+  readonly key?: string;
+  readonly retryable = false;
+  constructor(id: string, key: string | undefined, source: string, cause: unknown) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    const code: ErrorCode = cause instanceof CassetteError && cause.code === "ERR_UNSUPPORTED" ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT";
+    super(code, `Cannot decode sample ${key === undefined ? id : `'${key}' (id ${id})`} from ${source}: ${why}`, { cause });
+    this.name = "SampleDecodeError";
+    this.id = id;
+    if (key !== undefined) this.key = key;
+  }
+}
 
 export class DecodeSource implements ReadSource {
   readonly #inner: Source;
@@ -56,8 +86,10 @@ export class DecodeSource implements ReadSource {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
       const failed = (e: unknown) => {
-        const why = e instanceof Error ? e.message : String(e);
-        done(storeError("ERR_MALFORMED_INPUT", `Cannot decode sample ${id} from ${this.name}: ${why}`, false, { cause: e }));
+        const keyed = this.#inner as Partial<KeyedSource>;
+        if (typeof keyed.keyOf !== "function") return done(new SampleDecodeError(id, undefined, this.name, e));
+        // A lookup that fails leaves the id alone to name the sample: the decode error is the news.
+        keyed.keyOf(id).catch(() => undefined).then((key) => done(new SampleDecodeError(id, key, this.name, e)));
       };
       let image: Image | Promise<Image>;
       try {

@@ -107,6 +107,13 @@ export class CassandraSource implements Source {
     return this.#cap.take();
   }
 
+  /** The key `id` was ingested from (metadata_by_uuid), for an error that names the sample (src/read/decode_source.ts). */
+  async keyOf(id: string): Promise<string | undefined> {
+    const r = await this.#store.client.execute(`SELECT key FROM ${this.#store.keyspace}.${tables(this.#dataset).byUuid} WHERE id = ?`, [id], { prepare: true });
+    const key = r.first()?.key;
+    return typeof key === "string" ? key : undefined;
+  }
+
   onDrain(listener: () => void): void {
     this.#cap.onDrain(listener);
   }

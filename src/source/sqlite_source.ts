@@ -3,6 +3,8 @@
  * turn of the event loop are gathered and read with one `IN (…)` query on the next turn:
  * the loader still sees independent, callback-answered requests.
  */
+import { runtime, type SqliteDatabase } from "../../runtime-adapters/index.ts";
+import { tables } from "../dataset/schema.ts";
 import { storeError } from "./retryable.ts";
 import type { SqliteStore } from "./sqlite.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
@@ -51,6 +53,20 @@ export class SqliteSource implements Source {
     }
   }
 
+  /**
+   * The key `id` was ingested from (metadata_by_uuid), for an error that names the sample
+   * (src/read/decode_source.ts). Rare, so through a handle of its own, opened on first use,
+   * rather than a statement on every store's connection.
+   */
+  async keyOf(id: string): Promise<string | undefined> {
+    // Immutable only where the store had to be (read-only media): it reads past the
+    // write-ahead log, where recent samples may still be.
+    this.#keys ??= tryOpen(this.#store.path) ?? runtime.openSqlite(this.#store.path, { immutable: true });
+    const row = this.#keys.prepare(`SELECT key FROM "${tables(this.#dataset).byUuid}" WHERE id = ?`).get(id);
+    return typeof row?.key === "string" ? row.key : undefined;
+  }
+  #keys?: SqliteDatabase;
+
   onDrain(listener: () => void): void {
     this.#cap.onDrain(listener);
   }
@@ -58,6 +74,16 @@ export class SqliteSource implements Source {
     return this.#cap.inFlight;
   }
   close(): Promise<void> {
+    this.#keys?.close();
+    this.#keys = undefined;
     return Promise.resolve();
+  }
+}
+
+function tryOpen(path: string): SqliteDatabase | undefined {
+  try {
+    return runtime.openSqlite(path);
+  } catch {
+    return undefined;
   }
 }

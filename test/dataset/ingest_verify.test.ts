@@ -4,53 +4,21 @@
  * overwritten inside their entropy-coded data, and the project's wasm decoder.
  */
 import * as assert from "uvu/assert";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { cjpeg } from "../_support/cjpeg.ts";
 import { cassette } from "../_support/cli.ts";
+import { corruptFolder as makeFolder } from "./_corrupt_jpeg.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
-import { checkJpeg } from "../../src/dataset/jpeg_check.ts";
 import { createJpegDecoder } from "../../src/decode/jpeg.ts";
 import { openStore } from "../../src/source/open.ts";
 import type { CassetteError } from "../../src/errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-verify-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/** Where a JPEG's entropy-coded data starts: after the first SOS segment. */
-export function scanStart(b: Uint8Array): number {
-  const sos = b.findIndex((v, k) => v === 0xff && b[k + 1] === 0xda);
-  return sos + 2 + ((b[sos + 2] << 8) | b[sos + 3]);
-}
-
-/**
- * An ImageFolder of 8 good 48×48 RGB cjpeg files and two corrupt ones that the header check
- * passes: `cut.jpg` ends half-way through its scan (then EOI, as a file whose tail was lost
- * and "repaired"), `marker.jpg` has two bytes of its scan overwritten with an RST marker.
- */
-export function corruptFolder(name: string): { root: string; cutAt: number; markerAt: number } {
-  const root = join(dir, name);
-  for (const cls of ["a", "b"]) mkdirSync(join(root, cls), { recursive: true });
-  const px = new Uint8Array(48 * 48 * 3).map((_, i) => (i * 37 + (i >> 7)) % 251);
-  for (let i = 0; i < 4; i++) {
-    for (const cls of ["a", "b"]) writeFileSync(join(root, cls, `g${i}.jpg`), cjpeg(px.map((v) => v ^ (i * 16)), 48, 48, 3));
-  }
-  const good = cjpeg(px, 48, 48, 3);
-  const s = scanStart(good);
-  const cutAt = s + Math.floor((good.length - 2 - s) / 2);
-  const cut = new Uint8Array(cutAt + 2);
-  cut.set(good.subarray(0, cutAt));
-  cut.set([0xff, 0xd9], cutAt);
-  const markerAt = s + Math.floor((good.length - 2 - s) / 3);
-  const marker = good.slice();
-  marker.set([0xff, 0xd3], markerAt);
-  for (const b of [cut, marker]) assert.not.ok("reason" in checkJpeg(b), "the header check alone passes it");
-  writeFileSync(join(root, "b", "cut.jpg"), cut);
-  writeFileSync(join(root, "a", "marker.jpg"), marker);
-  return { root, cutAt, markerAt };
-}
+const corruptFolder = (name: string) => makeFolder(join(dir, name));
 
 test("verify: corrupt scan data is not stored, each file named with the decoder's reason and offset; without it both are stored", async () => {
   const { root, cutAt, markerAt } = corruptFolder("lib");
