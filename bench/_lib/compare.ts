@@ -8,7 +8,20 @@
  *     { name: "jpeg-js", run: () => jpegjsAll(), work: megapixels, baseline: true },
  *   ]);
  */
+import { appendFileSync } from "node:fs";
 import { runtime } from "../../runtime-adapters/index.ts";
+
+/** When set, the file each printed table is appended to as one JSON line (bench/main.ts's summary). */
+export const RECORD_ENV = "CASSETTE_BENCH_RECORD";
+
+/** One printed table, as RECORD_ENV's file holds it. */
+export interface TableRecord {
+  title: string;
+  unit: string;
+  baseline: string;
+  /** Fastest first, as printed. */
+  rows: { name: string; best: number; ratio: number }[];
+}
 
 export interface Contender {
   name: string;
@@ -65,6 +78,11 @@ export async function compare(title: string, opts: CompareOptions, contenders: C
 
 export function printTable(title: string, unit: string, rows: Row[], baseline: string, rounds: number): void {
   console.log(`\n${title}  (${rounds} rounds, interleaved; ratio vs ${baseline})`);
+  const file = runtime.env(RECORD_ENV);
+  if (file) {
+    const rec: TableRecord = { title, unit, baseline, rows: rows.map((r) => ({ name: r.name, best: r.best, ratio: r.ratio })) };
+    appendFileSync(file, JSON.stringify(rec) + "\n");
+  }
   const w = Math.max(...rows.map((r) => r.name.length), 10);
   console.log(`  ${"".padEnd(w)}  ${`best ${unit}`.padStart(14)}  ${`median`.padStart(10)}  ${"spread".padStart(7)}  ${"ratio".padStart(7)}`);
   for (const r of rows) {
