@@ -5,10 +5,14 @@
  *   store ─► Loader (out-of-order prefetch, exactly once) ─► wasm JPEG decode (its transform)
  *         ─► GPU preprocess (resize + normalize, WGSL) ─► training step (WGSL) ─► eval on test
  *
- * First run: Fashion-MNIST is ingested from Debian's idx files into the embedded SQLite store.
- * `--no-io` trains on the same decoded pixels held on the GPU: the upper bound of the loader-fed
- * run. Each epoch appends a line to metrics.jsonl and redraws loss.svg and accuracy.svg in the
- * run's folder, so a run cut short keeps every finished epoch.
+ * First run: Fashion-MNIST is ingested from Debian's idx files into the embedded SQLite store
+ * (the default store is the only one train.ts makes). `--no-io` trains on the same decoded pixels
+ * held on the GPU: the upper bound of the loader-fed run. Each epoch appends a line to
+ * metrics.jsonl and redraws the plots in the run's folder from those lines, so a run cut short
+ * keeps every finished epoch.
+ *
+ * Run it with `bun run train.ts`, `deno task train` or `node train.ts` (Node ≥ 22.18, which
+ * runs TypeScript; the kernels' loader hooks are registered below).
  */
 import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import process from "node:process";
@@ -26,30 +30,43 @@ import { Loader } from "./src/loader.ts";
 import { createDecoder } from "./src/decode/decoders.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
-import { createPreprocessor } from "./src/gpu/preprocess.ts";
-import { createModel, type Sequential, type TrainBatch } from "./src/train/model.ts";
-import { MODELS } from "./src/train/models.ts";
+import type { TrainBatch } from "./src/train/model.ts";
 import { fit, type EpochReport } from "./src/train/fit.ts";
-import { GpuDataset } from "./src/train/gpu_dataset.ts";
 import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
 import { startProxyProcess, type ProxyProcess } from "./tools/proxy/process.ts";
 import { parseArgs } from "./src/cli/args.ts";
 
-const HELP = `usage: bun run train.ts [options]
+// The modules below import WGSL kernels as text, which Node does only through the loader hooks
+// of runtime-adapters/node_hooks.mjs. `node train.ts` has not registered them (`node --import
+// …/node_hooks.mjs`, as the tests run it, has): register them now, then import those modules.
+// Static imports would load before this line runs, hence `await import`.
+if (runtime.name === "node") await import("./runtime-adapters/node_hooks.mjs");
+const { createPreprocessor } = await import("./src/gpu/preprocess.ts");
+const { createModel } = await import("./src/train/model.ts");
+const { MODELS } = await import("./src/train/models.ts");
+const { GpuDataset } = await import("./src/train/gpu_dataset.ts");
+
+const DEFAULT_STORE = "sqlite:data/fashion-mnist.sqlite";
+
+const HELP = `usage: bun run train.ts [options]   (or: deno task train …, node train.ts …)
 
 Trains a small model from a store with the loader, the wasm JPEG decoder and GPU
 preprocessing in the loop, evaluates on the test split after every epoch, and writes
-metrics.jsonl, loss.svg and accuracy.svg into the run's folder.
+metrics.jsonl (a line per epoch, each step's loss included) and four plots into the run's
+folder: loss.svg and accuracy.svg per epoch, steps.svg (the loss of every step) and
+throughput.svg (images/s and the share of time spent waiting for data, per epoch).
 
 Defaults depend on the adapter: on a CPU driver (lavapipe/llvmpipe, SwiftShader) --model mlp
---epochs 3 (about a minute per epoch on 2 cores; ≈ 86 % test accuracy on Fashion-MNIST);
-on a GPU --model cnn --epochs 10 (90.7 % after 10 epochs, seed 0) and --workers from the
-cores: (cores − 2) / 2, between 1 and 4. Explicit options always win.
+--epochs 3; on a GPU --model cnn --epochs 10 and --workers from the cores: (cores − 2) / 2,
+between 1 and 4. Explicit options always win. Every epoch trains on every training sample: the
+last batch is short when the batch size does not divide them (the model line says its size).
 
-  --store ADDRESS     sqlite:PATH (default sqlite:data/fashion-mnist.sqlite) or cassandra://…/KEYSPACE
-  --dataset NAME      the dataset in the store (default fashion-mnist; ingested from --idx if absent)
+  --store ADDRESS     sqlite:PATH or cassandra://…/KEYSPACE (default ${DEFAULT_STORE}, the only
+                      store train.ts makes: another must exist, e.g. made by cassette ingest)
+  --dataset NAME      the dataset in the store (default fashion-mnist, which train.ts ingests from
+                      --idx when the store lacks it; any other dataset must be in the store)
   --idx PREFIX        Fashion-MNIST idx files (default /usr/share/datasets/fashion-mnist/)
   --split FILE        a split file (cassette splits): trains on its "train" split (else the first)
                       and tests on "test" (else the last); default: the idx files' train / t10k
@@ -78,7 +95,7 @@ cores: (cores − 2) / 2, between 1 and 4. Explicit options always win.
                       stop, naming it) or skip (train on the rest; each epoch reports how many
                       it left out as 'skipped' and 'testSkipped')
   --json              print one JSON document: { model, epochs: [ { epoch, seconds,
-                      imagesPerSec, loss, testAccuracy, waitShare, … } ], … } where
+                      imagesPerSec, loss, testAccuracy, waitShare, stepLoss, … } ], … } where
                       waitShare is the share of the epoch spent waiting for the loader
                       (fetch + decode) and outOfPlanShare the share of samples that ready
                       order moved to another batch than the plan's
@@ -135,7 +152,7 @@ function options(): Run | undefined {
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   return {
     json: o.has("json"),
-    address: str("store") ?? "sqlite:data/fashion-mnist.sqlite",
+    address: str("store") ?? DEFAULT_STORE,
     dataset: str("dataset") ?? "fashion-mnist",
     idx: str("idx") ?? "/usr/share/datasets/fashion-mnist/",
     split: str("split"),
@@ -161,7 +178,8 @@ function options(): Run | undefined {
 async function main(): Promise<number> {
   const run = options();
   if (!run) return 0;
-  const log = (s: string) => run.json || console.error(s);
+  // On stderr (stdout is for --json) in the terminal's own colour: Bun prints console.error red.
+  const log = (s: string) => run.json || say(s);
 
   // The device first: its kind picks the defaults.
   const device = await requestDevice({ backend: run.backend });
@@ -180,12 +198,12 @@ async function main(): Promise<number> {
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
   const loaders: Loader<DecodedImage>[] = [];
   try {
-    // Only the dataset train.ts ingests itself may make the store; any other must be there.
-    store = await openStore(run.address, { create: run.dataset === "fashion-mnist" });
+    store = await openRunStore(run);
     const ing = await ensureDataset(store, run, log);
-    const { train, test } = await pickSamples(store, run);
+    const { train, test, splitNote } = await pickSamples(store, run);
     log(`data     ${run.dataset} in ${store.address}: ${train.length} training and ${test.length} test samples` +
       (ing ? ` (${ing} ingested now)` : ""));
+    if (splitNote) log(`split    ${splitNote}`);
 
     // Reads go through the latency proxy when asked (ingest and listing above went direct).
     readStore = store;
@@ -217,9 +235,9 @@ async function main(): Promise<number> {
       loaders.push(l);
       return l;
     };
-    // Every training step has the same shape (one compiled program); the test split is read in
-    // plan order, whole.
-    const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: train.length >= run.batch });
+    // Every epoch trains on every sample: the last batch is short when the batch size does not
+    // divide them (its program is compiled once, below). The test split is read in plan order, whole.
+    const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false });
     const evalBatch = Math.max(run.batch, 500);
     const testLoader = test.length ? loader(test, { order: "strict", shuffle: false, batch: evalBatch, dropLast: false }) : undefined;
     const pre = await createPreprocessor(device, {
@@ -232,7 +250,7 @@ async function main(): Promise<number> {
 
     let trainBatches: (e: number) => AsyncIterable<TrainBatch>;
     let testBatches: (() => AsyncIterable<TrainBatch>) | undefined;
-    const held: GpuDataset[] = [];
+    const held: InstanceType<typeof GpuDataset>[] = [];
     if (run.noIo) {
       // Read and decode once, keep the pixels on the GPU as bytes, gather each batch there.
       const t0 = runtime.now();
@@ -247,7 +265,7 @@ async function main(): Promise<number> {
       const tr = await hold(loader(train, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), train.length, "train");
       const te = test.length ? await hold(loader(test, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), test.length, "test") : undefined;
       log(`no-io    ${train.length + test.length} images read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
-      trainBatches = (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: train.length >= run.batch });
+      trainBatches = (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: false });
       testBatches = te && (() => te.batches(0, { batch: evalBatch, shuffle: false }));
     } else {
       trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes, readAhead: e + 1 < epochs }), trainLoader, e, (n) => (displaced = n));
@@ -258,14 +276,17 @@ async function main(): Promise<number> {
     await mkdir(run.out, { recursive: true });
     const metricsPath = `${run.out}/metrics.jsonl`;
     await writeFile(metricsPath, "");
-    log(`model    ${modelName} (${describeModel(modelName)}), Adam lr ${run.lr}, batch ${run.batch}, ${epochs} epochs, ` +
+    const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
+    log(`model    ${modelName} (${describeModel(modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
+      `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${epochs} epochs, ` +
       (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${workers ? `${workers} read workers` : "read in this thread"}`) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
     const tc = runtime.now();
     const testN = test.length ? [evalBatch, ...(test.length % evalBatch ? [test.length % evalBatch] : [])] : [];
-    await model.prepare(Math.min(run.batch, train.length), ...testN);
+    const trainN = [Math.min(run.batch, train.length), ...(train.length > run.batch && short ? [short] : [])];
+    await model.prepare(...trainN, ...testN);
     log(`compile  ${((runtime.now() - tc) / 1000).toFixed(1)} s (training and evaluation programs)`);
-    const nTrain = run.batch <= train.length ? train.length - (train.length % run.batch) : train.length;
+    const nTrain = train.length;
     let bar = progress("epoch 1", nTrain, run.json);
     let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
     let loaderWait0 = 0, displaced = 0, testSkipped0 = 0;
@@ -275,7 +296,7 @@ async function main(): Promise<number> {
     let writing: Promise<unknown> = Promise.resolve();
     const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
       await writing.catch(() => {});
-      console.error(`\n${signal}: stopped during epoch ${reports.length + 1} of ${epochs}; the ${reports.length} whole epoch(s) before it are in ` +
+      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${epochs}; the ${reports.length} whole epoch(s) before it are in ` +
         `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}`);
       runtime.exit(signal === "SIGINT" ? 130 : 143);
     };
@@ -394,6 +415,26 @@ async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Load
   }
 }
 
+/**
+ * The run's store. Only the default store is made when absent (for Fashion-MNIST, which
+ * train.ts ingests itself): another address names a store that must exist, so a typo in it
+ * fails here instead of making and filling a new store.
+ */
+async function openRunStore(run: Run): Promise<Store> {
+  const create = run.address === DEFAULT_STORE && run.dataset === "fashion-mnist";
+  try {
+    return await openStore(run.address, { create });
+  } catch (e) {
+    if (create || !(e instanceof CassetteError) || e.code !== "ERR_STORE") throw e;
+    const why = run.address === DEFAULT_STORE
+      ? `train.ts makes its default store only for fashion-mnist, which it ingests itself, not for '${run.dataset}'`
+      : `train.ts makes only its default store (${DEFAULT_STORE})` + (run.dataset === "fashion-mnist"
+        ? `; for Fashion-MNIST in another: cassette ingest idx:${run.idx} --store ${redact(run.address)} --dataset fashion-mnist`
+        : "");
+    throw new CassetteError("ERR_STORE", `${e.message}. ${why}`, { cause: e });
+  }
+}
+
 /** Ingests Fashion-MNIST from the idx files when the store lacks any of it; returns samples written. */
 async function ensureDataset(store: Store, run: Run, log: (s: string) => void): Promise<number> {
   if (run.dataset !== "fashion-mnist") {
@@ -418,8 +459,12 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
   return ing.written;
 }
 
-/** The training and test ids: from --split, else the rows' `split` column (idx: train / t10k). */
-async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[] }> {
+/**
+ * The training and test ids: from --split, else the rows' `split` column (idx: train / t10k).
+ * With --split, `splitNote` says which splits are used and how many of the dataset's samples
+ * the file leaves out (its class balance or `max` drops some).
+ */
+async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[]; splitNote?: string }> {
   const cap = (ids: string[]) => (run.limit ? ids.slice(0, run.limit) : ids);
   if (run.split) {
     const file = await loadSplits(run.split);
@@ -427,7 +472,13 @@ async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; t
     const s = file.splits;
     const train = s.find((x) => x.name === "train") ?? s[0];
     const test = s.find((x) => x.name === "test") ?? (s.length > 1 ? s.at(-1)! : undefined);
-    return { train: cap(train.ids), test: test && test !== train ? cap(test.ids) : [] };
+    const total = (await store.info(run.dataset)).count;
+    const left = total - s.reduce((a, x) => a + x.ids.length, 0);
+    const splitNote = `${run.split}: trains on '${train.name}' (${train.ids.length})` +
+      (test && test !== train ? `, tests on '${test.name}' (${test.ids.length})` : ", tests on nothing") +
+      `; ${left} of the dataset's ${total} samples are in no split` +
+      (left > 0 ? ` (left out by its ${file.params.balance === "data" ? "max" : "class balance or max"})` : "");
+    return { train: cap(train.ids), test: test && test !== train ? cap(test.ids) : [], splitNote };
   }
   const rows: { id: string; split: unknown; idx: number }[] = [];
   for await (const page of store.scanNat(run.dataset)) for (const r of page) rows.push({ id: r.id, split: r.meta.split, idx: Number(r.meta.idx ?? 0) });
@@ -466,16 +517,37 @@ async function readPixels(l: Loader<DecodedImage>, [C, H, W]: number[], classes:
   return { pixels: pixels.subarray(0, k * per), labels: labels.subarray(0, k) };
 }
 
+/** The plots, drawn from the epochs' reports (the lines of metrics.jsonl), every point marked. */
 async function writePlots(dir: string, model: string, reports: EpochReport[]): Promise<void> {
   const pts = (f: (r: EpochReport) => number) => reports.map((r) => [r.epoch, f(r)] as [number, number]);
   await writeFile(`${dir}/loss.svg`, lineChart({
-    title: `${model}: loss per epoch`, xLabel: "epoch", yLabel: "cross-entropy",
+    title: `${model}: loss per epoch`, xLabel: "epoch", yLabel: "cross-entropy", markers: true,
     series: [{ name: "train (mean over the epoch's steps)", points: pts((r) => r.loss) }, { name: "test", points: pts((r) => r.testLoss) }],
   }));
   await writeFile(`${dir}/accuracy.svg`, lineChart({
-    title: `${model}: accuracy per epoch`, xLabel: "epoch", yLabel: "accuracy (%)",
+    title: `${model}: accuracy per epoch`, xLabel: "epoch", yLabel: "accuracy (%)", markers: true,
     series: [{ name: "train", points: pts((r) => 100 * r.trainAccuracy) }, { name: "test", points: pts((r) => 100 * r.testAccuracy) }],
   }));
+  // Steps numbered across the run; the test loss sits at the last step of its epoch.
+  const steps: [number, number][] = [], testAt: [number, number][] = [];
+  for (const r of reports) {
+    for (const l of r.stepLoss) steps.push([steps.length + 1, l]);
+    testAt.push([steps.length, r.testLoss]);
+  }
+  await writeFile(`${dir}/steps.svg`, lineChart({
+    title: `${model}: training loss of every step`, xLabel: "step", yLabel: "cross-entropy", markers: true,
+    series: [{ name: "train (each step's batch)", points: steps }, { name: "test (after each epoch)", points: testAt }],
+  }));
+  await writeFile(`${dir}/throughput.svg`, lineChart({
+    title: `${model}: training images/s and waiting for data, per epoch`, xLabel: "epoch", yLabel: "images/s", yMin: 0, markers: true,
+    yRight: { label: "waiting for data (% of the epoch)", min: 0, max: 100 },
+    series: [{ name: "images/s", points: pts((r) => r.imagesPerSec) }, { name: "waiting (%)", axis: "right", points: pts((r) => 100 * r.waitShare) }],
+  }));
+}
+
+/** A line on stderr, in the terminal's own colour (console.error is red under Bun). */
+function say(line: string): void {
+  process.stderr.write(`${line}\n`);
 }
 
 function describeModel(name: string): string {

@@ -12,12 +12,17 @@
  *
  * Axes run over "nice" ticks (1, 2 or 5 × 10^k) that cover the data, or over `yMin`/`yMax` when
  * given; `logY` puts the y axis on decades. Non-finite points (and, with `logY`, points ≤ 0) are
- * skipped and break the line, so a gap in the data shows as a gap.
+ * skipped and break the line, so a gap in the data shows as a gap. A series on the `right` axis
+ * (another unit, e.g. a share beside a rate) is drawn dashed against a second y axis; `markers`
+ * puts a dot on every point.
  */
+import { CassetteError } from "../errors.ts";
 
 export interface Series {
   name: string;
   points: [number, number][];
+  /** The y axis it is read against (default "left"); "right" needs `yRight`. */
+  axis?: "left" | "right";
 }
 
 export interface LineChartOptions {
@@ -35,6 +40,10 @@ export interface LineChartOptions {
   yMax?: number;
   /** Logarithmic y axis (decades); points with y ≤ 0 are skipped. */
   logY?: boolean;
+  /** A second, linear y axis on the right for the series with `axis: "right"`. */
+  yRight?: { label: string; min?: number; max?: number };
+  /** A dot on every point (default false), so that sparse data shows where it was measured. */
+  markers?: boolean;
 }
 
 /** Tableau 10, then golden-angle hues for more series (each series keeps one colour). */
@@ -46,6 +55,11 @@ const CHAR_PX = 6.2;
 /** The colour of series `i`. */
 function colour(i: number): string {
   return i < PALETTE.length ? PALETTE[i] : `hsl(${((i - PALETTE.length) * 137.508) % 360},65%,42%)`;
+}
+
+/** Right-axis series are dashed, in the plot and in the legend, to tell them apart. */
+function dash(s: Series): string {
+  return s.axis === "right" ? ' stroke-dasharray="6 3"' : "";
 }
 
 /** Escapes text for XML content and attribute values. */
@@ -131,17 +145,24 @@ function logAxis(min: number, max: number, fixedLo?: number, fixedHi?: number): 
 export function lineChart(o: LineChartOptions): string {
   const W = o.width ?? 720, H = o.height ?? 420;
   const logY = o.logY ?? false;
-  const ok = (p: [number, number]) => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (!logY || p[1] > 0);
-  let xMin = Infinity, xMax = -Infinity, yMin = Infinity, yMax = -Infinity;
+  const onRight = (s: Series) => s.axis === "right";
+  if (!o.yRight && o.series.some(onRight)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot draw series '${o.series.find(onRight)!.name}' on the right axis as the chart has no 'yRight'`);
+  }
+  const ok = (p: [number, number], right = false) => Number.isFinite(p[0]) && Number.isFinite(p[1]) && (right || !logY || p[1] > 0);
+  let xMin = Infinity, xMax = -Infinity, yMin = Infinity, yMax = -Infinity, rMin = Infinity, rMax = -Infinity;
   for (const s of o.series) {
+    const right = onRight(s);
     for (const p of s.points) {
-      if (!ok(p)) continue;
+      if (!ok(p, right)) continue;
       xMin = Math.min(xMin, p[0]), xMax = Math.max(xMax, p[0]);
-      yMin = Math.min(yMin, p[1]), yMax = Math.max(yMax, p[1]);
+      if (right) rMin = Math.min(rMin, p[1]), rMax = Math.max(rMax, p[1]);
+      else yMin = Math.min(yMin, p[1]), yMax = Math.max(yMax, p[1]);
     }
   }
   const xa = linearAxis(xMin, xMax);
   const ya = logY ? logAxis(yMin, yMax, o.yMin, o.yMax) : linearAxis(yMin, yMax, o.yMin, o.yMax);
+  const ra = o.yRight && linearAxis(rMin, rMax, o.yRight.min, o.yRight.max);
 
   // Layout: the legend takes a right-hand column as wide as the longest name.
   // Rows of 16 px, squeezed down to 10 px, then more columns.
@@ -152,10 +173,13 @@ export function lineChart(o: LineChartOptions): string {
   const columns = Math.ceil(n / perColumn);
   const longest = Math.max(0, ...o.series.map((s) => s.name.length));
   const columnW = Math.min(220, 34 + longest * (rowH < 14 ? 0.82 : 1) * CHAR_PX);
-  const right = W - 16 - columns * columnW;
+  // The right axis' tick labels and title sit between the plot area and the legend.
+  const right = W - 16 - columns * columnW - (ra ? 64 : 0);
   const sx = (x: number) => left + ((x - xa.lo) / (xa.hi - xa.lo)) * (right - left);
   const sy = (y: number) => bottom - (((logY ? Math.log10(y) : y) - ya.lo) / (ya.hi - ya.lo)) * (bottom - top);
   const syAxis = (v: number) => bottom - ((v - ya.lo) / (ya.hi - ya.lo)) * (bottom - top);
+  const syRight = (v: number) => bottom - ((v - ra!.lo) / (ra!.hi - ra!.lo)) * (bottom - top);
+  const yOf = (s: Series) => (onRight(s) ? syRight : sy);
 
   const out: string[] = [];
   out.push('<?xml version="1.0" encoding="UTF-8"?>');
@@ -183,6 +207,12 @@ export function lineChart(o: LineChartOptions): string {
     out.push(`<text x="${px(left - 6)}" y="${y}" dy="4" data-value="${value}">${esc(ya.label(t))}</text>`);
   }
   out.push("</g>");
+  if (ra) {
+    out.push(`<g class="y-right-ticks" font-size="11" ${FONT} text-anchor="start" fill="#333333">`);
+    for (const t of ra.ticks) out.push(`<text x="${px(right + 6)}" y="${px(syRight(t))}" dy="4" data-value="${t}">${esc(ra.label(t))}</text>`);
+    out.push("</g>");
+    out.push(`<text transform="translate(${px(right + 54)} ${px((top + bottom) / 2)}) rotate(-90)" text-anchor="middle" font-size="12" ${FONT}>${esc(o.yRight!.label)}</text>`);
+  }
   out.push(`<rect class="plot-area" x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}" fill="none" stroke="#333333"/>`);
   out.push(`<text x="${px((left + right) / 2)}" y="${H - 10}" text-anchor="middle" font-size="12" ${FONT}>${esc(o.xLabel)}</text>`);
   out.push(`<text transform="translate(16 ${px((top + bottom) / 2)}) rotate(-90)" text-anchor="middle" font-size="12" ${FONT}>${esc(o.yLabel)}</text>`);
@@ -191,21 +221,36 @@ export function lineChart(o: LineChartOptions): string {
   out.push('<g class="series" clip-path="url(#plot-clip)" fill="none" stroke-width="1.5" stroke-linejoin="round">');
   o.series.forEach((s, i) => {
     const runs: string[][] = [[]];
+    const y = yOf(s);
     for (const p of s.points) {
-      if (ok(p)) runs[runs.length - 1].push(`${px(sx(p[0]))},${px(sy(p[1]))}`);
+      if (ok(p, onRight(s))) runs[runs.length - 1].push(`${px(sx(p[0]))},${px(y(p[1]))}`);
       else if (runs[runs.length - 1].length) runs.push([]);
     }
     // A lone point draws nothing as a line: a zero-length segment with round caps shows it.
     const d = runs.filter((r) => r.length).map((r) => `M${r.join("L")}${r.length === 1 ? `L${r[0]}` : ""}`).join(" ");
-    if (d) out.push(`<path data-series="${esc(s.name)}" d="${d}" stroke="${colour(i)}" stroke-linecap="round"/>`);
+    if (d) out.push(`<path data-series="${esc(s.name)}" d="${d}" stroke="${colour(i)}" stroke-linecap="round"${dash(s)}/>`);
   });
   out.push("</g>");
+  if (o.markers) {
+    // Not clipped, so a point on the plot area's edge shows whole; a point outside fixed axes has none.
+    const inside = (x: number, y: number) => x >= left - 0.01 && x <= right + 0.01 && y >= top - 0.01 && y <= bottom + 0.01;
+    out.push('<g class="markers">');
+    o.series.forEach((s, i) => {
+      const y = yOf(s);
+      for (const p of s.points) {
+        if (!ok(p, onRight(s))) continue;
+        const cx = sx(p[0]), cy = y(p[1]);
+        if (inside(cx, cy)) out.push(`<circle data-series="${esc(s.name)}" cx="${px(cx)}" cy="${px(cy)}" r="2.5" fill="${colour(i)}"/>`);
+      }
+    });
+    out.push("</g>");
+  }
 
   if (n) {
     out.push(`<g class="legend" font-size="${rowH < 14 ? 9 : 11}" ${FONT}>`);
     o.series.forEach((s, i) => {
       const y = top + 6 + (i % perColumn) * rowH, x = right + Math.floor(i / perColumn) * columnW;
-      out.push(`<line x1="${px(x + 12)}" y1="${px(y)}" x2="${px(x + 28)}" y2="${px(y)}" stroke="${colour(i)}" stroke-width="3"/>`);
+      out.push(`<line x1="${px(x + 12)}" y1="${px(y)}" x2="${px(x + 28)}" y2="${px(y)}" stroke="${colour(i)}" stroke-width="3"${dash(s)}/>`);
       out.push(`<text x="${px(x + 32)}" y="${px(y)}" dy="4">${esc(s.name)}</text>`);
     });
     out.push("</g>");

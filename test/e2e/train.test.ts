@@ -1,5 +1,5 @@
 /**
- * train.ts end to end on real Fashion-MNIST: ingest into a fresh store, the Loader, the wasm
+ * train.ts end to end on real Fashion-MNIST: ingest into its default store, the Loader, the wasm
  * decoder, GPU preprocessing and training, evaluation, metrics and plots, and its errors.
  */
 import * as assert from "uvu/assert";
@@ -7,29 +7,44 @@ import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { afterAll, test } from "../_support/harness.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { tables } from "../../src/dataset/schema.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-train-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const store = `sqlite:${join(dir, "fm.sqlite")}`;
+const ROOT = runtime.cwd();
+// The first test makes train.ts's default store, sqlite:data/fashion-mnist.sqlite, in `dir`.
+const store = `sqlite:${join(dir, "data/fashion-mnist.sqlite")}`;
 
-function spawnTrain(args: string[]) {
-  const [cmd, ...rest] = runtime.scriptCommand("train.ts", args);
-  return spawnSync(cmd, rest, { encoding: "utf8", timeout: 300_000 });
+function spawnTrain(args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) {
+  const [cmd, ...rest] = runtime.scriptCommand(join(ROOT, "train.ts"), args);
+  return spawnSync(cmd, rest, { encoding: "utf8", timeout: 300_000, cwd: o.cwd, env: { ...process.env, ...o.env } });
 }
 function train(...args: string[]) {
-  const r = spawnTrain(args);
+  return parsed(spawnTrain(args), args);
+}
+function parsed(r: ReturnType<typeof spawnSync>, args: string[]) {
   if (r.status !== 0) throw new Error(`train.ts ${args.join(" ")} exited ${r.status}:\n${r.stderr}`);
-  return JSON.parse(r.stdout.trim().split("\n").pop()!);
+  return JSON.parse(String(r.stdout).trim().split("\n").pop()!);
 }
 
-const LIMIT = 600, BATCH = 64, STEPS = Math.floor(LIMIT / BATCH);
+// 600 = 9 × 64 + 24: every epoch ends with a short batch.
+const LIMIT = 600, BATCH = 64, STEPS = Math.ceil(LIMIT / BATCH), SHORT = LIMIT % BATCH;
 
-test("train.ts ingests Fashion-MNIST once, trains from the store and reports every epoch", () => {
+/** The <circle> markers of a series in an SVG train.ts wrote. */
+function markers(svg: string, series: string): number {
+  const attr = `<circle data-series="${series.replaceAll("'", "&apos;")}"`;
+  return svg.split(attr).length - 1;
+}
+
+test("train.ts makes its default store, ingests Fashion-MNIST once, trains on every sample (the short last batch too) and plots every epoch and step", () => {
   const out = join(dir, "run1");
-  const r = train("--store", store, "--limit", String(LIMIT), "--batch", String(BATCH), "--epochs", "2", "--model", "mlp", "--out", out, "--json");
+  const args = ["--limit", String(LIMIT), "--batch", String(BATCH), "--epochs", "2", "--model", "mlp", "--out", out, "--json"];
+  const r = parsed(spawnTrain(args, { cwd: dir }), args);
+  assert.ok(existsSync(join(dir, "data/fashion-mnist.sqlite")), "the default store, relative to the working directory");
+  assert.is(r.store, `sqlite:data/fashion-mnist.sqlite`);
   assert.is(r.ingested, 2 * LIMIT, "600 from train + 600 from t10k");
   assert.is(r.model, "mlp");
   assert.is(r.io, "loader");
@@ -37,25 +52,38 @@ test("train.ts ingests Fashion-MNIST once, trains from the store and reports eve
   for (const [i, e] of r.epochs.entries()) {
     assert.is(e.epoch, i + 1);
     for (const k of ["seconds", "imagesPerSec", "loss", "testAccuracy", "waitShare"]) assert.type(e[k], "number", `epochs[${i}].${k}`);
-    assert.is(e.samples, STEPS * BATCH, "every step is a whole batch (the last partial one is dropped)");
+    assert.is(e.samples, LIMIT, "every sample is trained on: the last batch of 24 is kept");
     assert.ok(e.waitShare >= 0 && e.waitShare <= 1);
+    // Each step's loss, the short last batch's included; weighted by batch size they average to the epoch's loss.
+    assert.is(e.stepLoss.length, STEPS);
+    const size = (k: number) => (k === STEPS - 1 ? SHORT : BATCH);
+    const mean = e.stepLoss.reduce((a: number, l: number, k: number) => a + l * size(k), 0) / LIMIT;
+    assert.ok(Math.abs(mean - e.loss) < 1e-3 * e.loss, `epoch ${i + 1}: steps average ${mean}, epoch loss ${e.loss}`);
   }
   assert.ok(r.epochs[1].loss < r.epochs[0].loss, `the loss falls: ${r.epochs.map((e: { loss: number }) => e.loss)}`);
   // 600 images, 2 epochs of an MLP: far above chance (10 %), well short of convergence.
   assert.ok(r.epochs[1].testAccuracy > 0.55, `test accuracy ${r.epochs[1].testAccuracy}`);
   // The loader handed over each planned sample exactly once per epoch.
-  assert.is(r.loader.samples, 2 * STEPS * BATCH);
+  assert.is(r.loader.samples, 2 * LIMIT);
   assert.is(r.loader.duplicates, 0);
   assert.is(r.loader.errors, 0);
-  // One metrics line per epoch, and the plots.
+  // One metrics line per epoch, and the plots drawn from them, every point marked.
   const lines = readFileSync(join(out, "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.equal(lines.map((l) => l.epoch), [1, 2]);
   assert.is(lines[1].testAccuracy, r.epochs[1].testAccuracy);
-  for (const f of ["loss.svg", "accuracy.svg"]) {
-    const svg = readFileSync(join(out, f), "utf8");
-    assert.ok(svg.includes("<svg") && svg.trim().endsWith("</svg>"), `${f} is an SVG document`);
-    assert.ok((svg.match(/<path/g) ?? []).length >= 2, `${f} draws the train and test curves`);
+  assert.equal(lines[1].stepLoss, r.epochs[1].stepLoss);
+  const svg = (f: string) => readFileSync(join(out, f), "utf8");
+  for (const f of ["loss.svg", "accuracy.svg", "steps.svg", "throughput.svg"]) {
+    assert.ok(svg(f).includes("<svg") && svg(f).trim().endsWith("</svg>"), `${f} is an SVG document`);
+    assert.ok((svg(f).match(/<path/g) ?? []).length >= 2, `${f} draws two curves`);
   }
+  assert.is(markers(svg("loss.svg"), "test"), 2, "a point per epoch");
+  assert.is(markers(svg("steps.svg"), "train (each step's batch)"), 2 * STEPS, "a point per step");
+  assert.is(markers(svg("steps.svg"), "test (after each epoch)"), 2);
+  const t = svg("throughput.svg");
+  assert.is(markers(t, "images/s"), 2);
+  assert.is(markers(t, "waiting (%)"), 2);
+  assert.match(t, /class="y-right-ticks"[\s\S]*data-value="100"/, "the wait share has its own axis, in %");
 }, { timeoutMs: 400_000 });
 
 test("strict order through the loader (decode in the transform, or read and decode in workers) trains exactly as --no-io on the same pixels", () => {
@@ -90,16 +118,41 @@ test("train.ts --save writes weights, and bad options fail with an error that na
   fails(["--store", store, "--limit", "128", "--latency-ms", "20"], "'--latency-ms' needs a network store");
   fails(["--store", store, "--epochs", "0"], "'--epochs' must be an integer ≥ 1: current value is 0");
   fails(["--store", store, "--dataset", "nope"], "nope");
+  // A typo in --store: only the default store is made; this one is not, and nothing is ingested.
+  const typo = join(dir, "data/fashon-mnist.sqlite");
+  fails(["--store", `sqlite:${typo}`, "--limit", "128"], "train.ts makes only its default store (sqlite:data/fashion-mnist.sqlite); for Fashion-MNIST in another: cassette ingest idx:");
+  fails(["--store", `sqlite:${typo}`, "--limit", "128"], "[ERR_STORE]");
+  assert.not.ok(existsSync(typo), "no store made at the typo");
   const help = spawnTrain(["--help"]);
   assert.is(help.status, 0);
   assert.ok(help.stdout.includes("--no-io") && help.stdout.includes("--latency-ms"));
 }, { timeoutMs: 400_000 });
 
+test("train.ts prints its progress and information on stderr in the terminal's colour (Bun's console.error is red), and says the size of the short last batch", () => {
+  // FORCE_COLOR makes Bun colour console.error as on a terminal.
+  const r = spawnTrain(["--store", store, "--limit", "100", "--batch", "64", "--epochs", "1", "--model", "mlp", "--out", join(dir, "colour")], { env: { FORCE_COLOR: "1" } });
+  assert.is(r.status, 0, r.stderr);
+  assert.match(r.stderr, /^model {4}mlp .*batch 64 \(2 steps an epoch, the last of 36\)/m);
+  assert.match(r.stderr, /^epoch 1\/1 100\/100 100%/m);
+  assert.not.match(r.stderr, /\x1b\[31m/, `no red on stderr: ${JSON.stringify(r.stderr.slice(0, 300))}`);
+}, { timeoutMs: 400_000 });
+
+test("node train.ts, with no loader-hook flags: train.ts registers the hooks its WGSL imports need", () => {
+  // process.execPath is the Node running this file (Node 22, which runs TypeScript); no --import.
+  const args = [join(ROOT, "train.ts"), "--store", store, "--limit", "128", "--batch", "64", "--epochs", "1", "--model", "mlp", "--out", join(dir, "plain-node"), "--json"];
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
+  const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: 300_000, env });
+  const doc = parsed(r, args);
+  assert.is(doc.epochs.length, 1);
+  assert.match(doc.device.runtime, /^node /);
+}, { skip: runtime.name !== "node" && "plain `node train.ts` is checked by the node run of this file", timeoutMs: 400_000 });
+
 test("a stored sample that does not decode: train.ts stops naming it, or with --on-error skip trains on the rest and counts what it left out", () => {
   // A copy of the store where every sample whose id starts with 0 (about one in 16) has its
   // JPEG cut in the middle of the entropy data, then closed with EOI.
   const copy = join(dir, "corrupt.sqlite");
-  copyFileSync(join(dir, "fm.sqlite"), copy);
+  copyFileSync(join(dir, "data/fashion-mnist.sqlite"), copy);
   const db = runtime.openSqlite(copy);
   const t = tables("fashion-mnist").data;
   let cut = 0;
@@ -120,7 +173,7 @@ test("a stored sample that does not decode: train.ts stops naming it, or with --
   const r = train(...args, "--epochs", "2", "--on-error", "skip", "--out", join(dir, "corrupt-skip"), "--json");
   const [a, b] = r.epochs;
   assert.ok(a.skipped > 0 && a.testSkipped > 0, `training and test samples were skipped: ${a.skipped}, ${a.testSkipped}`);
-  for (const e of r.epochs) assert.is(e.samples + e.skipped, STEPS * BATCH, `epoch ${e.epoch}: every planned sample trained on or counted as skipped`);
+  for (const e of r.epochs) assert.is(e.samples + e.skipped, LIMIT, `epoch ${e.epoch}: every planned sample trained on or counted as skipped`);
   assert.is(b.testSkipped, a.testSkipped, "the test split is read whole each time: the same samples are left out");
   assert.ok(r.loader.errors >= a.skipped + b.skipped, "the training loader counted each one (and any of its read-ahead)");
   assert.ok(b.testAccuracy > 0.55, `trained on the rest: test accuracy ${b.testAccuracy}`);
