@@ -69,7 +69,10 @@ export interface LoaderOptions<T = Sample> {
   rampStart?: number;
   /** "ready" (default): batches from whatever arrived; "strict": plan order. */
   order?: "ready" | "strict";
-  /** Drop samples so every rank has the same whole number of batches. */
+  /**
+   * Drop samples so every rank has the same whole number of batches (default false: every
+   * sample is read each epoch, and the last batch may be short).
+   */
   dropLast?: boolean;
   /** Retries of a failed fetch (default 3), with backoff. */
   retries?: number;

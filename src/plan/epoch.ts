@@ -22,7 +22,8 @@ export interface EpochPlanOptions {
   batchSize: number;
   /**
    * Drop samples so that every rank has the same whole number of batches (ranks of a
-   * data-parallel job must take the same number of steps).
+   * data-parallel job must take the same number of steps). Default false: every id of the
+   * rank's stride is planned, so the last batch may be short.
    */
   dropLast?: boolean;
 }

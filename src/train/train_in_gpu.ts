@@ -23,7 +23,10 @@ export interface TrainInGpuOptions {
   optimizer?: OptimizerSpec;
   /** Seeds initialization and the per-epoch shuffles (default 0). */
   seed?: number;
-  /** Drop the last partial training batch (default true: every step has the same shape). */
+  /**
+   * Drop the last partial training batch (default false: every sample trains each epoch, the
+   * short last batch through a program of its own size).
+   */
   dropLast?: boolean;
   onEpoch?: (r: EpochReport) => void | Promise<void>;
   onStep?: FitOptions["onStep"];
@@ -57,7 +60,7 @@ export async function trainInGpu(device: GPUDevice, o: TrainInGpuOptions): Promi
   const model = createModel(device, o.model, { seed, optimizer: o.optimizer });
   const train = new GpuDataset(device, o.train.images, o.train.labels, { shape: o.train.shape, normalize: o.train.normalize });
   const test = o.test ? new GpuDataset(device, o.test.images, o.test.labels, { shape: o.test.shape, normalize: o.test.normalize }) : undefined;
-  const dropLast = (o.dropLast ?? true) && o.train.count >= o.batch;
+  const dropLast = (o.dropLast ?? false) && o.train.count >= o.batch;
   try {
     const epochs = await fit(model, {
       epochs: o.epochs,
