@@ -69,9 +69,19 @@ export async function requestDevice(options: DeviceOptions = {}): Promise<GPUDev
     runtime: `${runtime.name} ${runtime.version}`,
     backend,
     adapter: name,
-    cpu: CPU_ADAPTER.test(name) || (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true,
+    cpu: CPU_ADAPTER.test(name) || isFallback(adapter),
   });
   return device;
+}
+
+// bun-webgpu 0.1.5's getter throws "Not implemented" (met on an H100, where the adapter's name
+// alone does not say CPU): unknown is not a fallback.
+function isFallback(adapter: GPUAdapter): boolean {
+  try {
+    return (adapter as { isFallbackAdapter?: boolean }).isFallbackAdapter === true;
+  } catch {
+    return false;
+  }
 }
 
 /** Runtime, backend and adapter name of a device opened by `requestDevice`. */
