@@ -26,7 +26,7 @@
  */
 import process from "node:process";
 import { printTable, type Row } from "./_lib/compare.ts";
-import { runTrain, type TrainEpoch as Epoch } from "./_lib/train_run.ts";
+import { ensureStore, runTrain, type TrainEpoch as Epoch } from "./_lib/train_run.ts";
 import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
@@ -41,6 +41,7 @@ const models = args.list("model", quick ? ["mlp"] : ["mlp", "cnn"]);
 const rounds = args.int("rounds", quick ? 1 : 3);
 const epochs = args.int("epochs", quick ? 2 : 3);
 const store = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
+await ensureStore(store);
 // Where train.ts ingests Fashion-MNIST from when a store lacks it (its --idx; default Debian's).
 const idx = args.has("idx") ? ["--idx", args.str("idx", "")] : [];
 // Per model: enough images for a few seconds per epoch on lavapipe.

@@ -16,7 +16,7 @@
  * strict run (the same permutation and pixels: test/e2e/train.test.ts holds their losses equal)
  * without its waiting.
  */
-import { runTrain, type TrainEpoch } from "./_lib/train_run.ts";
+import { ensureStore, runTrain, type TrainEpoch } from "./_lib/train_run.ts";
 import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
@@ -35,6 +35,7 @@ const firstSeed = args.int("first-seed", 0, 0);
 // Passed on to train.ts as given (it checks them); "" is not given.
 const limit = args.str("limit", quick ? "4096" : "");
 const store = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench?connections=4");
+await ensureStore(store);
 const latency = args.str("latency-ms", "10"), jitter = args.str("jitter-ms", "10");
 const prefetch = args.str("prefetch", "");
 const strictNoIo = args.has("strict-no-io");

@@ -4,7 +4,7 @@
 #
 # That machine has no Bun, no Java and no network. The kit brings: Bun (xz), the few npm packages
 # the Bun path imports, the built WASM decoder, a jlink'ed Java 17 runtime, the Cassandra jars,
-# Debian's Fashion-MNIST files and libvulkan1. Each part is a plain tar of already compressed
+# Debian's Fashion-MNIST files, libvulkan1 and glvnd's libraries. Each part is a plain tar of already compressed
 # files plus MANIFEST (every file of the kit and its size), so the parts can arrive in any order
 # and tools/gpu/unpack.sh knows when it has them all.
 #
@@ -58,9 +58,14 @@ if [ ! -s "$STAGE/jre.tar.xz" ]; then
 fi
 cp -u "$CASS_LIB"/*.jar "$STAGE/cassandra/$CASS_VERSION/lib/"
 cp -u "$FMNIST"/*.gz "$STAGE/fmnist/"
-if ! ls "$STAGE"/vulkan/libvulkan1_*.deb >/dev/null 2>&1; then
-  (cd "$STAGE/vulkan" && apt-get download libvulkan1 >/dev/null 2>&1) || die "apt-get download libvulkan1 failed (apt-get update?)"
-fi
+# libvulkan1 is the loader. The NVIDIA ICD (libGLX_nvidia.so.0) needs glvnd's libGLdispatch:
+# without these the loader finds the ICD but "Could not get 'vkCreateInstance'" (seen on the
+# first H100 run, 2026-11-24), and Dawn falls back to its null backend.
+VK_DEBS=(libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2)
+for d in "${VK_DEBS[@]}"; do
+  ls "$STAGE"/vulkan/"${d}"_*.deb >/dev/null 2>&1 && continue
+  (cd "$STAGE/vulkan" && apt-get download "$d" >/dev/null 2>&1) || die "apt-get download $d failed (apt-get update?)"
+done
 
 # MANIFEST: every file of the kit, with its size; then first-fit-decreasing into parts.
 (cd "$STAGE" && find . -type f ! -name MANIFEST ! -name '*.part' -printf '%s %P\n' | sort -k2) > "$STAGE/MANIFEST"

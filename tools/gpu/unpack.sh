@@ -53,6 +53,12 @@ if ! { mkdir -p "$FMNIST" && cp -u "$FILES"/fmnist/*.gz "$FMNIST/"; } 2>/dev/nul
 fi
 rm -rf "$KIT/vulkan" && for deb in "$FILES"/vulkan/*.deb; do dpkg-deb -x "$deb" "$KIT/vulkan" 2>/dev/null || dpkg -x "$deb" "$KIT/vulkan"; done
 vklib=$(dirname "$(find "$KIT/vulkan" -name 'libvulkan.so.1' | head -n1)")
+# glvnd's libraries go where the driver's libGLX_nvidia.so.0 finds them, as the device notes
+# advise for exactly these packages (the run that worked, 2026-11-24, did this); as root only.
+if [ "$(id -u)" = 0 ]; then
+  for deb in "$FILES"/vulkan/lib{glvnd0,glx0,gl1,egl1,opengl0,gles2}_*.deb; do [ -f "$deb" ] && dpkg -x "$deb" /; done
+  ldconfig
+fi
 
 # The NVIDIA driver's Vulkan ICD: the loader finds it in the usual places; if it lies elsewhere,
 # name it (the NVIDIA ICD is in /usr/local/nvidia/share/vulkan/icd.d on these machines).
