@@ -11,6 +11,9 @@ import process from "node:process";
 import { afterAll, test } from "../_support/harness.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { tables } from "../../src/dataset/schema.ts";
+import { openStore } from "../../src/source/open.ts";
+import { createSplits, saveSplits, type SplitFile } from "../../src/dataset/splits.ts";
+import type { NatRow } from "../../src/dataset/store.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-train-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -135,6 +138,30 @@ test("train.ts prints its progress and information on stderr in the terminal's c
   assert.match(r.stderr, /^model {4}mlp .*batch 64 \(2 steps an epoch, the last of 36\)/m);
   assert.match(r.stderr, /^epoch 1\/1 100\/100 100%/m);
   assert.not.match(r.stderr, /\x1b\[31m/, `no red on stderr: ${JSON.stringify(r.stderr.slice(0, 300))}`);
+}, { timeoutMs: 400_000 });
+
+test("train.ts --split says which splits it uses and how many samples the file's class balance leaves out", async () => {
+  const st = await openStore(store, { create: false });
+  let file: SplitFile;
+  try {
+    const rows: NatRow[] = [];
+    for await (const page of st.scanNat("fashion-mnist")) rows.push(...page);
+    file = createSplits(await st.getDataset("fashion-mnist"), rows, { ratios: [8, 2], balance: "equal", seed: 1 });
+  } finally {
+    await st.close();
+  }
+  const path = join(dir, "equal.splits.json");
+  await saveSplits(path, file);
+  const [train, test] = file.splits;
+  const left = 2 * LIMIT - train.ids.length - test.ids.length;
+  assert.ok(left > 0, "equal classes from the first 1200 samples leave some out");
+  // --limit as the store's: nothing more to ingest.
+  const r = spawnTrain(["--store", store, "--split", path, "--limit", String(LIMIT), "--batch", "64", "--epochs", "1", "--model", "mlp", "--out", join(dir, "split")]);
+  assert.is(r.status, 0, r.stderr);
+  assert.ok(
+    r.stderr.includes(`split    ${path}: trains on 'train' (${train.ids.length}), tests on 'test' (${test.ids.length}); ${left} of the dataset's ${2 * LIMIT} samples are in no split (left out by its class balance or max)`),
+    r.stderr,
+  );
 }, { timeoutMs: 400_000 });
 
 test("node train.ts, with no loader-hook flags: train.ts registers the hooks its WGSL imports need", () => {
