@@ -59,8 +59,9 @@ export interface LoaderOptions<T = Sample> {
   rank?: number;
   worldSize?: number;
   /**
-   * Batches of requests kept in flight once ramped up (default 8), or "auto": start at 8 and
-   * deepen whenever the consumer starves with the window full, up to `maxPrefetch`.
+   * Batches of requests kept in flight once ramped up: a fixed number, or "auto" (default):
+   * start at 8 and deepen while the consumer starves with the window full and depth pays, up
+   * to `maxPrefetch` (src/schedule/depth.ts), so that a high-latency link needs no tuning.
    */
   prefetch?: number | "auto";
   /** Deepest window "auto" may reach, in batches (default 64). */
@@ -169,7 +170,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     this.#schedule = new EpochScheduler<Sample, T>(
       {
         batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", transform: o.transform, signal: o.signal,
-        prefetch: o.prefetch ?? 8, maxPrefetch: o.maxPrefetch ?? 64, rampStart: o.rampStart ?? 2, readAhead: o.readAhead ?? "auto",
+        prefetch: o.prefetch ?? "auto", maxPrefetch: o.maxPrefetch ?? 64, rampStart: o.rampStart ?? 2, readAhead: o.readAhead ?? "auto",
       },
       this.#read,
       (epoch) => epochPlan(o.ids, { ...plan, epoch }),

@@ -20,8 +20,8 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        export's labels.json names it (checked when given)
   --split FILE[:INDEX|:NAME]  the ids to read (default: the store's scan, or labels.json)
   --batch B            samples per batch (default 128)
-  --prefetch K|auto    batches of requests in flight once ramped up (default 8); auto: start
-                       at 8 and deepen while the reader starves and depth pays
+  --prefetch K|auto    batches of requests in flight once ramped up (default auto: start
+                       at 8 and deepen while the reader starves and depth pays)
   --order ready|strict ready (default): batches from whatever arrived; strict: plan order
   --epochs E           epochs to read (default 1); each epoch's tail already requests the
                        next one's first samples (one window in all)

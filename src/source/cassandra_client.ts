@@ -32,6 +32,20 @@ export interface CassandraOptions {
  * client.js sets in its constructor and index.d.ts leaves out.
  */
 export type CassandraClient = cassandra.Client & { readonly options: cassandra.ClientOptions };
+
+/**
+ * Connections per local host when the address does not say (`connections=N`): two to start,
+ * so that a connection on a congested route has a neighbour to take its share (the 2025
+ * paper, §3.3), and more, up to the max, while a source's requests wait for a free slot
+ * (src/source/cassandra_source.ts): what is in flight grows with latency × rate through the
+ * loader's window, and the connections follow it.
+ */
+export const ADAPTIVE_CONNECTIONS = { start: 2, max: 8 } as const;
+const adaptive = new WeakSet<cassandra.Client>();
+/** Whether this client's connections per host were left to cassette (no `connections=` nor driver pooling). */
+export function adaptsConnections(client: cassandra.Client): boolean {
+  return adaptive.has(client);
+}
 export const cassandraTypes = cassandra.types;
 
 export async function openCassandra(address: string, options: CassandraOptions = {}): Promise<CassandraClient> {
@@ -56,11 +70,12 @@ export async function openCassandra(address: string, options: CassandraOptions =
     sslOptions: d.sslOptions ?? (a.tls ? {} : undefined),
     pooling: {
       heartBeatInterval: 10_000,
-      ...(a.connections ? { coreConnectionsPerHost: { [cassandra.types.distance.local]: a.connections, [cassandra.types.distance.remote]: 1 } } : {}),
+      coreConnectionsPerHost: { [cassandra.types.distance.local]: a.connections ?? ADAPTIVE_CONNECTIONS.start, [cassandra.types.distance.remote]: 1 },
       ...(a.requests ? { maxRequestsPerConnection: a.requests } : {}),
       ...d.pooling,
     },
   }) as CassandraClient;
+  if (!a.connections && !d.pooling?.coreConnectionsPerHost) adaptive.add(client);
   const where = `${a.hosts.join(",")}:${a.port}`;
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {

@@ -11,6 +11,7 @@ import type { CassandraStore } from "./cassandra.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
 import { storeError } from "./retryable.ts";
 import { type Lane, RateChooser } from "./connection_choice.ts";
+import { ADAPTIVE_CONNECTIONS, adaptsConnections } from "./cassandra_client.ts";
 
 export interface CassandraSourceOptions {
   /**
@@ -26,9 +27,22 @@ export interface CassandraSourceOptions {
 }
 
 const BALANCED = Symbol("cassette.balanced");
-/** A host of cassandra-driver 4.10, as far as the connection choice needs it. */
+/** cassandra-driver's distance.local: the hosts a client keeps its core connections to. */
+const LOCAL = 0;
+/** A host's connection pool in cassandra-driver 4.10 (lib/host-connection-pool.js), as far as cassette uses it. */
+interface DriverPool {
+  connections: Lane[];
+  options: { pooling: { maxRequestsPerConnection: number } };
+  /** Connections the pool keeps open; the driver opens one more per increaseSize() below it. */
+  coreConnectionsLength: number;
+  increaseSize(): void;
+  isClosing(): boolean;
+  on(event: "open", listener: (err?: Error) => void): void;
+}
+/** A host of cassandra-driver 4.10, as far as the connection choice and growth need it. */
 interface DriverHost {
-  pool?: { connections: Lane[]; options: { pooling: { maxRequestsPerConnection: number } } };
+  pool?: DriverPool;
+  isUp?(): boolean;
   borrowConnection(previous?: Lane): Lane;
   [BALANCED]?: true;
 }
@@ -57,6 +71,11 @@ export class CassandraSource implements Source {
   readonly #dataset: string;
   readonly #balance: "rate" | "driver";
   #balancedHosts = 0;
+  readonly #perConnection: number;
+  readonly #maxInFlight: number;
+  /** Whether connections grow with demand (ADAPTIVE_CONNECTIONS). */
+  readonly #grows: boolean;
+  readonly #watched = new WeakSet<DriverPool>();
 
   constructor(store: CassandraStore, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}) {
     this.#store = store;
@@ -69,19 +88,67 @@ export class CassandraSource implements Source {
     // More in flight than the pool's connections accept makes the driver fail requests with
     // BusyConnectionError: cap at connections × requests per connection × hosts.
     const pooling = store.client.options.pooling ?? {};
-    const perConn = pooling.maxRequestsPerConnection ?? 2048;
-    const conns = (pooling.coreConnectionsPerHost as Record<number, number> | undefined)?.[0] ?? 1; // 0: distance.local
+    this.#perConnection = pooling.maxRequestsPerConnection ?? 2048;
+    const conns = (pooling.coreConnectionsPerHost as Record<number, number> | undefined)?.[LOCAL] ?? 1;
     const hosts = Math.max(1, store.client.hosts?.length ?? 1);
-    this.#cap = new Capacity(Math.min(maxInFlight ?? Infinity, perConn * conns * hosts));
+    this.#maxInFlight = maxInFlight ?? Infinity;
+    this.#cap = new Capacity(Math.min(this.#maxInFlight, this.#perConnection * conns * hosts));
+    this.#grows = adaptsConnections(store.client);
     this.name = `${store.address} (${dataset})`;
     this.#balanceHosts(); // now, so that requests sent on the same client without this source are balanced too
+  }
+
+  #hosts(): DriverHost[] {
+    const hosts = this.#store.client.hosts;
+    return hosts ? [...(hosts.values() as Iterable<unknown>)] as DriverHost[] : [];
+  }
+
+  /**
+   * Requests are waiting for a slot: every local host opens one more connection, up to
+   * ADAPTIVE_CONNECTIONS.max, and the capacity rises as each one opens. Only for a client whose
+   * connections were left to cassette, and one step at a time. The count lives in the client's
+   * pooling options, not the pool: the driver resets each pool's count from them on every
+   * request (lib/host.js setDistance, called from lib/request-handler.js).
+   */
+  #grow(): void {
+    const core = this.#store.client.options.pooling?.coreConnectionsPerHost as Record<number, number> | undefined;
+    const local = core?.[LOCAL] ?? 0;
+    if (!core || local >= ADAPTIVE_CONNECTIONS.max) return;
+    const pools: DriverPool[] = [];
+    for (const h of this.#hosts()) {
+      const pool = h.pool;
+      if (!pool || pool.isClosing() || (h.isUp && !h.isUp()) || pool.coreConnectionsLength !== local) continue;
+      if (pool.connections.length < local) return; // the last step is still opening
+      pools.push(pool);
+    }
+    if (!pools.length) return;
+    core[LOCAL] = local + 1;
+    for (const pool of pools) {
+      if (!this.#watched.has(pool)) {
+        this.#watched.add(pool);
+        pool.on("open", (err) => err || this.#cap.raise(Math.min(this.#maxInFlight, this.#perConnection * this.#openConnections())));
+      }
+      pool.coreConnectionsLength = local + 1;
+      pool.increaseSize();
+    }
+  }
+
+  #openConnections(): number {
+    let n = 0;
+    for (const h of this.#hosts()) n += h.pool?.connections.length ?? 0;
+    return Math.max(1, n);
+  }
+
+  /** Connections open to the store's hosts now. */
+  get connections(): number {
+    return this.#openConnections();
   }
 
   /** Patches hosts the client has learned since the last call (NOTE [ Connection choice ]). */
   #balanceHosts(): void {
     const hosts = this.#store.client.hosts;
     if (this.#balance !== "rate" || !hosts || hosts.length === this.#balancedHosts) return;
-    for (const h of hosts.values() as Iterable<unknown>) balanceByRate(h as DriverHost);
+    for (const h of this.#hosts()) balanceByRate(h);
     this.#balancedHosts = hosts.length;
   }
 
@@ -104,7 +171,9 @@ export class CassandraSource implements Source {
         done(err instanceof Error ? err : new Error(String(err)));
       },
     );
-    return this.#cap.take();
+    const more = this.#cap.take();
+    if (!more && this.#grows && this.#cap.max < this.#maxInFlight) this.#grow();
+    return more;
   }
 
   /** The key `id` was ingested from (metadata_by_uuid), for an error that names the sample (src/read/decode_source.ts). */

@@ -41,30 +41,46 @@ export interface Source<S extends Fetched = Fetched> {
 }
 
 /**
- * Shared bookkeeping for sources with a fixed request capacity: counts in-flight requests,
+ * Shared bookkeeping for sources with a request capacity (fixed, or raised as connections open): counts in-flight requests,
  * answers `fetch` with false at capacity and calls drain listeners when a slot frees up.
  */
 export class Capacity {
-  readonly max: number;
+  #max: number;
   #inFlight = 0;
   #saturated = false;
   readonly #listeners: (() => void)[] = [];
 
   constructor(max: number) {
-    this.max = max;
+    this.#max = max;
+  }
+  get max(): number {
+    return this.#max;
+  }
+  /** Raises the capacity (a source that opened another connection): a saturated source drains. */
+  raise(max: number): void {
+    if (max <= this.#max) return;
+    this.#max = max;
+    if (this.#saturated && this.#inFlight < max) {
+      this.#saturated = false;
+      for (const l of this.#listeners) l();
+    }
   }
   /** Takes a slot; returns whether more requests may follow. */
   take(): boolean {
     this.#inFlight++;
-    if (this.#inFlight >= this.max) this.#saturated = true;
+    if (this.#inFlight >= this.#max) this.#saturated = true;
     return !this.#saturated;
   }
   release(): void {
     this.#inFlight--;
-    if (this.#saturated && this.#inFlight < this.max) {
+    if (this.#saturated && this.#inFlight < this.#max) {
       this.#saturated = false;
       for (const l of this.#listeners) l();
     }
+  }
+  /** Whether the last take() filled it (requests are waiting for a slot). */
+  get saturated(): boolean {
+    return this.#saturated;
   }
   onDrain(l: () => void): void {
     this.#listeners.push(l);

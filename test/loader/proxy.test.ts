@@ -6,9 +6,11 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
-import { startProxy, unevenEvery } from "../../tools/proxy/proxy.ts";
+import { startProxy, uniform, unevenEvery } from "../../tools/proxy/proxy.ts";
 import { parseStoreAddress } from "../../src/source/address.ts";
 import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraSource } from "../../src/source/cassandra_source.ts";
+import { ADAPTIVE_CONNECTIONS } from "../../src/source/cassandra_client.ts";
 import { Loader } from "../../src/loader.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
@@ -48,4 +50,53 @@ test("ready order through jitter and a congested connection: 2 ranks × 3 epochs
     await store.close();
     await proxy.close();
   }
+}, { skip: NO_CASSANDRA, timeoutMs: 180_000 });
+
+// Connections left to cassette (no `connections=` in the address) start at 2 and grow, up to
+// ADAPTIVE_CONNECTIONS.max, while requests wait for a slot; an address that names a count keeps
+// it. `requests=16` makes each connection's slots few, so a window of 256 must wait for them.
+test("connections: 2 to start, more while requests wait for a slot (not when the address names them), every id once", async () => {
+  const address = testCassandra("cassette_conns")!;
+  const a = parseStoreAddress(address) as Extract<ReturnType<typeof parseStoreAddress>, { kind: "cassandra" }>;
+  const dataset = `conns-${runtime.name}`;
+  const direct = await CassandraStore.open(address);
+  await direct.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
+  await direct.put(dataset, Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, label: i % 5, data: new Uint8Array(512).fill(i % 251) })));
+  const ids: string[] = [];
+  for await (const page of direct.scanNat(dataset)) ids.push(...page.map((r) => r.id));
+  await direct.close();
+  const auth = a.username ? `${a.username}:${a.password}@` : "";
+
+  const read = async (query: string) => {
+    const proxy = await startProxy({ target: { host: a.hosts[0], port: a.port }, profile: uniform(3) });
+    const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?${query}`);
+    try {
+      const source = new CassandraSource(store, dataset);
+      const opened = source.connections;
+      const loader = new Loader({ store: source, ids, batchSize: 32, prefetch: 8, seed: 3 });
+      const seen: string[] = [];
+      for (const epoch of [0, 1]) {
+        for await (const b of loader.epoch(epoch)) {
+          seen.push(...b.ids);
+          b.ids.forEach((id, i) => assert.is(b.offsets[i + 1] - b.offsets[i], 512, `bytes of ${id}`));
+        }
+      }
+      await loader.close();
+      assert.is(seen.length, 2 * ids.length, `${query}: every id read in both epochs`);
+      assert.is(new Set(seen).size, ids.length, `${query}: no id missing`);
+      // The proxy sees every TCP connection the driver made: the control connection and the pool's.
+      return { opened, end: source.connections, capacity: source.capacity, accepted: proxy.stats().accepted };
+    } finally {
+      await store.close();
+      await proxy.close();
+    }
+  };
+  const auto = await read("requests=16");
+  assert.is(auto.opened, ADAPTIVE_CONNECTIONS.start, "cassette's default opens 2 connections");
+  assert.ok(auto.end > ADAPTIVE_CONNECTIONS.start && auto.end <= ADAPTIVE_CONNECTIONS.max, `grew while requests waited: ${auto.end} connections`);
+  assert.is(auto.capacity, 16 * auto.end, "capacity follows the connections that opened");
+  assert.is(auto.accepted, auto.end + 1, "the proxy saw the pool's connections and the control connection");
+  const fixed = await read("requests=16&connections=2");
+  assert.is(fixed.end, 2, "an address that names its connections keeps them");
+  assert.is(fixed.capacity, 32);
 }, { skip: NO_CASSANDRA, timeoutMs: 180_000 });
