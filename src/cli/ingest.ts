@@ -19,16 +19,16 @@ SOURCE is one of:
                        name), optional 'key', and any metadata columns (e.g. patient_id)
 
 Samples are written atomically and keyed by sampleId(NAME, KEY): a re-run skips what is
-stored and resumes an interrupted ingest. Bad files are not stored: each is listed at the end
-with its path and why, and the exit status is 1 (--strict stops at the first instead).
+stored and resumes an interrupted ingest. Bad files are not stored: each is listed at the
+end with its path and why, and the exit status is 1 (--strict stops at the first instead).
 
 Every file's header is checked. With --verify each JPEG is also decoded in full, so corrupt
 scan data is found now, not by the epoch that first reads it; this is the default when the
-source has at most ${VERIFY_UP_TO} files (--no-verify turns it off). A file that does not decode is a
-bad file: skipped and listed with the decoder's reason and byte offset.
+source has at most ${VERIFY_UP_TO} files (--no-verify turns it off). A file that does not decode is
+a bad file: not stored, and listed with the decoder's reason and byte offset.
 
-Ctrl-C stops after the samples being written: it prints how many samples the store holds and
-exits with status 130. Run the same command again to resume (stored samples are skipped).
+Ctrl-C stops after the samples being written, says how many are stored and where, and exits
+with status 130. Run the same command again to resume: stored samples are skipped.
 
   --store URL          sqlite:PATH or cassandra://[user:pass@]host[,host…][:port]/KEYSPACE
   --dataset NAME       dataset name (letters, digits, . - _)

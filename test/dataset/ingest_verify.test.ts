@@ -97,5 +97,5 @@ test("cassette ingest: small sources are verified by default and corrupt files l
   const help = cassette("ingest", "--help");
   assert.match(help.out, /--verify +decode every JPEG in full/);
   assert.match(help.out, /default when the\s+source has at most 10000 files/);
-  assert.match(help.out, /Ctrl-C stops after the samples being written/);
+  assert.match(help.out, /Ctrl-C stops after the samples being written, says how many are stored and where, and exits\s+with status 130/);
 });
