@@ -38,7 +38,7 @@ import { type FileSourceOptions, openFileSource } from "../source/file.ts";
 import type { HttpSourceOptions } from "../source/http.ts";
 import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
-import { DecodeSource } from "./decode_source.ts";
+import { DecodeSource, type KeyedSource } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
 import { openWorkerSource } from "./worker_source.ts";
 
@@ -169,6 +169,8 @@ async function openAddress(address: string, o: OpenReadOptions): Promise<Source>
           return ids;
         },
         fetch: (id, done) => inner.fetch(id, done),
+        // A sample that fails to decode is named by its key (decode_source.ts).
+        ...("keyOf" in inner ? { keyOf: (id: string) => (inner as KeyedSource).keyOf(id) } : {}),
         onDrain: (l) => inner.onDrain(l),
         inFlight: () => inner.inFlight(),
         close: () => (closing ??= inner.close().finally(() => store.close())),

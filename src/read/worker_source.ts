@@ -307,5 +307,7 @@ export class WorkerSource implements ReadSource {
 function revive(e: SerializedError, prefix = ""): Error {
   const code = e.code?.startsWith("ERR_") ? (e.code as ErrorCode) : undefined;
   const err = code ? new CassetteError(code, prefix + e.message) : Object.assign(new Error(prefix + e.message), { name: e.name });
+  // A decode error names its sample (decode_source.ts): its id says so to the epoch's error.
+  if (e.name === "SampleDecodeError" && !prefix) Object.assign(err, { name: e.name, id: e.id });
   return Object.assign(err, { retryable: e.retryable });
 }

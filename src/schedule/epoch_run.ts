@@ -231,9 +231,12 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
       this.#pending--;
       if (this.#o.skipErrors) this.#skip(pos);
       else {
+        // An error that carries the sample's id (src/read's SampleDecodeError: its key and id,
+        // the source) already names it: it gets the epoch only, so each is said once.
+        const named = (err as { id?: unknown } | null)?.id === id;
         this.#error ??= new CassetteError(
           ((err as { code?: string })?.code?.startsWith?.("ERR_") ? (err as CassetteError).code : "ERR_STORE_UNREACHABLE"),
-          `Cannot read sample ${id} of epoch ${this.epoch} from ${this.#source?.name}: ${err?.message}`,
+          named ? `${err!.message} (epoch ${this.epoch})` : `Cannot read sample ${id} of epoch ${this.epoch} from ${this.#source?.name}: ${err?.message}`,
           { cause: err },
         );
       }

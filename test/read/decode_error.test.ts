@@ -81,6 +81,23 @@ test("a source that cannot look keys up: the error names the id, once", async ()
   }
 });
 
+test("the Loader by address, here and in a read worker: the epoch's error names the sample's key and id once each", async () => {
+  const { store, ids } = await corruptStore("address");
+  const address = store.address;
+  await store.close();
+  for (const workers of [0, 1]) {
+    const loader = new Loader({ store: address, dataset: "imgs", ids, batchSize: 4, decode: true, workers });
+    const e = await Array.fromAsync(loader.epoch(0)).then(() => null, (e) => e);
+    await loader.close();
+    assert.ok(e, "the epoch ends with an error");
+    const key = [CUT, MARKER].find((k) => e.message.includes(`'${k}'`));
+    assert.ok(key, `workers ${workers}: names a bad sample's key: ${e.message}`);
+    const id = sampleId("imgs", key!);
+    assert.equal([count(e.message, key!), count(e.message, id), count(e.message, address)], [1, 1, 1], e.message);
+    assert.match(e.message, /: at byte \d+ \(epoch 0\)$/);
+  }
+});
+
 test("the Loader: the epoch's error names the key once; with onError 'skip' both bad samples are counted and the rest delivered", async () => {
   const { store, ids } = await corruptStore("loader");
   try {

@@ -127,7 +127,7 @@ test("a missing id and a file that does not decode: errors name the sample and a
       const e2 = await fetchOne(workers, id).then(() => null, (e) => e);
       assert.instance(e2, CassetteError, key);
       assert.is(e2.code, "ERR_MALFORMED_INPUT");
-      assert.match(e2.message, `Cannot decode sample ${id}`);
+      assert.match(e2.message, `Cannot decode sample '${key}' (id ${id})`);
       assert.is(e2.retryable, false);
     }
   } finally {
