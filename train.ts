@@ -447,7 +447,7 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
     dataset: run.dataset,
     limit: run.limit,
     onProgress: (p) => {
-      if (p.written === 0 && !bar && p.done < p.total) return;
+      if (p.written === 0 && !bar) return; // a store that has it all: nothing to show
       bar ??= progress("ingest", p.total, run.json, runtime.now() - p.seconds * 1000);
       bar.update(p.done, `${p.written} new`);
     },
@@ -521,11 +521,11 @@ async function readPixels(l: Loader<DecodedImage>, [C, H, W]: number[], classes:
 async function writePlots(dir: string, model: string, reports: EpochReport[]): Promise<void> {
   const pts = (f: (r: EpochReport) => number) => reports.map((r) => [r.epoch, f(r)] as [number, number]);
   await writeFile(`${dir}/loss.svg`, lineChart({
-    title: `${model}: loss per epoch`, xLabel: "epoch", yLabel: "cross-entropy", markers: true,
+    title: `${model}: loss per epoch`, xLabel: "epoch", yLabel: "cross-entropy", markers: true, integerX: true,
     series: [{ name: "train (mean over the epoch's steps)", points: pts((r) => r.loss) }, { name: "test", points: pts((r) => r.testLoss) }],
   }));
   await writeFile(`${dir}/accuracy.svg`, lineChart({
-    title: `${model}: accuracy per epoch`, xLabel: "epoch", yLabel: "accuracy (%)", markers: true,
+    title: `${model}: accuracy per epoch`, xLabel: "epoch", yLabel: "accuracy (%)", markers: true, integerX: true,
     series: [{ name: "train", points: pts((r) => 100 * r.trainAccuracy) }, { name: "test", points: pts((r) => 100 * r.testAccuracy) }],
   }));
   // Steps numbered across the run; the test loss sits at the last step of its epoch.
@@ -535,12 +535,12 @@ async function writePlots(dir: string, model: string, reports: EpochReport[]): P
     testAt.push([steps.length, r.testLoss]);
   }
   await writeFile(`${dir}/steps.svg`, lineChart({
-    title: `${model}: training loss of every step`, xLabel: "step", yLabel: "cross-entropy", markers: true,
+    title: `${model}: training loss of every step`, xLabel: "step", yLabel: "cross-entropy", markers: true, integerX: true,
     series: [{ name: "train (each step's batch)", points: steps }, { name: "test (after each epoch)", points: testAt }],
   }));
   await writeFile(`${dir}/throughput.svg`, lineChart({
-    title: `${model}: training images/s and waiting for data, per epoch`, xLabel: "epoch", yLabel: "images/s", yMin: 0, markers: true,
-    yRight: { label: "waiting for data (% of the epoch)", min: 0, max: 100 },
+    title: `${model}: training images/s and waiting for data, per epoch`, xLabel: "epoch", yLabel: "images/s", yMin: 0, markers: true, integerX: true,
+    yRight: { label: "waiting for data (% of the epoch)", min: 0 },
     series: [{ name: "images/s", points: pts((r) => r.imagesPerSec) }, { name: "waiting (%)", axis: "right", points: pts((r) => 100 * r.waitShare) }],
   }));
 }

@@ -44,6 +44,8 @@ export interface LineChartOptions {
   yRight?: { label: string; min?: number; max?: number };
   /** A dot on every point (default false), so that sparse data shows where it was measured. */
   markers?: boolean;
+  /** x ticks on whole numbers only (epochs, steps). */
+  integerX?: boolean;
 }
 
 /** Tableau 10, then golden-angle hues for more series (each series keeps one colour). */
@@ -94,8 +96,8 @@ function fmt(v: number, step: number): string {
   return v.toFixed(Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
 }
 
-/** A linear axis over [min, max], bounds rounded out to ticks unless fixed. */
-function linearAxis(min: number, max: number, fixedLo?: number, fixedHi?: number): Axis {
+/** A linear axis over [min, max], bounds rounded out to ticks unless fixed; ticks at least `minStep` apart. */
+function linearAxis(min: number, max: number, fixedLo?: number, fixedHi?: number, minStep = 0): Axis {
   let lo = fixedLo ?? min, hi = fixedHi ?? max;
   if (!Number.isFinite(lo) && !Number.isFinite(hi)) lo = 0, hi = 1; // no data, nothing fixed
   else if (!Number.isFinite(lo)) lo = hi - (Math.abs(hi) || 1);
@@ -107,7 +109,7 @@ function linearAxis(min: number, max: number, fixedLo?: number, fixedHi?: number
     else if (fixedHi !== undefined && fixedLo === undefined) lo = hi - pad;
     else lo -= pad, hi += pad;
   }
-  const step = niceStep(hi - lo, 5);
+  const step = Math.max(minStep, niceStep(hi - lo, 5));
   if (fixedLo === undefined) lo = Math.floor(lo / step + 1e-9) * step;
   if (fixedHi === undefined) hi = Math.ceil(hi / step - 1e-9) * step;
   const ticks: number[] = [];
@@ -160,7 +162,7 @@ export function lineChart(o: LineChartOptions): string {
       else yMin = Math.min(yMin, p[1]), yMax = Math.max(yMax, p[1]);
     }
   }
-  const xa = linearAxis(xMin, xMax);
+  const xa = linearAxis(xMin, xMax, undefined, undefined, o.integerX ? 1 : 0);
   const ya = logY ? logAxis(yMin, yMax, o.yMin, o.yMax) : linearAxis(yMin, yMax, o.yMin, o.yMax);
   const ra = o.yRight && linearAxis(rMin, rMax, o.yRight.min, o.yRight.max);
 
@@ -237,10 +239,12 @@ export function lineChart(o: LineChartOptions): string {
     out.push('<g class="markers">');
     o.series.forEach((s, i) => {
       const y = yOf(s);
+      // Smaller where a series' points crowd (a dot per training step), 2.5 px where they are sparse.
+      const r = px(Math.max(1, Math.min(2.5, (right - left) / Math.max(1, s.points.length) / 2)));
       for (const p of s.points) {
         if (!ok(p, onRight(s))) continue;
         const cx = sx(p[0]), cy = y(p[1]);
-        if (inside(cx, cy)) out.push(`<circle data-series="${esc(s.name)}" cx="${px(cx)}" cy="${px(cy)}" r="2.5" fill="${colour(i)}"/>`);
+        if (inside(cx, cy)) out.push(`<circle data-series="${esc(s.name)}" cx="${px(cx)}" cy="${px(cy)}" r="${r}" fill="${colour(i)}"/>`);
       }
     });
     out.push("</g>");
