@@ -8,7 +8,7 @@
  * A benchmark that fails does not stop the others; the exit status is 1 if any failed.
  */
 import { spawnSync } from "node:child_process";
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,14 +21,14 @@ const dir = new URL(".", import.meta.url).pathname;
 const all = readdirSync(dir).filter((f) => f.endsWith(".bench.ts")).sort();
 const short = (f: string) => f.replace(/\.bench\.ts$/, "");
 
-// --quick: each benchmark's own --quick, and where that alone still takes long on 2 cores,
-// smaller sizes here (options after `--` come later, so they win). Measured on the project's
-// 2-core lavapipe machines: the whole --quick run takes about 2 minutes without Cassandra.
+// --quick: each benchmark's own --quick, and smaller sizes here where that alone still takes
+// long on 2 cores (options after `--` come later, so they win). On the project's 2-core
+// lavapipe machine with a Cassandra node the whole run took 101 s (read 29, train_io 36,
+// train_order 11, the rest ≤ 6 each); jpeg's every group took 63 s, its crops 2 s, and the cnn
+// is most of train's time.
 const QUICK: Record<string, string[]> = {
-  http: ["--samples", "1000", "--rounds", "2"],
   ingest: ["--samples", "500", "--rounds", "1"],
-  read: ["--settings", "rtt0,rtt20", "--samples", "1500"],
-  read_workers: ["--samples", "2048", "--workers", "0,2"],
+  jpeg: ["--only", "crops"],
   train: ["--model", "mlp"],
   train_io: ["--limit", "2048", "--epochs", "2"],
   train_order: ["--limit", "2048", "--seeds", "1"],
@@ -71,7 +71,7 @@ interface Outcome {
 }
 
 const needCassandra = chosen.filter((f) => NEEDS_CASSANDRA.has(short(f)));
-const noCassandra = needCassandra.length > 0 && !passed.includes("--store") && !(await answers(CASSANDRA));
+const noCassandra = needCassandra.length > 0 && !passed.some((a) => a === "--store" || a.startsWith("--store=")) && !(await answers(CASSANDRA));
 if (noCassandra) {
   console.log(`bench: no Cassandra node answers on ${CASSANDRA.host}:${CASSANDRA.port}: skipping ${needCassandra.map(short).join(", ")} (start one: bun src/cli/main.ts cassandra start)`);
 }
@@ -88,6 +88,10 @@ try {
       console.log(`\n=== ${tag}: skipped, no Cassandra node`);
       outcomes.push({ file: f, status: "skipped: no Cassandra", ok: true });
       continue;
+    }
+    // Its default store is the one train.ts makes; made here, it is minutes, not seconds.
+    if (short(f) === "read_workers" && !passed.some((a) => a.startsWith("--store")) && !existsSync(join(dir, "../data/fashion-mnist.sqlite"))) {
+      console.log(`bench: ${f} first ingests Fashion-MNIST into data/fashion-mnist.sqlite (once, as bun run train.ts does): several minutes`);
     }
     const benchArgv = [...(quick ? ["--quick", ...(QUICK[short(f)] ?? [])] : []), ...passed];
     console.log(`\n=== ${tag} … (${runtime.name} ${runtime.version}${benchArgv.length ? `, ${benchArgv.join(" ")}` : ""})`);
@@ -127,7 +131,8 @@ function firstTable(jsonl: string): string | undefined {
   if (!top) return undefined;
   // When the baseline is fastest, its 1.00× says nothing: the runner-up's ratio does.
   const shown = top.name === t.baseline && t.rows[1] ? `${t.baseline} fastest, then ${t.rows[1].name} ${t.rows[1].ratio.toFixed(2)}×` : `${top.name} ${top.ratio.toFixed(2)}× vs ${t.baseline}`;
-  return `${shown} (${t.title})`;
+  const title = t.title.length > 60 ? `${t.title.slice(0, 59)}…` : t.title;
+  return `${shown} (${title})`;
 }
 
 /** Whether a TCP connection to `host:port` opens within a second. */
