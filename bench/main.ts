@@ -29,6 +29,8 @@ const short = (f: string) => f.replace(/\.bench\.ts$/, "");
 const QUICK: Record<string, string[]> = {
   ingest: ["--samples", "500", "--rounds", "1"],
   jpeg: ["--only", "crops"],
+  // Quick figures do not belong beside the recorded ones in bench/read/figures.
+  read: ["--out", join(dir, "../.tmp/bench-quick/read-figures")],
   train: ["--model", "mlp"],
   train_io: ["--limit", "2048", "--epochs", "2"],
   train_order: ["--limit", "2048", "--seeds", "1"],
