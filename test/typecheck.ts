@@ -46,7 +46,8 @@ export interface TypecheckResult {
 export function typecheck(root = ROOT): Promise<TypecheckResult> {
   const files = typecheckFiles(root);
   return new Promise((done) => {
-    const child = spawn(join(root, "node_modules/.bin/deno"), ["check", "--quiet", ...files], {
+    // The binary itself, not .bin/deno (npm's Node shim since the set-up points it there for deno task): a kill reaches deno.
+    const child = spawn(join(root, "node_modules/deno/deno"), ["check", "--quiet", ...files], {
       cwd: root,
       env: { ...process.env, NO_COLOR: "1" },
       stdio: ["ignore", "pipe", "pipe"],
