@@ -39,13 +39,17 @@ export async function run(argv: string[]): Promise<number> {
       seed: intOption(options, "splits", "seed"),
     });
     await saveSplits(out, file);
+    // Samples in no split: those a balance or --max left out. Said every time, never silently.
+    const leftOut = rows.length - file.splits.reduce((n, s) => n + s.ids.length, 0);
     if (options.has("json")) {
       console.log(JSON.stringify({
-        out, dataset: spec.name, params: file.params,
+        out, dataset: spec.name, params: file.params, samples: rows.length, leftOut,
         splits: file.splits.map((s) => ({ name: s.name, count: s.ids.length, groups: s.groups.length, counts: s.counts })),
       }));
     } else {
       console.log(formatSplits(file, spec.label.classes));
+      const why = [b !== undefined && b !== "data" ? `--balance ${b}` : "", options.has("max") ? "--max" : ""].filter(Boolean).join(" and ");
+      console.log(leftOut ? `left out: ${leftOut} of ${rows.length} samples${why ? ` (${why})` : ""}` : `every one of the ${rows.length} samples is in a split`);
       console.log(`wrote ${out}`);
     }
     return 0;

@@ -1,9 +1,10 @@
 import * as assert from "uvu/assert";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "../_support/harness.ts";
 import { cassette } from "../_support/cli.ts";
+import { cjpeg } from "../_support/cjpeg.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 
 test("cassette id --json prints the documented ids", () => {
@@ -48,6 +49,32 @@ test("readers name a store address where nothing is, and make nothing there", ()
       assert.match(r.err, new RegExp(`cassette ${args[0]}: Cannot open the SQLite store at '.*store\\.sqlite': there is no such file`));
     }
     assert.not.ok(existsSync(join(dir, "typo")), "no folder or file was made");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("cassette splits says how many samples a balance left out, in text and --json", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-splits-"));
+  try {
+    // 6 samples of class a, 2 of class b: --balance equal keeps 2 of each.
+    const rows: string[] = ["path,label"];
+    for (let i = 0; i < 8; i++) {
+      const px = new Uint8Array(8 * 8).fill(20 * i);
+      writeFileSync(join(dir, `${i}.jpg`), cjpeg(px, 8, 8, 1));
+      rows.push(`${i}.jpg,${i < 6 ? "a" : "b"}`);
+    }
+    writeFileSync(join(dir, "m.csv"), rows.join("\n") + "\n");
+    const store = `sqlite:${join(dir, "s.sqlite")}`;
+    const ing = cassette("ingest", join(dir, "m.csv"), "--store", store, "--dataset", "skew");
+    assert.is(ing.code, 0, ing.err);
+    const text = cassette("splits", "--store", store, "--dataset", "skew", "--ratios", "1", "--balance", "equal", "--out", join(dir, "a.json"));
+    assert.is(text.code, 0, text.err);
+    assert.match(text.out, "left out: 4 of 8 samples (--balance equal)");
+    const json = cassette("splits", "--store", store, "--dataset", "skew", "--ratios", "1", "--out", join(dir, "b.json"), "--json");
+    assert.is(json.code, 0, json.err);
+    const doc = JSON.parse(json.out);
+    assert.equal([doc.samples, doc.leftOut], [8, 0], "without a balance every sample is in a split");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
