@@ -33,7 +33,17 @@ export type ErrorCode =
    */
   | "ERR_UNSUPPORTED"
   /** The current runtime lacks something cassette needs (no adapter, too old). */
-  | "ERR_RUNTIME";
+  | "ERR_RUNTIME"
+  /** A store's answer is over its size limit (an HTTP sample over `maxSampleBytes`, labels.json over `maxLabelsBytes`). */
+  | "ERR_TOO_LARGE"
+  /** A server's answer breaks its own framing (more bytes than its Content-Length announced). */
+  | "ERR_BAD_RESPONSE"
+  /** A redirect that is not followed: to another origin, or one too many. */
+  | "ERR_REDIRECT"
+  /** Credentials would be sent in the clear (Basic auth over plain http://) and that was not allowed. */
+  | "ERR_INSECURE_AUTH"
+  /** A TLS server's certificate is not trusted (no CA given signs it, or it does not name the host). */
+  | "ERR_TLS_UNTRUSTED";
 
 export class CassetteError extends Error {
   readonly code: ErrorCode;

@@ -2,7 +2,8 @@
  * Store addresses, as users write them (the README's "Any address"):
  *   sqlite:PATH
  *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&connections=N&requests=N]
- *   http(s)://HOST/PREFIX        objects at PREFIX/ID
+ *   http(s)://[user:pass@]HOST/PREFIX[?maxsample=64MiB&redirects=3&ca=PATH&…]   objects at
+ *                                PREFIX/ID; the options are read by source/http.ts (parseHttpUrl)
  *   file:DIR
  */
 import { CassetteError } from "../errors.ts";

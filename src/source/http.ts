@@ -13,12 +13,25 @@
  *
  * Answers: 2xx is the sample; 404/410 is "Cannot find sample <id>" (ERR_STORE, not
  * retryable); 5xx, 408, 429 and network failures or timeouts are ERR_STORE_UNREACHABLE,
- * retryable; any other status (403, 401, 400, a 3xx undici does not follow) is ERR_STORE, not
+ * retryable; any other status (403, 401, 400, a 3xx not followed) is ERR_STORE, not
  * retryable: asking again gets the same answer. Every error carries that `retryable` flag
  * (retryable.ts) and names the id's URL, and the status if any.
  *
+ * Against a hostile or broken server, none of these is retried:
+ * - ERR_TOO_LARGE: a sample over `maxSampleBytes` (labels.json over `maxLabelsBytes`; both
+ *   64 MiB by default), seen in Content-Length before any buffer is made, or as the bytes of
+ *   a body without one arrive; the connection is dropped. The source remembers such ids and
+ *   answers them without asking again: with a hedge, one is asked for at most twice.
+ * - ERR_BAD_RESPONSE: more bytes than Content-Length announced (see Get.onResponseEnd). A body
+ *   cut short is a failed connection (ERR_STORE_UNREACHABLE, retried): never handed on.
+ * - ERR_REDIRECT: redirects (301, 302, 303, 307, 308) are followed within the store's origin
+ *   only, at most `maxRedirects` (3) per request.
+ * - ERR_INSECURE_AUTH, at open: credentials in an http:// URL, unless allowed.
+ * - ERR_TLS_UNTRUSTED: an https:// certificate that no CA trusted signs (`ca` adds one).
+ *
  * URL options (query string, removed from the prefix): `connections`, `pipelining`,
- * `inflight`; credentials in the URL are sent as HTTP Basic authorization.
+ * `inflight`, `maxsample`, `maxlabels` (bytes, or 64MiB), `redirects`, `insecureauth=1`,
+ * `ca=PATH` (parseHttpUrl); credentials in the URL are sent as HTTP Basic authorization.
  *
  * @example
  * ```ts
@@ -33,14 +46,17 @@
 // Bun answers a bare "undici" with its own stub, whose Pool cannot close
 // (oven-sh/bun#12773, #19748): the file path reaches the installed package in every runtime.
 import undici from "undici/index.js";
+import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { checkDataset, LABELS_FILE, parseLabels } from "./file.ts";
-import { retryableStatus, storeError } from "./retryable.ts";
+import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
 import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
 
 const { Client, Pool } = undici;
 type UndiciClient = InstanceType<typeof Client>;
 type UndiciPool = InstanceType<typeof Pool>;
+
+const MiB = 1 << 20;
 
 export interface HttpSourceOptions {
   /** The dataset expected in labels.json (default: whatever it names). */
@@ -53,9 +69,26 @@ export interface HttpSourceOptions {
   maxInFlight?: number;
   /** Milliseconds to wait for a response's headers, and between body chunks (default 30 000). */
   timeoutMs?: number;
+  /**
+   * The largest sample, in bytes (default 64 MiB). A larger one is ERR_TOO_LARGE, not
+   * retried: checked against Content-Length before any buffer is made, and against the bytes
+   * as they arrive.
+   */
+  maxSampleBytes?: number;
+  /** The largest labels.json, in bytes (default 64 MiB), checked as `maxSampleBytes` is. */
+  maxLabelsBytes?: number;
+  /** Redirects followed per request, within the store's origin only (default 3; 0 follows none). */
+  maxRedirects?: number;
+  /**
+   * Send credentials given in an `http://` URL (default false: refused at open, as Basic
+   * authorization puts the password on the wire readable by anyone on the path).
+   */
+  allowInsecureAuth?: boolean;
+  /** CA certificates (PEM) to trust for `https://`, in place of the runtime's built-in list. */
+  ca?: string | Uint8Array | Array<string | Uint8Array>;
 }
 
-/** Per request: the Client the pool chose sets `conn` here when it takes the request. */
+/** Per request: the Client the pool chose sets `conn` and `link` here when it takes the request. */
 const kRequest = Symbol("cassette.request");
 
 interface Options {
@@ -66,84 +99,213 @@ interface Options {
   [kRequest]: Get;
 }
 
+/** A connection's current socket, kept by its Client (see Get.onResponseEnd for why). */
+interface Link {
+  socket?: { destroyed: boolean; errored?: unknown };
+  /** The last response that ended on it. */
+  last?: Get;
+}
+
+/** undici's request controller, as far as a handler uses it. */
+interface Controller {
+  abort(reason: Error): void;
+}
+
+/** Redirects that say "the same GET, elsewhere" (RFC 9110 §15.4). */
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
 /**
- * One GET, answered through `cb` with the status and the body (only a 2xx body is kept).
- * A handler in undici's dispatch API: no stream per response, and the body lands in one
- * buffer sized by content-length.
+ * One GET, answered once through `cb`: the status and, for a 2xx, the body. A handler in
+ * undici's dispatch API: no stream per response, and the body lands in one buffer sized by
+ * content-length once that is checked against the limit; without one, chunks are kept up to
+ * the limit. A body over the limit aborts the request (undici closes that connection).
  */
 class Get {
   /** Set by the connection that takes the request. */
   conn?: string;
+  link?: Link;
   /** An error answer's Retry-After, in ms from now (RFC 9110 §10.2.3). */
   retryAfterMs?: number;
+  /** A redirect's Location. */
+  location?: string;
+  status = 0;
+  statusText = "";
+  body: Uint8Array = new Uint8Array(0);
+  /** The body's bytes so far, and what Content-Length announced (-1: none). */
+  received = 0;
+  announced = -1;
   /** True while undici's dispatch() runs: errors it reports synchronously are deferred. */
   dispatching = false;
-  #status = 0;
-  #statusText = "";
-  #body: Uint8Array | null = null;
+  #buf: Uint8Array | null = null;
   #chunks: Uint8Array[] = [];
-  #length = 0;
-  readonly #cb: (err: Error | null, status: number, statusText: string, body: Uint8Array) => void;
+  #answered = false;
+  #controller?: Controller;
+  /** "sample ID" or "labels.json", and where it is asked (no credentials), for messages. */
+  readonly what: string;
+  readonly url: string;
+  /** The most bytes kept, and the option that sets it (for the error). */
+  readonly limit: number;
+  readonly limitName: string;
+  readonly #cb: (err: Error | null, get: Get) => void;
 
-  constructor(cb: (err: Error | null, status: number, statusText: string, body: Uint8Array) => void) {
+  constructor(what: string, url: string, limit: number, limitName: string, cb: (err: Error | null, get: Get) => void) {
+    this.what = what;
+    this.url = url;
+    this.limit = limit;
+    this.limitName = limitName;
     this.#cb = cb;
   }
 
   // Called again when undici re-sends a request that was behind a failed pipeline head.
-  onRequestStart(): void {
-    this.#status = 0;
-    this.#body = null;
+  onRequestStart(c: Controller): void {
+    this.#controller = c;
+    if (this.#answered) return c.abort(new Error("cancelled")); // cancel()ed before it was sent
+    this.status = 0;
+    this.received = 0;
+    this.announced = -1;
+    this.#buf = null;
     this.#chunks = [];
-    this.#length = 0;
   }
-  onResponseStart(_c: unknown, status: number, headers: Record<string, string | string[]>, statusText?: string): void {
+  onResponseStart(c: Controller, status: number, headers: Record<string, string | string[]>, statusText?: string): void {
     if (status < 200) return; // 1xx informational: the real answer follows
-    this.#status = status;
-    this.#statusText = statusText ?? "";
-    if (status >= 300) this.retryAfterMs = retryAfter(headers["retry-after"]);
-    const len = Number(headers["content-length"]);
-    if (status < 300 && Number.isSafeInteger(len) && len >= 0) this.#body = new Uint8Array(len);
+    this.status = status;
+    this.statusText = statusText ?? "";
+    if (status >= 300) {
+      this.retryAfterMs = retryAfter(headers["retry-after"]);
+      const loc = headers["location"];
+      if (typeof loc === "string") this.location = loc;
+      return;
+    }
+    const cl = headers["content-length"];
+    const len = typeof cl === "string" && /^\d+$/.test(cl.trim()) ? Number(cl) : NaN;
+    if (!Number.isSafeInteger(len)) return;
+    // Checked before the buffer is made: a hostile length must not allocate.
+    if (len > this.limit) return this.#refuse(c, this.#tooLarge(`its Content-Length announces ${len} bytes`));
+    this.announced = len;
+    this.#buf = new Uint8Array(len);
   }
-  onResponseData(_c: unknown, chunk: Uint8Array): void {
-    if (this.#status >= 300) return; // an error page: not kept
+  onResponseData(c: Controller, chunk: Uint8Array): void {
+    if (this.status >= 300 || this.#answered) return; // an error page: not kept
+    const n = this.received + chunk.length;
+    // undici frames the body by Content-Length, so this is a second line of defence.
+    if (this.announced >= 0 && n > this.announced) return this.#refuse(c, this.#overrun());
+    if (n > this.limit) return this.#refuse(c, this.#tooLarge(`more than ${this.limit} bytes arrived${this.announced < 0 ? " with no Content-Length" : ""}`));
     // Copy: undici's chunks are views of the socket's read buffer, shared with the next
     // pipelined responses, and consumers may transfer (detach) a sample's buffer.
-    if (this.#body && this.#length + chunk.length <= this.#body.length) this.#body.set(chunk, this.#length);
+    if (this.#buf) this.#buf.set(chunk, this.received);
     else this.#chunks.push(chunk.slice());
-    this.#length += chunk.length;
+    this.received = n;
   }
   onResponseEnd(): void {
-    let body = this.#body ?? new Uint8Array(0);
-    if (this.#chunks.length || (this.#body && this.#length !== this.#body.length)) body = this.#joined();
-    this.#cb(null, this.#status, this.#statusText, body);
+    if (this.#answered) return;
+    if (this.status < 200 || this.status >= 300) return this.#answer(null);
+    if (this.#buf) {
+      // undici fails a body shorter than Content-Length before this; never hand on a short one.
+      if (this.received !== this.announced) {
+        return this.#answer(storeError("ERR_BAD_RESPONSE", `Cannot get ${this.what} from ${this.url} as the server ended its answer after ${this.received} of the ${this.announced} bytes its Content-Length announced`, false));
+      }
+      this.body = this.#buf;
+    } else this.body = joined(this.#chunks, this.received);
+    this.#buf = null;
+    this.#chunks = [];
+    // A server that sends more than it announced: undici ends this response at Content-Length
+    // and fails the connection on the extra bytes, in the same read (so before a microtask
+    // runs) when they came with the body's end. Wait that long, and refuse the body if the
+    // connection broke that way: the bytes were not what the server meant to send. Other
+    // breaks (a close undici asked for, a failed write of the next request) leave it alone,
+    // as do answers that ended before this one in the same read (pipelining).
+    const link = this.link;
+    const socket = link?.socket;
+    if (link) link.last = this;
+    queueMicrotask(() => {
+      const e = socket?.destroyed && link?.last === this ? socket.errored : undefined;
+      this.#answer(notAResponse(e) ? this.#overrun(e) : null);
+    });
   }
   onResponseError(_c: unknown, err: Error): void {
-    if (this.dispatching) queueMicrotask(() => this.#cb(err, 0, "", new Uint8Array(0)));
-    else this.#cb(err, 0, "", new Uint8Array(0));
+    if (this.#answered) return;
+    if (this.dispatching) queueMicrotask(() => this.#answer(err));
+    else this.#answer(err);
   }
 
-  /** The body when content-length was absent or wrong: whatever arrived, in order. */
-  #joined(): Uint8Array {
-    const out = new Uint8Array(this.#length);
-    let at = 0;
-    if (this.#body) {
-      const pre = Math.min(this.#body.length, this.#length);
-      out.set(this.#body.subarray(0, pre));
-      at = pre;
-    }
-    for (const c of this.#chunks) out.set(c, at), (at += c.length);
-    return out;
+  /** Answers `err` now and drops the request: unsent, it never will be; sent, its connection closes. */
+  cancel(err: Error): void {
+    if (this.#answered) return;
+    this.#answer(err);
+    this.#controller?.abort(err);
+  }
+
+  #answer(err: Error | null): void {
+    if (this.#answered) return;
+    this.#answered = true;
+    this.#cb(err, this);
+  }
+  /** Fails this request with `err` (ours, named and not retryable) and drops the connection. */
+  #refuse(c: Controller, err: CassetteError): void {
+    this.#answer(err);
+    this.#buf = null;
+    this.#chunks = [];
+    c.abort(err);
+  }
+  #tooLarge(why: string): CassetteError & Retryable {
+    return storeError("ERR_TOO_LARGE", `Cannot get ${this.what} from ${this.url} as it is over the ${bytes(this.limit)} limit (${this.limitName}): ${why}`, false);
+  }
+  #overrun(cause?: unknown): CassetteError & Retryable {
+    const framing = this.announced >= 0 ? `the ${this.announced} bytes its Content-Length announced` : "the end of its body";
+    return storeError("ERR_BAD_RESPONSE", `Cannot get ${this.what} from ${this.url} as the server sent bytes past ${framing}: its answer cannot be trusted${cause ? ` (${describe(cause)})` : ""}`, false, { cause });
   }
 }
 
-/** Opens the store at `url`: checks the address, fetches labels.json once. */
+/**
+ * Whether a connection failed on bytes that are no HTTP response: undici's "bad response"
+ * (bytes when no request is waiting) or a parser error (they were read as the next answer).
+ */
+function notAResponse(e: unknown): boolean {
+  const err = e as { name?: unknown; code?: unknown; message?: unknown } | null | undefined;
+  return err?.name === "HTTPParserError" || (err?.code === "UND_ERR_SOCKET" && err.message === "bad response");
+}
+
+/** Chunks joined into one buffer of `length` bytes. */
+function joined(chunks: Uint8Array[], length: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const c of chunks) out.set(c, at), (at += c.length);
+  return out;
+}
+
+/** Opens the store at `url`: checks the address and its options, fetches labels.json once. */
 export async function openHttpSource(url: string, o: HttpSourceOptions = {}): Promise<HttpSource> {
-  const { origin, prefix, auth, params, shown } = parseHttpUrl(url);
+  const { origin, prefix, auth, params, caFile, shown } = parseHttpUrl(url);
   const opts: HttpSourceOptions = { ...params, ...o };
   const connections = positive(opts.connections ?? 8, "connections", shown);
   const pipelining = positive(opts.pipelining ?? 4, "pipelining", shown);
   const maxInFlight = positive(opts.maxInFlight ?? connections * pipelining * 4, "maxInFlight", shown);
   const timeout = positive(opts.timeoutMs ?? 30_000, "timeoutMs", shown);
+  const limits = {
+    sample: positive(opts.maxSampleBytes ?? 64 * MiB, "maxSampleBytes", shown),
+    labels: positive(opts.maxLabelsBytes ?? 64 * MiB, "maxLabelsBytes", shown),
+    redirects: opts.maxRedirects ?? 3,
+  };
+  if (!Number.isInteger(limits.redirects) || limits.redirects < 0) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${shown} as 'maxRedirects' must be an integer ≥ 0: current value is ${limits.redirects}`);
+  }
+  if (auth && origin.startsWith("http:") && !opts.allowInsecureAuth) {
+    throw new CassetteError(
+      "ERR_INSECURE_AUTH",
+      `Cannot open ${shown} with the credentials in its URL as plain http:// would send the password readable to anyone on the path: use https://, or allow it with insecureauth=1 in the address (or the option allowInsecureAuth: true)`,
+    );
+  }
+  let ca = opts.ca;
+  if (ca === undefined && caFile !== undefined) {
+    try {
+      ca = await runtime.readFile(caFile);
+    } catch (e) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${shown} as its CA file '${caFile}' (ca=) cannot be read: ${describe(e)}`, { cause: e });
+    }
+  }
+  // PEM is text; as strings, every runtime's tls.connect takes it.
+  const cas = ca === undefined ? undefined : (Array.isArray(ca) ? ca : [ca]).map((c) => (typeof c === "string" ? c : new TextDecoder().decode(c)));
   const host = new URL(origin).host;
   let made = 0;
   const pool = new Pool(origin, {
@@ -151,9 +313,10 @@ export async function openHttpSource(url: string, o: HttpSourceOptions = {}): Pr
     pipelining,
     headersTimeout: timeout,
     bodyTimeout: timeout,
+    ...(cas ? { connect: { ca: cas } } : {}),
     factory: (o: string | URL, opts: object) => new TaggedClient(o, opts as never, `${host}#${++made}`),
   });
-  const source = new HttpSource(pool, shown, prefix, auth, maxInFlight);
+  const source = new HttpSource(pool, shown, origin, prefix, auth, maxInFlight, limits);
   try {
     await source.loadLabels(o.dataset);
   } catch (e) {
@@ -163,18 +326,33 @@ export async function openHttpSource(url: string, o: HttpSourceOptions = {}): Pr
   return source;
 }
 
-/** A pool connection that writes its name into each request it takes. */
+type Connect = (opts: object, cb: (err: Error | null, socket: Link["socket"] | null) => void) => void;
+
+/**
+ * A pool connection that writes its name into each request it takes, and keeps its socket:
+ * the pool's connector (with the CA, if one was given) is wrapped to see each socket it opens.
+ */
 class TaggedClient extends Client {
   readonly #tag: string;
-  constructor(origin: string | URL, opts: ConstructorParameters<typeof Client>[1], tag: string) {
-    super(origin, opts);
+  readonly #link: Link;
+  constructor(origin: string | URL, opts: ConstructorParameters<typeof Client>[1] & { connect: Connect }, tag: string) {
+    const link: Link = {};
+    const connect: Connect = (o, cb) => opts.connect(o, (err, socket) => (link.socket = socket ?? undefined, cb(err, socket)));
+    super(origin, { ...opts, connect: connect as never });
     this.#tag = tag;
+    this.#link = link;
   }
   override dispatch(opts: Parameters<UndiciClient["dispatch"]>[0], handler: Parameters<UndiciClient["dispatch"]>[1]): boolean {
     const r = (opts as unknown as Partial<Options>)[kRequest];
-    if (r) r.conn = this.#tag;
+    if (r) r.conn = this.#tag, r.link = this.#link;
     return super.dispatch(opts, handler);
   }
+}
+
+interface Limits {
+  sample: number;
+  labels: number;
+  redirects: number;
 }
 
 export class HttpSource implements Source {
@@ -183,33 +361,51 @@ export class HttpSource implements Source {
   dataset = "";
   readonly #pool: UndiciPool;
   readonly #url: string;
+  readonly #origin: string;
   readonly #prefix: string;
   readonly #headers?: Record<string, string>;
   readonly #cap: Capacity;
+  readonly #limits: Limits;
   #labels: ReadonlyMap<string, number> = new Map();
+  /**
+   * Samples found over maxSampleBytes, with why: answered from here, not asked again. With
+   * the hedge's one extra request, a sample over the limit is asked for at most twice.
+   */
+  readonly #tooLarge = new Map<string, string>();
+  /**
+   * Sample requests in flight, by id: the same id asked twice at once (a hedge) and found over
+   * the limit is cancelled with the first, or undici would send it again on a new connection
+   * when it was pipelined behind the one dropped.
+   */
+  readonly #asked = new Map<string, Array<{ get?: Get }>>();
 
-  constructor(pool: UndiciPool, url: string, prefix: string, auth: string | undefined, maxInFlight: number) {
+  constructor(pool: UndiciPool, url: string, origin: string, prefix: string, auth: string | undefined, maxInFlight: number, limits: Limits) {
     this.#pool = pool;
     this.#url = url;
+    this.#origin = origin;
     this.#prefix = prefix;
     if (auth) this.#headers = { authorization: `Basic ${auth}` };
     this.#cap = new Capacity(maxInFlight);
+    this.#limits = limits;
     this.name = url;
   }
 
   /** @internal Fetches PREFIX/labels.json; checks it names `dataset` when given. */
   async loadLabels(dataset?: string): Promise<void> {
     const where = `${this.#url}/${LABELS_FILE}`;
-    const { status, statusText, body } = await new Promise<{ status: number; statusText: string; body: Uint8Array }>((resolve, reject) => {
-      this.#get(LABELS_FILE, (err, status, statusText, body) => (err ? reject(err) : resolve({ status, statusText, body })));
+    const get = await new Promise<Get>((resolve, reject) => {
+      this.#get(LABELS_FILE, LABELS_FILE, this.#limits.labels, "maxLabelsBytes", (err, get) => (err ? reject(err) : resolve(get)));
     }).catch((e) => {
+      if (e instanceof CassetteError) throw e; // ours: a limit, a redirect, a lying server
+      if (untrusted(e)) throw untrustedError(`Cannot open ${this.#url}`, e);
       throw new CassetteError("ERR_STORE_UNREACHABLE", `Cannot open ${this.#url} as ${where} cannot be fetched: ${describe(e)}`, { cause: e });
     });
+    const { status, statusText, body } = get;
     if (status === 404 || status === 410) {
-      throw new CassetteError("ERR_STORE", `Cannot open ${this.#url} as ${where} answered HTTP ${status}: serve a folder written by cassette export (an interrupted export has no labels.json yet)`);
+      throw new CassetteError("ERR_STORE", `Cannot open ${this.#url} as ${get.url} answered HTTP ${status}: serve a folder written by cassette export (an interrupted export has no labels.json yet)`);
     }
     if (status < 200 || status >= 300) {
-      throw new CassetteError(status >= 500 ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot open ${this.#url} as ${where} answered HTTP ${status} ${statusText}`.trimEnd());
+      throw new CassetteError(status >= 500 ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot open ${this.#url} as ${get.url} answered HTTP ${status} ${statusText}`.trimEnd());
     }
     const parsed = parseLabels(new TextDecoder().decode(body), where);
     checkDataset(parsed.dataset, dataset, this.#url);
@@ -226,18 +422,40 @@ export class HttpSource implements Source {
   fetch(id: string, done: FetchCallback): boolean {
     const more = this.#cap.take();
     const label = this.#labels.get(id);
-    if (label === undefined) {
+    const known = this.#tooLarge.get(id);
+    if (label === undefined || known !== undefined) {
       // Not exported: no request can find it (and ids outside the table are not object names).
+      // Over the limit: it was, and asking again would download it again.
       queueMicrotask(() => {
         this.#cap.release();
+        if (known !== undefined) return done(storeError("ERR_TOO_LARGE", `${known} (found before: not asked again)`, false));
         done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}' at ${this.#url}: it is not in ${LABELS_FILE}`, false));
       });
       return more;
     }
-    const get = this.#get(id, (err, status, statusText, body) => {
+    const asked = { get: undefined as Get | undefined };
+    const twins = this.#asked.get(id);
+    if (twins) twins.push(asked);
+    else this.#asked.set(id, [asked]);
+    this.#get(id, `sample ${id}`, this.#limits.sample, "maxSampleBytes", (err, get) => {
       this.#cap.release();
-      const url = `${this.#url}/${id}`;
-      if (err) return done(storeError("ERR_STORE_UNREACHABLE", `Cannot get ${url}: ${describe(err)}`, true, { cause: err }));
+      const all = this.#asked.get(id)!;
+      all.splice(all.indexOf(asked), 1);
+      if (all.length === 0) this.#asked.delete(id);
+      const url = get.url;
+      if (err) {
+        if (err instanceof CassetteError) {
+          // Ours, named and flagged: a limit, a redirect, a lying server.
+          if (err.code === "ERR_TOO_LARGE") {
+            this.#tooLarge.set(id, err.message);
+            for (const twin of all.slice()) twin.get?.cancel(err);
+          }
+          return done(err);
+        }
+        if (untrusted(err)) return done(untrustedError(`Cannot get ${url}`, err));
+        return done(storeError("ERR_STORE_UNREACHABLE", `Cannot get ${url}: ${describeFailure(err, get)}`, true, { cause: err }));
+      }
+      const { status, statusText, body } = get;
       if (status >= 200 && status < 300) {
         const s: Fetched = { id, label, data: body };
         if (get.conn) s.conn = get.conn;
@@ -251,15 +469,45 @@ export class HttpSource implements Source {
       const e = storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot get ${url}: it answered ${answer}`, again);
       if (again && get.retryAfterMs !== undefined) e.retryAfterMs = get.retryAfterMs;
       done(e);
-    });
+    }, asked);
     return more;
   }
 
-  #get(name: string, cb: ConstructorParameters<typeof Get>[0]): Get {
-    const get = new Get(cb);
+  /**
+   * GETs PREFIX/`name`, following redirects within the origin, at most `limits.redirects` of
+   * them; answers with the last request (its status, body, connection and URL). `asked.get`
+   * is the request in flight.
+   */
+  #get(name: string, what: string, limit: number, limitName: string, cb: (err: Error | null, get: Get) => void, asked?: { get?: Get }): void {
+    const first = `${this.#url}/${name}`;
+    const go = (path: string, url: string, hops: number): void => {
+      const next = new Get(what, url, limit, limitName, (err, get) => {
+        if (err || !REDIRECTS.has(get.status) || get.location === undefined) return cb(err, get);
+        const from = `Cannot get ${what} from ${first} as ${url === first ? "it" : url}`;
+        let to: URL;
+        try {
+          to = new URL(get.location, this.#origin + path);
+        } catch {
+          return cb(storeError("ERR_REDIRECT", `${from} redirects (HTTP ${get.status}) to '${shownUrl(get.location)}', which is not a URL`, false), get);
+        }
+        if (to.origin !== this.#origin) {
+          return cb(storeError("ERR_REDIRECT", `${from} redirects (HTTP ${get.status}) to ${shownUrl(to)}, another origin: only redirects within ${this.#origin} are followed`, false), get);
+        }
+        if (hops >= this.#limits.redirects) {
+          return cb(storeError("ERR_REDIRECT", `${from} redirects (HTTP ${get.status}) to ${shownUrl(to)}, one more than the ${this.#limits.redirects} followed (maxRedirects)`, false), get);
+        }
+        go(to.pathname + to.search, shownUrl(to), hops + 1);
+      });
+      if (asked) asked.get = next;
+      this.#send(next, path);
+    };
+    go(`${this.#prefix}/${name}`, first, 0);
+  }
+
+  #send(get: Get, path: string): void {
     // blocking: false, or undici sends the next request on a connection only once this one's
     // headers are back (its default for GET), and pipelining buys nothing over a long RTT.
-    const opts: Options = { path: `${this.#prefix}/${name}`, method: "GET", blocking: false, [kRequest]: get };
+    const opts: Options = { path, method: "GET", blocking: false, [kRequest]: get };
     if (this.#headers) opts.headers = this.#headers;
     get.dispatching = true;
     try {
@@ -269,7 +517,6 @@ export class HttpSource implements Source {
     } finally {
       get.dispatching = false;
     }
-    return get;
   }
 
   onDrain(listener: () => void): void {
@@ -286,12 +533,26 @@ export class HttpSource implements Source {
   }
 }
 
+/** Address options: query name → option, and how its value reads. */
+const PARAMS = {
+  connections: ["connections", "count"],
+  pipelining: ["pipelining", "count"],
+  inflight: ["maxInFlight", "count"],
+  maxsample: ["maxSampleBytes", "bytes"],
+  maxlabels: ["maxLabelsBytes", "bytes"],
+  redirects: ["maxRedirects", "count0"],
+  insecureauth: ["allowInsecureAuth", "flag"],
+  ca: ["ca", "path"],
+} as const;
+
 /**
- * `http(s)://[user:pass@]HOST[:PORT]/PREFIX[?connections=N&pipelining=N&inflight=N]` →
- * origin, path prefix (no trailing slash), Basic credentials, options, and the URL to show
- * (no credentials, no options).
+ * `http(s)://[user:pass@]HOST[:PORT]/PREFIX[?OPTION=VALUE&…]` → origin, path prefix (no
+ * trailing slash), Basic credentials, options, the CA file named, and the URL to show (no
+ * credentials, no options). Options: connections, pipelining, inflight (positive integers);
+ * maxsample, maxlabels (bytes, or with a KiB, MiB or GiB suffix); redirects (≥ 0);
+ * insecureauth=1; ca=PATH (a PEM file).
  */
-export function parseHttpUrl(url: string): { origin: string; prefix: string; auth?: string; params: HttpSourceOptions; shown: string } {
+export function parseHttpUrl(url: string): { origin: string; prefix: string; auth?: string; params: HttpSourceOptions; caFile?: string; shown: string } {
   let u: URL;
   try {
     u = new URL(url);
@@ -306,16 +567,49 @@ export function parseHttpUrl(url: string): { origin: string; prefix: string; aut
   const auth = u.username || u.password
     ? btoa(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`)
     : undefined;
-  const params: HttpSourceOptions = {};
-  const names = { connections: "connections", pipelining: "pipelining", inflight: "maxInFlight" } as const;
+  const params: Record<string, number | boolean> = {};
+  let caFile: string | undefined;
   for (const [k, v] of u.searchParams) {
-    const key = names[k as keyof typeof names];
-    if (!key) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' is not an option (${Object.keys(names).join(", ")})`);
-    if (!/^\d+$/.test(v) || Number(v) < 1) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' must be a positive integer: current value is ${v}`);
-    params[key] = Number(v);
+    const bad = (why: string): never => {
+      throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' ${why}: current value is ${v}`);
+    };
+    const p = PARAMS[k as keyof typeof PARAMS];
+    if (!p) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' is not an option (${Object.keys(PARAMS).join(", ")})`);
+    const [key, kind] = p;
+    if (kind === "path") {
+      if (!v) bad("must name a file");
+      caFile = v;
+    } else if (kind === "flag") {
+      if (v !== "0" && v !== "1") bad("must be 1 or 0");
+      params[key] = v === "1";
+    } else if (kind === "bytes") {
+      const m = /^(\d+)(KiB|MiB|GiB)?$/.exec(v);
+      const n = m ? Number(m[1]) * ({ KiB: 1 << 10, MiB: 1 << 20, GiB: 1 << 30 }[m[2] ?? ""] ?? 1) : 0;
+      if (!(n >= 1 && Number.isSafeInteger(n))) bad("must be a positive number of bytes (e.g. 1048576 or 1MiB)");
+      params[key] = n;
+    } else {
+      if (!/^\d+$/.test(v) || (kind === "count" && Number(v) < 1)) bad(kind === "count" ? "must be a positive integer" : "must be an integer ≥ 0");
+      params[key] = Number(v);
+    }
   }
   if (u.hash) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as it has a #fragment`);
-  return { origin: u.origin, prefix, auth, params, shown };
+  return { origin: u.origin, prefix, auth, params: params as HttpSourceOptions, ...(caFile !== undefined ? { caFile } : {}), shown };
+}
+
+/** A URL for messages: no credentials, and a query only as "?…" (it may carry a token). */
+function shownUrl(url: URL | string): string {
+  let u: URL;
+  try {
+    u = typeof url === "string" ? new URL(url) : url;
+  } catch {
+    return String(url).replace(/\/\/[^/@]*@/, "//***@").replace(/\?.*$/, "?…");
+  }
+  return `${u.protocol}//${u.host}${u.pathname}${u.search ? "?…" : ""}`;
+}
+
+/** `n` bytes, with MiB beside it when that reads better. */
+function bytes(n: number): string {
+  return n >= MiB ? `${n}-byte (${+(n / MiB).toFixed(2)} MiB)` : `${n}-byte`;
 }
 
 function positive(v: number, name: string, url: string): number {
@@ -323,6 +617,44 @@ function positive(v: number, name: string, url: string): number {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${url} as '${name}' must be a positive integer: current value is ${v}`);
   }
   return v;
+}
+
+/** A network failure, with how much of the body had arrived when the server cut it short. */
+function describeFailure(err: unknown, get: Get): string {
+  if (get.status < 200 || get.status >= 300) return describe(err);
+  const of = get.announced >= 0 ? ` of the ${get.announced} its Content-Length announced` : "";
+  return `the connection failed after ${get.received} bytes${of}: ${describe(err)}`;
+}
+
+/** TLS verification failures (OpenSSL's codes in Node, Deno and Bun; Bun's BoringSSL, Deno's rustls by message). */
+const UNTRUSTED = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_UNTRUSTED",
+  "CERT_HAS_EXPIRED",
+  "CERT_NOT_YET_VALID",
+  "ERR_TLS_CERT_ALTNAME_INVALID",
+]);
+
+function untrusted(e: unknown): boolean {
+  for (let err = e as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0; err && i < 4; err = err.cause as typeof err, i++) {
+    if (typeof err.code === "string" && UNTRUSTED.has(err.code)) return true;
+    if (typeof err.message === "string" && /certificate/i.test(err.message)) return true;
+  }
+  return false;
+}
+
+/** Not retried: the same certificate will be presented again. */
+function untrustedError(doing: string, e: unknown): CassetteError & Retryable {
+  // An expired certificate, or one for another host, is not fixed by giving a CA.
+  const code = (e as { code?: unknown })?.code;
+  const hint = code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID" || code === "ERR_TLS_CERT_ALTNAME_INVALID"
+    ? ""
+    : "; give the CA that signed it with ca=PATH in the address or the 'ca' option";
+  return storeError("ERR_TLS_UNTRUSTED", `${doing} as the server's TLS certificate is not trusted: ${describe(e)}${hint}`, false, { cause: e });
 }
 
 /** An undici error's message with its code, e.g. "connect ECONNREFUSED 127.0.0.1:9 (ECONNREFUSED)". */

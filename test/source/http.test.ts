@@ -189,3 +189,20 @@ test("parseHttpUrl: origin, prefix, Basic credentials and options; the URL shown
   assert.is(parseHttpUrl("http://h/").prefix, "");
   assert.throws(() => parseHttpUrl("http://h/x#frag"), /#fragment/);
 });
+
+test("parseHttpUrl: the limits, redirects, insecureauth and ca options; each bad value named", () => {
+  const p = parseHttpUrl(`https://h/d?maxsample=2MiB&maxlabels=1000&redirects=0&insecureauth=1&ca=${encodeURIComponent("/etc/my ca.pem")}`);
+  assert.equal(p.params, { maxSampleBytes: 2 << 20, maxLabelsBytes: 1000, maxRedirects: 0, allowInsecureAuth: true });
+  assert.is(p.caFile, "/etc/my ca.pem");
+  assert.is(parseHttpUrl("http://h/d?maxsample=3KiB&insecureauth=0").params.maxSampleBytes, 3072);
+  assert.is(parseHttpUrl("http://h/d?insecureauth=0").params.allowInsecureAuth, false);
+  for (const [q, re] of [
+    ["maxsample=0", /'maxsample' must be a positive number of bytes .*: current value is 0/],
+    ["maxlabels=64MB", /'maxlabels' must be a positive number of bytes .*: current value is 64MB/],
+    ["redirects=-1", /'redirects' must be an integer ≥ 0: current value is -1/],
+    ["insecureauth=yes", /'insecureauth' must be 1 or 0: current value is yes/],
+    ["ca=", /'ca' must name a file/],
+  ] as const) {
+    assert.throws(() => parseHttpUrl(`http://h/d?${q}`), (e: Error) => (e as { code?: string }).code === "ERR_STORE_ADDRESS" && re.test(e.message));
+  }
+});
