@@ -47,7 +47,7 @@ export interface OpenReadOptions {
   dataset?: string;
   /** Cap on requests in flight at the source (default: the source's own; per worker with `workers`). */
   maxInFlight?: number;
-  /** For `http(s)://` addresses: connections, pipelining, timeouts. */
+  /** For `http(s)://` addresses: connections, pipelining, timeouts, size limits, redirects, credentials, CA (HttpSourceOptions). */
   http?: Omit<HttpSourceOptions, "dataset">;
   /** For `file:` addresses: files read at once. */
   file?: Omit<FileSourceOptions, "dataset">;
