@@ -51,10 +51,11 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --quick                      fewer samples and rounds (bench/main.ts --quick)
   --settings LIST              any of rtt0,rtt20,rtt150,uneven,moving (default the first four)
   --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
-  --connections N|auto         connections per node (default 4, the tuned runs in RESULTS); auto: the
-                               address does not say, so cassette's defaults apply (2, growing while
-                               requests wait for a slot); the congested settings then congest 1 in 3
-                               (the pool's 2nd connection of the first 2, the 5th if it grows)
+  --connections LIST           connections per node, each a number or auto, side by side (default 4,
+                               the tuned runs in RESULTS); auto: the address names none, so cassette's
+                               defaults apply (2, growing while requests wait for a slot), and the
+                               congested settings congest 1 in 3 (the pool's 2nd of the first 2);
+                               uneven and moving take one value
   --out DIR                    where the SVG figures go (default bench/read/figures)
   --imagenet-dir DIR           the ImageNet-like folder (default $CASSETTE_CACHE/imagenet-like, from bench/read/make_imagenet_like.sh)
   --json FILE                  also write the summary as JSON
@@ -82,12 +83,27 @@ const settingNames = args.list("settings", ["rtt0", "rtt20", "rtt150", "uneven"]
 const balanceArg = args.str("balance", "rate");
 if (!["driver", "rate", "both"].includes(balanceArg)) args.fail(`--balance must be driver, rate or both: current value is ${balanceArg}`);
 const balances = (balanceArg === "both" ? ["driver", "rate"] : [balanceArg]) as ("driver" | "rate")[];
-const connectionsArg = args.str("connections", "4");
-const connections = connectionsArg === "auto" ? undefined : args.int("connections", 4, 1);
+// Connections per node, side by side: a number, or "auto" (the address names none).
+const connectionsList = args.list("connections", ["4"]).map((c) => {
+  if (c === "auto") return undefined;
+  const n = Number(c);
+  if (!Number.isInteger(n) || n < 1) args.fail(`--connections takes positive integers or auto: current value is ${c}`);
+  return n;
+});
 // The proxy numbers connections from 0 in the order they open, the driver's control connection
 // first: "every 4" congests the pool's 3rd of 4; with cassette's 2 to start, "every 3" congests
-// the pool's 2nd (and its 5th, if it grows that far).
-const congestEvery = String(connections === undefined ? 3 : 4);
+// the pool's 2nd (and its 5th, if it grows that far). With two clients on one proxy their
+// connections interleave, so a congested setting takes one --connections value.
+const congestEvery = String(connectionsList[0] === undefined ? 3 : 4);
+/** One client and source per (balance, connections): each contender reads through its own. */
+interface Variant { key: string; balance: "driver" | "rate"; connections?: number }
+const variants: Variant[] = balances.flatMap((balance) => connectionsList.map((connections) => ({
+  balance,
+  connections,
+  key: [balances.length > 1 ? `${balance} balance` : "", connectionsList.length > 1 ? (connections ? `${connections} connections` : "default connections") : ""]
+    .filter(Boolean).join(", "),
+})));
+const suffixOf = (v: Variant) => (v.key ? ` (${v.key})` : "");
 const outDir = args.str("out") ?? new URL("./read/figures", import.meta.url).pathname;
 const base = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench");
 const parsed = parseStoreAddress(base);
@@ -199,29 +215,33 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   const B = spec.batchSize;
   const proxy = await startTimelineProxy(`${a.hosts[0]}:${a.port}`, 0, st.proxy);
   const auth = a.username ? `${a.username}:${a.password}@` : "";
-  // One client per balance: "rate" patches its client's hosts (NOTE [ Connection choice ]).
-  const stores: Record<string, CassandraStore> = {};
-  for (const b of balances) {
-    stores[b] = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}${connections ? `?connections=${connections}` : ""}`);
-    await stores[b].getDataset(spec.dataset);
+  if (connectionsList.length > 1 && st.proxy.includes("--congest-every")) {
+    throw new Error(`setting '${key}' takes one --connections value: the proxy numbers the connections of every client in one sequence`);
   }
-  const sources = Object.fromEntries(balances.map((b) => [b, new CassandraSource(stores[b], spec.dataset, undefined, { balance: b })]));
+  // One client per variant: "rate" patches its client's hosts (NOTE [ Connection choice ]).
+  const stores: Record<string, CassandraStore> = {};
+  for (const v of variants) {
+    stores[v.key] = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}${v.connections ? `?connections=${v.connections}` : ""}`);
+    await stores[v.key].getDataset(spec.dataset);
+  }
+  const sources = Object.fromEntries(variants.map((v) => [v.key, new CassandraSource(stores[v.key], spec.dataset, undefined, { balance: v.balance })]));
   // The raw driver uses the last client ("rate" balance when both are compared): with the
   // driver's own balance, 2048 requests in flight put ~512 on a 1 MB/s connection, and with
   // 110 kB samples the last of them waits past the driver's 30 s read timeout.
-  const store = stores[balances[balances.length - 1]];
+  const lastVariant = variants[variants.length - 1];
+  const store = stores[lastVariant.key];
   const window = B * (prefetch === "auto" ? 64 : prefetch);
   // The raw driver keeps as many requests in flight as the loader can: its window, capped by
   // what the driver's connections accept (the source's capacity).
-  const inFlight = Math.min(window, sources[balances[balances.length - 1]].capacity);
+  const inFlight = Math.min(window, sources[lastVariant.key].capacity);
   const cql = `SELECT label, data FROM ${store.keyspace}.${tables(spec.dataset).data} WHERE id = ?`;
   const seeds: Record<string, number> = {};
   const last: Record<string, { loader: Loader; trace: Trace }> = {};
 
   // Each repetition is two epochs of one loader, as training reads: the first ramps the
   // window up (2025 paper §3.4), the second starts at the depth the first learned.
-  const run = (name: string, order: "ready" | "strict", balance: "driver" | "rate") => async () => {
-    const loader = new Loader({ store: sources[balance], ids, batchSize: B, prefetch, order, hedge, reaskTail: true, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
+  const run = (name: string, order: "ready" | "strict", v: Variant) => async () => {
+    const loader = new Loader({ store: sources[v.key], ids, batchSize: B, prefetch, order, hedge, reaskTail: true, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
     const trace: Trace = { start: wall(), end: 0, batches: [], epoch1At: 0, epoch1Samples: 0 };
     let prev = runtime.now();
     for (const e of [0, 1]) {
@@ -277,15 +297,15 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
       },
     },
   ];
-  for (const b of balances) {
-    const suffix = balances.length > 1 ? ` (${b} balance)` : "";
-    contenders.push({ name: `ready order${suffix}`, work: 2 * ids.length, run: run(`ready order${suffix}`, "ready", b) });
-    contenders.push({ name: `strict order${suffix}`, work: 2 * ids.length, run: run(`strict order${suffix}`, "strict", b) });
+  for (const v of variants) {
+    const suffix = suffixOf(v);
+    contenders.push({ name: `ready order${suffix}`, work: 2 * ids.length, run: run(`ready order${suffix}`, "ready", v) });
+    contenders.push({ name: `strict order${suffix}`, work: 2 * ids.length, run: run(`strict order${suffix}`, "strict", v) });
   }
   const title = `${spec.name}, ${st.label}: tight-loop read${stepMs ? `, ${stepMs} ms step` : ""} (samples/s)`;
   const rows = await compare(title, { unit: "samples/s", rounds, warmup: 1 }, contenders);
-  console.log(`  connections open at the end: ${balances.map((b) => `${sources[b].connections} (${b} balance)`).join(", ")}` +
-    (connections === undefined ? " (cassette's default: 2 to start, more while requests wait for a slot)" : ""));
+  console.log(`  connections open at the end: ${variants.map((v) => `${sources[v.key].connections}${suffixOf(v)}`).join(", ")}` +
+    (connectionsList.includes(undefined) ? " (cassette's default: 2 to start, more while requests wait for a slot)" : ""));
   const r: SettingResult = { set: spec.name, setting: key, samplesPerSec: {}, mbPerSec: {}, batchMs: {}, epoch1BatchMs: {}, epoch1SamplesPerSec: {}, maxOutstanding: {}, spread: {} };
   for (const row of rows) {
     r.samplesPerSec[row.name] = row.best;
@@ -343,17 +363,17 @@ for (const name of sets) {
 }
 
 console.log("\nsummary (best samples/s; ratios of bests)");
-const readyName = (b: string) => `ready order${balances.length > 1 ? ` (${b} balance)` : ""}`;
-const strictName = (b: string) => `strict order${balances.length > 1 ? ` (${b} balance)` : ""}`;
+const readyName = (v: Variant) => `ready order${suffixOf(v)}`;
+const strictName = (v: Variant) => `strict order${suffixOf(v)}`;
 for (const r of results) {
   const r0 = results.find((x) => x.set === r.set && x.setting === "rtt0");
-  for (const b of balances) {
+  for (const b of variants) {
     const ready = r.samplesPerSec[readyName(b)], strict = r.samplesPerSec[strictName(b)], raw = r.samplesPerSec["raw driver"];
     const bm = r.batchMs[readyName(b)];
     const e1 = r.epoch1SamplesPerSec[readyName(b)], e1r0 = r0?.epoch1SamplesPerSec[readyName(b)];
     const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName(b)]).toFixed(0)} % of RTT 0 (2nd epoch: ${((100 * e1) / e1r0!).toFixed(0)} %)` : "";
     const be = r.epoch1BatchMs[readyName(b)];
-    console.log(`  ${r.set} ${r.setting}${balances.length > 1 ? ` ${b}` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
+    console.log(`  ${r.set} ${r.setting}${b.key ? ` (${b.key})` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
   }
 }
 const jsonOut = args.str("json");
