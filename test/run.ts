@@ -1,6 +1,7 @@
 /**
  * The whole test suite under Bun, Deno and Node, with a real Cassandra node started before
- * and stopped after (also when a test fails or the run is interrupted). Ends with one line
+ * and stopped after (also when a test fails or the run is interrupted), and a three-node
+ * cluster for the files under test/cluster/ (see --help). Ends with one line
  * `N passed, N failed, N skipped` summed over every runtime; exits non-zero on any failure.
  *
  *   bun test/run.ts [--runtime bun,deno,node] [--filter TEXT] [--jobs N] [--no-cassandra] [FILE…]
@@ -34,8 +35,10 @@ const USAGE = `usage: bun test/run.ts [options] [FILE…]
   --runtime LIST   runtimes to use, from bun,deno,node (default: all three)
   --filter TEXT    run only tests whose name contains TEXT
   --jobs N         test processes at once (default 2)
-  --no-cassandra   do not start Cassandra (tests that need it fail)
-  -h, --help       this text`;
+  --no-cassandra   do not start Cassandra (tests that need it fail or skip)
+  -h, --help       this text
+Files under test/cluster/ run last, one at a time, against a three-node cluster started for
+them (CASSETTE_CLUSTER=0 skips them: no cluster is started).`;
 
 const argv = process.argv.slice(2);
 const opt = (name: string) => {
@@ -100,11 +103,56 @@ function stopCassandra() {
   if (pid === startedPid) cassandra("stop");
   else console.log(`test: the Cassandra node now running (${pid ? `pid ${pid}` : "none"}) is not the one this run started (pid ${startedPid}): left alone`);
 }
+
+// --- the cluster, for test/cluster/ -------------------------------------------------------------
+// Three nodes on 127.0.0.1..3, on ports and in a run folder of their own: the single node above
+// (127.0.0.1:9042, storage 7000) may run beside them, and a developer's `cassette cassandra
+// start --nodes 3` (9042) too. Their files run one at a time: each kills and restarts a node.
+const CLUSTER_DIR = "test/cluster/";
+const isClusterFile = (f: string) => relative(ROOT, join(ROOT, f)).startsWith(CLUSTER_DIR);
+const CLUSTER = {
+  hosts: ["127.0.0.1", "127.0.0.2", "127.0.0.3"],
+  port: 9142,
+  storagePort: 7100,
+  run: join(process.env.TMPDIR ?? "/tmp", "cassette-test-cluster"),
+};
+// Logins off: the single node tests them; here a node's death must not take the auth data.
+const clusterEnv = {
+  ...process.env,
+  CASSETTE_CASSANDRA_RUN: CLUSTER.run,
+  CASSETTE_CQL_PORT: String(CLUSTER.port),
+  CASSETTE_STORAGE_PORT: String(CLUSTER.storagePort),
+  CASSETTE_CASSANDRA_AUTH: "AllowAllAuthenticator",
+};
+let startedCluster = false;
+function cluster(...args: string[]): number {
+  return spawnSync("bash", [cassandraScript, ...args], { stdio: "inherit", env: clusterEnv }).status ?? 1;
+}
+/** Starts the cluster (or finds it running): undefined when it runs, else why not. */
+function startCluster(): string | undefined {
+  if (spawnSync("bash", [cassandraScript, "status"], { env: clusterEnv }).status === 0) {
+    console.log(`test: using the cluster already running in ${CLUSTER.run}`);
+  } else {
+    console.log(`test: starting a three-node Cassandra cluster (127.0.0.1..3:${CLUSTER.port}, ${CLUSTER.run})`);
+    const t0 = performance.now();
+    startedCluster = true;
+    if (cluster("start", "--nodes", "3") !== 0) return "the three-node cluster did not start (see above)";
+    console.log(`test: cluster started in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  }
+  process.env.CASSETTE_TEST_CLUSTER = JSON.stringify(CLUSTER);
+}
+function stopCluster() {
+  if (!startedCluster) return;
+  startedCluster = false;
+  cluster("stop");
+}
+
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
   process.on(sig, () => {
     console.error(`\ntest: ${sig}, stopping`);
     for (const c of children) c.kill("SIGKILL");
     stopCassandra();
+    stopCluster();
     process.exit(130);
   });
 }
@@ -155,7 +203,8 @@ async function runTypecheck(): Promise<{ counts: Counts; output: string; ms: num
 }
 
 async function main(): Promise<number> {
-  if (!noCassandra && runtimes.length > 0 && files.some((f) => f !== TYPECHECK)) {
+  const clusterFiles = files.filter(isClusterFile);
+  if (!noCassandra && runtimes.length > 0 && files.some((f) => f !== TYPECHECK && !isClusterFile(f))) {
     if (cassandra("status") === 0) console.log("test: using the Cassandra node already running");
     else {
       // With authentication on, as production clusters run: tests log in as the default
@@ -170,8 +219,10 @@ async function main(): Promise<number> {
     process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_test";
   }
   // The typecheck once, first: it needs no runtime of its own and runs beside the first tests.
-  const queue = files.flatMap((f) => (f === TYPECHECK ? [["typecheck", f] as const] : runtimes.map((r) => [r, f] as const)));
-  const jobCount = queue.length;
+  const queue = files.filter((f) => !isClusterFile(f))
+    .flatMap((f) => (f === TYPECHECK ? [["typecheck", f] as const] : runtimes.map((r) => [r, f] as const)));
+  const clusterQueue = clusterFiles.flatMap((f) => runtimes.map((r) => [r, f] as const));
+  const jobCount = queue.length + clusterQueue.length;
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
   const perRuntime: Record<string, Counts> = {};
   // Failures are printed again at the end: CI keeps only the tail of a long log.
@@ -202,6 +253,27 @@ async function main(): Promise<number> {
     }
   };
   await Promise.all(Array.from({ length: jobs }, worker));
+  if (clusterQueue.length > 0) {
+    // The single node is done with: its memory and CPU go to the cluster.
+    stopCassandra();
+    const off = noCassandra ? "--no-cassandra" : process.env.CASSETTE_CLUSTER === "0" ? "CASSETTE_CLUSTER=0" : undefined;
+    const failed = off ? undefined : startCluster();
+    if (failed) {
+      // Each cluster job fails with why, rather than pass by skipping.
+      for (const [r, f] of clusterQueue) {
+        done++;
+        const head = `✗ [${done}/${jobCount}] ${r} ${f}`;
+        console.log(`\n${head}\n  ✗ ${failed}`);
+        failures.push(`${head}\n  ✗ ${failed}`);
+        (perRuntime[r] ??= { passed: 0, failed: 0, skipped: 0 }).failed++;
+        total.failed++;
+      }
+    } else {
+      queue.push(...clusterQueue);
+      await worker(); // one at a time
+    }
+    stopCluster();
+  }
   if (failures.length > 0) console.log(`\n=== ${failures.length} failing job(s), again ===\n\n${failures.join("\n\n")}`);
   console.log("");
   for (const [r, c] of Object.entries(perRuntime)) console.log(`${r}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`);
@@ -214,5 +286,6 @@ try {
   code = await main();
 } finally {
   stopCassandra();
+  stopCluster();
 }
 process.exit(code);

@@ -12,3 +12,38 @@ export function testCassandra(keyspace: string): string | undefined {
 }
 
 export const NO_CASSANDRA = runtime.env("CASSETTE_TEST_CASSANDRA") ? false : "Cassandra not started (test/run.ts --no-cassandra)";
+
+/** The three-node cluster test/run.ts starts for test/cluster/*.test.ts, and how to reach it. */
+export interface TestCluster {
+  /** The nodes' addresses, node N at hosts[N - 1] (127.0.0.N). */
+  hosts: string[];
+  /** Their CQL port (the same on every node). */
+  port: number;
+  /** A cassandra:// address of every node with `keyspace` (per runtime, as for testCassandra). */
+  address(keyspace: string): string;
+  /** The environment under which `cassette cassandra` acts on this cluster (run folder, ports). */
+  env: Record<string, string>;
+}
+
+/**
+ * The test cluster, or undefined when the run has none (see NO_CLUSTER for why). test/run.ts
+ * starts it only when a selected file is under test/cluster/, and sets CASSETTE_TEST_CLUSTER
+ * to {"hosts", "port", "storagePort", "run"}.
+ */
+export function testCluster(): TestCluster | undefined {
+  const text = runtime.env("CASSETTE_TEST_CLUSTER");
+  if (!text) return undefined;
+  const c = JSON.parse(text) as { hosts: string[]; port: number; storagePort: number; run: string };
+  return {
+    hosts: c.hosts,
+    port: c.port,
+    address: (keyspace) => `cassandra://${c.hosts.join(",")}:${c.port}/${keyspace}_${runtime.name}`,
+    env: { CASSETTE_CASSANDRA_RUN: c.run, CASSETTE_CQL_PORT: String(c.port), CASSETTE_STORAGE_PORT: String(c.storagePort) },
+  };
+}
+
+export const NO_CLUSTER = runtime.env("CASSETTE_TEST_CLUSTER")
+  ? false
+  : runtime.env("CASSETTE_CLUSTER") === "0"
+  ? "the three-node cluster is off (CASSETTE_CLUSTER=0)"
+  : "the three-node cluster was not started (test/run.ts starts it for test/cluster/ files, not with --no-cassandra)";
