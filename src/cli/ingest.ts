@@ -2,6 +2,7 @@
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
 import { createJpegDecoder } from "../decode/jpeg.ts";
 import { openStore } from "../source/open.ts";
+import { parseStoreAddress } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
@@ -33,6 +34,9 @@ with status 130. Run the same command again to resume: stored samples are skippe
   --store URL          sqlite:PATH or cassandra://[user:pass@]host[,host…][:port]/KEYSPACE
   --dataset NAME       dataset name (letters, digits, . - _)
   --group-by COL,…     columns that group samples (metadata_by_nat's partition key)
+  --replication R      a keyspace cassette makes: replication factor R (SimpleStrategy) or a
+                       CQL map, e.g. "{'class': 'NetworkTopologyStrategy', 'dc1': 3}";
+                       default min(3, the cluster's nodes); a keyspace there keeps its own
   --quality Q          JPEG quality for idx sources (default 90)
   --limit N            only the first N items (per idx split)
   --strict             stop at the first bad file instead of skipping it
@@ -42,7 +46,7 @@ with status 130. Run the same command again to resume: stored samples are skippe
 Credentials may also come from CASSETTE_CASSANDRA_USER / CASSETTE_CASSANDRA_PASSWORD.`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit"], ["strict", "verify", "no-verify"]);
+  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit", "replication"], ["strict", "verify", "no-verify"]);
   if (options.has("help")) return void console.log(help), 0;
   const [source, extra] = positional;
   if (!source) usageError("ingest", "needs a SOURCE");
@@ -50,8 +54,10 @@ export async function run(argv: string[]): Promise<number> {
   if (options.has("verify") && options.has("no-verify")) usageError("ingest", "takes --verify or --no-verify, not both");
   const json = options.has("json");
   const dataset = required(options, "ingest", "dataset");
+  const address = required(options, "ingest", "store");
+  const replication = replicationOption(options.get("replication") as string | undefined, address);
   const decoder = options.has("no-verify") ? undefined : await createJpegDecoder();
-  const store = await openStore(required(options, "ingest", "store"));
+  const store = await openStore(address, { cassandra: { replication } });
   // Ctrl-C: the first stops the ingest after the samples being written, which then says what
   // is stored; a second exits at once (each stored sample is whole either way).
   const stop = new AbortController();
@@ -98,6 +104,15 @@ export async function run(argv: string[]): Promise<number> {
     decoder?.close();
     await store.close();
   }
+}
+
+/** --replication: a factor or a CQL map, for a cassandra:// store only. */
+function replicationOption(r: string | undefined, address: string): string | number | undefined {
+  if (r === undefined) return undefined;
+  if (parseStoreAddress(address).kind !== "cassandra") usageError("ingest", `Cannot use --replication ${r} as the store is not Cassandra: it sets a keyspace's replication (cassandra://…)`);
+  if (/^[1-9][0-9]*$/.test(r)) return Number(r);
+  if (/^\{.*\}$/s.test(r.trim())) return r.trim();
+  usageError("ingest", `Cannot use --replication ${r}: it takes a replication factor (e.g. 3) or a CQL map ({'class': …})`);
 }
 
 /** What an interrupted ingest leaves, and how to go on (stderr: stdout may be --json). */

@@ -7,7 +7,7 @@ import { CassetteError } from "../errors.ts";
 import { sampleId } from "../dataset/sample_id.ts";
 import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
 import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../dataset/schema.ts";
-import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
+import { type CassandraClient, type CassandraOptions, cassandraTypes, openCassandra } from "./cassandra_client.ts";
 import { parseStoreAddress, redact } from "./address.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import {
@@ -24,8 +24,12 @@ import {
 } from "../dataset/store.ts";
 
 export interface CassandraStoreOptions extends CassandraOptions {
-  /** Replication of a keyspace cassette creates (default SimpleStrategy, factor 1). */
-  replication?: string;
+  /**
+   * Replication of a keyspace cassette creates: a factor (SimpleStrategy) or a CQL map such as
+   * `{'class': 'NetworkTopologyStrategy', 'dc1': 3}`. Default: SimpleStrategy with factor
+   * min(3, the cluster's nodes), counted when the keyspace is made. An existing keyspace keeps its own.
+   */
+  replication?: string | number;
   /** Requests in flight for writes and reads (default 64 writes, 256 reads). */
   writeConcurrency?: number;
   readConcurrency?: number;
@@ -64,7 +68,7 @@ export class CassandraStore implements Store {
       const found = async (cql: string) => (await client.execute(cql, [ks], q)).rowLength > 0;
       if (!(await found("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'cassette_datasets'"))) {
         if (create) {
-          for (const cql of cqlRegistry(a.keyspace, opts.replication ?? "{'class': 'SimpleStrategy', 'replication_factor': 1}")) {
+          for (const cql of cqlRegistry(a.keyspace, replicationMap(opts.replication ?? Math.min(3, await clusterNodes(client))))) {
             await client.execute(cql);
           }
         } else {
@@ -205,6 +209,21 @@ export class CassandraStore implements Store {
   close(): Promise<void> {
     return this.client.shutdown();
   }
+}
+
+/** A replication factor as SimpleStrategy's map; a map as given. */
+function replicationMap(r: string | number): string {
+  if (typeof r === "string") return r;
+  if (!Number.isInteger(r) || r < 1) throw new CassetteError("ERR_INVALID_OPTION", `Cannot use replication ${r}: a replication factor is a whole number ≥ 1`);
+  return `{'class': 'SimpleStrategy', 'replication_factor': ${r}}`;
+}
+
+/**
+ * The nodes of the cluster `client` is connected to: its peers, whichever are up, and itself.
+ * At ONE whatever the address asks (system.peers is the coordinator's own table; `two` fails).
+ */
+async function clusterNodes(client: CassandraClient): Promise<number> {
+  return (await client.execute("SELECT peer FROM system.peers", [], { consistency: cassandraTypes.consistencies.one })).rowLength + 1;
 }
 
 /** Driver values (Long for bigint) as plain JSON values. */
