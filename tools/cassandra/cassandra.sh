@@ -9,7 +9,7 @@
 #   cassandra.sh stop --node N             stop node N only and keep its data
 #   cassandra.sh restart --node N          stop node N (if it runs) and start it again with its data
 #   cassandra.sh status [--node N] [--json] each node: "running (pid P) on HOST:PORT" or "stopped";
-#                                          exit 0 only if all run; --json: [{node,address,port,pid,running}]
+#                                          exit 0 only if all run; --json: [{node,address,port,pid,running,…}]
 #
 # Data: `stop` deletes it (these nodes are for tests: the next start is clean). `stop --node N`
 # and `restart --node N` keep node N's data, and a start of a node whose folder holds data
@@ -29,7 +29,7 @@ STORAGE_PORT=${CASSETTE_STORAGE_PORT:-7000}
 # 1.2 GB resident per node once started).
 HEAP=${CASSETTE_CASSANDRA_HEAP:-}
 TIMEOUT=${CASSETTE_CASSANDRA_TIMEOUT:-180}
-# `start --nodes K` writes K here: a node below K is a member of that cluster (seeded by node 1).
+# `start --nodes K` writes K here: node N ≤ K is a member of that cluster (seeded by node 1).
 CLUSTER_FILE=$RUNROOT/cluster
 
 die() { echo "cassandra: $*" >&2; exit 1; }
