@@ -1,7 +1,7 @@
 /**
  * Store addresses, as users write them (the README's "Any address"):
  *   sqlite:PATH
- *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&connections=N&requests=N]
+ *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&connections=N&requests=N&consistency=LEVEL]
  *   http(s)://[user:pass@]HOST/PREFIX[?maxsample=64MiB&redirects=3&ca=PATH&…]   objects at
  *                                PREFIX/ID; the options are read by source/http.ts (parseHttpUrl)
  *   file:DIR
@@ -24,11 +24,17 @@ export type StoreAddress =
     connections?: number;
     /** Requests in flight per connection (driver pooling.maxRequestsPerConnection), if set. */
     requests?: number;
+    /** Consistency level of reads and writes (default local_one: one replica in the local datacenter). */
+    consistency: Consistency;
   }
   | { kind: "http"; url: string }
   | { kind: "file"; dir: string };
 
 const KEYSPACE = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
+
+/** Cassandra's consistency levels as an address names them (cassandra-driver's types.consistencies, in snake case). */
+export const CONSISTENCIES = ["any", "one", "two", "three", "quorum", "all", "local_quorum", "each_quorum", "local_one"] as const;
+export type Consistency = typeof CONSISTENCIES[number];
 
 /** Parses a store address; errors name the address and what is wrong with it. */
 export function parseStoreAddress(address: string): StoreAddress {
@@ -71,7 +77,7 @@ export function parseStoreAddress(address: string): StoreAddress {
     const hosts = authority.split(",").filter(Boolean);
     if (hosts.length === 0) bad("it names no host");
     const params = new URLSearchParams(query);
-    const known = ["dc", "tls", "connections", "requests"];
+    const known = ["dc", "tls", "connections", "requests", "consistency"];
     for (const k of params.keys()) if (!known.includes(k)) bad(`'${k}' is not an option (${known.join(", ")})`);
     const count = (k: string) => {
       const v = params.get(k);
@@ -79,7 +85,11 @@ export function parseStoreAddress(address: string): StoreAddress {
       if (!/^\d+$/.test(v) || Number(v) < 1) bad(`'${k}' must be a positive integer: current value is ${v}`);
       return Number(v);
     };
-    const out: StoreAddress = { kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1", tls: params.get("tls") === "1" };
+    const consistency = (params.get("consistency") ?? "local_one").toLowerCase() as Consistency;
+    if (!CONSISTENCIES.includes(consistency)) bad(`'consistency' must be one of ${CONSISTENCIES.join(", ")}: current value is ${params.get("consistency")}`);
+    const out: StoreAddress = {
+      kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1", tls: params.get("tls") === "1", consistency,
+    };
     const connections = count("connections"), requests = count("requests");
     if (connections !== undefined) out.connections = connections;
     if (requests !== undefined) out.requests = requests;

@@ -37,6 +37,8 @@ export interface CassandraStoreOptions extends CassandraOptions {
 
 const PAGE = 5000;
 const q = { prepare: true } as const;
+/** For the node's own system tables (system_schema, system.peers: local to each node): ONE, whatever the address asks. */
+const local = { prepare: true, consistency: cassandraTypes.consistencies.one } as const;
 
 export class CassandraStore implements Store {
   readonly kind = "cassandra" as const;
@@ -65,7 +67,7 @@ export class CassandraStore implements Store {
     const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
     let missing: string | undefined;
     try {
-      const found = async (cql: string) => (await client.execute(cql, [ks], q)).rowLength > 0;
+      const found = async (cql: string) => (await client.execute(cql, [ks], local)).rowLength > 0;
       if (!(await found("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'cassette_datasets'"))) {
         if (create) {
           for (const cql of cqlRegistry(a.keyspace, replicationMap(opts.replication ?? Math.min(3, await clusterNodes(client))))) {

@@ -27,6 +27,11 @@ export interface CassandraOptions {
   withoutKeyspace?: boolean;
 }
 
+/** local_quorum → localQuorum: the driver's names for the levels an address spells in snake case. */
+function snakeToCamel(level: string): keyof typeof cassandra.types.consistencies {
+  return level.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()) as keyof typeof cassandra.types.consistencies;
+}
+
 /**
  * The driver's Client with `options`: the options it runs with (ours over its defaults), which
  * client.js sets in its constructor and index.d.ts leaves out.
@@ -68,6 +73,8 @@ export async function openCassandra(address: string, options: CassandraOptions =
     socketOptions: { connectTimeout: timeout, readTimeout: 30_000, ...d.socketOptions },
     credentials: d.credentials ?? (username ? { username, password } : undefined),
     sslOptions: d.sslOptions ?? (a.tls ? {} : undefined),
+    // The address's consistency (default LOCAL_ONE: a read needs one replica of the local DC).
+    queryOptions: { consistency: cassandra.types.consistencies[snakeToCamel(a.consistency)], ...d.queryOptions },
     pooling: {
       heartBeatInterval: 10_000,
       coreConnectionsPerHost: { [cassandra.types.distance.local]: a.connections ?? ADAPTIVE_CONNECTIONS.start, [cassandra.types.distance.remote]: 1 },

@@ -11,7 +11,7 @@ import type { CassandraStore } from "./cassandra.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
 import { storeError } from "./retryable.ts";
 import { type Lane, RateChooser } from "./connection_choice.ts";
-import { ADAPTIVE_CONNECTIONS, adaptsConnections } from "./cassandra_client.ts";
+import { ADAPTIVE_CONNECTIONS, adaptsConnections, cassandraTypes } from "./cassandra_client.ts";
 
 export interface CassandraSourceOptions {
   /**
@@ -38,6 +38,13 @@ interface DriverPool {
   increaseSize(): void;
   isClosing(): boolean;
   on(event: "open", listener: (err?: Error) => void): void;
+}
+/** A node as the replica choice sees it (cassandra-driver's Host). */
+interface DriverReplica {
+  isUp(): boolean;
+}
+interface NodeLane extends Lane {
+  n: number;
 }
 /** A host of cassandra-driver 4.10, as far as the connection choice and growth need it. */
 interface DriverHost {
@@ -76,6 +83,12 @@ export class CassandraSource implements Source {
   /** Whether connections grow with demand (ADAPTIVE_CONNECTIONS). */
   readonly #grows: boolean;
   readonly #watched = new WeakSet<DriverPool>();
+  readonly #keyspace: string;
+  /** Per node: requests this source has in flight there, as a lane of the node chooser. */
+  readonly #nodeLanes = new Map<DriverReplica, NodeLane>();
+  readonly #nodeChooser = new RateChooser(() => performance.now());
+  /** The node each id in flight was first sent to: a second request avoids it. */
+  readonly #firstHost = new Map<string, DriverReplica>();
 
   constructor(store: CassandraStore, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}) {
     this.#store = store;
@@ -85,6 +98,7 @@ export class CassandraSource implements Source {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from Cassandra as 'balance' must be "rate" or "driver": current value is ${this.#balance}`);
     }
     this.#cql = `SELECT label, data FROM ${store.keyspace}.${tables(dataset).data} WHERE id = ?`;
+    this.#keyspace = store.keyspace.toLowerCase(); // unquoted in CQL, so the metadata has it folded
     // More in flight than the pool's connections accept makes the driver fail requests with
     // BusyConnectionError: cap at connections × requests per connection × hosts.
     const pooling = store.client.options.pooling ?? {};
@@ -154,8 +168,13 @@ export class CassandraSource implements Source {
 
   fetch(id: string, done: FetchCallback): boolean {
     this.#balanceHosts();
-    this.#store.client.execute(this.#cql, [id], { prepare: true }).then(
+    const host = this.#replica(id);
+    const nodeLane = host && this.#nodeLane(host);
+    if (nodeLane) nodeLane.n++;
+    if (host && !this.#firstHost.has(id)) this.#firstHost.set(id, host);
+    this.#store.client.execute(this.#cql, [id], host ? { prepare: true, host: host as never } : { prepare: true }).then(
       (r) => {
+        this.#answered(id, host, nodeLane);
         this.#cap.release();
         const row = r.first();
         if (!row) {
@@ -163,10 +182,11 @@ export class CassandraSource implements Source {
           return done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.#dataset}' in ${this.#store.address}`, false));
         }
         const d: Uint8Array = row.data;
-        const host = r.info?.queriedHost;
-        done(null, { id, label: row.label, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength), conn: host ? String(host) : undefined });
+        const queried = r.info?.queriedHost;
+        done(null, { id, label: row.label, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength), conn: queried ? String(queried) : undefined });
       },
       (err) => {
+        this.#answered(id, host, nodeLane);
         this.#cap.release();
         done(err instanceof Error ? err : new Error(String(err)));
       },
@@ -174,6 +194,47 @@ export class CassandraSource implements Source {
     const more = this.#cap.take();
     if (!more && this.#grows && this.#cap.max < this.#maxInFlight) this.#grow();
     return more;
+  }
+
+  /**
+   * The node a request for `id` goes to: one of the replicas of its partition that is up (the
+   * driver's token map), chosen by the RateChooser as connections are (NOTE [ Connection
+   * choice ]), with nodes as the lanes. A second request for an id still in flight (a hedge, the
+   * epoch tail's re-ask) goes to another replica than the first when there is one. Undefined:
+   * the token map does not know the keyspace yet, or no replica is up; the driver's own plan
+   * (token-aware, then any node) then decides.
+   */
+  #replica(id: string): DriverReplica | undefined {
+    if ((this.#store.client.hosts?.length ?? 0) < 2) return undefined; // one node: nothing to choose, no cost per request
+    const meta = this.#store.client.metadata as unknown as { getReplicas(ks: string, key: Uint8Array): DriverReplica[] | null } | undefined;
+    let replicas: DriverReplica[] | null | undefined;
+    try {
+      replicas = meta?.getReplicas(this.#keyspace, cassandraTypes.Uuid.fromString(id).getBuffer());
+    } catch {
+      return undefined; // not a uuid: the driver's own error comes with the request
+    }
+    if (!replicas?.length) return undefined;
+    const up = replicas.filter((h) => h.isUp());
+    if (!up.length) return undefined;
+    if (up.length === 1) return up[0];
+    const first = this.#firstHost.get(id);
+    const lanes = up.map((h) => this.#nodeLane(h));
+    const lane = this.#nodeChooser.pick(lanes, Infinity, first && this.#nodeLane(first));
+    return lane ? up[lanes.indexOf(lane as NodeLane)] : up[0];
+  }
+
+  #nodeLane(host: DriverReplica): NodeLane {
+    let lane = this.#nodeLanes.get(host);
+    if (!lane) {
+      const l: NodeLane = { n: 0, getInFlight: () => l.n };
+      this.#nodeLanes.set(host, (lane = l));
+    }
+    return lane;
+  }
+
+  #answered(id: string, host: DriverReplica | undefined, lane: NodeLane | undefined): void {
+    if (lane) lane.n--;
+    if (host && this.#firstHost.get(id) === host) this.#firstHost.delete(id);
   }
 
   /** The key `id` was ingested from (metadata_by_uuid), for an error that names the sample (src/read/decode_source.ts). */

@@ -7,6 +7,7 @@ import { cassandraTypes, openCassandra } from "../../src/source/cassandra_client
 import { parseStoreAddress } from "../../src/source/address.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { CassetteError } from "../../src/errors.ts";
+import { CassandraStore } from "../../src/source/cassandra.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 test("cassandra-driver: create keyspace and tables, write and read random blobs, 200 requests in flight", async () => {
@@ -87,7 +88,7 @@ test("a host that accepts TCP but never speaks CQL: a clear error within the dea
 test("store addresses: every form parses, and bad ones say what is wrong", () => {
   assert.equal(parseStoreAddress("cassandra://u:p%40ss@10.0.0.1,10.0.0.2:9043/images?dc=dc2&tls=1"), {
     kind: "cassandra", hosts: ["10.0.0.1", "10.0.0.2"], port: 9043, keyspace: "images",
-    username: "u", password: "p@ss", dc: "dc2", tls: true,
+    username: "u", password: "p@ss", dc: "dc2", tls: true, consistency: "local_one",
   });
   assert.equal(parseStoreAddress("sqlite:data/x.sqlite"), { kind: "sqlite", path: "data/x.sqlite" });
   assert.equal(parseStoreAddress("file:/srv/img"), { kind: "file", dir: "/srv/img" });
@@ -95,10 +96,11 @@ test("store addresses: every form parses, and bad ones say what is wrong", () =>
   assert.throws(() => parseStoreAddress("cassandra://h/1bad"), /keyspace '1bad'/);
   assert.throws(() => parseStoreAddress("cassandra://u:secret@h"), (e: Error) => /no keyspace/.test(e.message) && !/secret/.test(e.message));
   assert.throws(() => parseStoreAddress("cassandra://h:99999/k"), /port 99999/);
-  assert.throws(() => parseStoreAddress("cassandra://h/k?consistency=all"), /'consistency' is not an option/);
-  assert.equal(parseStoreAddress("cassandra://h/k?connections=4&requests=2048"), {
+  assert.throws(() => parseStoreAddress("cassandra://h/k?consistency=strong"), /'consistency' must be one of any, one.*current value is strong/);
+  assert.throws(() => parseStoreAddress("cassandra://h/k?replicas=3"), /'replicas' is not an option/);
+  assert.equal(parseStoreAddress("cassandra://h/k?connections=4&requests=2048&consistency=LOCAL_QUORUM"), {
     kind: "cassandra", hosts: ["h"], port: 9042, keyspace: "k", username: undefined, password: undefined, dc: "datacenter1", tls: false,
-    connections: 4, requests: 2048,
+    connections: 4, requests: 2048, consistency: "local_quorum",
   });
   assert.throws(() => parseStoreAddress("cassandra://h/k?connections=0"), /'connections' must be a positive integer/);
   assert.throws(() => parseStoreAddress("mysql://h/db"), /scheme/);
@@ -116,3 +118,25 @@ test("wrong credentials: a clear error that names the user, not a hang", async (
     assert.not.match((e as Error).message, /wrong-password/, "the password is not echoed");
   }
 }, { skip: NO_CASSANDRA || (runtime.env("CASSETTE_TEST_CASSANDRA_AUTH") ? false : "the test node runs without authentication (started outside test/run.ts)") });
+
+test("the address's consistency reaches the driver: 'two' on one node is refused as unavailable, the default reads", async () => {
+  const address = testCassandra("cassette_cl")!;
+  const store = await CassandraStore.open(address);
+  const dataset = `cl-${runtime.name}`;
+  await store.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
+  await store.put(dataset, [{ key: "a", label: 1, data: new Uint8Array([1, 2, 3]) }]);
+  await store.close();
+  const id = sampleId(dataset, "a");
+  const read = async (query: string) => {
+    const s = await CassandraStore.open(`${address}${address.includes("?") ? "&" : "?"}${query}`);
+    try {
+      return await s.get(dataset, [id]).then((r) => r.length, (e: Error) => e);
+    } finally {
+      await s.close();
+    }
+  };
+  assert.is(await read("consistency=local_one"), 1);
+  const e = await read("consistency=two");
+  assert.instance(e, Error, "two replicas asked of a one-node cluster");
+  assert.match((e as Error).message, /[Nn]ot enough replicas|[Uu]navailable|Cannot achieve consistency level TWO/);
+}, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
