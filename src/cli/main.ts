@@ -24,7 +24,7 @@ commands:
   splits --store URL --dataset NAME --ratios 7,2,1 --out FILE    splits from metadata
   read --store URL --dataset NAME [--split FILE[:INDEX]]     the tight loop: MB/s, batch times
   export --store URL --dataset NAME --out DIR   samples as DIR/<id> + labels.json (file:, http://)
-  cassandra start|stop|status   the local test/dev Cassandra node (127.0.0.1:9042)
+  cassandra start|stop|restart|status   local test/dev Cassandra nodes (127.0.0.N:9042; --nodes 3: a cluster)
   id DATASET KEY…               the portable sample id of a key
 
 The main job: bun run train.ts (see README.md).`;
