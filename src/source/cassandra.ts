@@ -112,20 +112,31 @@ export class CassandraStore implements Store {
     const same = all.find((s) => s.name === spec.name);
     if (same) {
       sameSchema(spec, same, specHash, this.address);
+      // Its tables too: a writer that died between registering and making them left none.
+      for (const cql of cqlDatasetDdl(this.keyspace, same)) await this.client.execute(cql);
       return same;
     }
     const clash = all.find((s) => tablePrefix(s.name) === tablePrefix(spec.name));
     if (clash) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot create dataset '${spec.name}' as its table names would clash with dataset '${clash.name}' in ${this.address}`);
     }
-    for (const cql of cqlDatasetDdl(this.keyspace, spec)) await this.client.execute(cql);
-    await this.client.execute(
-      `INSERT INTO ${this.keyspace}.cassette_datasets (name, prefix, spec, created) VALUES (?, ?, ?, ?)`,
+    // Registered first, as a lightweight transaction: of two ingests racing to create the
+    // dataset exactly one wins, and the other either has the same schema (and goes on) or is
+    // told whose it is. Only then the tables, from the winner's spec (IF NOT EXISTS).
+    const r = await this.client.execute(
+      `INSERT INTO ${this.keyspace}.cassette_datasets (name, prefix, spec, created) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
       [spec.name, tablePrefix(spec.name), JSON.stringify(spec), new Date()],
       q,
     );
-    this.#specs.set(spec.name, spec);
-    return spec;
+    const row = r.first();
+    let stored = spec;
+    if (row && row["[applied]"] === false) {
+      stored = JSON.parse(row.spec) as DatasetSpec;
+      sameSchema(spec, stored, specHash, this.address);
+    }
+    for (const cql of cqlDatasetDdl(this.keyspace, stored)) await this.client.execute(cql);
+    this.#specs.set(stored.name, stored);
+    return stored;
   }
 
   async existing(dataset: string, ids: readonly string[]): Promise<Set<string>> {

@@ -140,3 +140,31 @@ test("the address's consistency reaches the driver: 'two' on one node is refused
   assert.instance(e, Error, "two replicas asked of a one-node cluster");
   assert.match((e as Error).message, /[Nn]ot enough replicas|[Uu]navailable|Cannot achieve consistency level TWO/);
 }, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
+
+test("two ingests racing to create one dataset: exactly one schema wins, the other is told whose it is; the same schema twice is no race", async () => {
+  const address = testCassandra("cassette_race")!;
+  const a = await CassandraStore.open(address), b = await CassandraStore.open(address);
+  try {
+    const name = `race-${runtime.name}-${Date.now() % 1e6}`;
+    const spec = (col: string) => ({ version: 1 as const, name, columns: [{ name: col, type: "text" as const }], groupBy: [], label: { kind: "int" as const } });
+    const [ra, rb] = await Promise.allSettled([a.createDataset(spec("site")), b.createDataset(spec("scanner"))]);
+    const won = [ra, rb].filter((r) => r.status === "fulfilled");
+    const lost = [ra, rb].filter((r) => r.status === "rejected") as PromiseRejectedResult[];
+    assert.is(won.length, 1, `one winner: ${[ra, rb].map((r) => r.status)}`);
+    assert.instance(lost[0].reason, CassetteError);
+    assert.match(lost[0].reason.message, new RegExp(`Cannot create dataset '${name}' .* as it exists with another schema`));
+    const winner = (won[0] as PromiseFulfilledResult<{ columns: { name: string }[] }>).value.columns[0].name;
+    const fresh = await CassandraStore.open(address);
+    try {
+      assert.is((await fresh.getDataset(name)).columns[0].name, winner, "the registry holds the winner's schema");
+    } finally {
+      await fresh.close();
+    }
+    const same = `${name}-same`;
+    const both = await Promise.all([a.createDataset({ ...spec("site"), name: same }), b.createDataset({ ...spec("site"), name: same })]);
+    assert.equal(both[0], both[1], "the same schema from both: both go on");
+  } finally {
+    await a.close();
+    await b.close();
+  }
+}, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
