@@ -70,6 +70,20 @@ function balanceByRate(host: DriverHost): void {
     chooser.pick(pool.connections, pool.options.pooling.maxRequestsPerConnection, previous) ?? original(previous); // none: the driver throws BusyConnectionError
 }
 
+/**
+ * The driver's "no host available" as an error that names each node tried and what it said, so
+ * that the epoch's error (which adds the sample and the epoch) says where it looked; retryable,
+ * as a node may come back. Other errors pass as they are.
+ */
+function nodesTried(err: unknown, hosts: readonly { address: string; isUp(): boolean }[]): Error {
+  const e = err as { name?: string; innerErrors?: Record<string, unknown> } | null;
+  if (!e?.innerErrors) return err instanceof Error ? err : new Error(String(err));
+  const tried = Object.entries(e.innerErrors).map(([node, x]) => `${node}: ${(x as Error)?.message ?? String(x)}`);
+  // Nothing tried: every node was already marked down; say which nodes those are.
+  const where = tried.length ? `tried ${tried.join("; ")}` : `every node is down: ${hosts.map((h) => `${h.address}${h.isUp() ? "" : " (down)"}`).join(", ") || "none known"}`;
+  return storeError("ERR_STORE_UNREACHABLE", `no node answered (${where})`, true, { cause: err });
+}
+
 export class CassandraSource implements Source {
   readonly name: string;
   readonly #store: CassandraStore;
@@ -188,7 +202,7 @@ export class CassandraSource implements Source {
       (err) => {
         this.#answered(id, host, nodeLane);
         this.#cap.release();
-        done(err instanceof Error ? err : new Error(String(err)));
+        done(nodesTried(err, this.#hosts() as unknown as { address: string; isUp(): boolean }[]));
       },
     );
     const more = this.#cap.take();

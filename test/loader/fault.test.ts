@@ -73,6 +73,8 @@ test("the link dies mid-epoch and stays down: a clear error naming a sample, in 
   } catch (e) {
     assert.instance(e, CassetteError);
     assert.match((e as Error).message, /Cannot read sample [0-9a-f-]{36} of epoch 0/);
+    // …and where it looked: the node (the proxy in front of it), what it said or that it is down.
+    assert.match((e as Error).message, new RegExp(`no node answered \\((tried|every node is down:) 127\\.0\\.0\\.1:${proxy.port}`));
   } finally {
     await loader.close();
     await store.close().catch(() => {});
