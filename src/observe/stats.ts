@@ -39,6 +39,14 @@ export interface LoaderStats {
   prefetch: number;
   /** Bytes per connection (or host), when the source says which served a sample. */
   perConnection: Record<string, number>;
+  /** Samples per connection (or host: per node of a Cassandra cluster), likewise. */
+  samplesPerConnection: Record<string, number>;
+}
+
+/** What one connection (or node) delivered since the last hand-over. */
+export interface ConnCount {
+  bytes: number;
+  samples: number;
 }
 
 /** What the read path counts itself (src/read/read_path.ts). */
@@ -65,17 +73,21 @@ export class StatsRecorder {
   #waitMs = 0;
   readonly #batchMs: number[] = [];
   readonly #perConnection: Record<string, number> = {};
+  readonly #samplesPerConnection: Record<string, number> = {};
   readonly #skippedByEpoch = new Map<number, number>();
 
   /** A batch of `samples` samples and `bytes` bytes was handed over `gapMs` after the last; the consumer waited `waitMs` of it. */
-  handedOver(samples: number, bytes: number, gapMs: number, waitMs: number, conns: Map<string, number>): void {
+  handedOver(samples: number, bytes: number, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void {
     this.batches++;
     this.samples += samples;
     this.bytes += bytes;
     this.#batchMs.push(gapMs);
     this.#busyMs += gapMs;
     this.#waitMs += waitMs;
-    for (const [c, b] of conns) this.#perConnection[c] = (this.#perConnection[c] ?? 0) + b;
+    for (const [c, n] of conns) {
+      this.#perConnection[c] = (this.#perConnection[c] ?? 0) + n.bytes;
+      this.#samplesPerConnection[c] = (this.#samplesPerConnection[c] ?? 0) + n.samples;
+    }
     conns.clear();
   }
 
@@ -105,7 +117,7 @@ export class StatsRecorder {
       hedged: read.hedged, hedgeWins: read.hedgeWins, duplicates: this.duplicates,
       maxOutstanding: this.maxOutstanding, readAhead: this.readAhead, readAheadDropped: this.readAheadDropped,
       reasked: read.reasked, reaskWins: read.reaskWins,
-      prefetch, perConnection: { ...this.#perConnection },
+      prefetch, perConnection: { ...this.#perConnection }, samplesPerConnection: { ...this.#samplesPerConnection },
     };
   }
 }

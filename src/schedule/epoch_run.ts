@@ -17,6 +17,7 @@ import { CassetteError } from "../errors.ts";
 import type { Fetched, Source } from "../source/source.ts";
 import { Ledger } from "./ledger.ts";
 import type { Window } from "./window.ts";
+import type { ConnCount } from "../observe/stats.ts";
 
 export interface RunOptions<S extends Fetched, T> {
   batchSize: number;
@@ -35,7 +36,7 @@ export interface RunHost<S extends Fetched, T> {
   /** Samples `run` may still request now (one window bounds the active run and the read-ahead together). */
   room(run: EpochRun<S, T>): number;
   /** A batch was handed over. */
-  handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, number>): void;
+  handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void;
   /** A request was answered after `ms`. */
   answered(ms: number): void;
   /** The consumer found nothing ready with the window full. */
@@ -72,7 +73,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   #wake?: () => void;
   #lastHandOver = 0;
   readonly #askedAt: Float64Array; // when each plan position was asked for (its latency)
-  readonly #conns = new Map<string, number>();
+  readonly #conns = new Map<string, ConnCount>(); // per node (or connection) since the last hand-over
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
 
   constructor(host: RunHost<S, T>, epoch: number, plan: string[]) {
@@ -244,7 +245,11 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     }
     if (!this.#ledger.deliver(pos)) return this.#host.duplicate();
     this.#host.answered(runtime.now() - this.#askedAt[pos]);
-    if (s.conn) this.#conns.set(s.conn, (this.#conns.get(s.conn) ?? 0) + s.data.length);
+    if (s.conn) {
+      const c = this.#conns.get(s.conn);
+      if (c) c.bytes += s.data.length, c.samples++;
+      else this.#conns.set(s.conn, { bytes: s.data.length, samples: 1 });
+    }
     const transform = this.#o.transform;
     if (!transform) return this.#ready(pos, s, s as unknown as T);
     let out: T | Promise<T>;

@@ -8,7 +8,7 @@
  */
 import type { Batch } from "../assemble/batch.ts";
 import { CassetteError } from "../errors.ts";
-import type { StatsRecorder } from "../observe/stats.ts";
+import type { ConnCount, StatsRecorder } from "../observe/stats.ts";
 import type { Fetched, Source } from "../source/source.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { DepthPolicy } from "./depth.ts";
@@ -109,7 +109,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     return this.#read.source();
   }
 
-  handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, number>): void {
+  handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void {
     this.stats.handedOver(batch.ids.length, batch.bytes, gapMs, waitMs, conns);
     this.#depth.handedOver(runtime.now(), batch.ids.length);
     this.outstanding();

@@ -12,6 +12,7 @@ import { CassandraSource } from "../../src/source/cassandra_source.ts";
 import { cassandraTypes } from "../../src/source/cassandra_client.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import type { Fetched } from "../../src/source/source.ts";
+import { Loader } from "../../src/loader.ts";
 
 const DATASET = "fm-replicas";
 
@@ -47,6 +48,14 @@ test("token-aware: at replication 1 every sample comes from the one node that ho
       nodes.add(s.conn!);
     }
     assert.ok(nodes.size >= 2, `the 40 samples spread over the nodes: ${[...nodes]}`);
+    // The Loader's stats count what each node delivered: every sample, by its replica.
+    const loader = new Loader({ store: source, ids, batchSize: 8, seed: 5 });
+    for await (const _ of loader.epoch(0)) { /* read it all */ }
+    const perNode = loader.stats().samplesPerConnection;
+    await loader.close();
+    const want: Record<string, number> = {};
+    for (const id of ids) want[replicasOf(store, id)[0]] = (want[replicasOf(store, id)[0]] ?? 0) + 1;
+    assert.equal(perNode, want, "samples per node, as the token map places them");
   } finally {
     await store.close();
   }

@@ -71,6 +71,7 @@ test("file:DIR through the Loader: every id once, the store's bytes and labels",
   try {
     await assertEpochAsStored(loader, 0, ids, want);
     assert.equal(loader.stats().perConnection, { file: loader.stats().bytes });
+    assert.equal(loader.stats().samplesPerConnection, { file: ids.length });
   } finally {
     await loader.close();
   }
