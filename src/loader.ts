@@ -66,6 +66,12 @@ export interface LoaderOptions<T = Sample> {
   prefetch?: number | "auto";
   /** Deepest window "auto" may reach, in batches (default 64). */
   maxPrefetch?: number;
+  /**
+   * Bound on the bytes the samples outstanding hold (fetched bytes, and pixels when `decode`
+   * decodes them), at their mean size so far: the window holds at most this many bytes' worth of
+   * samples, and never less than one batch (default: no bound but the window's).
+   */
+  maxPrefetchBytes?: number;
   /** Batches requested at the start of an epoch before the ramp (default 2). */
   rampStart?: number;
   /** "ready" (default): batches from whatever arrived; "strict": plan order. */
@@ -147,6 +153,9 @@ export class Loader<T = Sample> implements AsyncDisposable {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a Loader as ${why}`);
     };
     if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
+    if (o.maxPrefetchBytes !== undefined && !(Number.isFinite(o.maxPrefetchBytes) && o.maxPrefetchBytes > 0)) {
+      bad(`'maxPrefetchBytes' must be a positive number of bytes: current value is ${o.maxPrefetchBytes}`);
+    }
     if (o.prefetch !== undefined && o.prefetch !== "auto" && !(Number.isInteger(o.prefetch) && o.prefetch >= 1)) {
       bad(`'prefetch' must be a positive integer or "auto": current value is ${o.prefetch}`);
     }
@@ -171,6 +180,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
       {
         batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", transform: o.transform, signal: o.signal,
         prefetch: o.prefetch ?? "auto", maxPrefetch: o.maxPrefetch ?? 64, rampStart: o.rampStart ?? 2, readAhead: o.readAhead ?? "auto",
+        maxPrefetchBytes: o.maxPrefetchBytes,
       },
       this.#read,
       (epoch) => epochPlan(o.ids, { ...plan, epoch }),

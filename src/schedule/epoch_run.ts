@@ -37,8 +37,8 @@ export interface RunHost<S extends Fetched, T> {
   room(run: EpochRun<S, T>): number;
   /** A batch was handed over. */
   handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void;
-  /** A request was answered after `ms`. */
-  answered(ms: number): void;
+  /** A request was answered after `ms` with a sample that holds `bytes` (its bytes, and its pixels when decoded). */
+  answered(ms: number, bytes: number): void;
   /** The consumer found nothing ready with the window full. */
   starved(window: Window): void;
   /** The consumer waits at the epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ]. */
@@ -244,7 +244,9 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
       return this.#wakeUp();
     }
     if (!this.#ledger.deliver(pos)) return this.#host.duplicate();
-    this.#host.answered(runtime.now() - this.#askedAt[pos]);
+    // What the sample holds while it waits: its bytes, and its pixels when the read path decoded it.
+    const image = (s as { image?: { data?: { byteLength: number } } }).image;
+    this.#host.answered(runtime.now() - this.#askedAt[pos], s.data.length + (image?.data?.byteLength ?? 0));
     if (s.conn) {
       const c = this.#conns.get(s.conn);
       if (c) c.bytes += s.data.length, c.samples++;

@@ -23,6 +23,8 @@ export interface ScheduleOptions<S extends Fetched, T> extends RunOptions<S, T> 
   /** Batches requested at the first start before the ramp. */
   rampStart: number;
   readAhead: boolean | "auto";
+  /** Bytes the samples outstanding may hold, at their mean size so far (undefined: no bound but the window's). */
+  maxPrefetchBytes?: number;
 }
 
 /** What the scheduler needs from the read path. */
@@ -38,6 +40,9 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   readonly stats: StatsRecorder;
   readonly #read: ScheduleSource<S>;
   readonly #plan: (epoch: number) => string[];
+  /** Samples answered and the bytes they held: the mean size maxPrefetchBytes divides by. */
+  #sized = 0;
+  #sizedBytes = 0;
   readonly #depth: DepthPolicy;
   #active?: EpochRun<S, T>;
   /** The next epoch, read ahead near the active one's end (option readAhead). */
@@ -115,7 +120,9 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.outstanding();
   }
 
-  answered(ms: number): void {
+  answered(ms: number, bytes: number): void {
+    this.#sizedBytes += bytes;
+    this.#sized++;
     this.#depth.answered(ms);
   }
 
@@ -150,9 +157,21 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     const active = this.#active, ahead = this.#ahead;
     if (!active) return 0;
     const used = (active.finished ? 0 : active.outstanding) + (ahead?.outstanding ?? 0);
-    if (run === active && !active.finished) return active.windowSamples() - used;
-    if (run === ahead && (active.finished || active.allRequested)) return active.windowSamples() - used;
+    const limit = Math.min(active.windowSamples(), this.#byteLimit());
+    if (run === active && !active.finished) return limit - used;
+    if (run === ahead && (active.finished || active.allRequested)) return limit - used;
     return 0;
+  }
+
+  /**
+   * Samples that fit in maxPrefetchBytes at the mean size answered so far, never under one batch
+   * (the consumer must be able to make progress). Before the first answer the window alone
+   * bounds it: the ramp starts it at 2 batches.
+   */
+  #byteLimit(): number {
+    const max = this.options.maxPrefetchBytes;
+    if (max === undefined || this.#sized === 0) return Infinity;
+    return Math.max(this.options.batchSize, Math.floor(max / Math.max(1, this.#sizedBytes / this.#sized)));
   }
 
   tail(source: Source<S>): void {

@@ -1,0 +1,61 @@
+/**
+ * maxPrefetchBytes: the window holds at most that many bytes' worth of samples (at their mean
+ * size so far), never less than a batch, whatever the window in batches would allow; and every
+ * sample is still delivered once. A slow consumer lets the window fill, as a training step does.
+ */
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "../_support/harness.ts";
+import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
+import { openStore } from "../../src/source/open.ts";
+import { Loader } from "../../src/loader.ts";
+import { CassetteError } from "../../src/errors.ts";
+
+test("maxPrefetchBytes bounds the samples outstanding by their bytes; every sample still once", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-membound-"));
+  const store = await openStore(`sqlite:${join(dir, "big.sqlite")}`);
+  try {
+    const seed = freshSeed();
+    const next = rng(seed);
+    await store.createDataset({ version: 1, name: "big", columns: [], groupBy: [], label: { kind: "int" } });
+    // 120 samples of 150–250 kB: a window of 16 batches of 4 would hold ~13 MB.
+    await store.put("big", Array.from({ length: 120 }, (_, i) => ({ key: `k${i}`, label: i % 3, data: randomBytes(next, randomInt(next, 150_000, 250_000)) })));
+    const ids: string[] = [];
+    for await (const page of store.scanNat("big")) ids.push(...page.map((r) => r.id));
+    const read = async (maxPrefetchBytes?: number) => {
+      const loader = new Loader({ store, dataset: "big", ids, batchSize: 4, prefetch: 16, seed: 1, maxPrefetchBytes });
+      const seen: string[] = [];
+      for (const epoch of [0, 1]) {
+        for await (const b of loader.epoch(epoch)) {
+          seen.push(...b.ids);
+          await new Promise((r) => setTimeout(r, 3)); // a step: the window fills meanwhile
+        }
+      }
+      const s = loader.stats();
+      await loader.close();
+      assert.is(seen.length, 2 * ids.length, `every sample read in both epochs (seed ${seed})`);
+      assert.is(new Set(seen).size, ids.length);
+      return { most: s.maxOutstanding, mean: s.bytes / s.samples };
+    };
+    const free = await read();
+    const bound = 2_000_000;
+    const bounded = await read(bound);
+    // At most the bound's worth at the mean size (+ one sample: the mean moves as answers come).
+    const allowed = Math.max(4, Math.floor(bound / bounded.mean)) + 1;
+    assert.ok(bounded.most <= allowed, `outstanding ${bounded.most} samples of ~${(bounded.mean / 1e3).toFixed(0)} kB ≤ ${allowed} (seed ${seed})`);
+    assert.ok(free.most > allowed, `without the bound the window holds more: ${free.most} (the test would not see a missing bound otherwise)`);
+    assert.ok(bounded.most >= 4, "at least a batch");
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("maxPrefetchBytes must be a positive number of bytes", () => {
+  for (const bad of [0, -1, Number.NaN]) {
+    assert.throws(() => new Loader({ store: "sqlite:/nonexistent.sqlite", dataset: "d", ids: [], batchSize: 1, maxPrefetchBytes: bad }), (e: Error) =>
+      e instanceof CassetteError && /'maxPrefetchBytes' must be a positive number of bytes: current value is/.test(e.message));
+  }
+});
