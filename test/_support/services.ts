@@ -38,7 +38,12 @@ export function testCluster(): TestCluster | undefined {
     hosts: c.hosts,
     port: c.port,
     address: (keyspace) => `cassandra://${c.hosts.join(",")}:${c.port}/${keyspace}_${runtime.name}`,
-    env: { CASSETTE_CASSANDRA_RUN: c.run, CASSETTE_CQL_PORT: String(c.port), CASSETTE_STORAGE_PORT: String(c.storagePort) },
+    // Logins off, as test/run.ts starts the cluster: a test process inherits the single node's
+    // PasswordAuthenticator, and a node restarted with it would come back wanting a login.
+    env: {
+      CASSETTE_CASSANDRA_RUN: c.run, CASSETTE_CQL_PORT: String(c.port), CASSETTE_STORAGE_PORT: String(c.storagePort),
+      CASSETTE_CASSANDRA_AUTH: "AllowAllAuthenticator",
+    },
   };
 }
 
