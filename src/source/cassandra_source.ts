@@ -73,10 +73,12 @@ function balanceByRate(host: DriverHost): void {
 /**
  * The driver's "no host available" as an error that names each node tried and what it said, so
  * that the epoch's error (which adds the sample and the epoch) says where it looked; retryable,
- * as a node may come back. Other errors pass as they are.
+ * as a node may come back. A permission refused is a final ERR_STORE. Other errors pass as they are.
  */
 function nodesTried(err: unknown, hosts: readonly { address: string; isUp(): boolean }[]): Error {
-  const e = err as { name?: string; innerErrors?: Record<string, unknown> } | null;
+  const e = err as { name?: string; code?: unknown; message?: string; innerErrors?: Record<string, unknown> } | null;
+  // Unauthorized (protocol error 0x2100): the role may not read the table. Final, and named so.
+  if (e?.code === 0x2100) return storeError("ERR_STORE", `the role may not read it: ${e.message}`, false, { cause: err });
   if (!e?.innerErrors) return err instanceof Error ? err : new Error(String(err));
   const tried = Object.entries(e.innerErrors).map(([node, x]) => `${node}: ${(x as Error)?.message ?? String(x)}`);
   // Nothing tried: every node was already marked down; say which nodes those are.

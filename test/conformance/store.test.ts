@@ -21,6 +21,7 @@ import { openReadSource } from "../../src/read/open.ts";
 import type { DatasetSpec } from "../../src/dataset/spec.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../../src/errors.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-store-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -283,7 +284,23 @@ test("cassandra: a role granted only SELECT opens the store and reads through th
     } finally {
       await src.close();
     }
+    // A role that may read the registry but not the samples' table: it opens the store, and a
+    // read is a named, final error (not "unreachable", not retried).
+    await admin.execute(`CREATE ROLE IF NOT EXISTS ${role}_meta WITH PASSWORD = 'meta-pw' AND LOGIN = true`);
+    await admin.execute(`GRANT SELECT ON ${keyspace}.cassette_datasets TO ${role}_meta`);
+    const asMeta = address.replace(/\/\/[^@]*@/, `//${role}_meta:meta-pw@`);
+    const denied = await openReadSource(asMeta, name);
+    try {
+      const e = await new Promise<Error | null>((resolve) => denied.fetch(sampleId(name, "a"), (err) => resolve(err)));
+      assert.instance(e, CassetteError, "a permission refused is a CassetteError");
+      assert.is((e as CassetteError).code, "ERR_STORE");
+      assert.match(e!.message, /the role may not read it: .*(permission|Unauthorized)/i);
+      assert.is((e as { retryable?: boolean }).retryable, false, "not retried: asking again cannot help");
+    } finally {
+      await denied.close();
+    }
   } finally {
+    await admin.execute(`DROP ROLE IF EXISTS ${role}_meta`).catch(() => {});
     await admin.execute(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
     await admin.shutdown();
     await store.close();
