@@ -73,6 +73,10 @@ export async function openCassandra(address: string, options: CassandraOptions =
     socketOptions: { connectTimeout: timeout, readTimeout: 30_000, ...d.socketOptions },
     credentials: d.credentials ?? (username ? { username, password } : undefined),
     sslOptions: d.sslOptions ?? (a.tls ? {} : undefined),
+    // A statement is prepared on the node that runs it, and on another node when it first
+    // answers "unprepared": preparing on every node first (the driver's default) waits for all
+    // of them, so one frozen node held every new client's first read for the 30 s read timeout.
+    prepareOnAllHosts: d.prepareOnAllHosts ?? false,
     // The address's consistency (default LOCAL_ONE: a read needs one replica of the local DC).
     queryOptions: { consistency: cassandra.types.consistencies[snakeToCamel(a.consistency)], ...d.queryOptions },
     pooling: {
