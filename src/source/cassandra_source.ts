@@ -39,17 +39,15 @@ interface DriverPool {
   isClosing(): boolean;
   on(event: "open", listener: (err?: Error) => void): void;
 }
-/** A node as the replica choice sees it (cassandra-driver's Host). */
-interface DriverReplica {
-  isUp(): boolean;
-}
+/** A node as a lane of the replica choice: requests this source has in flight there. */
 interface NodeLane extends Lane {
   n: number;
 }
-/** A host of cassandra-driver 4.10, as far as the connection choice and growth need it. */
+/** A host (node) of cassandra-driver 4.10, as far as the connection and replica choices and growth need it. */
 interface DriverHost {
+  address: string;
   pool?: DriverPool;
-  isUp?(): boolean;
+  isUp(): boolean;
   borrowConnection(previous?: Lane): Lane;
   [BALANCED]?: true;
 }
@@ -75,7 +73,7 @@ function balanceByRate(host: DriverHost): void {
  * that the epoch's error (which adds the sample and the epoch) says where it looked; retryable,
  * as a node may come back. A permission refused is a final ERR_STORE. Other errors pass as they are.
  */
-function nodesTried(err: unknown, hosts: readonly { address: string; isUp(): boolean }[]): Error {
+function driverError(err: unknown, hosts: readonly DriverHost[]): Error {
   const e = err as { name?: string; code?: unknown; message?: string; innerErrors?: Record<string, unknown> } | null;
   // Unauthorized (protocol error 0x2100): the role may not read the table. Final, and named so.
   if (e?.code === 0x2100) return storeError("ERR_STORE", `the role may not read it: ${e.message}`, false, { cause: err });
@@ -101,10 +99,10 @@ export class CassandraSource implements Source {
   readonly #watched = new WeakSet<DriverPool>();
   readonly #keyspace: string;
   /** Per node: requests this source has in flight there, as a lane of the node chooser. */
-  readonly #nodeLanes = new Map<DriverReplica, NodeLane>();
+  readonly #nodeLanes = new Map<DriverHost, NodeLane>();
   readonly #nodeChooser = new RateChooser(() => performance.now());
   /** The node each id in flight was first sent to: a second request avoids it. */
-  readonly #firstHost = new Map<string, DriverReplica>();
+  readonly #firstHost = new Map<string, DriverHost>();
 
   constructor(store: CassandraStore, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}) {
     this.#store = store;
@@ -147,7 +145,7 @@ export class CassandraSource implements Source {
     const pools: DriverPool[] = [];
     for (const h of this.#hosts()) {
       const pool = h.pool;
-      if (!pool || pool.isClosing() || (h.isUp && !h.isUp()) || pool.coreConnectionsLength !== local) continue;
+      if (!pool || pool.isClosing() || !h.isUp() || pool.coreConnectionsLength !== local) continue;
       if (pool.connections.length < local) return; // the last step is still opening
       pools.push(pool);
     }
@@ -204,7 +202,7 @@ export class CassandraSource implements Source {
       (err) => {
         this.#answered(id, host, nodeLane);
         this.#cap.release();
-        done(nodesTried(err, this.#hosts() as unknown as { address: string; isUp(): boolean }[]));
+        done(driverError(err, this.#hosts()));
       },
     );
     const more = this.#cap.take();
@@ -220,10 +218,10 @@ export class CassandraSource implements Source {
    * the token map does not know the keyspace yet, or no replica is up; the driver's own plan
    * (token-aware, then any node) then decides.
    */
-  #replica(id: string): DriverReplica | undefined {
+  #replica(id: string): DriverHost | undefined {
     if ((this.#store.client.hosts?.length ?? 0) < 2) return undefined; // one node: nothing to choose, no cost per request
-    const meta = this.#store.client.metadata as unknown as { getReplicas(ks: string, key: Uint8Array): DriverReplica[] | null } | undefined;
-    let replicas: DriverReplica[] | null | undefined;
+    const meta = this.#store.client.metadata as unknown as { getReplicas(ks: string, key: Uint8Array): DriverHost[] | null } | undefined;
+    let replicas: DriverHost[] | null | undefined;
     try {
       replicas = meta?.getReplicas(this.#keyspace, cassandraTypes.Uuid.fromString(id).getBuffer());
     } catch {
@@ -239,7 +237,7 @@ export class CassandraSource implements Source {
     return lane ? up[lanes.indexOf(lane as NodeLane)] : up[0];
   }
 
-  #nodeLane(host: DriverReplica): NodeLane {
+  #nodeLane(host: DriverHost): NodeLane {
     let lane = this.#nodeLanes.get(host);
     if (!lane) {
       const l: NodeLane = { n: 0, getInFlight: () => l.n };
@@ -248,7 +246,7 @@ export class CassandraSource implements Source {
     return lane;
   }
 
-  #answered(id: string, host: DriverReplica | undefined, lane: NodeLane | undefined): void {
+  #answered(id: string, host: DriverHost | undefined, lane: NodeLane | undefined): void {
     if (lane) lane.n--;
     if (host && this.#firstHost.get(id) === host) this.#firstHost.delete(id);
   }

@@ -60,10 +60,7 @@ export class Capacity {
   raise(max: number): void {
     if (max <= this.#max) return;
     this.#max = max;
-    if (this.#saturated && this.#inFlight < max) {
-      this.#saturated = false;
-      for (const l of this.#listeners) l();
-    }
+    this.#drainIfRoom();
   }
   /** Takes a slot; returns whether more requests may follow. */
   take(): boolean {
@@ -73,14 +70,13 @@ export class Capacity {
   }
   release(): void {
     this.#inFlight--;
+    this.#drainIfRoom();
+  }
+  #drainIfRoom(): void {
     if (this.#saturated && this.#inFlight < this.#max) {
       this.#saturated = false;
       for (const l of this.#listeners) l();
     }
-  }
-  /** Whether the last take() filled it (requests are waiting for a slot). */
-  get saturated(): boolean {
-    return this.#saturated;
   }
   onDrain(l: () => void): void {
     this.#listeners.push(l);
