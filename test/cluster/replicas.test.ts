@@ -102,9 +102,14 @@ test("a node frozen (SIGSTOP) as an epoch starts, at replication 3: the epoch co
     // reaskTail: at the epoch's end a sample pending far longer than usual is asked again, on
     // another replica than the first request's.
     const loader = new Loader({ store: source, ids, batchSize: 4, prefetch: 4, seed: 9, reaskTail: true });
+    // The statement is prepared first: every read waits for its preparation, and one prepared
+    // on the node about to be frozen would wait the 30 s timeout (a limit not solved yet: the
+    // closing note of 2026-11-24 says so).
+    await fetchOne(source, ids[0]);
     const seen: string[] = [];
-    // Frozen before the first request: some of the first requests are sent to it (nothing is
-    // known of any node yet) and stay unanswered; the rest must come from the other two.
+    // Frozen before the epoch's first request: some of the first requests are sent to it
+    // (nothing is known of how fast each node is yet) and stay unanswered; the rest must come
+    // from the other two.
     frozen = spawnSync("kill", ["-STOP", pid]).status === 0;
     assert.ok(frozen, "the node was frozen");
     const t0 = runtime.now();
