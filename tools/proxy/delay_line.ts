@@ -18,6 +18,9 @@
  *   │ 50.0 ms │ 66.4 ms │ 82.8 ms │82.8 │
  *   └─────────┴─────────┴─────────┴─────┘
  *
+ * A fault (proxy.ts `fault()`) may `hold` the line: the timer's releases stop, pieces keep
+ * queueing (so backpressure still bounds memory), and `unhold` lets them out in order.
+ *
  * Bounded memory: when the bytes held here plus the sink's own write buffer pass `maxQueued`,
  * `onPause` stops the reading side; `onResume` restarts it once they fall to half. Like a TCP
  * window, this caps one connection at about maxQueued / delay bytes per second.
@@ -74,6 +77,8 @@ export class DelayLine {
   #stopped = false;
   #ended = false;
   #endQueued = false;
+  /** Faults holding this line (stall, partition): nothing leaves while > 0. */
+  #holds = 0;
 
   constructor(o: DelayLineOptions) {
     this.#o = o;
@@ -89,6 +94,11 @@ export class DelayLine {
   /** True once the FIN has been handed to the sink. */
   get ended(): boolean {
     return this.#ended;
+  }
+
+  /** True while a fault holds the line. */
+  get held(): boolean {
+    return this.#holds > 0;
   }
 
   /** True when nothing waits in the line. */
@@ -127,6 +137,21 @@ export class DelayLine {
   attach(sink: Sink): void {
     this.#sink = sink;
     this.#kick();
+  }
+
+  /**
+   * Withholds everything from now on, as a cable pulled out would: bytes keep arriving and
+   * queue (the source is paused at `maxQueued`, as a full window stops a sender), nothing is
+   * dropped. Each hold needs its own `unhold`; the line flows again when none is left.
+   */
+  hold(): void {
+    this.#holds++;
+  }
+
+  /** Ends one hold: with none left, what queued meanwhile leaves at once, in order. */
+  unhold(): void {
+    if (this.#holds === 0) return;
+    if (--this.#holds === 0) this.#kick();
   }
 
   /** The sink's buffer drained ('drain'): maybe resume the source. */
@@ -180,7 +205,7 @@ export class DelayLine {
 
   /** Releases what is due now, or sets the timer for the head. */
   #kick(): void {
-    if (this.#timer !== undefined || !this.#sink || this.empty) return;
+    if (this.#timer !== undefined || !this.#sink || this.empty || this.#holds > 0) return;
     const wait = this.#queue[this.#head]!.due - runtime.now();
     if (wait <= 0) this.#release();
     // ceil: a timer never fires before its time, so nothing leaves early (RTT ≥ 2 × delay).
@@ -190,7 +215,7 @@ export class DelayLine {
   #release(): void {
     this.#timer = undefined;
     const sink = this.#sink;
-    if (this.#stopped || !sink) return;
+    if (this.#stopped || !sink || this.#holds > 0) return;
     if (sink.destroyed) return this.stop();
     const now = runtime.now();
     const q = this.#queue;

@@ -17,6 +17,16 @@
  * leave before 2 × delayMs. A FIN is forwarded after the data queued before it; an error or
  * reset on either side resets both sides at once (a refused upstream connect reaches the client
  * as a reset, since the proxy has already accepted it).
+ *
+ * Faults, on a running proxy (`fault()`): a reset, a stall, a one-way partition, on one
+ * connection or on all of them, each healed by its handle, so tests and the chaos benchmark
+ * break real connections to a real server at a moment of their choosing.
+ *
+ * ```ts
+ * const f = proxy.fault({ kind: "partition", direction: "up" }); // requests vanish, answers still come
+ * // …
+ * f.heal(); // what was withheld leaves now, in order
+ * ```
  */
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { runtime } from "../../runtime-adapters/index.ts";
@@ -70,6 +80,43 @@ export interface ConnectionStats {
   error?: string;
 }
 
+/**
+ * A fault on a running proxy.
+ *
+ * - `reset`: both sides of the connection get a TCP RST now (data in flight is lost, mid-stream
+ *   if it was flowing), as when a router or the peer's kernel drops the connection.
+ * - `stall`: nothing is forwarded either way, both sockets stay open, until healed: a peer
+ *   that hangs with its connections up (a frozen process, a dead link without keepalive).
+ * - `partition`: one direction only is withheld: `up` (client → target: requests never arrive,
+ *   the target's own pushes still reach the client) or `down` (target → client).
+ *
+ * Withheld bytes are kept, not dropped (the proxy pauses reading once `queueBytes` are held, as
+ * a full TCP window stops a sender), and leave in order on heal: TCP retransmits what a
+ * partition ate, so dropping bytes mid-stream would corrupt the stream, which no real network does.
+ */
+export interface FaultSpec {
+  kind: "reset" | "stall" | "partition";
+  /**
+   * The connection (its accept index, as in stats) or, when absent, every connection: for a
+   * reset those open now; for a stall or a partition also those accepted until it heals (a
+   * frozen server still accepts TCP, then says nothing).
+   */
+  connection?: number;
+  /** For a partition: which direction is cut. */
+  direction?: "up" | "down";
+}
+
+export interface Fault {
+  readonly kind: FaultSpec["kind"];
+  readonly direction?: "up" | "down";
+  /** Indices of the connections it has hit so far. */
+  readonly connections: readonly number[];
+  /** True once healed (a reset is healed from the start: there is nothing to undo). */
+  readonly healed: boolean;
+  /** Lets withheld bytes go and stops catching new connections; safe to call twice. */
+  heal(): void;
+}
+
 export interface ProxyStats {
   /** runtime.now() of this snapshot: rates come from two snapshots' bytes and `at`. */
   at: number;
@@ -86,6 +133,11 @@ export interface Proxy {
   readonly port: number;
   /** A snapshot of every connection so far, open or closed. */
   stats(): ProxyStats;
+  /**
+   * Injects a fault now (FaultSpec). A reset of a connection index not accepted yet, or already
+   * closed, throws ERR_INVALID_OPTION; a stall or partition of a future index waits for it.
+   */
+  fault(spec: FaultSpec): Fault;
   /** Stops listening, destroys every connection; resolves once all sockets have closed. */
   close(): Promise<void>;
 }
@@ -102,6 +154,19 @@ interface Conn {
   closed: Promise<void>;
 }
 
+/** A stall or partition still in force: which lines of which connections it holds. */
+interface Hold {
+  spec: FaultSpec;
+  hit: number[];
+  lines: DelayLine[];
+}
+
+/** The lines a stall or partition holds on `conn`: up (client → target), down, or both. */
+function heldLines(conn: Conn, spec: FaultSpec): DelayLine[] {
+  const lines = spec.kind === "stall" ? [conn.up, conn.down] : spec.direction === "up" ? [conn.up] : [conn.down];
+  return lines.filter((l): l is DelayLine => l !== undefined);
+}
+
 export async function startProxy(options: ProxyOptions): Promise<Proxy> {
   const o = checkOptions(options);
   const profileOf: ProfileFn = typeof o.profile === "function" ? o.profile : () => o.profile as Profile;
@@ -109,11 +174,58 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
   const queueBytes = o.queueBytes ?? DEFAULT_QUEUE;
   const handshake = o.handshake ?? true;
   const conns: Conn[] = [];
+  const holds = new Set<Hold>();
   let closing = false;
 
   const server: Server = createServer({ allowHalfOpen: true }, (client) => {
-    conns.push(handle(client, conns.length));
+    const conn = handle(client, conns.length);
+    conns.push(conn);
+    for (const h of holds) if (h.spec.connection === undefined || h.spec.connection === conn.stats.index) hold(h, conn);
   });
+
+  function hold(h: Hold, conn: Conn): void {
+    const lines = heldLines(conn, h.spec);
+    if (lines.length === 0) return; // failed before its lines existed (bad profile, closing)
+    for (const l of lines) l.hold();
+    h.lines.push(...lines);
+    h.hit.push(conn.stats.index);
+  }
+
+  function fault(spec: FaultSpec): Fault {
+    checkFault(spec, conns.length);
+    const { kind, direction } = spec;
+    const open = (c: Conn) => c.stats.closedAt === undefined;
+    if (kind === "reset") {
+      const targets = spec.connection === undefined ? conns.filter(open) : [conns[spec.connection]];
+      if (spec.connection !== undefined && !open(targets[0])) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot reset proxy connection ${spec.connection} as it has closed`);
+      }
+      for (const c of targets) c.kill("fault: reset");
+      return { kind, connections: targets.map((c) => c.stats.index), healed: true, heal() {} };
+    }
+    const h: Hold = { spec, hit: [], lines: [] };
+    holds.add(h);
+    const now = spec.connection === undefined ? conns : conns.slice(spec.connection, spec.connection + 1);
+    for (const c of now) if (open(c)) hold(h, c);
+    let healed = false;
+    return {
+      kind,
+      direction,
+      get connections() {
+        return h.hit.slice();
+      },
+      get healed() {
+        return healed;
+      },
+      heal() {
+        if (healed) return;
+        healed = true;
+        holds.delete(h);
+        for (const l of h.lines) l.unhold();
+        h.lines = [];
+      },
+    };
+  }
 
   /** Wires one accepted client to a new upstream connection through two delay lines. */
   function handle(client: Socket, index: number): Conn {
@@ -248,9 +360,11 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
         connections,
       };
     },
+    fault,
     close() {
       closed ??= (async () => {
         closing = true;
+        holds.clear();
         const listening = new Promise<void>((r) => server.close(() => r()));
         for (const c of conns) c.kill();
         await Promise.all(conns.map((c) => c.closed));
@@ -272,6 +386,19 @@ function reset(s: Socket): void {
   } catch {
     s.destroy();
   }
+}
+
+function checkFault(f: FaultSpec, accepted: number): void {
+  const bad = (name: string, rule: string, value: unknown): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot inject the proxy fault as '${name}' must be ${rule}: current value is ${value}`);
+  };
+  if (!f || !["reset", "stall", "partition"].includes(f.kind)) bad("kind", "reset, stall or partition", f?.kind);
+  if (f.connection !== undefined && (!Number.isInteger(f.connection) || f.connection < 0)) bad("connection", "a connection index ≥ 0", f.connection);
+  if (f.kind === "reset" && f.connection !== undefined && f.connection >= accepted) {
+    bad("connection", `an index the proxy has accepted (0..${accepted - 1}) for a reset`, f.connection);
+  }
+  if (f.kind === "partition" && f.direction !== "up" && f.direction !== "down") bad("direction", "up or down for a partition", f.direction);
+  if (f.kind !== "partition" && f.direction !== undefined) bad("direction", `absent for a ${f.kind}`, f.direction);
 }
 
 function checkOptions(o: ProxyOptions): ProxyOptions {
