@@ -15,6 +15,13 @@
 # and `restart --node N` keep node N's data, and a start of a node whose folder holds data
 # resumes it: it comes back as the same node (same host id, same data) and rejoins its cluster.
 # Every verb reads and writes under CASSETTE_CASSANDRA_RUN (one folder per node, nodeN/).
+#
+# TLS for clients: CASSETTE_CASSANDRA_TLS=required (CQL only over TLS: plaintext is refused)
+# or mutual (a client certificate signed by the CA too), read when a node starts. The first
+# such start makes, in the run folder's tls/ (kept by stop: one CA per run folder, 30 days),
+# ca.pem, a certificate per node (subjectAltName IP:127.0.0.N), client.pem + client.key, and
+# the PKCS12 stores Cassandra reads. A client then connects with
+#   cassandra://127.0.0.1/KS?ca=RUN/tls/ca.pem&cert=RUN/tls/client.pem&key=RUN/tls/client.key
 # Verified: Cassandra 5.0.8 on OpenJDK 17.
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -29,11 +36,15 @@ STORAGE_PORT=${CASSETTE_STORAGE_PORT:-7000}
 # 1.2 GB resident per node once started).
 HEAP=${CASSETTE_CASSANDRA_HEAP:-}
 TIMEOUT=${CASSETTE_CASSANDRA_TIMEOUT:-180}
+# Client TLS (see the header): off, required or mutual; the certificates live in $TLS_DIR.
+TLS_MODE=${CASSETTE_CASSANDRA_TLS:-off}
+case "$TLS_MODE" in off|required|mutual) ;; *) die "cannot use CASSETTE_CASSANDRA_TLS=$TLS_MODE: it must be off, required or mutual" ;; esac
+TLS_DIR=$RUNROOT/tls
 # `start --nodes K` writes K here: node N ≤ K is a member of that cluster (seeded by node 1).
 CLUSTER_FILE=$RUNROOT/cluster
 
 die() { echo "cassandra: $*" >&2; exit 1; }
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 cmd=${1:-}; shift || true
 NODE=""; NODES=""; ALL=0; JSON=0
@@ -92,8 +103,68 @@ fetch() {
 
 cql_ping() { # cql_ping HOST PORT: 0 when a CQL server answers OPTIONS with SUPPORTED (protocol v4)
   local out
-  out=$(timeout 3 bash -c "exec 3<>/dev/tcp/$1/$2 && printf '\x04\x00\x00\x00\x05\x00\x00\x00\x00' >&3 && head -c 5 <&3 | od -An -tx1" 2>/dev/null) || return 1
+  out=$(timeout 3 bash -c "exec 3<>/dev/tcp/$1/$2 && printf '\x04\x00\x00\x00\x05\x00\x00\x00\x00' >&3 && head -c 5 <&3 | od -An -tx1" 2>/dev/null) || out=""
+  # A TLS-only node closes a plaintext connection: ask again over TLS, with the run folder's
+  # client certificate (a mutual node wants one), when this run folder has made certificates.
+  if [ -z "$out" ] && [ -f "$TLS_DIR/client.pem" ]; then
+    # s_client ends at stdin's EOF (-no_ign_eof): the sleep leaves the answer time to arrive.
+    out=$( { printf '\x04\x00\x00\x00\x05\x00\x00\x00\x00'; sleep 1; } | timeout 3 openssl s_client -quiet -no_ign_eof \
+      -connect "$1:$2" -CAfile "$TLS_DIR/ca.pem" -cert "$TLS_DIR/client.pem" -key "$TLS_DIR/client.key" 2>/dev/null | head -c 5 | od -An -tx1 || true)
+  fi
   set -- $out; [ "${1:-}" = 84 ] && [ "${5:-}" = 06 ]
+}
+
+# tls_make: the run folder's CA and client certificate (once), and node $NODE's certificate and
+# keystore. Made here, at start: nothing secret is checked in, and the CA outlives any test run
+# (30 days; made again when it expires within a day).
+tls_make() {
+  command -v openssl >/dev/null || die "cannot start node $NODE with TLS: openssl not found"
+  command -v keytool >/dev/null || die "cannot start node $NODE with TLS: keytool (the JDK's) not found"
+  mkdir -p "$TLS_DIR"; chmod 700 "$TLS_DIR"
+  local days=30 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes) q=(-days 30)
+  if ! [ -f "$TLS_DIR/ca.pem" ] || ! openssl x509 -in "$TLS_DIR/ca.pem" -noout -checkend 86400 >/dev/null 2>&1; then
+    rm -f "$TLS_DIR"/*
+    # One random password for the PKCS12 stores (Cassandra needs one; nothing else guards them).
+    openssl rand -hex 16 > "$TLS_DIR/store.password"
+    openssl req -x509 "${ec[@]}" -keyout "$TLS_DIR/ca.key" -out "$TLS_DIR/ca.pem" -days $days \
+      -subj "/CN=cassette test CA" -addext "basicConstraints=critical,CA:TRUE" \
+      -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null || die "cannot make the TLS CA in $TLS_DIR (openssl failed)"
+    openssl req "${ec[@]}" -keyout "$TLS_DIR/client.key" -out "$TLS_DIR/client.csr" -subj "/CN=cassette client" 2>/dev/null
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n' > "$TLS_DIR/client.ext"
+    openssl x509 -req -in "$TLS_DIR/client.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca.key" -CAcreateserial \
+      -out "$TLS_DIR/client.pem" "${q[@]}" -extfile "$TLS_DIR/client.ext" 2>/dev/null || die "cannot sign the TLS client certificate in $TLS_DIR"
+    # The truststore holds the CA, for mutual TLS: keytool marks it trusted (Java ignores
+    # certificates in a PKCS12 file that openssl wrote without that attribute).
+    keytool -importcert -noprompt -alias cassette-ca -file "$TLS_DIR/ca.pem" -keystore "$TLS_DIR/truststore.p12" \
+      -storetype PKCS12 -storepass "$(cat "$TLS_DIR/store.password")" >/dev/null 2>&1 || die "cannot make the truststore in $TLS_DIR (keytool failed)"
+  fi
+  local n=node$NODE
+  if ! [ -f "$TLS_DIR/$n.p12" ]; then
+    openssl req "${ec[@]}" -keyout "$TLS_DIR/$n.key" -out "$TLS_DIR/$n.csr" -subj "/CN=$HOST" 2>/dev/null
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:%s,DNS:localhost\n' "$HOST" > "$TLS_DIR/$n.ext"
+    openssl x509 -req -in "$TLS_DIR/$n.csr" -CA "$TLS_DIR/ca.pem" -CAkey "$TLS_DIR/ca.key" -CAcreateserial \
+      -out "$TLS_DIR/$n.pem" "${q[@]}" -extfile "$TLS_DIR/$n.ext" 2>/dev/null || die "cannot sign node $NODE's TLS certificate in $TLS_DIR"
+    openssl pkcs12 -export -in "$TLS_DIR/$n.pem" -inkey "$TLS_DIR/$n.key" -certfile "$TLS_DIR/ca.pem" -name "$n" \
+      -out "$TLS_DIR/$n.p12" -passout "file:$TLS_DIR/store.password" || die "cannot make node $NODE's keystore in $TLS_DIR"
+  fi
+}
+
+# The client_encryption_options for cassandra.yaml: none when TLS is off. Cassandra 5.0.8's
+# EncryptionOptions takes require_client_auth as a boolean (5.1 adds "optional").
+tls_yaml() {
+  [ "$TLS_MODE" != off ] || return 0
+  local pw; pw=$(cat "$TLS_DIR/store.password")
+  cat <<YAML
+client_encryption_options:
+  enabled: true
+  optional: false
+  keystore: $TLS_DIR/node$NODE.p12
+  keystore_password: "$pw"
+  store_type: PKCS12
+  require_client_auth: $([ "$TLS_MODE" = mutual ] && echo true || echo false)
+  truststore: $TLS_DIR/truststore.p12
+  truststore_password: "$pw"
+YAML
 }
 
 pid_of() { [ -f "$RUN/cassandra.pid" ] && cat "$RUN/cassandra.pid" || true; }
@@ -171,6 +242,7 @@ role_manager: CassandraRoleManager
 native_transport_max_frame_size: 64MiB
 batch_size_fail_threshold: 5000KiB
 batch_size_warn_threshold: 1000KiB
+$(tls_yaml)
 YAML
   cat > "$RUN/logback.xml" <<'XML'
 <configuration>
@@ -194,6 +266,7 @@ start_node() {
   if [ -n "$(ls -A "$RUN/data" 2>/dev/null)" ]; then resumed=1; rm -f "$RUN/cassandra.pid"
   else rm -rf "$RUN"; fi
   mkdir -p "$RUN"/{data,commitlog,saved_caches,hints,cdc_raw,logs,tmp,triggers}
+  [ "$TLS_MODE" = off ] || tls_make
   write_conf
   local heap=$HEAP
   [ -n "$heap" ] || { if in_cluster && [ "$(cluster_size)" -gt 1 ]; then heap=768M; else heap=1G; fi; }
@@ -250,8 +323,9 @@ start_node() {
     >"$RUN/logs/stdout.log" 2>&1 < /dev/null &
   echo $! > "$RUN/cassandra.pid"
   local pid=$!; local t0=$SECONDS
-  if [ "$resumed" = 1 ]; then printf 'resuming cassandra %s node %s with its data on %s:%s (pid %s, data in %s) ' "$VERSION" "$NODE" "$HOST" "$CQL_PORT" "$pid" "$RUN"
-  else printf 'starting cassandra %s node %s on %s:%s (pid %s, data in %s) ' "$VERSION" "$NODE" "$HOST" "$CQL_PORT" "$pid" "$RUN"; fi
+  local tls=""; [ "$TLS_MODE" = off ] || tls=" with $TLS_MODE TLS (CA $TLS_DIR/ca.pem)"
+  if [ "$resumed" = 1 ]; then printf 'resuming cassandra %s node %s with its data on %s:%s%s (pid %s, data in %s) ' "$VERSION" "$NODE" "$HOST" "$CQL_PORT" "$tls" "$pid" "$RUN"
+  else printf 'starting cassandra %s node %s on %s:%s%s (pid %s, data in %s) ' "$VERSION" "$NODE" "$HOST" "$CQL_PORT" "$tls" "$pid" "$RUN"; fi
   until cql_ping "$HOST" "$CQL_PORT"; do
     if ! kill -0 "$pid" 2>/dev/null; then
       # A joining node gives its seed one ring delay (1 s here, for fast starts) to answer its
