@@ -1,7 +1,10 @@
 /**
  * Store addresses, as users write them (the README's "Any address"):
  *   sqlite:PATH
- *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&connections=N&requests=N&consistency=LEVEL]
+ *   cassandra://[user:pass@]host[,host…][:port]/KEYSPACE[?dc=…&tls=1&ca=FILE&cert=FILE&key=FILE&connections=N&requests=N&consistency=LEVEL]
+ *                                ca, cert and key are PEM files (the CA that signed the nodes'
+ *                                certificates; the client's certificate and key for mutual
+ *                                TLS), read by source/cassandra_client.ts; each implies tls=1
  *   http(s)://[user:pass@]HOST/PREFIX[?maxsample=64MiB&redirects=3&ca=PATH&…]   objects at
  *                                PREFIX/ID; the options are read by source/http.ts (parseHttpUrl)
  *   file:DIR
@@ -20,6 +23,11 @@ export type StoreAddress =
     /** Local datacenter for the driver's load balancing; Cassandra's default name otherwise. */
     dc: string;
     tls: boolean;
+    /** PEM file of the CA that signed the nodes' certificates (`ca=`); the system's CAs otherwise. */
+    ca?: string;
+    /** PEM files of the client's certificate and key, for nodes that require one (`cert=`, `key=`: both or neither). */
+    cert?: string;
+    key?: string;
     /** Connections per local host (driver pooling.coreConnectionsPerHost), if set. */
     connections?: number;
     /** Requests in flight per connection (driver pooling.maxRequestsPerConnection), if set. */
@@ -77,7 +85,7 @@ export function parseStoreAddress(address: string): StoreAddress {
     const hosts = authority.split(",").filter(Boolean);
     if (hosts.length === 0) bad("it names no host");
     const params = new URLSearchParams(query);
-    const known = ["dc", "tls", "connections", "requests", "consistency"];
+    const known = ["dc", "tls", "ca", "cert", "key", "connections", "requests", "consistency"];
     for (const k of params.keys()) if (!known.includes(k)) bad(`'${k}' is not an option (${known.join(", ")})`);
     const count = (k: string) => {
       const v = params.get(k);
@@ -87,9 +95,26 @@ export function parseStoreAddress(address: string): StoreAddress {
     };
     const consistency = (params.get("consistency") ?? "local_one").toLowerCase() as Consistency;
     if (!CONSISTENCIES.includes(consistency)) bad(`'consistency' must be one of ${CONSISTENCIES.join(", ")}: current value is ${params.get("consistency")}`);
-    const out: StoreAddress = {
-      kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1", tls: params.get("tls") === "1", consistency,
+    // tls=1 (or true) turns TLS on; a CA, certificate or key file implies it, and tls=0 with one
+    // of them is a contradiction, not a silent plaintext connection.
+    const tlsParam = params.get("tls");
+    if (tlsParam !== null && !["0", "1", "true", "false"].includes(tlsParam)) bad(`'tls' must be 1 or 0: current value is ${tlsParam}`);
+    const file = (k: "ca" | "cert" | "key") => {
+      const v = params.get(k);
+      if (v === null) return undefined;
+      if (!v) bad(`'${k}' names no file (${k}=FILE)`);
+      return v;
     };
+    const ca = file("ca"), cert = file("cert"), key = file("key");
+    if ((cert === undefined) !== (key === undefined)) bad(`a client certificate needs both 'cert' and 'key': only '${cert === undefined ? "key" : "cert"}' is given`);
+    const files = ca !== undefined || cert !== undefined;
+    if (files && (tlsParam === "0" || tlsParam === "false")) bad(`'${ca !== undefined ? "ca" : "cert"}' is a TLS setting but 'tls' is ${tlsParam}`);
+    const out: StoreAddress = {
+      kind: "cassandra", hosts, port, keyspace, username, password, dc: params.get("dc") ?? "datacenter1",
+      tls: tlsParam === "1" || tlsParam === "true" || files, consistency,
+    };
+    if (ca !== undefined) out.ca = ca;
+    if (cert !== undefined) Object.assign(out, { cert, key });
     const connections = count("connections"), requests = count("requests");
     if (connections !== undefined) out.connections = connections;
     if (requests !== undefined) out.requests = requests;

@@ -10,8 +10,10 @@
  * protocol at v4 (the driver's PR #416) stays available as `maxProtocolVersion`.
  */
 import cassandra from "cassandra-driver";
+import { connect as tlsConnect } from "node:tls";
 import { CassetteError } from "../errors.ts";
-import { parseStoreAddress } from "./address.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { parseStoreAddress, redact } from "./address.ts";
 
 export interface CassandraOptions {
   /**
@@ -25,6 +27,21 @@ export interface CassandraOptions {
   maxProtocolVersion?: number;
   /** Connect without setting the keyspace (to create it). */
   withoutKeyspace?: boolean;
+  /**
+   * TLS to the nodes, as the address's `tls=1&ca=FILE&cert=FILE&key=FILE` (a field set here
+   * wins over the address's): `true` for TLS with the system's CAs, or the paths of PEM files:
+   * `ca`, the CA that signed the nodes' certificates; `cert` and `key`, the client's certificate
+   * and key, for nodes that require one (mutual TLS). The node's certificate must name the
+   * address it is reached at (subjectAltName). `driver.sslOptions`, if given, is merged over these.
+   */
+  tls?: boolean | CassandraTls;
+}
+
+/** PEM files for TLS to Cassandra (CassandraOptions.tls). */
+export interface CassandraTls {
+  ca?: string;
+  cert?: string;
+  key?: string;
 }
 
 /** local_quorum → localQuorum: the driver's names for the levels an address spells in snake case. */
@@ -64,6 +81,7 @@ export async function openCassandra(address: string, options: CassandraOptions =
   const username = a.username ?? env.CASSETTE_CASSANDRA_USER;
   const password = a.password ?? env.CASSETTE_CASSANDRA_PASSWORD ?? "";
   const d = options.driver ?? {};
+  const tls = await tlsOptions(address, a, options.tls);
   const client = new cassandra.Client({
     ...d,
     contactPoints: a.hosts,
@@ -72,7 +90,7 @@ export async function openCassandra(address: string, options: CassandraOptions =
     protocolOptions: { port: a.port, maxVersion: options.maxProtocolVersion, ...d.protocolOptions },
     socketOptions: { connectTimeout: timeout, readTimeout: 30_000, ...d.socketOptions },
     credentials: d.credentials ?? (username ? { username, password } : undefined),
-    sslOptions: d.sslOptions ?? (a.tls ? {} : undefined),
+    sslOptions: tls ? { ...tls.ssl, ...d.sslOptions } : d.sslOptions,
     // A statement is prepared on the node that runs it, and on another node when it first
     // answers "unprepared": preparing on every node first (the driver's default) waits for all
     // of them, so one frozen node held every new client's first read for the 30 s read timeout.
@@ -102,9 +120,22 @@ export async function openCassandra(address: string, options: CassandraOptions =
     return client;
   } catch (cause) {
     await client.shutdown().catch(() => {});
-    if (cause instanceof CassetteError) throw cause;
     const e = cause as Error & { innerErrors?: Record<string, Error> };
+    const inner = e.innerErrors ? Object.values(e.innerErrors) : [e];
     const detail = e.innerErrors ? Object.entries(e.innerErrors).map(([h, err]) => `${h}: ${err.message}`).join("; ") : e.message;
+    const tlsError = tls ? tlsRefusal(inner, where, tls) : undefined;
+    if (tlsError) throw new CassetteError(tlsError.code, tlsError.message, { cause });
+    // A node that requires TLS closes a plaintext connection without a word of CQL: the driver
+    // says "socket hang up", a reset or a timeout. Ask the node for a TLS handshake to tell.
+    if (!tls && !inner.some((err) => /auth|credential|password|keyspace/i.test(err.message)) && (await speaksTls(a.hosts[0], a.port, Math.min(2000, timeout)))) {
+      throw new CassetteError(
+        "ERR_STORE_UNREACHABLE",
+        `Cannot connect to Cassandra at ${where} as the node requires TLS and the address asks for plaintext: add tls=1 ` +
+          `(and ca=FILE, the CA that signed the node's certificate) to the address, or the 'tls' option (driver: ${detail})`,
+        { cause },
+      );
+    }
+    if (cause instanceof CassetteError) throw cause;
     const keyspaceMissing = /keyspace/i.test(detail) && !options.withoutKeyspace;
     const auth = /auth|credential|password|username/i.test(detail);
     if (auth) {
@@ -125,4 +156,114 @@ export async function openCassandra(address: string, options: CassandraOptions =
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What openCassandra connects with when TLS is on: the driver's sslOptions, and which files gave them. */
+interface TlsSetup {
+  ssl: NonNullable<cassandra.ClientOptions["sslOptions"]>;
+  ca?: string;
+  cert?: string;
+}
+
+/**
+ * The address's TLS settings with `option`'s over them, files read: undefined when TLS is off.
+ * A file that cannot be read, or is not PEM, is a named error that says which parameter named it.
+ */
+async function tlsOptions(address: string, a: { tls: boolean; ca?: string; cert?: string; key?: string }, option: CassandraOptions["tls"]): Promise<TlsSetup | undefined> {
+  const o = typeof option === "object" ? option : {};
+  const ca = o.ca ?? a.ca, cert = o.cert ?? a.cert, key = o.key ?? a.key;
+  const on = option === true || typeof option === "object" || (option !== false && a.tls);
+  if (!on) return undefined;
+  if ((cert === undefined) !== (key === undefined)) {
+    throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use TLS to '${redact(address)}' as a client certificate needs both 'cert' and 'key': only '${cert === undefined ? "key" : "cert"}' is given`);
+  }
+  const read = async (param: string, path: string | undefined, what: RegExp): Promise<string | undefined> => {
+    if (path === undefined) return undefined;
+    const from = o[param as keyof CassandraTls] !== undefined ? `the tls.${param} option` : `${param}=`;
+    let text: string;
+    try {
+      text = new TextDecoder().decode(await runtime.readFile(path));
+    } catch (e) {
+      throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use TLS to '${redact(address)}' as the file '${path}' (${from}) cannot be read: ${(e as Error).message}`, { cause: e });
+    }
+    if (!what.test(text)) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use TLS to '${redact(address)}' as the file '${path}' (${from}) is not a PEM ${param === "key" ? "private key" : "certificate"}`);
+    return text;
+  };
+  const caText = await read("ca", ca, /-----BEGIN CERTIFICATE-----/);
+  const certText = await read("cert", cert, /-----BEGIN CERTIFICATE-----/);
+  const keyText = await read("key", key, /-----BEGIN [A-Z ]*PRIVATE KEY-----/);
+  // The driver turns certificate checks off unless told (lib/connection.js: rejectUnauthorized
+  // false): cassette checks them. Node checks an IP address against the certificate's IP
+  // subjectAltName, and sends no SNI for one (RFC 6066 allows host names only).
+  const ssl: TlsSetup["ssl"] = { rejectUnauthorized: true };
+  if (caText) ssl.ca = [caText];
+  if (certText) Object.assign(ssl, { cert: certText, key: keyText });
+  return { ssl, ca, cert };
+}
+
+/** Certificate errors that a CA (`ca=`) fixes: the node's chain leads to no CA this client trusts. */
+const UNTRUSTED = new Set([
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "CERT_UNTRUSTED",
+]);
+
+/** A TLS failure among a connect's errors, explained: the node's certificate, or the client's. */
+function tlsRefusal(errors: Error[], where: string, tls: TlsSetup): { code: "ERR_TLS_UNTRUSTED" | "ERR_STORE_UNREACHABLE"; message: string } | undefined {
+  for (const err of errors) {
+    const code = String((err as { code?: unknown }).code ?? "");
+    const msg = err.message.trim();
+    const text = `${msg} ${code}`;
+    // Mutual TLS: the node asks for a certificate, and one not sent (or not signed by its CA)
+    // ends the handshake with an alert (TLS 1.3: certificate_required; 1.2: handshake failure).
+    if (/certificate.?required|certificate.?unknown|bad.?certificate|unknown.?ca|handshake.?fail|peer did not return a certificate/i.test(text) && !UNTRUSTED.has(code)) {
+      return {
+        code: "ERR_STORE_UNREACHABLE",
+        message: tls.cert
+          ? `Cannot connect to Cassandra at ${where} over TLS as the node refused the client certificate '${tls.cert}': it takes one that a CA it trusts signed (${msg})`
+          : `Cannot connect to Cassandra at ${where} over TLS as the node requires a client certificate: give cert=FILE and key=FILE in the address, or the 'tls' option's cert and key (${msg})`,
+      };
+    }
+    // Cassandra's TLS (netty with BoringSSL) answers a client certificate its trust manager
+    // rejects with internal_error, not bad_certificate: with a certificate sent, say so.
+    if (tls.cert && /alert.?internal.?error|InternalError/i.test(text)) {
+      return {
+        code: "ERR_STORE_UNREACHABLE",
+        message: `Cannot connect to Cassandra at ${where} over TLS as the node ended the handshake after the client certificate '${tls.cert}' was sent: ` +
+          `a node that requires client certificates does so for one that no CA it trusts signed (${msg})`,
+      };
+    }
+    if (UNTRUSTED.has(code) || /certificate|UnknownIssuer|self.signed/i.test(text)) {
+      const hint = code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID" || code === "ERR_TLS_CERT_ALTNAME_INVALID"
+        ? ""
+        : tls.ca
+        ? `; the CA '${tls.ca}' (ca=) did not sign it: give the CA that did`
+        : "; give the CA that signed it with ca=FILE in the address or the 'tls' option's ca";
+      return { code: "ERR_TLS_UNTRUSTED", message: `Cannot connect to Cassandra at ${where} as the server's TLS certificate is not trusted: ${msg}${code && !msg.includes(code) ? ` (${code})` : ""}${hint}` };
+    }
+  }
+  return undefined;
+}
+
+/** Whether `host:port` answers a TLS handshake within `ms`: a node that refused plaintext. */
+function speaksTls(host: string, port: number, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (v: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(v);
+    };
+    // Only asks whether the node speaks TLS: nothing is sent over it, so its certificate need not be trusted.
+    const socket = tlsConnect({ host, port, rejectUnauthorized: false });
+    socket.on("secureConnect", () => done(true));
+    // A handshake refused with a TLS alert (no client certificate …) is TLS too; a reset or a refusal is not.
+    socket.on("error", (e: Error & { code?: string }) => done(/alert|ssl|tls|certificate|handshake/i.test(`${e.message} ${e.code ?? ""}`)));
+    const timer = setTimeout(() => done(false), ms);
+  });
 }
