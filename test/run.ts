@@ -1,7 +1,8 @@
 /**
  * The whole test suite under Bun, Deno and Node, with a real Cassandra node started before
- * and stopped after (also when a test fails or the run is interrupted), and a three-node
- * cluster for the files under test/cluster/ (see --help). Ends with one line
+ * and stopped after (also when a test fails or the run is interrupted), a three-node
+ * cluster for the files under test/cluster/, and a node with TLS and logins for the files under
+ * test/secure/ (see --help). Ends with one line
  * `N passed, N failed, N skipped` summed over every runtime; exits non-zero on any failure.
  *
  *   bun test/run.ts [--runtime bun,deno,node] [--filter TEXT] [--jobs N] [--no-cassandra] [FILE…]
@@ -37,8 +38,11 @@ const USAGE = `usage: bun test/run.ts [options] [FILE…]
   --jobs N         test processes at once (default 2)
   --no-cassandra   do not start Cassandra (tests that need it fail or skip)
   -h, --help       this text
-Files under test/cluster/ run last, one at a time, against a three-node cluster started for
-them (CASSETTE_CLUSTER=0 skips them: no cluster is started).`;
+Files under test/cluster/ run after the others, one at a time, against a three-node cluster
+started for them (CASSETTE_CLUSTER=0 skips them: no cluster is started). Files under
+test/secure/ run last, one at a time, against one node of their own that requires mutual TLS
+and logins (127.0.0.1:9242, certificates made in its run folder's tls/; CASSETTE_SECURE=0
+skips them). A stage whose nodes do not start fails each of its jobs, saying why.`;
 
 const argv = process.argv.slice(2);
 const opt = (name: string) => {
@@ -147,12 +151,62 @@ function stopCluster() {
   cluster("stop");
 }
 
+// --- the secure node, for test/secure/ ---------------------------------------------------------
+// One node that accepts only TLS with a client certificate (mutual) and only logins, on ports
+// and in a run folder of its own, so that it runs beside the others: the TLS and roles tests
+// run on every run, not only where someone configured a node so.
+const SECURE_DIR = "test/secure/";
+const isSecureFile = (f: string) => relative(ROOT, join(ROOT, f)).startsWith(SECURE_DIR);
+const SECURE_RUN = join(process.env.TMPDIR ?? "/tmp", "cassette-test-secure");
+const SECURE = {
+  host: "127.0.0.1",
+  port: 9242,
+  storagePort: 7200,
+  run: SECURE_RUN,
+  // What cassandra.sh makes in the run folder (CASSETTE_CASSANDRA_TLS).
+  ca: join(SECURE_RUN, "tls/ca.pem"),
+  cert: join(SECURE_RUN, "tls/client.pem"),
+  key: join(SECURE_RUN, "tls/client.key"),
+  // The default superuser of a node with PasswordAuthenticator (test nodes only).
+  user: "cassandra",
+  password: "cassandra",
+};
+const secureEnv = {
+  ...process.env,
+  CASSETTE_CASSANDRA_RUN: SECURE.run,
+  CASSETTE_CQL_PORT: String(SECURE.port),
+  CASSETTE_STORAGE_PORT: String(SECURE.storagePort),
+  CASSETTE_CASSANDRA_AUTH: "PasswordAuthenticator",
+  CASSETTE_CASSANDRA_TLS: "mutual",
+};
+let startedSecure = false;
+function secure(...args: string[]): number {
+  return spawnSync("bash", [cassandraScript, ...args], { stdio: "inherit", env: secureEnv }).status ?? 1;
+}
+/** Starts the secure node (or finds it running): undefined when it runs, else why not. */
+function startSecure(): string | undefined {
+  if (spawnSync("bash", [cassandraScript, "status"], { env: secureEnv }).status === 0) {
+    console.log(`test: using the secure node already running in ${SECURE.run}`);
+  } else {
+    console.log(`test: starting a Cassandra node with mutual TLS and logins (${SECURE.host}:${SECURE.port}, ${SECURE.run})`);
+    startedSecure = true;
+    if (secure("start") !== 0) return "the node with TLS and logins did not start (see above)";
+  }
+  process.env.CASSETTE_TEST_SECURE = JSON.stringify(SECURE);
+}
+function stopSecure() {
+  if (!startedSecure) return;
+  startedSecure = false;
+  secure("stop");
+}
+
 for (const sig of ["SIGINT", "SIGTERM"] as const) {
   process.on(sig, () => {
     console.error(`\ntest: ${sig}, stopping`);
     for (const c of children) c.kill("SIGKILL");
     stopCassandra();
     stopCluster();
+    stopSecure();
     process.exit(130);
   });
 }
@@ -204,7 +258,9 @@ async function runTypecheck(): Promise<{ counts: Counts; output: string; ms: num
 
 async function main(): Promise<number> {
   const clusterFiles = files.filter(isClusterFile);
-  if (!noCassandra && runtimes.length > 0 && files.some((f) => f !== TYPECHECK && !isClusterFile(f))) {
+  const secureFiles = files.filter(isSecureFile);
+  const staged = (f: string) => isClusterFile(f) || isSecureFile(f);
+  if (!noCassandra && runtimes.length > 0 && files.some((f) => f !== TYPECHECK && !staged(f))) {
     if (cassandra("status") === 0) console.log("test: using the Cassandra node already running");
     else {
       // With authentication on, as production clusters run: tests log in as the default
@@ -219,10 +275,11 @@ async function main(): Promise<number> {
     process.env.CASSETTE_TEST_CASSANDRA ??= "cassandra://cassandra:cassandra@127.0.0.1:9042/cassette_test";
   }
   // The typecheck once, first: it needs no runtime of its own and runs beside the first tests.
-  const queue = files.filter((f) => !isClusterFile(f))
+  const queue = files.filter((f) => !staged(f))
     .flatMap((f) => (f === TYPECHECK ? [["typecheck", f] as const] : runtimes.map((r) => [r, f] as const)));
   const clusterQueue = clusterFiles.flatMap((f) => runtimes.map((r) => [r, f] as const));
-  const jobCount = queue.length + clusterQueue.length;
+  const secureQueue = secureFiles.flatMap((f) => runtimes.map((r) => [r, f] as const));
+  const jobCount = queue.length + clusterQueue.length + secureQueue.length;
   const total: Counts = { passed: 0, failed: 0, skipped: 0 };
   const perRuntime: Record<string, Counts> = {};
   // Failures are printed again at the end: CI keeps only the tail of a long log.
@@ -253,14 +310,13 @@ async function main(): Promise<number> {
     }
   };
   await Promise.all(Array.from({ length: jobs }, worker));
-  if (clusterQueue.length > 0) {
-    // The single node is done with: its memory and CPU go to the cluster.
-    stopCassandra();
-    const off = noCassandra ? "--no-cassandra" : process.env.CASSETTE_CLUSTER === "0" ? "CASSETTE_CLUSTER=0" : undefined;
-    const failed = off ? undefined : startCluster();
+  /** A stage on nodes of its own: started for its jobs, which run one at a time; if they do not start, each job fails with why. */
+  const stage = async (jobsOf: (readonly [string, string])[], off: string | undefined, start: () => string | undefined, stop: () => void) => {
+    if (jobsOf.length === 0) return;
+    const failed = off ? undefined : start();
     if (failed) {
-      // Each cluster job fails with why, rather than pass by skipping.
-      for (const [r, f] of clusterQueue) {
+      // Each job fails with why, rather than pass by skipping.
+      for (const [r, f] of jobsOf) {
         done++;
         const head = `✗ [${done}/${jobCount}] ${r} ${f}`;
         console.log(`\n${head}\n  ✗ ${failed}`);
@@ -269,11 +325,15 @@ async function main(): Promise<number> {
         total.failed++;
       }
     } else {
-      queue.push(...clusterQueue);
+      queue.push(...jobsOf);
       await worker(); // one at a time
     }
-    stopCluster();
-  }
+    stop();
+  };
+  // The single node is done with: its memory and CPU go to the cluster, then to the secure node.
+  if (clusterQueue.length > 0 || secureQueue.length > 0) stopCassandra();
+  await stage(clusterQueue, noCassandra ? "--no-cassandra" : process.env.CASSETTE_CLUSTER === "0" ? "CASSETTE_CLUSTER=0" : undefined, startCluster, stopCluster);
+  await stage(secureQueue, noCassandra ? "--no-cassandra" : process.env.CASSETTE_SECURE === "0" ? "CASSETTE_SECURE=0" : undefined, startSecure, stopSecure);
   if (failures.length > 0) console.log(`\n=== ${failures.length} failing job(s), again ===\n\n${failures.join("\n\n")}`);
   console.log("");
   for (const [r, c] of Object.entries(perRuntime)) console.log(`${r}: ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`);
@@ -287,5 +347,6 @@ try {
 } finally {
   stopCassandra();
   stopCluster();
+  stopSecure();
 }
 process.exit(code);

@@ -52,3 +52,44 @@ export const NO_CLUSTER = runtime.env("CASSETTE_TEST_CLUSTER")
   : runtime.env("CASSETTE_CLUSTER") === "0"
   ? "the three-node cluster is off (CASSETTE_CLUSTER=0)"
   : "the three-node cluster was not started (test/run.ts starts it for test/cluster/ files, not with --no-cassandra)";
+
+/** The node test/run.ts starts for test/secure/*.test.ts: mutual TLS and logins required. */
+export interface TestSecure {
+  host: string;
+  port: number;
+  /** PEM files its run folder holds: the CA that signed its certificate, a client certificate and key the CA signed. */
+  ca: string;
+  cert: string;
+  key: string;
+  /** Its superuser (the default one of a node with PasswordAuthenticator). */
+  user: string;
+  password: string;
+  /**
+   * A cassandra:// address of the node with `keyspace` (per runtime, as for testCassandra), as
+   * `user` (the superuser unless given), with the CA and the client certificate unless `query`
+   * replaces them ("" for none).
+   */
+  address(keyspace: string, as?: { user: string; password: string }, query?: string): string;
+}
+
+/**
+ * The secure node, or undefined when the run has none (see NO_SECURE for why). test/run.ts
+ * starts it only when a selected file is under test/secure/, and sets CASSETTE_TEST_SECURE to
+ * {"host", "port", "run", "ca", "cert", "key", "user", "password"}.
+ */
+export function testSecure(): TestSecure | undefined {
+  const text = runtime.env("CASSETTE_TEST_SECURE");
+  if (!text) return undefined;
+  const s = JSON.parse(text) as Omit<TestSecure, "address">;
+  return {
+    ...s,
+    address: (keyspace, as = s, query = `ca=${s.ca}&cert=${s.cert}&key=${s.key}`) =>
+      `cassandra://${encodeURIComponent(as.user)}:${encodeURIComponent(as.password)}@${s.host}:${s.port}/${keyspace}_${runtime.name}${query ? `?${query}` : ""}`,
+  };
+}
+
+export const NO_SECURE = runtime.env("CASSETTE_TEST_SECURE")
+  ? false
+  : runtime.env("CASSETTE_SECURE") === "0"
+  ? "the node with TLS and logins is off (CASSETTE_SECURE=0)"
+  : "the node with TLS and logins was not started (test/run.ts starts it for test/secure/ files, not with --no-cassandra)";
