@@ -7,8 +7,10 @@ import { CassetteError } from "../errors.ts";
 import { sampleId } from "../dataset/sample_id.ts";
 import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
 import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../dataset/schema.ts";
-import { type CassandraClient, type CassandraOptions, cassandraTypes, openCassandra } from "./cassandra_client.ts";
+import cassandra from "cassandra-driver";
+import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
 import { parseStoreAddress, redact } from "./address.ts";
+import { racePreparation } from "./cassandra_prepare.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import {
   type DatasetInfo,
@@ -37,8 +39,14 @@ export interface CassandraStoreOptions extends CassandraOptions {
 
 const PAGE = 5000;
 const q = { prepare: true } as const;
-/** For the node's own system tables (system_schema, system.peers: local to each node): ONE, whatever the address asks. */
-const local = { prepare: true, consistency: cassandraTypes.consistencies.one } as const;
+/**
+ * The store's own reads (registry, existence, metadata): idempotent, so the driver asks another
+ * node when one has not answered within SPECULATE_MS (its speculative execution, set up in
+ * `open`), rather than wait the read timeout on a frozen node. The Loader's reads are not
+ * marked: the read path hedges them itself (src/read/hedge.ts).
+ */
+const qr = { prepare: true, isIdempotent: true } as const;
+const SPECULATE_MS = 1000;
 
 export class CassandraStore implements Store {
   readonly kind = "cassandra" as const;
@@ -63,18 +71,32 @@ export class CassandraStore implements Store {
   static async open(address: string, opts: CassandraStoreOptions = {}, create = true): Promise<CassandraStore> {
     const a = parseStoreAddress(address);
     if (a.kind !== "cassandra") throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${redact(address)}' as Cassandra: it is a ${a.kind} address`);
-    const client = await openCassandra(address, { ...opts, withoutKeyspace: true });
+    const speculate = new cassandra.policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(SPECULATE_MS, 2);
+    // The pools open after connecting, with a deadline (warmPools), not inside connect(): the
+    // driver's warm-up waits for every node, so one frozen node held the opening.
+    const driver = {
+      ...opts.driver,
+      pooling: { warmup: false, ...opts.driver?.pooling },
+      policies: { speculativeExecution: speculate, ...opts.driver?.policies },
+    };
+    const client = await openCassandra(address, { ...opts, driver, withoutKeyspace: true });
+    racePreparation(client);
+    await warmPools(client);
     const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
     let missing: string | undefined;
     try {
-      const found = async (cql: string) => (await client.execute(cql, [ks], local)).rowLength > 0;
-      if (!(await found("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'cassette_datasets'"))) {
+      // Through the control connection's schema (the node the client connected to), not a
+      // request any node may coordinate: a frozen node cannot hold the opening.
+      const metadata = client.metadata as unknown as { refreshKeyspace(ks: string): Promise<void>; keyspaces: Record<string, unknown> };
+      await metadata.refreshKeyspace(ks);
+      const hasRegistry = async () => ks in metadata.keyspaces && (await client.metadata.getTable(ks, "cassette_datasets")) !== null;
+      if (!(await hasRegistry())) {
         if (create) {
-          for (const cql of cqlRegistry(a.keyspace, replicationMap(opts.replication ?? Math.min(3, await clusterNodes(client))))) {
+          for (const cql of cqlRegistry(a.keyspace, replicationMap(opts.replication ?? Math.min(3, clusterNodes(client))))) {
             await client.execute(cql);
           }
         } else {
-          missing = (await found("SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?"))
+          missing = ks in metadata.keyspaces
             ? `Cannot read keyspace '${ks}' in ${redact(address)} as a cassette store: it has no cassette_datasets table (cassette ingest makes it)`
             : `Cannot find keyspace '${ks}' in ${redact(address)}: it does not exist (cassette ingest SOURCE --store ${redact(address)} --dataset NAME makes it)`;
         }
@@ -91,14 +113,14 @@ export class CassandraStore implements Store {
   }
 
   async listDatasets(): Promise<DatasetSpec[]> {
-    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets`);
+    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets`, [], qr);
     return r.rows.map((row) => JSON.parse(row.spec) as DatasetSpec).sort((x, y) => x.name.localeCompare(y.name));
   }
 
   async getDataset(name: string): Promise<DatasetSpec> {
     const cached = this.#specs.get(name);
     if (cached) return cached;
-    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets WHERE name = ?`, [name], q);
+    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets WHERE name = ?`, [name], qr);
     const row = r.first();
     if (!row) throw unknownDataset(name, this.address, (await this.listDatasets()).map((s) => s.name));
     const spec = JSON.parse(row.spec) as DatasetSpec;
@@ -139,10 +161,25 @@ export class CassandraStore implements Store {
     return stored;
   }
 
+  /**
+   * The ids whose sample is stored whole: its data row, its metadata_by_uuid row and its
+   * metadata_by_nat row. One logged batch writes the three, but a batch whose coordinator died
+   * mid-write may have some of them only until the batch log replays it; the ingest's re-run
+   * then writes such a sample again (the same values) rather than skip it. A fresh sample costs
+   * one read (no data row), a stored one three.
+   */
   async existing(dataset: string, ids: readonly string[]): Promise<Set<string>> {
-    const t = tables((await this.getDataset(dataset)).name);
-    const cql = `SELECT id FROM ${this.keyspace}.${t.data} WHERE id = ?`;
-    const found = await mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => (await this.client.execute(cql, [id], q)).rowLength > 0);
+    const spec = await this.getDataset(dataset);
+    const t = tables(spec.name);
+    const inData = `SELECT id FROM ${this.keyspace}.${t.data} WHERE id = ?`;
+    const inUuid = `SELECT label${spec.groupBy.map((g) => `, ${g}`).join("")} FROM ${this.keyspace}.${t.byUuid} WHERE id = ?`;
+    const inNat = `SELECT id FROM ${this.keyspace}.${t.byNat} WHERE ${[...spec.groupBy, "label", "bucket", "id"].map((c) => `${c} = ?`).join(" AND ")}`;
+    const found = await mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => {
+      if ((await this.client.execute(inData, [id], qr)).rowLength === 0) return false;
+      const u = (await this.client.execute(inUuid, [id], qr)).first();
+      if (!u) return false;
+      return (await this.client.execute(inNat, [...spec.groupBy.map((g) => u[g]), u.label, natBucket(id), id], qr)).rowLength > 0;
+    });
     return new Set(ids.filter((_, i) => found[i]));
   }
 
@@ -179,7 +216,7 @@ export class CassandraStore implements Store {
     const t = tables((await this.getDataset(dataset)).name);
     const cql = `SELECT label, data FROM ${this.keyspace}.${t.data} WHERE id = ?`;
     return mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => {
-      const row = (await this.client.execute(cql, [id], q)).first();
+      const row = (await this.client.execute(cql, [id], qr)).first();
       if (!row) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${dataset}' in ${this.address}`);
       const data: Uint8Array = row.data;
       return { id, label: row.label, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
@@ -192,7 +229,7 @@ export class CassandraStore implements Store {
     const cols = spec.columns.map((c) => c.name);
     let pageState: string | undefined;
     do {
-      const r = await this.client.execute(`SELECT * FROM ${this.keyspace}.${t.byNat}`, [], { prepare: true, fetchSize: PAGE, pageState });
+      const r = await this.client.execute(`SELECT * FROM ${this.keyspace}.${t.byNat}`, [], { ...qr, fetchSize: PAGE, pageState });
       yield r.rows.map((row) => ({
         id: row.id.toString(),
         label: row.label,
@@ -208,7 +245,7 @@ export class CassandraStore implements Store {
     const perLabel: Record<number, number> = {};
     let count = 0, bytes = 0, pageState: string | undefined;
     do {
-      const r = await this.client.execute(`SELECT label, size FROM ${this.keyspace}.${t.byUuid}`, [], { prepare: true, fetchSize: PAGE, pageState });
+      const r = await this.client.execute(`SELECT label, size FROM ${this.keyspace}.${t.byUuid}`, [], { ...qr, fetchSize: PAGE, pageState });
       for (const row of r.rows) {
         perLabel[row.label] = (perLabel[row.label] ?? 0) + 1;
         count++;
@@ -232,11 +269,21 @@ function replicationMap(r: string | number): string {
 }
 
 /**
- * The nodes of the cluster `client` is connected to: its peers, whichever are up, and itself.
- * At ONE whatever the address asks (system.peers is the coordinator's own table; `two` fails).
+ * Opens the connections to every node, as the driver's warm-up does, but waits for them at
+ * most `deadlineMs`: a node that does not answer within it goes on opening in the background
+ * (and requests go round it), while the others are ready for the first reads.
  */
-async function clusterNodes(client: CassandraClient): Promise<number> {
-  return (await client.execute("SELECT peer FROM system.peers", [], { consistency: cassandraTypes.consistencies.one })).rowLength + 1;
+async function warmPools(client: CassandraClient, deadlineMs = 2000): Promise<void> {
+  const hosts = [...(client.hosts.values() as Iterable<unknown>)] as { isUp(): boolean; warmupPool(keyspace?: string): Promise<void> }[];
+  const all = Promise.all(hosts.filter((h) => h.isUp()).map((h) => h.warmupPool(client.keyspace).catch(() => {})));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, deadlineMs)))]);
+  clearTimeout(timer);
+}
+
+/** The nodes of the cluster `client` is connected to, up or down, as its control connection knows them. */
+function clusterNodes(client: CassandraClient): number {
+  return Math.max(1, client.hosts?.length ?? 1);
 }
 
 /** Driver values (Long for bigint) as plain JSON values. */

@@ -215,7 +215,7 @@ export class CassandraSource implements Source {
    * driver's token map), chosen by the RateChooser as connections are (NOTE [ Connection
    * choice ]), with nodes as the lanes. A second request for an id still in flight (a hedge, the
    * epoch tail's re-ask) goes to another replica than the first when there is one. Undefined:
-   * the token map does not know the keyspace yet, or no replica is up; the driver's own plan
+   * the token map does not know the keyspace yet, or no replica is up with a connection open; the driver's own plan
    * (token-aware, then any node) then decides.
    */
   #replica(id: string): DriverHost | undefined {
@@ -228,7 +228,9 @@ export class CassandraSource implements Source {
       return undefined; // not a uuid: the driver's own error comes with the request
     }
     if (!replicas?.length) return undefined;
-    const up = replicas.filter((h) => h.isUp());
+    // Up, with a connection open: a node whose connections are still opening (or cannot open,
+    // as to a frozen node) would fail the request at once with "no connection available".
+    const up = replicas.filter((h) => h.isUp() && (h.pool?.connections.length ?? 0) > 0);
     if (!up.length) return undefined;
     if (up.length === 1) return up[0];
     const first = this.#firstHost.get(id);
@@ -253,7 +255,7 @@ export class CassandraSource implements Source {
 
   /** The key `id` was ingested from (metadata_by_uuid), for an error that names the sample (src/read/decode_source.ts). */
   async keyOf(id: string): Promise<string | undefined> {
-    const r = await this.#store.client.execute(`SELECT key FROM ${this.#store.keyspace}.${tables(this.#dataset).byUuid} WHERE id = ?`, [id], { prepare: true });
+    const r = await this.#store.client.execute(`SELECT key FROM ${this.#store.keyspace}.${tables(this.#dataset).byUuid} WHERE id = ?`, [id], { prepare: true, isIdempotent: true });
     const key = r.first()?.key;
     return typeof key === "string" ? key : undefined;
   }

@@ -88,41 +88,42 @@ test("replication 3: a second request for a sample in flight goes to another rep
   }
 }, { skip: NO_CLUSTER, timeoutMs: 180_000 });
 
-test("a node frozen (SIGSTOP) as an epoch starts, at replication 3: the epoch completes from the other replicas well before the driver's 30 s timeout, every sample once", async () => {
+test("a node frozen (SIGSTOP) before a new client opens the store, at replication 3: the opening, the statement's preparation and the epoch all go round it, well before the driver's 30 s timeout, every sample once", async () => {
   const c = testCluster()!;
-  const store = await CassandraStore.open(c.address("cassette_rf3"), { replication: 3 });
+  const filler = await CassandraStore.open(c.address("cassette_rf3"), { replication: 3 });
   // The node to freeze: not node 1 (the driver's control connection is there), a different one per runtime.
   const victim = c.hosts[{ bun: 1, deno: 2, node: 1 }[runtime.name as "bun" | "deno" | "node"] ?? 1];
   const pid = spawnSync("pgrep", ["-f", "--", `-Dcassandra.storagedir=${c.env.CASSETTE_CASSANDRA_RUN}/node${c.hosts.indexOf(victim) + 1}`], { encoding: "utf8" }).stdout.trim().split("\n")[0];
   assert.ok(/^\d+$/.test(pid), `the pid of ${victim}'s node: '${pid}'`);
   let frozen = false;
+  let store: CassandraStore | undefined;
   try {
-    const ids = await filled(store);
+    const ids = await filled(filler);
+    await filler.close();
+    // Frozen before the new client exists: its registry reads, the preparation of its read
+    // statement (src/source/cassandra_prepare.ts) and some of the epoch's first requests are
+    // sent to it (nothing is known of how fast each node is yet) and stay unanswered; the rest
+    // must come from the other two.
+    frozen = spawnSync("kill", ["-STOP", pid]).status === 0;
+    assert.ok(frozen, "the node was frozen");
+    const t0 = runtime.now();
+    store = await CassandraStore.open(c.address("cassette_rf3"), { replication: 3 }, false);
+    await (store.client.metadata as unknown as { refreshKeyspace(ks: string): Promise<void> }).refreshKeyspace(store.keyspace.toLowerCase());
     const source = new CassandraSource(store, DATASET);
     // reaskTail: at the epoch's end a sample pending far longer than usual is asked again, on
     // another replica than the first request's.
     const loader = new Loader({ store: source, ids, batchSize: 4, prefetch: 4, seed: 9, reaskTail: true });
-    // The statement is prepared first: every read waits for its preparation, and one prepared
-    // on the node about to be frozen would wait the 30 s timeout (a limit not solved yet: the
-    // closing note of 2026-11-24 says so).
-    await fetchOne(source, ids[0]);
     const seen: string[] = [];
-    // Frozen before the epoch's first request: some of the first requests are sent to it
-    // (nothing is known of how fast each node is yet) and stay unanswered; the rest must come
-    // from the other two.
-    frozen = spawnSync("kill", ["-STOP", pid]).status === 0;
-    assert.ok(frozen, "the node was frozen");
-    const t0 = runtime.now();
     for await (const b of loader.epoch(0)) seen.push(...b.ids);
     const ms = runtime.now() - t0;
     const st = loader.stats();
     await loader.close();
-    assert.ok(st.reasked + st.hedged + st.retries > 0, `the frozen node was felt: ${JSON.stringify({ reasked: st.reasked, hedged: st.hedged, retries: st.retries })}`);
     assert.not.ok(Object.keys(st.samplesPerConnection).some((n) => n.startsWith(`${victim}:`)), `nothing came from the frozen ${victim}: ${JSON.stringify(st.samplesPerConnection)}`);
     assert.equal([seen.length, new Set(seen).size], [ids.length, ids.length], "every sample once");
-    assert.ok(ms < 20_000, `the epoch took ${ms.toFixed(0)} ms with ${victim} frozen (the driver gives up on a request after 30 s)`);
+    assert.ok(ms < 20_000, `opening and the epoch took ${ms.toFixed(0)} ms with ${victim} frozen (the driver gives up on a request after 30 s)`);
   } finally {
     spawnSync("kill", ["-CONT", pid]);
-    await store.close();
+    await store?.close();
+    await filler.close().catch(() => {});
   }
 }, { skip: NO_CLUSTER, timeoutMs: 180_000 });
