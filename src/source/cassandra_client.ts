@@ -123,7 +123,15 @@ export async function openCassandra(address: string, options: CassandraOptions =
     const e = cause as Error & { innerErrors?: Record<string, Error> };
     const inner = e.innerErrors ? Object.values(e.innerErrors) : [e];
     const detail = e.innerErrors ? Object.entries(e.innerErrors).map(([h, err]) => `${h}: ${err.message}`).join("; ") : e.message;
-    const tlsError = tls ? tlsRefusal(inner, where, tls) : undefined;
+    let tlsError = tls ? tlsRefusal(inner, where, tls) : undefined;
+    // A node that refuses the client's certificate (or its absence) sends its alert after the
+    // handshake; when the driver writes first, it sees only the closed socket (Deno: "write
+    // EPIPE"). Ask the node again, writing nothing, to hear why.
+    if (tls && !tlsError && inner.some((err) => /EPIPE|ECONNRESET|hang up|closed|close_notify|eof/i.test(`${err.message} ${(err as { code?: string }).code ?? ""}`))) {
+      const heard = await tlsVerdict(a.hosts[0], a.port, tls.ssl, Math.min(2000, timeout));
+      if (heard === "closed") tlsError = clientCertRefused(where, tls, "it closed the connection right after the TLS handshake");
+      else if (heard) tlsError = tlsRefusal([heard], where, tls);
+    }
     if (tlsError) throw new CassetteError(tlsError.code, tlsError.message, { cause });
     // A node that requires TLS closes a plaintext connection without a word of CQL: the driver
     // says "socket hang up", a reset or a timeout. Ask the node for a TLS handshake to tell.
@@ -220,12 +228,7 @@ function tlsRefusal(errors: Error[], where: string, tls: TlsSetup): { code: "ERR
     // Mutual TLS: the node asks for a certificate, and one not sent (or not signed by its CA)
     // ends the handshake with an alert (TLS 1.3: certificate_required; 1.2: handshake failure).
     if (/certificate.?required|certificate.?unknown|bad.?certificate|unknown.?ca|handshake.?fail|peer did not return a certificate/i.test(text) && !UNTRUSTED.has(code)) {
-      return {
-        code: "ERR_STORE_UNREACHABLE",
-        message: tls.cert
-          ? `Cannot connect to Cassandra at ${where} over TLS as the node refused the client certificate '${tls.cert}': it takes one that a CA it trusts signed (${msg})`
-          : `Cannot connect to Cassandra at ${where} over TLS as the node requires a client certificate: give cert=FILE and key=FILE in the address, or the 'tls' option's cert and key (${msg})`,
-      };
+      return clientCertRefused(where, tls, msg);
     }
     // Cassandra's TLS (netty with BoringSSL) answers a client certificate its trust manager
     // rejects with internal_error, not bad_certificate: with a certificate sent, say so.
@@ -248,6 +251,16 @@ function tlsRefusal(errors: Error[], where: string, tls: TlsSetup): { code: "ERR
   return undefined;
 }
 
+/** The node refused the client's certificate, or its absence: say which, and what to give. */
+function clientCertRefused(where: string, tls: TlsSetup, detail: string): { code: "ERR_STORE_UNREACHABLE"; message: string } {
+  return {
+    code: "ERR_STORE_UNREACHABLE",
+    message: tls.cert
+      ? `Cannot connect to Cassandra at ${where} over TLS as the node refused the client certificate '${tls.cert}': it takes one that a CA it trusts signed (${detail})`
+      : `Cannot connect to Cassandra at ${where} over TLS as the node requires a client certificate: give cert=FILE and key=FILE in the address, or the 'tls' option's cert and key (${detail})`,
+  };
+}
+
 /** Whether `host:port` answers a TLS handshake within `ms`: a node that refused plaintext. */
 function speaksTls(host: string, port: number, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -265,5 +278,31 @@ function speaksTls(host: string, port: number, ms: number): Promise<boolean> {
     // A handshake refused with a TLS alert (no client certificate …) is TLS too; a reset or a refusal is not.
     socket.on("error", (e: Error & { code?: string }) => done(/alert|ssl|tls|certificate|handshake/i.test(`${e.message} ${e.code ?? ""}`)));
     const timer = setTimeout(() => done(false), ms);
+  });
+}
+
+/**
+ * What a node says to a TLS handshake with `ssl` when the client then writes nothing: an
+ * Error with its alert, or "closed" right after the handshake (a CQL node does not close a new
+ * idle connection: it refused the client's certificate), or undefined when it keeps the
+ * connection open for `ms`.
+ */
+function tlsVerdict(host: string, port: number, ssl: TlsSetup["ssl"], ms: number): Promise<Error | "closed" | undefined> {
+  return new Promise((resolve) => {
+    let settled = false, handshaken = false;
+    const done = (v: Error | "closed" | undefined) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(v);
+    };
+    // The node's own certificate was checked by the connect that failed; here only its verdict on ours matters.
+    const socket = tlsConnect({ ...(ssl as object), host, port, rejectUnauthorized: false });
+    socket.on("secureConnect", () => (handshaken = true));
+    socket.on("data", () => done(undefined));
+    socket.on("error", (e: Error) => done(handshaken || /alert/i.test(e.message) ? e : undefined));
+    socket.on("close", () => done(handshaken ? "closed" : undefined));
+    const timer = setTimeout(() => done(undefined), ms);
   });
 }

@@ -84,6 +84,15 @@ test("a node whose certificate no given CA signed is refused: ERR_TLS_UNTRUSTED 
   assert.not.ok(e.message.includes(`:${s.password}@`), "no password");
 }, { skip });
 
+test("tls=1 with no CA: the system's CAs do not know the node's, and the error says to give ca=FILE", async () => {
+  const s = testSecure()!;
+  await expectError(
+    openStore(s.address("cassette_tls", undefined, `tls=1&cert=${s.cert}&key=${s.key}`)),
+    "ERR_TLS_UNTRUSTED",
+    /server's TLS certificate is not trusted.*give the CA that signed it with ca=FILE/,
+  );
+}, { skip });
+
 test("plaintext to the TLS-only node: a named error that says tls=1, within a few seconds", async () => {
   const s = testSecure()!;
   const t0 = runtime.now();
