@@ -75,7 +75,9 @@ const ingestSamples = args.int("ingest-samples", quick ? 1000 : 2000, 2);
 const json = args.has("json");
 const log = (line: string) => console.error(`[${((runtime.now() - T0) / 1000).toFixed(1).padStart(6)} s] ${line}`);
 const T0 = runtime.now();
-const R = rng(seed, 19);
+// One stream per actor: the network faults, drawn as fast as the timers allow, do not shift
+// which node the node faults pick, so a seed names the same plan from run to run.
+const NET = rng(seed, 1), NODE = rng(seed, 2), INGEST = rng(seed, 3);
 
 const KEYSPACE = "cassette_chaos";
 const READ_SET = "chaos-read";
@@ -177,7 +179,7 @@ const networkFaults = () => injected["proxy reset"] + injected["proxy stall"] + 
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const sha1 = (b: Uint8Array) => createHash("sha1").update(b).digest("hex");
-const between = (lo: number, hi: number) => lo + R.next() * (hi - lo);
+const between = (r: { next(): number }, lo: number, hi: number) => lo + r.next() * (hi - lo);
 
 // --- reads ---------------------------------------------------------------------------------------
 
@@ -278,13 +280,13 @@ async function networkChaos(route: CassandraProxies, state: { stop: boolean }): 
     ["proxy partition down", { kind: "partition", direction: "down" }],
   ];
   while (!state.stop) {
-    await sleep(between(100, 500));
+    await sleep(between(NET, 100, 500));
     if (state.stop) break;
-    const proxy = route.proxies[R.int(route.proxies.length)];
-    const [kind, base] = kinds[R.int(kinds.length)];
+    const proxy = route.proxies[NET.int(route.proxies.length)];
+    const [kind, base] = kinds[NET.int(kinds.length)];
     // Half on every connection of the node, half on one open connection.
     const open = proxy.stats().connections.filter((c) => c.closedAt === undefined).map((c) => c.index);
-    const spec: FaultSpec = R.next() < 0.5 && open.length > 0 ? { ...base, connection: open[R.int(open.length)] } : base;
+    const spec: FaultSpec = NET.next() < 0.5 && open.length > 0 ? { ...base, connection: open[NET.int(open.length)] } : base;
     let f: Fault;
     try {
       f = proxy.fault(spec);
@@ -297,7 +299,7 @@ async function networkChaos(route: CassandraProxies, state: { stop: boolean }): 
       continue;
     }
     // Half shorter than the request timeout, half longer: requests wait, or time out and are retried.
-    await sleep(R.next() < 0.5 ? between(200, readTimeoutMs * 0.8) : between(readTimeoutMs * 1.1, readTimeoutMs * 1.6));
+    await sleep(NET.next() < 0.5 ? between(NET, 200, readTimeoutMs * 0.8) : between(NET, readTimeoutMs * 1.1, readTimeoutMs * 1.6));
     f.heal();
     w.to = runtime.now();
   }
@@ -308,8 +310,8 @@ type NodeKind = "kill -9, restart mid-epoch" | "kill -9, down for the epoch" | "
 /** The node faults of `plan`, in order, each on a random node, a few seconds apart. */
 async function nodeChaos(plan: NodeKind[], reads: ReadState): Promise<void> {
   for (const kind of plan) {
-    await sleep(between(3000, 8000));
-    const node = 1 + R.int(3);
+    await sleep(between(NODE, 3000, 8000));
+    const node = 1 + NODE.int(3);
     if (kind === "kill -9, down for the epoch") {
       await reads.epochStart; // killed as an epoch starts, back only once it has ended
       const ending = reads.epochEnd;
@@ -324,7 +326,7 @@ async function nodeChaos(plan: NodeKind[], reads: ReadState): Promise<void> {
       const w = begin(kind);
       signal(pidOf(node), "KILL");
       log(`node ${node}: kill -9 in epoch ${reads.epoch}`);
-      await sleep(between(500, 3000));
+      await sleep(between(NODE, 500, 3000));
       const ms = await restart(node);
       w.to = runtime.now();
       log(`node ${node}: restarted in ${(ms / 1000).toFixed(1)} s (epoch ${reads.epoch} now)`);
@@ -361,6 +363,23 @@ interface IngestRecord {
   rerun: { written: number; existing: number };
 }
 
+/**
+ * tableIds, asked again while a replica is not yet seen up: a restarted node answers CQL before
+ * every peer's gossip has it alive, and a read at ALL then fails as Unavailable (seen here).
+ */
+async function tableIdsAtAll(checker: CassandraStore, dataset: string): Promise<{ ids: Set<string>[]; rows: number[] }> {
+  const deadline = runtime.now() + 120_000;
+  for (;;) {
+    try {
+      return await tableIds(checker, dataset);
+    } catch (e) {
+      const code = (e as { code?: number }).code;
+      if ((code !== 0x1000 && code !== 0x1200) || runtime.now() > deadline) throw e; // unavailable, read timeout
+      await sleep(1000);
+    }
+  }
+}
+
 /** Ids in each of the dataset's three tables, read at ALL, and the rows counted (a duplicate would be a second row). */
 async function tableIds(checker: CassandraStore, dataset: string): Promise<{ ids: Set<string>[]; rows: number[] }> {
   const t = tables(dataset);
@@ -382,8 +401,8 @@ async function tableIds(checker: CassandraStore, dataset: string): Promise<{ ids
 
 async function ingestUnderKill(round: number, checker: CassandraStore): Promise<IngestRecord> {
   const dataset = `chaos-ingest-${round}`;
-  const node = 1 + R.int(3);
-  const killAt = between(0.2, 0.6);
+  const node = 1 + INGEST.int(3);
+  const killAt = between(INGEST, 0.2, 0.6);
   const perSplit = Math.ceil(ingestSamples / 2);
   const store = await CassandraStore.open(DIRECT);
   let w: Window | undefined;
@@ -415,7 +434,7 @@ async function ingestUnderKill(round: number, checker: CassandraStore): Promise<
     const all = new Set(x.ids.flatMap((s) => [...s]));
     return [...all].filter((id) => !x.ids.every((s) => s.has(id))).length;
   };
-  const after = await tableIds(checker, dataset);
+  const after = await tableIdsAtAll(checker, dataset);
   const halfWritten = half(after);
   const again = await CassandraStore.open(DIRECT);
   let rerun = { written: 0, existing: 0 };
@@ -425,7 +444,7 @@ async function ingestUnderKill(round: number, checker: CassandraStore): Promise<
   } finally {
     await again.close();
   }
-  const final = await tableIds(checker, dataset);
+  const final = await tableIdsAtAll(checker, dataset);
   const complete = [...final.ids[0]].filter((id) => final.ids.every((s) => s.has(id))).length;
   const rec: IngestRecord = {
     dataset, node, killedAt: killAt, firstRun, halfWritten, halfWrittenAfterRerun: half(final),
@@ -472,7 +491,7 @@ const plan: NodeKind[] = quick
   : ["SIGSTOP > request timeout", "kill -9, restart mid-epoch", "kill -9, down for the epoch", "SIGSTOP > request timeout", "kill -9, restart mid-epoch", "SIGSTOP > request timeout"];
 // Shuffled by the seed (Fisher–Yates), so seeds differ in order as well as in timing.
 for (let i = plan.length - 1; i > 0; i--) {
-  const j = R.int(i + 1);
+  const j = NODE.int(i + 1);
   [plan[i], plan[j]] = [plan[j], plan[i]];
 }
 const ingestKills = quick ? 1 : 2;
@@ -487,6 +506,7 @@ const writer = await CassandraStore.open(DIRECT, { replication: 3, driver: ALL }
 const checker = await CassandraStore.open(DIRECT, { driver: ALL });
 const epochs: EpochRecord[] = [];
 const ingests: IngestRecord[] = [];
+const ingestFailures: string[] = [];
 let route: CassandraProxies | undefined;
 try {
   const t = runtime.now();
@@ -523,7 +543,15 @@ try {
   await route.close();
   route = undefined;
 
-  for (let i = 0; i < ingestKills; i++) ingests.push(await ingestUnderKill(i, checker));
+  for (let i = 0; i < ingestKills; i++) {
+    try {
+      ingests.push(await ingestUnderKill(i, checker));
+    } catch (e) {
+      // Reported in the table as an ingest not shown complete, not as a crash of the whole run.
+      ingestFailures.push(`ingest ${i}: ${(e as Error).message}`);
+      log(`ingest ${i} could not be checked: ${(e as Error).message}`);
+    }
+  }
 } finally {
   await route?.close();
   await mend();
@@ -539,6 +567,7 @@ const batchesOf = (e: EpochRecord) => e.batches.map((b) => ({ from: b.at - b.ms,
 const allBatches = epochs.filter((e) => e.epoch > 0).flatMap(batchesOf);
 const quiet = allBatches.filter((b) => !windows.some((w) => overlaps(b, w)));
 const p99Quiet = quantile(quiet.map((b) => b.ms), 0.99);
+const maxQuiet = Math.max(...quiet.map((b) => b.ms));
 
 interface Row {
   fault: string;
@@ -550,6 +579,8 @@ interface Row {
   mismatched: number;
   p99During: number;
   p99Without: number;
+  /** The longest wait during the fault: the p99 hides a stall of a few batches. */
+  maxDuring: number;
 }
 const rows: Row[] = [];
 for (const kind of KINDS.filter((k) => k !== "kill -9 mid-ingest")) {
@@ -566,6 +597,7 @@ for (const kind of KINDS.filter((k) => k !== "kill -9 mid-ingest")) {
     mismatched: hit.reduce((s, e) => s + e.mismatched, 0),
     p99During: quantile(during.map((b) => b.ms), 0.99),
     p99Without: p99Quiet,
+    maxDuring: Math.max(...during.map((b) => b.ms)),
   });
 }
 rows.push({
@@ -578,34 +610,37 @@ rows.push({
   mismatched: epochs.reduce((s, e) => s + e.mismatched, 0),
   p99During: quantile(allBatches.filter((b) => windows.some((w) => overlaps(b, w))).map((b) => b.ms), 0.99),
   p99Without: p99Quiet,
+  maxDuring: Math.max(...allBatches.filter((b) => windows.some((w) => overlaps(b, w))).map((b) => b.ms)),
 });
 // The ingest row: epochs = ingests completed by the re-run; delivered = samples stored whole;
 // lost = missing after the re-run; duplicated = extra rows; mismatched = half-written samples.
 rows.push({
   fault: "kill -9 mid-ingest",
   injected: injected["kill -9 mid-ingest"],
-  epochs: `${ingests.filter((i) => i.missing === 0).length}/${ingests.length} ingests`,
+  epochs: `${ingests.filter((i) => i.missing === 0).length}/${ingests.length + ingestFailures.length} ingests`,
   delivered: ingests.reduce((s, i) => s + i.stored, 0),
   lost: ingests.reduce((s, i) => s + i.missing, 0),
   duplicated: ingests.reduce((s, i) => s + i.duplicated, 0),
   mismatched: ingests.reduce((s, i) => s + i.halfWritten, 0),
   p99During: NaN,
   p99Without: NaN,
+  maxDuring: NaN,
 });
 
 const ms = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : "–");
-const head = ["fault", "injected", "epochs completed", "samples delivered", "lost", "duplicated", "mismatched", "p99 wait during (ms)", "p99 wait without (ms)"];
-const cells = rows.map((r) => [r.fault, String(r.injected), r.epochs, String(r.delivered), String(r.lost), String(r.duplicated), String(r.mismatched), ms(r.p99During), ms(r.p99Without)]);
+const head = ["fault", "injected", "epochs completed", "samples delivered", "lost", "duplicated", "mismatched", "p99 wait during (ms)", "p99 wait without (ms)", "max wait during (ms)"];
+const cells = rows.map((r) => [r.fault, String(r.injected), r.epochs, String(r.delivered), String(r.lost), String(r.duplicated), String(r.mismatched), ms(r.p99During), ms(r.p99Without), ms(r.maxDuring)]);
 const w = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
 const total = networkFaults() + injected["kill -9, restart mid-epoch"] + injected["kill -9, down for the epoch"] + injected["SIGSTOP > request timeout"] + injected["kill -9 mid-ingest"];
-const bad = rows.reduce((s, r) => s + r.lost + r.duplicated + r.mismatched, 0) + epochs.filter((e) => e.error).length;
+const bad = rows.reduce((s, r) => s + r.lost + r.duplicated + r.mismatched, 0) + epochs.filter((e) => e.error).length + ingestFailures.length;
 if (json) {
-  console.log(JSON.stringify({ seed, quick, samples, batchSize, stepMs, readTimeoutMs, runtime: `${runtime.name} ${runtime.version}`, seconds: (runtime.now() - T0) / 1000, faults: total, rows, ingests, epochs: epochs.map(({ batches, ...e }) => ({ ...e, batches: batches.length })) }, null, 1));
+  console.log(JSON.stringify({ seed, quick, samples, batchSize, stepMs, readTimeoutMs, runtime: `${runtime.name} ${runtime.version}`, seconds: (runtime.now() - T0) / 1000, faults: total, rows, ingests, ingestFailures, epochs: epochs.map(({ batches, ...e }) => ({ ...e, batches: batches.length })) }, null, 1));
 } else {
   console.log(`\nChaos, seed ${seed} (${runtime.name} ${runtime.version}): ${total} faults in ${((runtime.now() - T0) / 60_000).toFixed(1)} min, ${epochs.length} epochs of ${samples} samples`);
   console.log([head, ...cells].map((r) => r.map((x, i) => (i === 0 ? x.padEnd(w[i]) : x.padStart(w[i]))).join("  ")).join("\n"));
-  console.log(`(a fault's row counts the epochs it overlapped; "without" = batches while no fault held; the ingest row: epochs = ingests complete after the re-run, mismatched = samples half-written after the kill)`);
+  console.log(`(a fault's row counts the epochs it overlapped, a node fault's until the node is back; "wait" = how long the consumer waited for a batch; "without" = batches while no fault held, ${quiet.length} of them, max ${ms(maxQuiet)} ms; epoch 0 not counted in waits; the ingest row: epochs = ingests complete after the re-run, mismatched = samples half-written after the kill)`);
   console.log(bad === 0 ? `target met: 0 lost, 0 duplicated, 0 mismatched, every epoch completed, over ${total} faults` : `TARGET MISSED: ${bad} lost/duplicated/mismatched samples or failed epochs (see above)`);
 }
 for (const e of epochs.filter((e) => e.error)) console.error(`epoch ${e.epoch} failed: ${e.error}`);
+for (const f of ingestFailures) console.error(f);
 runtime.exit(bad === 0 ? 0 : 1);
