@@ -69,7 +69,8 @@ export interface LoaderOptions<T = Sample> {
   /**
    * Bound on the bytes the samples outstanding hold (fetched bytes, and pixels when `decode`
    * decodes them), at their mean size so far: the window holds at most this many bytes' worth of
-   * samples, and never less than one batch (default: no bound but the window's).
+   * samples, and never less than one batch; until the first sample answers (no size known yet),
+   * one batch, whatever `rampStart` says (default: no bound but the window's).
    */
   maxPrefetchBytes?: number;
   /** Batches requested at the start of an epoch before the ramp (default 2). */

@@ -165,12 +165,14 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
 
   /**
    * Samples that fit in maxPrefetchBytes at the mean size answered so far, never under one batch
-   * (the consumer must be able to make progress). Before the first answer the window alone
-   * bounds it: the ramp starts it at 2 batches.
+   * (the consumer must be able to make progress). Before the first answer no size is known:
+   * one batch, so that a window set to start wide (rampStart) cannot send a burst the bound
+   * would not allow.
    */
   #byteLimit(): number {
     const max = this.options.maxPrefetchBytes;
-    if (max === undefined || this.#sized === 0) return Infinity;
+    if (max === undefined) return Infinity;
+    if (this.#sized === 0) return this.options.batchSize;
     return Math.max(this.options.batchSize, Math.floor(max / Math.max(1, this.#sizedBytes / this.#sized)));
   }
 

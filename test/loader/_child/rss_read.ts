@@ -1,0 +1,32 @@
+/**
+ * One epoch of a store's dataset with the consumer paused early, in a process of its own (so that no
+ * earlier allocation hides or inflates the growth): prints {"growthMB", "samples"} as JSON.
+ * Used by test/loader/memory_rss.test.ts.
+ *
+ *   rss_read.ts STORE DATASET [MAX_PREFETCH_BYTES]
+ */
+import process from "node:process";
+import { openStore } from "../../../src/source/open.ts";
+import { Loader } from "../../../src/loader.ts";
+
+const [address, dataset, bound] = process.argv.slice(2);
+const store = await openStore(address);
+const ids: string[] = [];
+for await (const page of store.scanNat(dataset)) ids.push(...page.map((r) => r.id));
+const base = process.memoryUsage().rss;
+// The window starts at 16 batches (64 samples, 128 MB of 2 MB samples) when nothing bounds it.
+const loader = new Loader({ store, dataset, ids, batchSize: 4, prefetch: 16, rampStart: 16, seed: 3, maxPrefetchBytes: bound ? Number(bound) : undefined });
+let samples = 0, batches = 0, held = 0;
+for await (const b of loader.epoch(0)) {
+  samples += b.ids.length;
+  // After two batches the consumer stops for a while, as a long training step does: the window
+  // fills to what bounds it, and little garbage is made meanwhile. The growth is read then.
+  if (++batches === 2) {
+    await new Promise((r) => setTimeout(r, 2000));
+    held = process.memoryUsage().rss - base;
+  }
+}
+await loader.close();
+await store.close();
+console.log(JSON.stringify({ growthMB: held / (1 << 20), samples }));
+process.exit(0);

@@ -1,0 +1,54 @@
+/**
+ * maxPrefetchBytes bounds memory, not only a count: samples of 2 MB, a window set to start at
+ * 16 batches (128 MB), and a consumer that stops after two batches (a long step: the window
+ * fills to what bounds it). The reading process (a child of its own, so that nothing earlier
+ * hides its growth) grows by at most the bound plus a stated overhead (measured 24 MB on Bun,
+ * 62 MB on Deno and Node for a 24 MB bound); without the bound, by the whole window (~155 MB).
+ */
+import * as assert from "uvu/assert";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { test } from "../_support/harness.ts";
+import { freshSeed, randomBytes, rng } from "../_support/random.ts";
+import { openStore } from "../../src/source/open.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+
+const MB = 1 << 20;
+const SAMPLE = 2 * MB;
+const COUNT = 160; // 320 MB stored
+const BOUND = 24 * MB;
+/** What the process may add beyond the bound: the batches handed over, the source's and the runtime's buffers, garbage not yet collected. */
+const OVERHEAD = 64 * MB;
+
+test("maxPrefetchBytes: resident memory grows by at most the bound plus a stated overhead with 2 MB samples; without it, far more", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-rss-"));
+  const store = await openStore(`sqlite:${join(dir, "big.sqlite")}`);
+  try {
+    const next = rng(freshSeed());
+    await store.createDataset({ version: 1, name: "big", columns: [], groupBy: [], label: { kind: "int" } });
+    for (let i = 0; i < COUNT; i += 16) {
+      await store.put("big", Array.from({ length: 16 }, (_, k) => ({ key: `k${i + k}`, label: 0, data: randomBytes(next, SAMPLE) })));
+    }
+    const ids: string[] = [];
+    for await (const page of store.scanNat("big")) ids.push(...page.map((r) => r.id));
+    const growth = (maxPrefetchBytes?: number) => {
+      const [cmd, ...args] = runtime.scriptCommand("test/loader/_child/rss_read.ts", [`sqlite:${join(dir, "big.sqlite")}`, "big", ...(maxPrefetchBytes ? [String(maxPrefetchBytes)] : [])]);
+      const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 100_000 });
+      assert.is(r.status, 0, `the reader failed: ${r.stderr}`);
+      const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { growthMB: number; samples: number };
+      assert.is(out.samples, ids.length, "every sample read");
+      return out.growthMB;
+    };
+    await store.close();
+    const bounded = growth(BOUND);
+    const free = growth();
+    console.log(`  RSS growth: ${bounded.toFixed(0)} MB with maxPrefetchBytes ${BOUND / MB} MB, ${free.toFixed(0)} MB without`);
+    assert.ok(bounded <= (BOUND + OVERHEAD) / MB, `bounded: +${bounded.toFixed(0)} MB ≤ ${(BOUND + OVERHEAD) / MB} MB`);
+    assert.ok(free > (BOUND + OVERHEAD) / MB, `without the bound: +${free.toFixed(0)} MB (the test would not see a missing bound otherwise)`);
+  } finally {
+    await store.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, { timeoutMs: 120_000 });
