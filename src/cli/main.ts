@@ -2,6 +2,7 @@
  * The `cassette` command. Each subcommand lives in its own file with its own --help; this
  * file only dispatches, and turns CassetteErrors into one clear line and exit status 2.
  */
+import process from "node:process";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import * as cassandra from "./cassandra.ts";
@@ -29,7 +30,14 @@ commands:
 
 The main job: bun run train.ts (see README.md).`;
 
+/** An argument with any `scheme://user:password@` credentials as `user:***`. */
+const withoutPassword = (arg: string) => arg.replace(/\b([a-z][a-z0-9+.-]*:\/\/[^:/@\s]*:)[^@\s]*@/gi, "$1***@");
+
 export async function main(argv: string[]): Promise<number> {
+  // The process's title without passwords: `ps` and /proc/PID/cmdline show it to every user of
+  // the machine. Node and Deno rewrite their command line with it; Bun ignores it (there, give
+  // the password as CASSETTE_CASSANDRA_PASSWORD, which no other user can read).
+  process.title = ["cassette", ...argv].map(withoutPassword).join(" ");
   const [cmd, ...rest] = argv;
   if (!cmd || cmd === "--help" || cmd === "-h" || cmd === "help") {
     console.log(help);

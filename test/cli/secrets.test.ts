@@ -6,7 +6,9 @@
  */
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
-import { cassette } from "../_support/cli.ts";
+import { createServer, type AddressInfo } from "node:net";
+import { readFileSync } from "node:fs";
+import { cassette, startCassette } from "../_support/cli.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
@@ -40,3 +42,24 @@ test("a wrong password for the test node: the error names the user, never the pa
     assert.match(r.err + r.out, /user 'cassandra'/, `${args[0]} names the user`);
   }
 }, { skip: NO_CASSANDRA || (runtime.env("CASSETTE_TEST_CASSANDRA_AUTH") ? false : "the test node runs without authentication (started outside test/run.ts)") });
+
+test("a password in an address is not in the process's command line while it runs (ps, /proc/PID/cmdline)", async () => {
+  // A server that accepts and never speaks CQL: the command waits for it (its connect timeout).
+  const server = createServer(() => {}).listen(0, "127.0.0.1");
+  await new Promise((r) => server.once("listening", r));
+  const port = (server.address() as AddressInfo).port;
+  const child = startCassette("info", "--store", `cassandra://alice:${SECRET}@127.0.0.1:${port}/ks_secret`);
+  try {
+    let cmdline = "";
+    for (let i = 0; i < 100 && !cmdline.startsWith("cassette "); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      cmdline = readFileSync(`/proc/${child.pid}/cmdline`, "utf8").replaceAll("\0", " ");
+    }
+    assert.ok(cmdline.startsWith("cassette info"), `the title is set: '${cmdline}'`);
+    assert.not.ok(cmdline.includes(SECRET), `the command line shows the password: '${cmdline}'`);
+    assert.match(cmdline, /alice:\*\*\*@/);
+  } finally {
+    child.kill("SIGKILL");
+    server.close();
+  }
+}, { skip: runtime.name === "bun" ? "Bun keeps its command line whatever process.title says (the README says to give the password as CASSETTE_CASSANDRA_PASSWORD)" : false });
