@@ -112,15 +112,29 @@ export class CassandraStore implements Store {
     return new CassandraStore(address, a.keyspace, client, opts);
   }
 
+  /**
+   * The client's execute, with a permission the role lacks (Unauthorized, protocol error
+   * 0x2100) as a final ERR_STORE that names the statement's table: asking again cannot help.
+   */
+  async #execute(cql: string, params: unknown[] = [], options?: cassandra.QueryOptions): Promise<cassandra.types.ResultSet> {
+    try {
+      return await this.client.execute(cql, params, options);
+    } catch (cause) {
+      if ((cause as { code?: unknown }).code !== 0x2100) throw cause;
+      const table = /\b(?:FROM|INTO|TABLE(?: IF NOT EXISTS)?|UPDATE)\s+([\w."]+)/i.exec(cql)?.[1] ?? "its table";
+      throw new CassetteError("ERR_STORE", `Cannot use ${table} in ${this.address} as the role may not: ${(cause as Error).message}`, { cause });
+    }
+  }
+
   async listDatasets(): Promise<DatasetSpec[]> {
-    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets`, [], qr);
+    const r = await this.#execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets`, [], qr);
     return r.rows.map((row) => JSON.parse(row.spec) as DatasetSpec).sort((x, y) => x.name.localeCompare(y.name));
   }
 
   async getDataset(name: string): Promise<DatasetSpec> {
     const cached = this.#specs.get(name);
     if (cached) return cached;
-    const r = await this.client.execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets WHERE name = ?`, [name], qr);
+    const r = await this.#execute(`SELECT spec FROM ${this.keyspace}.cassette_datasets WHERE name = ?`, [name], qr);
     const row = r.first();
     if (!row) throw unknownDataset(name, this.address, (await this.listDatasets()).map((s) => s.name));
     const spec = JSON.parse(row.spec) as DatasetSpec;
@@ -135,7 +149,7 @@ export class CassandraStore implements Store {
     if (same) {
       sameSchema(spec, same, specHash, this.address);
       // Its tables too: a writer that died between registering and making them left none.
-      for (const cql of cqlDatasetDdl(this.keyspace, same)) await this.client.execute(cql);
+      for (const cql of cqlDatasetDdl(this.keyspace, same)) await this.#execute(cql);
       return same;
     }
     const clash = all.find((s) => tablePrefix(s.name) === tablePrefix(spec.name));
@@ -145,7 +159,7 @@ export class CassandraStore implements Store {
     // Registered first, as a lightweight transaction: of two ingests racing to create the
     // dataset exactly one wins, and the other either has the same schema (and goes on) or is
     // told whose it is. Only then the tables, from the winner's spec (IF NOT EXISTS).
-    const r = await this.client.execute(
+    const r = await this.#execute(
       `INSERT INTO ${this.keyspace}.cassette_datasets (name, prefix, spec, created) VALUES (?, ?, ?, ?) IF NOT EXISTS`,
       [spec.name, tablePrefix(spec.name), JSON.stringify(spec), new Date()],
       q,
@@ -156,7 +170,7 @@ export class CassandraStore implements Store {
       stored = JSON.parse(row.spec) as DatasetSpec;
       sameSchema(spec, stored, specHash, this.address);
     }
-    for (const cql of cqlDatasetDdl(this.keyspace, stored)) await this.client.execute(cql);
+    for (const cql of cqlDatasetDdl(this.keyspace, stored)) await this.#execute(cql);
     this.#specs.set(stored.name, stored);
     return stored;
   }
@@ -175,10 +189,10 @@ export class CassandraStore implements Store {
     const inUuid = `SELECT label${spec.groupBy.map((g) => `, ${g}`).join("")} FROM ${this.keyspace}.${t.byUuid} WHERE id = ?`;
     const inNat = `SELECT id FROM ${this.keyspace}.${t.byNat} WHERE ${[...spec.groupBy, "label", "bucket", "id"].map((c) => `${c} = ?`).join(" AND ")}`;
     const found = await mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => {
-      if ((await this.client.execute(inData, [id], qr)).rowLength === 0) return false;
-      const u = (await this.client.execute(inUuid, [id], qr)).first();
+      if ((await this.#execute(inData, [id], qr)).rowLength === 0) return false;
+      const u = (await this.#execute(inUuid, [id], qr)).first();
       if (!u) return false;
-      return (await this.client.execute(inNat, [...spec.groupBy.map((g) => u[g]), u.label, natBucket(id), id], qr)).rowLength > 0;
+      return (await this.#execute(inNat, [...spec.groupBy.map((g) => u[g]), u.label, natBucket(id), id], qr)).rowLength > 0;
     });
     return new Set(ids.filter((_, i) => found[i]));
   }
@@ -216,7 +230,7 @@ export class CassandraStore implements Store {
     const t = tables((await this.getDataset(dataset)).name);
     const cql = `SELECT label, data FROM ${this.keyspace}.${t.data} WHERE id = ?`;
     return mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => {
-      const row = (await this.client.execute(cql, [id], qr)).first();
+      const row = (await this.#execute(cql, [id], qr)).first();
       if (!row) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${dataset}' in ${this.address}`);
       const data: Uint8Array = row.data;
       return { id, label: row.label, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
@@ -229,7 +243,7 @@ export class CassandraStore implements Store {
     const cols = spec.columns.map((c) => c.name);
     let pageState: string | undefined;
     do {
-      const r = await this.client.execute(`SELECT * FROM ${this.keyspace}.${t.byNat}`, [], { ...qr, fetchSize: PAGE, pageState });
+      const r = await this.#execute(`SELECT * FROM ${this.keyspace}.${t.byNat}`, [], { ...qr, fetchSize: PAGE, pageState });
       yield r.rows.map((row) => ({
         id: row.id.toString(),
         label: row.label,
@@ -245,7 +259,7 @@ export class CassandraStore implements Store {
     const perLabel: Record<number, number> = {};
     let count = 0, bytes = 0, pageState: string | undefined;
     do {
-      const r = await this.client.execute(`SELECT label, size FROM ${this.keyspace}.${t.byUuid}`, [], { ...qr, fetchSize: PAGE, pageState });
+      const r = await this.#execute(`SELECT label, size FROM ${this.keyspace}.${t.byUuid}`, [], { ...qr, fetchSize: PAGE, pageState });
       for (const row of r.rows) {
         perLabel[row.label] = (perLabel[row.label] ?? 0) + 1;
         count++;

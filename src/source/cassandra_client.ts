@@ -10,6 +10,7 @@
  * protocol at v4 (the driver's PR #416) stays available as `maxProtocolVersion`.
  */
 import cassandra from "cassandra-driver";
+import { connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 import { CassetteError } from "../errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
@@ -84,7 +85,7 @@ export async function openCassandra(address: string, options: CassandraOptions =
   const tls = await tlsOptions(address, a, options.tls);
   const client = new cassandra.Client({
     ...d,
-    contactPoints: a.hosts,
+    contactPoints: a.hosts.length > 1 && !tls && !d.contactPoints ? await answeringFirst(a.hosts, a.port, Math.min(2000, timeout)) : a.hosts,
     localDataCenter: a.dc,
     keyspace: options.withoutKeyspace ? undefined : a.keyspace,
     protocolOptions: { port: a.port, maxVersion: options.maxProtocolVersion, ...d.protocolOptions },
@@ -112,8 +113,11 @@ export async function openCassandra(address: string, options: CassandraOptions =
       client.connect(),
       new Promise((_, reject) => {
         timer = setTimeout(
-          () => reject(new CassetteError("ERR_STORE_UNREACHABLE", `Cannot connect to Cassandra at ${where} as it did not answer CQL within ${timeout} ms`)),
-          timeout + 1000, // the driver's own timeout usually fires first, with its detail
+          () => reject(new CassetteError("ERR_STORE_UNREACHABLE", `Cannot connect to Cassandra at ${where} as no node answered CQL within ${timeout} ms each`)),
+          // Each contact point gets its connect timeout: the driver tries them one after another,
+          // so a first one frozen (SIGSTOP) must not use up the next one's time. The driver's own
+          // timeout usually fires first, with its detail.
+          timeout * a.hosts.length + 1000,
         );
       }),
     ]);
@@ -275,8 +279,13 @@ function speaksTls(host: string, port: number, ms: number): Promise<boolean> {
     // Only asks whether the node speaks TLS: nothing is sent over it, so its certificate need not be trusted.
     const socket = tlsConnect({ host, port, rejectUnauthorized: false });
     socket.on("secureConnect", () => done(true));
-    // A handshake refused with a TLS alert (no client certificate …) is TLS too; a reset or a refusal is not.
-    socket.on("error", (e: Error & { code?: string }) => done(/alert|ssl|tls|certificate|handshake/i.test(`${e.message} ${e.code ?? ""}`)));
+    // A handshake refused with a TLS alert (no client certificate …) is TLS too; a reset, a
+    // refusal, or bytes that are not TLS at all (a plaintext node's CQL error: OpenSSL's "wrong
+    // version number") are not.
+    socket.on("error", (e: Error & { code?: string }) => {
+      const text = `${e.message} ${e.code ?? ""}`;
+      done(!/wrong.?version|unknown.?protocol|packet.?length|record.?layer|http.?request/i.test(text) && /alert|certificate|handshake/i.test(text));
+    });
     const timer = setTimeout(() => done(false), ms);
   });
 }
@@ -305,4 +314,39 @@ function tlsVerdict(host: string, port: number, ssl: TlsSetup["ssl"], ms: number
     socket.on("close", () => done(handshaken ? "closed" : undefined));
     const timer = setTimeout(() => done(undefined), ms);
   });
+}
+
+/**
+ * The contact points that answer a CQL OPTIONS request within `ms`, in the order they answered;
+ * all of them, in the order given, when none does (the driver then says why). The driver opens
+ * its control connection on the contact points in a random order, and one that accepts TCP but
+ * never answers (a frozen node) held it for the read timeout, 30 s, one time in three on a
+ * three-node cluster. The nodes left out are found again through system.peers.
+ */
+async function answeringFirst(hosts: string[], port: number, ms: number): Promise<string[]> {
+  const answered: string[] = [];
+  await new Promise<void>((resolve) => {
+    let pending = hosts.length;
+    const timer = setTimeout(resolve, ms);
+    for (const host of hosts) {
+      const socket = tcpConnect({ host, port });
+      let ended = false;
+      const end = (ok: boolean) => {
+        if (ended) return;
+        ended = true;
+        socket.destroy();
+        if (ok && !answered.includes(host)) answered.push(host);
+        // The first answer is enough to go on with; a short grace lets the others join the list.
+        if (ok && answered.length === 1) setTimeout(resolve, 50);
+        if (--pending === 0) (clearTimeout(timer), resolve());
+      };
+      socket.setTimeout(ms, () => end(false));
+      socket.once("error", () => end(false));
+      // OPTIONS, protocol v4, stream 0: a CQL server answers with a response frame (the version
+      // byte's high bit set: 0x84 SUPPORTED, or an error frame from one that wants another version).
+      socket.once("connect", () => socket.write(Uint8Array.of(0x04, 0, 0, 0, 0x05, 0, 0, 0, 0)));
+      socket.once("data", (b: Uint8Array) => end((b[0] & 0x80) !== 0));
+    }
+  });
+  return answered.length ? answered : hosts;
 }

@@ -86,9 +86,10 @@ test("a role with no permission: the store opens (no schema statement), and read
     const e = await p.then(() => undefined, (e: unknown) => e as Error);
     assert.ok(e instanceof Error, "refused");
     assert.match(e.message, table);
-    // Today this is the driver's ResponseError (Unauthorized, 0x2100) as src/source/cassandra.ts
-    // lets it through; a CassetteError, when it is one, must be the final ERR_STORE.
-    if (e instanceof CassetteError) assert.is(e.code, "ERR_STORE", e.message);
+    // The driver's Unauthorized (0x2100) as a final ERR_STORE (src/source/cassandra.ts #execute).
+    assert.instance(e, CassetteError, `a refused permission is a CassetteError: ${e}`);
+    assert.is((e as CassetteError).code, "ERR_STORE", e.message);
+    assert.match(e.message, /cassette_datasets .* as the role may not/);
   };
   const store = await openStore(s.address(KEYSPACE, NOBODY), { create: false });
   try {
