@@ -634,7 +634,7 @@ const w = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)
 const total = networkFaults() + injected["kill -9, restart mid-epoch"] + injected["kill -9, down for the epoch"] + injected["SIGSTOP > request timeout"] + injected["kill -9 mid-ingest"];
 const bad = rows.reduce((s, r) => s + r.lost + r.duplicated + r.mismatched, 0) + epochs.filter((e) => e.error).length + ingestFailures.length;
 if (json) {
-  console.log(JSON.stringify({ seed, quick, samples, batchSize, stepMs, readTimeoutMs, runtime: `${runtime.name} ${runtime.version}`, seconds: (runtime.now() - T0) / 1000, faults: total, rows, ingests, ingestFailures, epochs: epochs.map(({ batches, ...e }) => ({ ...e, batches: batches.length })) }, null, 1));
+  console.log(JSON.stringify({ seed, quick, samples, batchSize, stepMs, readTimeoutMs, runtime: `${runtime.name} ${runtime.version}`, seconds: (runtime.now() - T0) / 1000, faults: total, targetMet: bad === 0, rows, ingests, ingestFailures, epochs: epochs.map(({ batches, ...e }) => ({ ...e, batches: batches.length })) }, null, 1));
 } else {
   console.log(`\nChaos, seed ${seed} (${runtime.name} ${runtime.version}): ${total} faults in ${((runtime.now() - T0) / 60_000).toFixed(1)} min, ${epochs.length} epochs of ${samples} samples`);
   console.log([head, ...cells].map((r) => r.map((x, i) => (i === 0 ? x.padEnd(w[i]) : x.padStart(w[i]))).join("  ")).join("\n"));
