@@ -202,6 +202,7 @@ interface ReadState {
   epoch: number;
   /** Resolves when the epoch running now ends (for "down for the epoch"). */
   epochEnd: Promise<void>;
+  /** Resolves when the next epoch (or the one just begun) delivers its first batch. */
   epochStart: Promise<void>;
 }
 
