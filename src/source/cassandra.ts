@@ -11,6 +11,7 @@ import cassandra from "cassandra-driver";
 import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
 import { parseStoreAddress, redact } from "./address.ts";
 import { racePreparation } from "./cassandra_prepare.ts";
+import { isRetryable } from "./retryable.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import {
   type DatasetInfo,
@@ -47,6 +48,8 @@ const q = { prepare: true } as const;
  */
 const qr = { prepare: true, isIdempotent: true } as const;
 const SPECULATE_MS = 1000;
+/** Tries of one sample's write when it fails for a reason that may pass (0.5, 1, 2, 4, 8 s apart: ~15 s in all, time for the cluster to see a killed node down). */
+const WRITE_ATTEMPTS = 6;
 
 export class CassandraStore implements Store {
   readonly kind = "cassandra" as const;
@@ -212,15 +215,27 @@ export class CassandraStore implements Store {
     await mapLimit(fresh, this.#opts.writeConcurrency ?? 64, async ({ s, id, meta }) => {
       const byName: Record<string, unknown> = Object.fromEntries(cols.map((c, i) => [c, meta[i]]));
       Object.assign(byName, { label: s.label, bucket: natBucket(id), id });
-      try {
-        // One logged batch: the data row and both metadata rows land together or not at all.
-        await this.client.batch([
-          { query: insData, params: [id, s.label, Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength)] },
-          { query: insUuid, params: [id, s.key, s.label, s.data.length, ...meta] },
-          { query: insNat, params: natCols.map((c) => byName[c]) },
-        ], { prepare: true, logged: true });
-      } catch (cause) {
-        throw new CassetteError("ERR_STORE", `Cannot store sample '${s.key}' (${id}) of '${dataset}' in ${this.address}: ${(cause as Error).message}`, { cause });
+      // One logged batch: the data row and both metadata rows land together or not at all.
+      const batch = [
+        { query: insData, params: [id, s.label, Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength)] },
+        { query: insUuid, params: [id, s.key, s.label, s.data.length, ...meta] },
+        { query: insNat, params: natCols.map((c) => byName[c]) },
+      ];
+      // Written again after a failure another moment may not repeat (a node just killed: "batchlog
+      // write timeout", unavailable, no host): the same values, so a second write is harmless.
+      // Then the ingest rides through one node's death at RF 3 rather than stop.
+      for (let attempt = 1;; attempt++) {
+        try {
+          await this.client.batch(batch, { prepare: true, logged: true });
+          break;
+        } catch (cause) {
+          if (attempt < WRITE_ATTEMPTS && isRetryable(cause)) {
+            await new Promise((r) => setTimeout(r, 250 * 2 ** attempt));
+            continue;
+          }
+          const tries = attempt > 1 ? ` (after ${attempt} attempts)` : "";
+          throw new CassetteError("ERR_STORE", `Cannot store sample '${s.key}' (${id}) of '${dataset}' in ${this.address}${tries}: ${(cause as Error).message}`, { cause });
+        }
       }
     });
     return { written: fresh.length, existing: rows.length - fresh.length };
