@@ -15,6 +15,7 @@ import { connect as tlsConnect } from "node:tls";
 import { CassetteError } from "../errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { parseStoreAddress, redact } from "./address.ts";
+import { caWouldHelp, UNTRUSTED_CERT_CODES } from "./tls_trust.ts";
 
 export interface CassandraOptions {
   /**
@@ -213,15 +214,6 @@ async function tlsOptions(address: string, a: { tls: boolean; ca?: string; cert?
   return { ssl, ca, cert };
 }
 
-/** Certificate errors that a CA (`ca=`) fixes: the node's chain leads to no CA this client trusts. */
-const UNTRUSTED = new Set([
-  "SELF_SIGNED_CERT_IN_CHAIN",
-  "DEPTH_ZERO_SELF_SIGNED_CERT",
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
-  "UNABLE_TO_GET_ISSUER_CERT",
-  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
-  "CERT_UNTRUSTED",
-]);
 
 /** A TLS failure among a connect's errors, explained: the node's certificate, or the client's. */
 function tlsRefusal(errors: Error[], where: string, tls: TlsSetup): { code: "ERR_TLS_UNTRUSTED" | "ERR_STORE_UNREACHABLE"; message: string } | undefined {
@@ -231,7 +223,7 @@ function tlsRefusal(errors: Error[], where: string, tls: TlsSetup): { code: "ERR
     const text = `${msg} ${code}`;
     // Mutual TLS: the node asks for a certificate, and one not sent (or not signed by its CA)
     // ends the handshake with an alert (TLS 1.3: certificate_required; 1.2: handshake failure).
-    if (/certificate.?required|certificate.?unknown|bad.?certificate|unknown.?ca|handshake.?fail|peer did not return a certificate/i.test(text) && !UNTRUSTED.has(code)) {
+    if (/certificate.?required|certificate.?unknown|bad.?certificate|unknown.?ca|handshake.?fail|peer did not return a certificate/i.test(text) && !UNTRUSTED_CERT_CODES.has(code)) {
       return clientCertRefused(where, tls, msg);
     }
     // Cassandra's TLS (netty with BoringSSL) answers a client certificate its trust manager
@@ -243,8 +235,8 @@ function tlsRefusal(errors: Error[], where: string, tls: TlsSetup): { code: "ERR
           `a node that requires client certificates does so for one that no CA it trusts signed (${msg})`,
       };
     }
-    if (UNTRUSTED.has(code) || /certificate|UnknownIssuer|self.signed/i.test(text)) {
-      const hint = code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID" || code === "ERR_TLS_CERT_ALTNAME_INVALID"
+    if (UNTRUSTED_CERT_CODES.has(code) || /certificate|UnknownIssuer|self.signed/i.test(text)) {
+      const hint = !caWouldHelp(code)
         ? ""
         : tls.ca
         ? `; the CA '${tls.ca}' (ca=) did not sign it: give the CA that did`

@@ -50,6 +50,7 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { checkDataset, LABELS_FILE, parseLabels } from "./file.ts";
 import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
+import { caWouldHelp, UNTRUSTED_CERT_CODES } from "./tls_trust.ts";
 import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
 
 const { Client, Pool } = undici;
@@ -626,22 +627,10 @@ function describeFailure(err: unknown, get: Get): string {
   return `the connection failed after ${get.received} bytes${of}: ${describe(err)}`;
 }
 
-/** TLS verification failures (OpenSSL's codes in Node, Deno and Bun; Bun's BoringSSL, Deno's rustls by message). */
-const UNTRUSTED = new Set([
-  "SELF_SIGNED_CERT_IN_CHAIN",
-  "DEPTH_ZERO_SELF_SIGNED_CERT",
-  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
-  "UNABLE_TO_GET_ISSUER_CERT",
-  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
-  "CERT_UNTRUSTED",
-  "CERT_HAS_EXPIRED",
-  "CERT_NOT_YET_VALID",
-  "ERR_TLS_CERT_ALTNAME_INVALID",
-]);
 
 function untrusted(e: unknown): boolean {
   for (let err = e as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0; err && i < 4; err = err.cause as typeof err, i++) {
-    if (typeof err.code === "string" && UNTRUSTED.has(err.code)) return true;
+    if (typeof err.code === "string" && UNTRUSTED_CERT_CODES.has(err.code)) return true;
     if (typeof err.message === "string" && /certificate/i.test(err.message)) return true;
   }
   return false;
@@ -651,7 +640,7 @@ function untrusted(e: unknown): boolean {
 function untrustedError(doing: string, e: unknown): CassetteError & Retryable {
   // An expired certificate, or one for another host, is not fixed by giving a CA.
   const code = (e as { code?: unknown })?.code;
-  const hint = code === "CERT_HAS_EXPIRED" || code === "CERT_NOT_YET_VALID" || code === "ERR_TLS_CERT_ALTNAME_INVALID"
+  const hint = !caWouldHelp(code)
     ? ""
     : "; give the CA that signed it with ca=PATH in the address or the 'ca' option";
   return storeError("ERR_TLS_UNTRUSTED", `${doing} as the server's TLS certificate is not trusted: ${describe(e)}${hint}`, false, { cause: e });
