@@ -3,19 +3,24 @@
  * earlier allocation hides or inflates the growth): prints {"growthMB", "samples"} as JSON.
  * Used by test/loader/memory_rss.test.ts.
  *
- *   rss_read.ts STORE DATASET [MAX_PREFETCH_BYTES]
+ *   rss_read.ts STORE DATASET MAX_PREFETCH_BYTES|none [decode]
+ *
+ * `decode`: read and decode in two read workers (the pixels count against the bound).
  */
 import process from "node:process";
 import { openStore } from "../../../src/source/open.ts";
 import { Loader } from "../../../src/loader.ts";
 
-const [address, dataset, bound] = process.argv.slice(2);
+const [address, dataset, bound, decode] = process.argv.slice(2);
 const store = await openStore(address);
 const ids: string[] = [];
 for await (const page of store.scanNat(dataset)) ids.push(...page.map((r) => r.id));
 const base = process.memoryUsage().rss;
 // The window starts at 16 batches (64 samples, 128 MB of 2 MB samples) when nothing bounds it.
-const loader = new Loader({ store, dataset, ids, batchSize: 4, prefetch: 16, rampStart: 16, seed: 3, maxPrefetchBytes: bound ? Number(bound) : undefined });
+const loader = new Loader({
+  ...(decode === "decode" ? { store: address, workers: 2, decode: true } : { store }),
+  dataset, ids, batchSize: 4, prefetch: 16, rampStart: 16, seed: 3, maxPrefetchBytes: bound === "none" ? undefined : Number(bound),
+});
 let samples = 0, batches = 0, held = 0;
 for await (const b of loader.epoch(0)) {
   samples += b.ids.length;
