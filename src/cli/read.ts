@@ -2,12 +2,18 @@
 import { Loader } from "../loader.ts";
 import { loadSplit } from "../dataset/splits.ts";
 import { datasetNeeded, open } from "../read/open.ts";
-import type { ReadSource } from "../read/sample.ts";
+import type { ReadSource, Sample } from "../read/sample.ts";
 import { redact } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
+import type { Batch } from "../assemble/batch.ts";
+import type { Preprocessor } from "../gpu/preprocess.ts";
+import { deviceInfo, requestDevice } from "../gpu/device.ts";
+import { readBuffer } from "../gpu/buffers.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
+import { PREPROCESS_FLAGS, PREPROCESS_VALUED, preprocessHelp, preprocessRequest, type PreprocessRequest } from "./preprocess_args.ts";
+import { writeFile } from "node:fs/promises";
 
 export const help = `usage: cassette read --store URL [--dataset NAME] [--split FILE[:INDEX|:NAME]] [options]
 
@@ -37,16 +43,22 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
   --decode             decode every JPEG as it arrives (in its read worker with --workers)
   --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
-                       -grayscale; its chroma is not transformed)
+                       -grayscale; its chroma is not transformed); with --preprocess also a
+                       one-channel tensor
+${preprocessHelp}
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
-                       batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }`;
+                       batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }; with
+                       --preprocess also preprocess: { images, tensorShape, seconds, share,
+                       batchMs, readback, adapter, … } (share: of the read's seconds)`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers"], ["hedge", "decode", "grey"]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
-  const decode = options.has("decode"), grey = options.has("grey");
-  if (grey && !decode) usageError("read", "--grey needs --decode");
+  const grey = options.has("grey");
+  const pre = preprocessRequest(options, grey, intOption(options, "read", "seed"));
+  const decode = options.has("decode") || pre !== undefined;
+  if (grey && !decode) usageError("read", "--grey needs --decode or --preprocess");
   const address = required(options, "read", "store");
   let dataset = options.get("dataset") as string | undefined;
   const why = datasetNeeded(address, dataset);
@@ -58,7 +70,15 @@ export async function run(argv: string[]): Promise<number> {
   if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
   const prefetch = options.get("prefetch") === "auto" ? "auto" : intOption(options, "read", "prefetch");
   const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
-  const source: ReadSource = await open(address, { mode: "read", dataset, balance });
+  // The device before the store: no adapter is said at once, before any reading.
+  const stage = pre && await TensorStage.open(pre);
+  let source: ReadSource;
+  try {
+    source = await open(address, { mode: "read", dataset, balance });
+  } catch (e) {
+    stage?.destroy();
+    throw e;
+  }
   let closeSource = true;
   try {
     dataset ??= source.dataset;
@@ -93,9 +113,14 @@ export async function run(argv: string[]): Promise<number> {
       for (let e = 0; e < epochs; e++) {
         const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), json);
         let n = 0;
-        for await (const b of loader.epoch(e, { readAhead: e + 1 < epochs })) bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+        for await (const b of loader.epoch(e, { readAhead: e + 1 < epochs })) {
+          if (stage) await stage.run(b, e);
+          bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+        }
         bar.done();
       }
+      // Submitted is not done: the read ends when the last tensor exists.
+      await stage?.finish();
     } finally {
       await loader.close();
     }
@@ -106,6 +131,7 @@ export async function run(argv: string[]): Promise<number> {
       batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
       workers, decode, grey,
+      ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
     };
     if (json) console.log(JSON.stringify(report));
     else {
@@ -114,9 +140,122 @@ export async function run(argv: string[]): Promise<number> {
       console.log(`  batch time p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms, max ${s.batchMs.max.toFixed(1)} ms`);
       console.log(`  errors ${s.errors}, retries ${s.retries}, most samples outstanding ${s.maxOutstanding}`);
       if (options.has("hedge")) console.log(`  hedged ${s.hedged} requests, the hedge answered first ${s.hedgeWins} times`);
+      const p = report.preprocess;
+      if (p) {
+        console.log(`  preprocess ${p.images} images into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
+          `${p.seconds.toFixed(2)} s, ${(100 * p.share).toFixed(0)} % of the read; batch p50 ${p.batchMs.p50.toFixed(1)} ms, max ${p.batchMs.max.toFixed(1)} ms (${p.adapter})`);
+        if (p.dump) console.log(`  first batch's tensor in ${p.dump.file}`);
+      }
     }
     return s.errors ? 1 : 0;
   } finally {
+    stage?.destroy();
     if (closeSource) await source.close();
   }
+}
+
+/**
+ * The GPU half of `read --preprocess`: each batch's decoded images become the tensor a trainer
+ * gets, with the call train's loaderBatches makes (one run per batch, its epoch and ids, so
+ * the crops and flips are the same), timed.
+ */
+class TensorStage {
+  readonly #device: GPUDevice;
+  readonly #pre: Preprocessor;
+  readonly #req: PreprocessRequest;
+  readonly #adapter: string;
+  readonly #batchMs: number[] = [];
+  #ms = 0;
+  #images = 0;
+  #shape: number[] = [];
+  #dump?: { file: string; shape: number[]; ids: string[]; labels: number[] };
+
+  private constructor(device: GPUDevice, pre: Preprocessor, req: PreprocessRequest, adapter: string) {
+    this.#device = device;
+    this.#pre = pre;
+    this.#req = req;
+    this.#adapter = adapter;
+  }
+
+  static async open(req: PreprocessRequest): Promise<TensorStage> {
+    // From source under Node the kernels' .wgsl text needs the loader hooks, as in train.ts;
+    // the bundle (dist/) inlines it. Loaded here, so that reads without --preprocess need neither.
+    if (runtime.name === "node" && import.meta.url.endsWith(".ts")) await import("../../runtime-adapters/node_hooks.mjs");
+    const { createPreprocessor } = await import("../gpu/preprocess.ts");
+    const device = await requestDevice();
+    try {
+      const info = deviceInfo(device);
+      const pre = await createPreprocessor(device, req.options);
+      return new TensorStage(device, pre, req, info ? `${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver)" : ""}` : "unknown");
+    } catch (e) {
+      device.destroy();
+      throw e;
+    }
+  }
+
+  async run(b: Batch<Sample>, epoch: number): Promise<void> {
+    const t0 = runtime.now();
+    const images = b.items.map((s) => {
+      if (!s.image) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${s.id} as it arrived without its decoded image`);
+      return s.image;
+    });
+    const out = await this.#pre.run(images, { epoch, ids: b.ids });
+    const first = this.#images === 0;
+    let host: ArrayBuffer | undefined;
+    if (this.#req.readback) host = await readBuffer(this.#device, out.buffer, out.bytes);
+    let asideMs = 0; // the dump is not part of what is measured
+    if (first && this.#req.dump) {
+      const t1 = runtime.now();
+      host ??= await readBuffer(this.#device, out.buffer, out.bytes);
+      await writeFile(this.#req.dump, npy(new Float32Array(host), out.shape));
+      this.#dump = { file: this.#req.dump, shape: out.shape, ids: b.ids, labels: [...b.labels] };
+      asideMs = runtime.now() - t1;
+    }
+    if (first || b.ids.length > this.#shape[0]) this.#shape = out.shape;
+    this.#images += b.ids.length;
+    const ms = runtime.now() - t0 - asideMs;
+    this.#batchMs.push(ms);
+    this.#ms += ms;
+  }
+
+  /** Waits for the work already submitted (kept on the device, it was not waited for). */
+  async finish(): Promise<void> {
+    const t0 = runtime.now();
+    await this.#device.queue.onSubmittedWorkDone();
+    this.#ms += runtime.now() - t0;
+  }
+
+  report(seconds: number) {
+    const sorted = this.#batchMs.slice().sort((a, b) => a - b);
+    const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+    const o = this.#req.options;
+    return {
+      images: this.#images, tensorShape: this.#shape, layout: o.layout ?? "nchw", dtype: "f32",
+      crop: o.crop, flip: o.flip, mean: o.mean, std: o.std, seed: o.seed, readback: this.#req.readback,
+      seconds: this.#ms / 1000, share: seconds > 0 ? this.#ms / 1000 / seconds : 0,
+      batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
+      adapter: this.#adapter, dump: this.#dump,
+    };
+  }
+
+  destroy(): void {
+    this.#pre.destroy();
+    this.#device.destroy();
+  }
+}
+
+/**
+ * A little-endian f32 array as a NumPy .npy file (format 1.0): the header is a Python dict
+ * literal padded with spaces so that the data starts on a 64-byte boundary.
+ */
+function npy(data: Float32Array, shape: readonly number[]): Uint8Array {
+  let header = `{'descr': '<f4', 'fortran_order': False, 'shape': (${shape.join(", ")}${shape.length === 1 ? "," : ""}), }`;
+  const total = Math.ceil((10 + header.length + 1) / 64) * 64;
+  header = header.padEnd(total - 10 - 1) + "\n";
+  const out = new Uint8Array(total + data.byteLength);
+  out.set([0x93, ...new TextEncoder().encode("NUMPY"), 1, 0, header.length & 0xff, header.length >> 8]);
+  out.set(new TextEncoder().encode(header), 10);
+  // WebGPU's f32 is little-endian, as is every host these runtimes run on.
+  out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), total);
+  return out;
 }

@@ -1,0 +1,173 @@
+/**
+ * `cassette read --preprocess`: the tensor the CLI makes is the one the training path makes
+ * (train's loaderBatches, called here on the same samples with the options a trainer passes),
+ * on real Fashion-MNIST JPEGs in a SQLite store.
+ */
+import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { cassette } from "../_support/cli.ts";
+import { fashionMnistStore } from "../_support/fashion_mnist.ts";
+import { testDevice } from "../_support/gpu.ts";
+import { preprocessRef } from "../reference/preprocess.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { Loader } from "../../src/loader.ts";
+import { openStore } from "../../src/source/open.ts";
+import { createDecoder } from "../../src/decode/decoders.ts";
+import { readBuffer } from "../../src/gpu/buffers.ts";
+import { createPreprocessor } from "../../src/gpu/preprocess.ts";
+import type { PreprocessOptions } from "../../src/gpu/preprocess.ts";
+import type { DecodedImage } from "../../src/gpu/pack.ts";
+import { loaderBatches } from "../../src/train/loader_batches.ts";
+import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "../../src/dataset/fashion_mnist.ts";
+
+const dir = mkdtempSync(join(tmpdir(), "cassette-read-pre-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const DATASET = "fm";
+// 120 of each split: 240 images, a few batches, quick on lavapipe.
+const ready = fashionMnistStore(join(dir, "fm.sqlite"), DATASET, 120).then(async ({ store, ids }) => (await store.close(), ids));
+const STORE = `sqlite:${join(dir, "fm.sqlite")}`;
+
+/** A .npy file (format 1.0, '<f4', C order) as its shape and values. */
+function readNpy(path: string): { shape: number[]; data: Float32Array } {
+  const bytes = readFileSync(path);
+  assert.is(String.fromCharCode(...bytes.subarray(1, 6)), "NUMPY");
+  const headerLen = bytes[8] | (bytes[9] << 8);
+  const header = new TextDecoder().decode(bytes.subarray(10, 10 + headerLen));
+  assert.match(header, "'descr': '<f4', 'fortran_order': False");
+  assert.is((10 + headerLen) % 64, 0, "the data starts on a 64-byte boundary");
+  const shape = /'shape': \(([^)]*)\)/.exec(header)![1].split(",").filter((s) => s.trim()).map(Number);
+  const data = new Float32Array(bytes.buffer.slice(bytes.byteOffset + 10 + headerLen, bytes.byteOffset + bytes.byteLength));
+  return { shape, data };
+}
+
+/**
+ * What the training path makes of `ids` (in that order, one batch, epoch 0): a Loader whose
+ * transform decodes as train.ts does, loaderBatches, the tensor read back.
+ */
+async function trainingTensor(ids: string[], o: PreprocessOptions, grey: boolean): Promise<{ x: Float32Array; images: DecodedImage[] }> {
+  const store = await openStore(STORE, { create: false });
+  const decoder = await createDecoder();
+  const byId = new Map<string, DecodedImage>();
+  const loader = new Loader<DecodedImage>({
+    store, dataset: DATASET, ids, batchSize: ids.length, shuffle: false, order: "strict",
+    transform: (s) => {
+      const img = decoder.decode(s.data, grey ? { grey: true } : {});
+      byId.set(s.id, img);
+      return img;
+    },
+  });
+  const device = await testDevice();
+  const pre = await createPreprocessor(device, o);
+  try {
+    let x: Float32Array | undefined;
+    for await (const b of loaderBatches(loader, pre, 0, { classes: 10 })) {
+      assert.equal(b.ids, ids);
+      x = new Float32Array(await readBuffer(device, b.x, ids.length * (o.channels ?? 3) * o.width * o.height * 4));
+    }
+    return { x: x!, images: ids.map((id) => byId.get(id)!) };
+  } finally {
+    pre.destroy();
+    await loader.close();
+    await store.close();
+  }
+}
+
+/** Exact equality (the same kernel on the same adapter), else the first index that differs. */
+function assertSame(got: Float32Array, want: Float32Array, what: string): void {
+  assert.is(got.length, want.length, `${what}: length`);
+  const i = got.findIndex((v, k) => !Object.is(v, want[k]));
+  assert.is(i, -1, `${what}: differs at ${i}: got ${got[i]}, want ${want[i]}`);
+}
+
+test("read --preprocess --size 28 --grey --json: every image through the GPU, the first batch the tensor train's loaderBatches makes", async () => {
+  await ready;
+  const dump = join(dir, "grey.npy");
+  const r = cassette("read", "--store", STORE, "--dataset", DATASET, "--preprocess", "--size", "28", "--grey", "--batch", "64", "--order", "strict", "--dump", dump, "--json");
+  assert.is(r.code, 0, r.err);
+  const doc = JSON.parse(r.out);
+  assert.is(doc.samples, 240);
+  assert.is(doc.decode, true, "--preprocess decodes");
+  const p = doc.preprocess;
+  assert.is(p.images, 240);
+  assert.equal(p.tensorShape, [64, 1, 28, 28]);
+  assert.equal([p.mean, p.std, p.readback], [[FASHION_MNIST_MEAN], [FASHION_MNIST_STD], false]);
+  assert.ok(p.share > 0 && p.share <= 1, `share ${p.share}`);
+  assert.equal(p.dump.shape, [64, 1, 28, 28]);
+  assert.is(p.dump.ids.length, 64);
+
+  const { shape, data } = readNpy(dump);
+  assert.equal(shape, [64, 1, 28, 28]);
+  // train.ts's options for a one-channel model.
+  const want = await trainingTensor(p.dump.ids, { width: 28, height: 28, channels: 1, mean: [FASHION_MNIST_MEAN], std: [FASHION_MNIST_STD] }, true);
+  assertSame(data, want.x, "the CLI's tensor vs loaderBatches'");
+  // Not zeros on both sides: the first image is its pixels, normalized.
+  const img = want.images[0];
+  for (const k of [0, 400, 783]) assert.ok(Math.abs(data[k] - (img.data[k] / 255 - FASHION_MNIST_MEAN) / FASHION_MNIST_STD) < 1e-5, `pixel ${k}`);
+}, { timeoutMs: 120_000 });
+
+test("read --preprocess with random-resized crops, flips and RGB, read back: the same tensor as the training path, and the CPU reference's", async () => {
+  await ready;
+  const dump = join(dir, "rgb.npy");
+  const r = cassette(
+    "read", "--store", STORE, "--dataset", DATASET, "--preprocess", "--size", "20x16", "--crop", "random-resized", "--scale", "0.3,1",
+    "--flip", "0.5", "--seed", "7", "--readback", "--batch", "48", "--dump", dump, "--json",
+  );
+  assert.is(r.code, 0, r.err);
+  const p = JSON.parse(r.out).preprocess;
+  assert.equal([p.images, p.readback, p.tensorShape], [240, true, [48, 3, 16, 20]]);
+  const { shape, data } = readNpy(dump);
+  assert.equal(shape, [48, 3, 16, 20]);
+  const o: PreprocessOptions = {
+    width: 20, height: 16, channels: 3, crop: { kind: "random-resized", scale: [0.3, 1] }, flip: 0.5, seed: 7,
+    mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225],
+  };
+  const want = await trainingTensor(p.dump.ids, o, false);
+  assertSame(data, want.x, "the CLI's tensor vs loaderBatches'");
+  // The reference recomputes from the plans, so a flip or crop the two GPU runs both skipped shows.
+  const device = await testDevice();
+  const pre = await createPreprocessor(device, o);
+  const plans = pre.plan(want.images, { epoch: 0, ids: p.dump.ids });
+  pre.destroy();
+  assert.ok(plans.some((q) => q.mirror) && plans.some((q) => !q.mirror), "both mirrored and plain images");
+  const per = 3 * 16 * 20;
+  want.images.forEach((img, i) => {
+    const ref = preprocessRef(img, plans[i], { width: 20, height: 16, channels: 3, layout: "nchw", mean: o.mean!, std: o.std! });
+    for (let k = 0; k < per; k++) {
+      if (!(Math.abs(data[i * per + k] - ref[k]) < 1e-3)) throw new Error(`image ${i} value ${k}: got ${data[i * per + k]}, reference ${ref[k]}`);
+    }
+  });
+}, { timeoutMs: 120_000 });
+
+test("read --preprocess: bad values exit 2 naming the flag", () => {
+  const cases: [string[], RegExp][] = [
+    [["--preprocess", "--size", "0"], /--size must be N or WxH with whole numbers from 1 to 65535: current value is 0/],
+    [["--preprocess"], /--preprocess needs --size/],
+    [["--preprocess", "--size", "28", "--grey", "--mean", "0.5,0.5,0.5"], /--mean must have one value per output channel \(1, as --grey makes one\): current value is 0.5,0.5,0.5/],
+    [["--preprocess", "--size", "28", "--std", "0.2,0,0.2"], /--std must be > 0/],
+    [["--preprocess", "--size", "28", "--flip", "2"], /--flip must be a probability from 0 to 1: current value is 2/],
+    [["--preprocess", "--size", "28", "--scale", "0.5,1"], /--scale needs --crop random-resized: current --crop is resize/],
+    [["--preprocess", "--size", "28", "--crop", "zoom"], /--crop must be resize, center or random-resized: current value is zoom/],
+    [["--size", "28"], /--size needs --preprocess/],
+  ];
+  for (const [args, message] of cases) {
+    const r = cassette("read", "--store", STORE, "--dataset", DATASET, ...args);
+    assert.is(r.code, 2, `${args.join(" ")}: ${r.err}`);
+    assert.match(r.err, message);
+    assert.match(r.err, /see cassette read --help.*\[ERR_INVALID_OPTION\]/);
+  }
+});
+
+test("read --preprocess with no WebGPU driver: ERR_NO_GPU_ADAPTER before any reading", () => {
+  // As test/gpu/no_adapter.test.ts hides the driver; the store is not there, and is not asked for.
+  const [cmd, ...args] = runtime.scriptCommand("src/cli/main.ts", ["read", "--store", `sqlite:${join(dir, "absent.sqlite")}`, "--dataset", DATASET, "--preprocess", "--size", "28"]);
+  const r = spawnSync(cmd, args, {
+    encoding: "utf8", timeout: 60_000,
+    env: { ...process.env, VK_ICD_FILENAMES: "/nonexistent/icd.json", VK_DRIVER_FILES: "/nonexistent/icd.json", DENO_WEBGPU_BACKEND: "vulkan" },
+  });
+  assert.is(r.status, 2, r.stderr);
+  assert.match(r.stderr, /cassette read: Cannot .*adapter.*\[ERR_NO_GPU_ADAPTER\]/);
+});
