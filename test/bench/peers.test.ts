@@ -1,0 +1,89 @@
+/**
+ * The Python peers of bench/peers/ still run: each reads 50 Fashion-MNIST samples that this
+ * test ingests into the test Cassandra, and hands over [B, 1, 28, 28] training tensors.
+ *
+ * The peers are benchmarks, not tests: their virtualenv (PyTorch, a few GB) is built only by
+ * `bash bench/peers/env.sh`, never by the test command. Without it this file skips, saying so.
+ * The peers do not depend on the runtime that starts them: checked once, under Bun.
+ */
+import * as assert from "uvu/assert";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { test } from "../_support/harness.ts";
+import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassandraStore } from "../../src/source/cassandra.ts";
+import { ingest } from "../../src/dataset/ingest.ts";
+
+const ROOT = runtime.cwd();
+const DATASET = "fm-peers";
+const SAMPLES = 50;
+
+/** The peers' python, or why there is none (env.sh --check answers without building). */
+function peersPython(): { python?: string; why?: string } {
+  const r = spawnSync("bash", [join(ROOT, "bench/peers/env.sh"), "--check"], { encoding: "utf8", timeout: 30_000 });
+  if (r.status === 0) return { python: r.stdout.trim() };
+  return { why: r.stderr.trim() || "the Python peers' environment is not built (bash bench/peers/env.sh)" };
+}
+
+const env = runtime.name === "bun" ? peersPython() : {};
+const skip = runtime.name !== "bun"
+  ? "the peers do not depend on the runtime that starts them: checked once, under Bun"
+  : NO_CASSANDRA || (env.python ? false : env.why!);
+
+let ingested: Promise<string> | undefined;
+/** Ingests the 50 samples once (25 of each Fashion-MNIST split) and returns the store's address. */
+function store(): Promise<string> {
+  return ingested ??= (async () => {
+    const address = testCassandra("cassette_peers")!;
+    const s = await CassandraStore.open(address);
+    try {
+      await ingest(s, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: SAMPLES / 2 });
+      assert.is((await s.info(DATASET)).count, SAMPLES, "the store holds the 50 samples");
+    } finally {
+      await s.close();
+    }
+    return address;
+  })();
+}
+
+interface PeerReport {
+  samples: number;
+  bytes: number;
+  batches: number;
+  shape: number[];
+  cpuSeconds: number;
+  batchMs: { p50: number; p99: number };
+}
+
+/** Runs the PyTorch peer with `args` on the test store; it must exit 0 and print its JSON line. */
+async function peer(...args: string[]): Promise<PeerReport> {
+  const address = await store();
+  const r = spawnSync(env.python!, [join(ROOT, "bench/peers/torch_cassandra.py"), "--store", address, "--dataset", DATASET, "--json", ...args], {
+    encoding: "utf8",
+    timeout: 240_000, // a cold `import torch` reads a few GB of libraries
+  });
+  assert.is(r.status, 0, `the peer exited ${r.status}:\n${r.stderr}`);
+  const lines = r.stdout.trim().split("\n");
+  return JSON.parse(lines[lines.length - 1]);
+}
+
+function check(report: PeerReport, batch: number): void {
+  assert.is(report.samples, SAMPLES, "every sample once");
+  assert.is(report.batches, Math.ceil(SAMPLES / batch));
+  assert.equal(report.shape, [batch, 1, 28, 28], "Fashion-MNIST's training tensor: grey 28×28");
+  assert.ok(report.bytes > SAMPLES * 100, `JPEG bytes counted: ${report.bytes}`);
+  assert.ok(report.cpuSeconds > 0, "the peer's CPU time is reported");
+}
+
+test("the PyTorch peer (two workers, one query at a time) reads the 50 samples as [B, 1, 28, 28] tensors", async () => {
+  check(await peer("--workers", "2", "--batch", "16"), 16);
+}, { skip, timeoutMs: 300_000 });
+
+test("the threaded PyTorch peer (ConcurrentDataLoader's design, in_order=False) reads the 50 samples", async () => {
+  check(await peer("--workers", "2", "--batch", "16", "--threads", "4", "--no-in-order"), 16);
+}, { skip, timeoutMs: 300_000 });
+
+test("the PyTorch peer without workers reads the 50 samples", async () => {
+  check(await peer("--workers", "0", "--batch", "10", "--threads", "2"), 10);
+}, { skip, timeoutMs: 300_000 });
