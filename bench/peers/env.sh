@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Python peers' virtualenv once, from PyPI, with the pins in requirements.txt.
+# Builds the Python peers' virtualenv once, from PyPI: requirements.txt's packages, every
+# dependency held at constraints.txt's version.
 #
 #   bash bench/peers/env.sh           build it if absent; print where it is and how long it took
 #   bash bench/peers/env.sh --check   exit 0 and print its python if it is built, 1 if not
@@ -15,9 +16,14 @@ venv="${CASSETTE_CACHE:-$HOME/.cache/cassette}/peers-venv"
 marker="$venv/.complete"
 py="$venv/bin/python"
 
+# The venv keeps copies of the pin files it was built from; other pins mean build again.
+same_pins() {
+  cmp -s "$here/requirements.txt" "$venv/requirements.txt" && cmp -s "$here/constraints.txt" "$venv/constraints.txt"
+}
+
 case "${1:-}" in
   --check)
-    if [[ -f "$marker" ]] && cmp -s "$here/requirements.txt" "$venv/requirements.txt"; then
+    if [[ -f "$marker" ]] && same_pins; then
       echo "$py"; exit 0
     fi
     if [[ -f "$marker" ]]; then
@@ -31,7 +37,7 @@ case "${1:-}" in
   *) echo "usage: bash bench/peers/env.sh [--check|--path]" >&2; exit 2 ;;
 esac
 
-if [[ -f "$marker" ]] && cmp -s "$here/requirements.txt" "$venv/requirements.txt"; then
+if [[ -f "$marker" ]] && same_pins; then
   echo "peers' environment: $venv (built $(cat "$marker"))"
   exit 0
 fi
@@ -46,8 +52,9 @@ rm -rf "$venv"
 mkdir -p "$(dirname "$venv")"
 "$base" -m venv "$venv"
 # --no-cache-dir: the CUDA wheels would otherwise be kept twice (cache + venv), ~5 GB more.
-"$py" -m pip install --disable-pip-version-check --no-cache-dir --quiet -r "$here/requirements.txt"
-cp "$here/requirements.txt" "$venv/requirements.txt"
+"$py" -m pip install --disable-pip-version-check --no-cache-dir --quiet \
+  -r "$here/requirements.txt" -c "$here/constraints.txt"
+cp "$here/requirements.txt" "$here/constraints.txt" "$venv/"
 "$py" -m pip freeze --disable-pip-version-check > "$venv/freeze.txt"
 # The first import of torch reads a few GB of shared libraries; do it here, not in the
 # first timed run.
