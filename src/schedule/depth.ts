@@ -11,6 +11,8 @@
  */
 import type { Window } from "./window.ts";
 
+/** A link this far (fastest answer, ms) may ramp fast while it shows no queue. */
+const FAR_MS = 10;
 /** Hand-overs the rate is measured over, and a probe is judged on. */
 const RATE_WINDOW = 16;
 
@@ -19,6 +21,12 @@ export class DepthPolicy {
   readonly #configured?: number;
   /** Fastest request → answer time seen (ms): with the delivered rate, what the link holds. */
   #minLatencyMs = Infinity;
+  /** Answer times, smoothed (1/8 per answer, as TCP smooths its RTT). */
+  #recentMs?: number;
+  #lastMs = Infinity;
+  #answers = 0;
+  /** Answers before the fastest one is trusted: the first window's come slow (a cold start, timers). */
+  readonly #trustAfter: number;
   readonly #handOvers: [number, number][] = []; // [time, samples] of the last RATE_WINDOW hand-overs: the rate taken
   /** The last depth probe beyond what latency asks: the rate before it, and when (batches). */
   #probe?: { rate: number; at: number };
@@ -27,9 +35,11 @@ export class DepthPolicy {
   #rampedUp = false;
 
   /** `prefetch`: the hand-set depth, or undefined for "auto" (which starts at 8). */
-  constructor(batchSize: number, prefetch?: number) {
+  /** `rampStart`: batches of the first window, whose answers do not yet tell how far the link is. */
+  constructor(batchSize: number, prefetch?: number, rampStart = 2) {
     this.#batchSize = batchSize;
     this.#configured = prefetch;
+    this.#trustAfter = rampStart * batchSize;
   }
 
   /** The depth an epoch starts from: what earlier epochs learned, else the configured one. */
@@ -52,6 +62,22 @@ export class DepthPolicy {
   /** A request was answered after `ms`. */
   answered(ms: number): void {
     if (ms < this.#minLatencyMs) this.#minLatencyMs = ms;
+    this.#answers++;
+    this.#recentMs = this.#recentMs === undefined ? ms : this.#recentMs + (ms - this.#recentMs) / 8;
+    this.#lastMs = ms;
+  }
+
+  /**
+   * Whether answers come as fast as the fastest one (the latest and the smoothed time, each
+   * within 25 %): the path has no queue, only distance, and the ramp may double the window per
+   * round trip (Window's `unqueued`). One slow answer is enough to stop it: a queue slows every
+   * answer at once. Only on a far link (≥ FAR_MS): near, the ramp is over in a few
+   * milliseconds anyway, and timers' and the event loop's delays there look like a queue. And
+   * only after the first window's answers, which a cold start slows.
+   */
+  unqueued(): boolean {
+    const most = 1.25 * this.#minLatencyMs;
+    return this.#answers > this.#trustAfter && this.#minLatencyMs >= FAR_MS && this.#lastMs <= most && (this.#recentMs ?? Infinity) <= most;
   }
 
   /** `samples` were handed over at `now`. */

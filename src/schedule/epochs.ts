@@ -56,7 +56,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.#read = read;
     this.#plan = plan;
     this.stats = stats;
-    this.#depth = new DepthPolicy(options.batchSize, options.prefetch === "auto" ? undefined : options.prefetch);
+    this.#depth = new DepthPolicy(options.batchSize, options.prefetch === "auto" ? undefined : options.prefetch, options.rampStart);
   }
 
   /** Batches of `epoch`, without the ids in `skip`; `readAhead` overrides the option for this epoch. */
@@ -80,7 +80,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     // The ramp guards the first start of a link; later epochs start at the depth the loader
     // has learned, which is the steady state, not a burst above it.
     const start = this.#depth.rampedUp() ? prefetch : o.rampStart;
-    run.begin(new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch));
+    run.begin(new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch, () => this.#depth.unqueued()));
     const mode = readAhead ?? o.readAhead;
     this.#readAhead = mode === true || (mode === "auto" && this.#previous === epoch - 1);
     this.#previous = epoch;

@@ -77,7 +77,8 @@ test("ready order lets slow samples join later batches; strict order follows the
 });
 
 test("the ramp: 2 batches at first, then one more for every 4 consumed, never more than prefetch", async () => {
-  const rec = recording(delayed(await setup(), () => 5));
+  // 2 ms: a near link, where the ramp is the gentle one whatever the answers show.
+  const rec = recording(delayed(await setup(), () => 2));
   const loader = new Loader({ store: rec, ids, batchSize: 10, prefetch: 5, rampStart: 2, seed: 3 });
   const it = loader.epoch(0);
   const first = await it.next();
@@ -102,6 +103,31 @@ test("the ramp: 2 batches at first, then one more for every 4 consumed, never mo
   assert.ok(rec.requests.length - before <= 5 * 10 + 10);
   await it1.return!();
   await loader.close();
+});
+
+test("the ramp on a far link: doubles per round trip while answers show no queue, and grows by one batch per 4 once they slow down", async () => {
+  // How far above the gentle ramp (2 + consumed / 4 batches) the window went, at most, in batches.
+  const beyondGentle = async (delayMs: (inFlight: number) => number) => {
+    const rec: ReturnType<typeof recording> = recording(delayed(await setup(), () => delayMs(rec.current())));
+    const loader = new Loader({ store: rec, ids, batchSize: 10, prefetch: 16, rampStart: 2, seed: 3 });
+    let consumed = 0, most = -Infinity;
+    for await (const _ of loader.epoch(0)) {
+      consumed++;
+      const outstanding = (rec.requests.length - consumed * 10) / 10;
+      most = Math.max(most, outstanding - (2 + Math.floor(consumed / 4)));
+      assert.ok(outstanding <= 2 + consumed + 1, `never more than doubling: ${outstanding} batches outstanding after ${consumed}`);
+    }
+    await loader.close();
+    return most;
+  };
+  // 20 ms whatever is in flight: distance, no queue.
+  const far = await beyondGentle(() => 20);
+  assert.ok(far >= 2, `with no queue the window outgrows the gentle ramp: by ${far} batches`);
+  // 20 ms plus 2 ms per request in flight: a queue that grows with the window.
+  const queued = await beyondGentle((n) => 20 + 2 * n);
+  console.log(`  beyond the gentle ramp: ${far} batches with no queue, ${queued} with one`);
+  // A queue shows once answers are 25 % slower than the fastest: a batch or two of growth before that.
+  assert.ok(queued <= 3 && far >= queued + 4, `with a queue the ramp stays near the gentle one: ${queued} batches beyond it (${far} without a queue)`);
 });
 
 test("ranks partition the epoch: 3 ranks together read every id exactly once", async () => {
