@@ -4,7 +4,7 @@ Pillow and makes the training tensor, the way people feed PyTorch from a store t
 
     python bench/peers/torch_cassandra.py --store cassandra://127.0.0.1:9042/KS --dataset fm \
         [--tensor fm|imagenet] [--workers N] [--batch B] [--in-order|--no-in-order] \
-        [--threads T] [--step-ms S] [--limit N] [--ids FILE] [--seed S] [--json]
+        [--threads T] [--step-ms S] [--limit N] [--ids FILE] [--seed S] [--dump FILE] [--json]
 
 Two designs:
   --threads 0 (default)  PyTorch's own: each worker process fetches a batch's samples one after
@@ -202,7 +202,7 @@ class CassandraSamples(Dataset):
         data = row.data
         # A full-size decode (no draft mode): cassette's decoder does the whole image too.
         img = Image.open(io.BytesIO(data))
-        return self._transform(img), row.label, len(data)
+        return self._transform(img), row.label, len(data), sample_id
 
     def __getitem__(self, index: int):
         self._open()
@@ -239,7 +239,7 @@ def collate(items):
     images = torch.stack([i[0] for i in items])
     labels = torch.tensor([i[1] for i in items], dtype=torch.int64)
     nbytes = sum(i[2] for i in items)
-    return images, labels, nbytes
+    return images, labels, nbytes, [i[3] for i in items]
 
 
 def worker_init(_worker_id: int) -> None:
@@ -274,6 +274,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--step-ms", type=float, default=0.0, help="the consumer sleeps S ms per batch (a training step)")
     p.add_argument("--limit", type=int, default=None, help="read the first N ids of the shuffled order")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dump", metavar="FILE", help="write the first batch's tensor as a NumPy .npy file (float32); its ids and labels go in the report")
     p.add_argument("--json", action="store_true", help="print only the JSON line")
     a = p.parse_args(argv)
     if a.workers < 0 or a.batch < 1 or a.threads < 0:
@@ -316,7 +317,8 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     last = t0
     it = iter(loader)
-    for images, labels, b in it:
+    dumped = None
+    for images, labels, b, batch_ids in it:
         now = time.perf_counter()
         gaps.append((now - last) * 1000)
         samples += len(labels)
@@ -324,6 +326,11 @@ def main(argv: list[str]) -> int:
         batches += 1
         if shape is None:
             shape, first_n = list(images.shape), len(labels)
+            if a.dump:
+                # The first batch as handed over, to compare with `cassette read --preprocess
+                # --dump` sample by sample (match on ids: the two need not batch alike).
+                np.save(a.dump, images.numpy())
+                dumped = {"file": a.dump, "ids": batch_ids, "labels": labels.tolist()}
         if a.step_ms > 0:
             time.sleep(a.step_ms / 1000)
         last = time.perf_counter()
@@ -351,6 +358,7 @@ def main(argv: list[str]) -> int:
         "batches": batches, "shape": shape, "cpuSeconds": cpu,
         "workers": a.workers, "threads": a.threads, "batch": a.batch, "inOrder": a.in_order,
         "stepMs": a.step_ms, "listSeconds": list_s,
+        **({"dump": dumped} if dumped else {}),
         "torch": torch.__version__, "python": "%d.%d.%d" % sys.version_info[:3],
     }
     if not a.json:

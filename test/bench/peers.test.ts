@@ -8,6 +8,8 @@
  */
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
@@ -54,6 +56,19 @@ interface PeerReport {
   shape: number[];
   cpuSeconds: number;
   batchMs: { p50: number; p99: number };
+  dump?: { file: string; ids: string[]; labels: number[] };
+}
+
+/** The float32 values of a NumPy .npy file (format 1.0, little-endian '<f4', C order). */
+function readNpyF32(path: string): { shape: number[]; values: Float32Array } {
+  const b = readFileSync(path);
+  assert.is(b.subarray(0, 6).toString("latin1"), "\x93NUMPY", "an .npy file");
+  const headerLen = b.readUInt16LE(8);
+  const header = b.subarray(10, 10 + headerLen).toString("latin1");
+  assert.match(header, /'descr': '<f4'/);
+  const shape = /'shape': \(([^)]*)\)/.exec(header)![1].split(",").filter((s) => s.trim()).map(Number);
+  const data = b.subarray(10 + headerLen);
+  return { shape, values: new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength)) };
 }
 
 /** Runs the PyTorch peer with `args` on the test store; it must exit 0 and print its JSON line. */
@@ -78,6 +93,23 @@ function check(report: PeerReport, batch: number): void {
 
 test("the PyTorch peer (two workers, one query at a time) reads the 50 samples as [B, 1, 28, 28] tensors", async () => {
   check(await peer("--workers", "2", "--batch", "16"), 16);
+}, { skip, timeoutMs: 300_000 });
+
+test("the PyTorch peer's tensor is Fashion-MNIST's as cassette trains on it: (x/255 − 0.2860) / 0.3530", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-peers-"));
+  try {
+    const r = await peer("--workers", "2", "--batch", "16", "--dump", join(dir, "first.npy"));
+    const { shape, values } = readNpyF32(join(dir, "first.npy"));
+    assert.equal(shape, [16, 1, 28, 28]);
+    assert.is(r.dump!.ids.length, 16, "the first batch's ids");
+    let lo = Infinity, hi = -Infinity;
+    for (const v of values) lo = Math.min(lo, v), hi = Math.max(hi, v);
+    // Every Fashion-MNIST image has black background pixels; the brightest can reach 255.
+    assert.ok(Math.abs(lo - (0 - 0.286) / 0.353) < 1e-4, `the darkest value is black's: ${lo}`);
+    assert.ok(hi <= (1 - 0.286) / 0.353 + 1e-4 && hi > 1, `the brightest value is at most white's: ${hi}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }, { skip, timeoutMs: 300_000 });
 
 test("the threaded PyTorch peer (ConcurrentDataLoader's design, in_order=False) reads the 50 samples", async () => {
