@@ -369,4 +369,12 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from cassandra.cluster import NoHostAvailable
+
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except NoHostAvailable as e:
+        # One line that names the nodes and why each refused, not the driver's traceback.
+        why = "; ".join(f"{host}: {err}" for host, err in e.errors.items()) or str(e)
+        print(f"Cannot read from the store as no node answered: {why}", file=sys.stderr)
+        sys.exit(1)
