@@ -35,9 +35,9 @@ import { checkReadOptions } from "./read/open.ts";
 import { ReadPath } from "./read/read_path.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
-import { type LoaderStats, StatsRecorder } from "./observe/stats.ts";
+import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 
-export type { LoaderStats };
+export type { LoaderStats, SkippedSample };
 
 export interface LoaderOptions<T = Sample> {
   /**
@@ -206,6 +206,14 @@ export class Loader<T = Sample> implements AsyncDisposable {
    */
   skipped(epoch: number): number {
     return this.#stats.skippedIn(epoch);
+  }
+
+  /**
+   * Which samples of epoch `epoch` were given up on (`onError: "skip"`), with the error's
+   * message: the first 1 000 of them (`skipped(epoch)` counts them all).
+   */
+  skippedSamples(epoch: number): SkippedSample[] {
+    return this.#stats.skippedSamples(epoch);
   }
 
   /** Figures for everything read so far. */

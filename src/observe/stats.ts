@@ -3,6 +3,15 @@
  * `Loader.stats()` returns. Counts only; the read path (retries, hedges) reports its own
  * counters, which the summary takes as they are.
  */
+
+/** A sample given up on (`onError: "skip"`): its id and the error's message. */
+export interface SkippedSample {
+  id: string;
+  reason: string;
+}
+/** Skipped samples kept per epoch with their reason: enough to find what is wrong, bounded whatever fails. */
+export const SKIPPED_KEPT = 1000;
+
 export interface LoaderStats {
   epochs: number;
   batches: number;
@@ -75,6 +84,7 @@ export class StatsRecorder {
   readonly #perConnection: Record<string, number> = {};
   readonly #samplesPerConnection: Record<string, number> = {};
   readonly #skippedByEpoch = new Map<number, number>();
+  readonly #skippedIds = new Map<number, SkippedSample[]>();
 
   /** A batch of `samples` samples and `bytes` bytes was handed over `gapMs` after the last; the consumer waited `waitMs` of it. */
   handedOver(samples: number, bytes: number, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void {
@@ -95,10 +105,18 @@ export class StatsRecorder {
     if (n > this.maxOutstanding) this.maxOutstanding = n;
   }
 
-  /** A sample of `epoch` given up on: an error, and one of skipped(epoch). */
-  skipped(epoch: number): void {
+  /** A sample of `epoch` given up on: an error, and one of skipped(epoch); its id and why are kept (the first SKIPPED_KEPT per epoch). */
+  skipped(epoch: number, id: string, reason: string): void {
     this.errors++;
     this.#skippedByEpoch.set(epoch, this.skippedIn(epoch) + 1);
+    let kept = this.#skippedIds.get(epoch);
+    if (!kept) this.#skippedIds.set(epoch, (kept = []));
+    if (kept.length < SKIPPED_KEPT) kept.push({ id, reason });
+  }
+
+  /** The samples of `epoch` given up on, with why (at most SKIPPED_KEPT; skippedIn counts them all). */
+  skippedSamples(epoch: number): SkippedSample[] {
+    return [...(this.#skippedIds.get(epoch) ?? [])];
   }
 
   skippedIn(epoch: number): number {

@@ -44,7 +44,8 @@ export interface RunHost<S extends Fetched, T> {
   /** The consumer waits at the epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ]. */
   urge(on: boolean): void;
   duplicate(): void;
-  skipped(epoch: number): void;
+  /** A sample of `epoch` given up on (`onError: "skip"`), with why. */
+  skipped(epoch: number, id: string, reason: string): void;
   /** Samples outstanding changed (the memory bound). */
   outstanding(): void;
   /** The run asked for its whole plan, or ended normally: start or feed the next epoch's read-ahead. */
@@ -230,7 +231,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     const id = this.#plan[pos];
     if (err || !s) {
       this.#pending--;
-      if (this.#o.skipErrors) this.#skip(pos);
+      if (this.#o.skipErrors) this.#skip(pos, err?.message ?? "no sample came back");
       else {
         // An error that carries the sample's id (src/read's SampleDecodeError: its key and id,
         // the source) already names it: it gets the epoch only, so each is said once.
@@ -266,15 +267,15 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     (out as Promise<T>).then((item) => this.#ready(pos, s, item), (e) => this.#transformFailed(pos, e));
   }
 
-  #skip(pos: number): void {
+  #skip(pos: number, reason: string): void {
     this.#ledger.skip(pos);
     this.#assembler.skip(pos);
-    this.#host.skipped(this.epoch);
+    this.#host.skipped(this.epoch, this.#plan[pos], reason);
   }
 
   #transformFailed(pos: number, e: Error): void {
     this.#pending--;
-    if (this.#o.skipErrors) this.#skip(pos);
+    if (this.#o.skipErrors) this.#skip(pos, e?.message ?? String(e));
     else {
       // Named by sample and epoch, whatever threw (a decoder's error names only a byte offset).
       const code = e instanceof CassetteError ? e.code : "ERR_MALFORMED_INPUT";

@@ -138,8 +138,8 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.stats.duplicates++;
   }
 
-  skipped(epoch: number): void {
-    this.stats.skipped(epoch);
+  skipped(epoch: number, id: string, reason: string): void {
+    this.stats.skipped(epoch, id, reason);
   }
 
   /** Records the samples outstanding over both runs (the memory bound). */

@@ -212,6 +212,9 @@ test("a transform that throws (a sample that does not decode): skip leaves it ou
       assert.is(new Set(got).size, got.length);
       assert.ok(!got.some((id) => broken.has(id)), `${order}: none of the broken ones`);
       assert.is(loader.skipped(e), broken.size, `${order}: epoch ${e} counts its own`);
+      const named = loader.skippedSamples(e);
+      assert.equal(named.map((x) => x.id).sort(), [...broken].sort(), `${order}: epoch ${e} names the samples it left out`);
+      for (const x of named) assert.is(x.reason, `cannot decode ${x.id}`, "with the error's message");
       if (order === "strict") {
         const pe = epochPlan(ids, { seed: 6, epoch: e, batchSize: 8 });
         const want = [];
