@@ -27,7 +27,6 @@ import { loadSplits } from "./src/dataset/splits.ts";
 import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
-import { createDecoder } from "./src/decode/decoders.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import type { TrainBatch } from "./src/train/model.ts";
@@ -219,17 +218,17 @@ async function main(): Promise<number> {
       log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
     }
 
-    const decoder = await createDecoder();
-    // With read workers the samples arrive decoded (the loader's `decode`); without, decoding is
-    // the loader's transform. Either way a sample is ready once decoded (NOTE [ Ready-order
-    // assembly ] in src/assemble/assembler.ts), so a slow decode delays only its own sample.
+    // The loader decodes (its `decode`): in the read workers with --workers, else in this thread
+    // as each sample arrives. Either way a sample is ready once decoded (NOTE [ Ready-order
+    // assembly ] in src/assemble/assembler.ts), so a slow decode delays only its own sample, and
+    // a file that does not decode is named by its key and id (src/read/decode_source.ts).
     // A grey model asks the decoder for one channel: a colour file's luma, with its chroma's
     // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
     const decodeOptions = C === 1 ? { grey: true } : {};
-    const decode = (s: Sample) => s.image ?? decoder.decode(s.data, decodeOptions);
+    const decode = (s: Sample) => s.image!;
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
       const l = new Loader<DecodedImage>({
-        store: workers > 0 ? readAddress : readStore!, workers, decode: workers > 0 && decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
+        store: workers > 0 ? readAddress : readStore!, workers, decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
         order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode, onError: run.onError,
       });
       loaders.push(l);

@@ -90,7 +90,7 @@ test("train.ts makes its default store, ingests Fashion-MNIST once, trains on ev
   assert.match(t, />waiting for data \(% of the epoch\)</);
 }, { timeoutMs: 400_000 });
 
-test("strict order through the loader (decode in the transform, or read and decode in workers) trains exactly as --no-io on the same pixels", () => {
+test("strict order through the loader (decoding in this thread, or reading and decoding in workers) trains exactly as --no-io on the same pixels", () => {
   // Same seed → same permutation, same initial weights; strict order feeds batches in plan
   // order, and --no-io gathers the same decoded pixels on the GPU in that order. Any error in
   // the loader, the decoder or the preprocessing kernel would change the losses.
@@ -197,7 +197,8 @@ test("a stored sample that does not decode: train.ts stops naming it, or with --
   const args = ["--store", `sqlite:${copy}`, "--limit", String(LIMIT), "--batch", String(BATCH), "--model", "mlp"];
   const stopped = spawnTrain([...args, "--epochs", "1", "--out", join(dir, "corrupt-throw"), "--json"]);
   assert.not.equal(stopped.status, 0, "the default stops");
-  assert.match(stopped.stderr, /sample 0[0-9a-f-]{35} of epoch 0: Cannot decode JPEG/);
+  // Named by its key and id, then the decoder's reason and the epoch.
+  assert.match(stopped.stderr, /Cannot decode sample '(train|t10k)\/\d+' \(id 0[0-9a-f-]{35}\) from .*: Cannot decode JPEG.*\(epoch 0\)/);
   const r = train(...args, "--epochs", "2", "--on-error", "skip", "--out", join(dir, "corrupt-skip"), "--json");
   const [a, b] = r.epochs;
   assert.ok(a.skipped > 0 && a.testSkipped > 0, `training and test samples were skipped: ${a.skipped}, ${a.testSkipped}`);
