@@ -56,6 +56,19 @@ async function nodeClient(c: TestCluster, host: string, keyspace?: string): Prom
   return client;
 }
 
+/** The cluster's address of keyspace `name` (per runtime), dropped first if it exists. */
+async function freshKeyspace(c: TestCluster, name: string): Promise<{ address: string; keyspace: string }> {
+  const address = c.address(name);
+  const keyspace = address.slice(address.lastIndexOf("/") + 1);
+  const admin = await nodeClient(c, c.hosts[0]);
+  try {
+    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
+  } finally {
+    await admin.shutdown();
+  }
+  return { address, keyspace };
+}
+
 async function hostId(c: TestCluster, host: string): Promise<string> {
   const client = await nodeClient(c, host);
   try {
@@ -84,16 +97,8 @@ async function replicationOf(client: cassandra.Client, keyspace: string): Promis
 test("kill -9 of one node mid-epoch: every sample read once; restarted, it rejoins as the same node with its data", async () => {
   const c = testCluster()!;
   const host = c.hosts[VICTIM - 1];
-  const address = c.address("cassette_cluster");
-  const keyspace = address.slice(address.lastIndexOf("/") + 1);
-
   // A fresh keyspace, so that the replication checked is the default's, made now.
-  const admin = await nodeClient(c, c.hosts[0]);
-  try {
-    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
-  } finally {
-    await admin.shutdown();
-  }
+  const { address, keyspace } = await freshKeyspace(c, "cassette_cluster");
   // Writes at ALL: every replica holds every sample before a node is killed (with hinted
   // handoff off, a write a replica missed would stay missed, and the last check would fail).
   const writer = await CassandraStore.open(address, { driver: { queryOptions: { consistency: cassandra.types.consistencies.all } } });
@@ -207,14 +212,7 @@ test("cassette ingest --replication N makes the keyspace at factor N (test 1 che
 
 test("kill -9 of a node mid-ingest at RF 3: the ingest rides through it, nothing half-written, and a re-run finds every sample whole", async () => {
   const c = testCluster()!;
-  const address = c.address("cassette_ingestkill");
-  const keyspace = address.slice(address.lastIndexOf("/") + 1);
-  const admin = await nodeClient(c, c.hosts[0]);
-  try {
-    await admin.execute(`DROP KEYSPACE IF EXISTS ${keyspace}`);
-  } finally {
-    await admin.shutdown();
-  }
+  const { address, keyspace } = await freshKeyspace(c, "cassette_ingestkill");
   const victim = clusterCli(c, "status").doc.nodes.find((n) => n.node === VICTIM)!;
   assert.ok(victim.running && victim.pid, `node ${VICTIM} runs before the kill: ${JSON.stringify(victim)}`);
   const store = await CassandraStore.open(address);

@@ -27,6 +27,16 @@ const OVERHEAD = 64 * MB;
 /** With two read workers: two more runtimes (a heap and a wasm decoder each) started after the baseline. */
 const OVERHEAD_WORKERS = 200 * MB;
 
+/** How much a reading child process grew (MB) with the consumer paused (test/loader/_child/rss_read.ts); it must read all `samples`. */
+function childGrowth(store: string, dataset: string, samples: number, maxPrefetchBytes?: number, decode = false): number {
+  const [cmd, ...args] = runtime.scriptCommand("test/loader/_child/rss_read.ts", [store, dataset, String(maxPrefetchBytes ?? "none"), ...(decode ? ["decode"] : [])]);
+  const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 100_000 });
+  assert.is(r.status, 0, `the reader failed: ${r.stderr}`);
+  const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { growthMB: number; samples: number };
+  assert.is(out.samples, samples, "every sample read");
+  return out.growthMB;
+}
+
 test("maxPrefetchBytes: resident memory grows by at most the bound plus a stated overhead with 2 MB samples; without it, far more", async () => {
   const dir = mkdtempSync(join(tmpdir(), "cassette-rss-"));
   const store = await openStore(`sqlite:${join(dir, "big.sqlite")}`);
@@ -38,14 +48,7 @@ test("maxPrefetchBytes: resident memory grows by at most the bound plus a stated
     }
     const ids: string[] = [];
     for await (const page of store.scanNat("big")) ids.push(...page.map((r) => r.id));
-    const growth = (maxPrefetchBytes?: number) => {
-      const [cmd, ...args] = runtime.scriptCommand("test/loader/_child/rss_read.ts", [`sqlite:${join(dir, "big.sqlite")}`, "big", String(maxPrefetchBytes ?? "none")]);
-      const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 100_000 });
-      assert.is(r.status, 0, `the reader failed: ${r.stderr}`);
-      const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { growthMB: number; samples: number };
-      assert.is(out.samples, ids.length, "every sample read");
-      return out.growthMB;
-    };
+    const growth = (maxPrefetchBytes?: number) => childGrowth(`sqlite:${join(dir, "big.sqlite")}`, "big", ids.length, maxPrefetchBytes);
     await store.close();
     const bounded = growth(BOUND);
     const free = growth();
@@ -80,14 +83,7 @@ test("maxPrefetchBytes counts decoded pixels: JPEGs of 1024×768 decoded in two 
     });
     await store.put("px", Array.from({ length: 120 }, (_, i) => ({ key: `p${i}`, label: 0, data: files[i % 8] })));
     await store.close();
-    const growth = (maxPrefetchBytes?: number) => {
-      const [cmd, ...args] = runtime.scriptCommand("test/loader/_child/rss_read.ts", [address, "px", String(maxPrefetchBytes ?? "none"), "decode"]);
-      const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 100_000 });
-      assert.is(r.status, 0, `the reader failed: ${r.stderr}`);
-      const out = JSON.parse(r.stdout.trim().split("\n").pop()!) as { growthMB: number; samples: number };
-      assert.is(out.samples, 120, "every sample read");
-      return out.growthMB;
-    };
+    const growth = (maxPrefetchBytes?: number) => childGrowth(address, "px", 120, maxPrefetchBytes, true);
     const bounded = growth(BOUND);
     const free = growth();
     console.log(`  RSS growth, decoding in 2 workers: ${bounded.toFixed(0)} MB with maxPrefetchBytes ${BOUND / MB} MB, ${free.toFixed(0)} MB without`);
