@@ -157,7 +157,12 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
     const want = balance === "data" ? target[s] : balanced(target[s], held);
     if (ratios[s] > 0 && want.every((x) => x === 0) && target[s].some((x) => x > 0)) {
       const missing = labels.filter((_, c) => target[s][c] > 0 && held(c) === 0);
-      bad(`split '${name}' would be empty: its groups hold no samples of label ${missing.join(", ")}, and the balance keeps every class at its share (use other ratios or seed, fewer splits, or --balance data)`);
+      // Else the scarcest class has some, too few for one of it beside the others' shares.
+      const ratio = (c: number) => held(c) / target[s][c];
+      const least = Math.min(...labels.map((_, c) => (target[s][c] > 0 ? ratio(c) : Infinity)));
+      const scarce = labels.filter((_, c) => target[s][c] > 0 && ratio(c) === least);
+      const why = missing.length ? `no samples of label ${missing.join(", ")}` : `too few samples of label ${scarce.join(", ")} to keep one of every class at its share`;
+      bad(`split '${name}' would be empty: its groups hold ${why}, and the balance keeps every class at its share (use other ratios or seed, fewer splits, or --balance data)`);
     }
     for (let c = 0; c < K; c++) {
       const cursors = gs.map(() => 0);
@@ -186,7 +191,11 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
   function balanced(t: number[], held: (c: number) => number): number[] {
     let f = 1;
     for (let c = 0; c < K; c++) if (t[c] > 0) f = Math.min(f, held(c) / t[c]);
-    return f >= 1 ? t : t.map((x) => Math.floor(x * f + 1e-9));
+    if (f >= 1) return t;
+    const cut = t.map((x) => Math.floor(x * f + 1e-9));
+    // A class cut below one sample while another keeps some (weights 1:2:1 cut to 0/1/0): the
+    // balance cannot hold at this size, and the split is empty rather than unbalanced.
+    return t.some((x, c) => x > 0 && cut[c] === 0) ? t.map(() => 0) : cut;
   }
 
   function result(splits: Split[]): SplitFile {
