@@ -18,6 +18,7 @@ import type { Fetched } from "../../src/source/source.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
+import { readEachOnce } from "./_read.ts";
 
 const DATASET = "fm-roles";
 const KEYSPACE = "cassette_roles";
@@ -134,15 +135,7 @@ test("a role with SELECT on the registry only: it opens the dataset, and a read 
 test("a loader role with SELECT only: a Loader reads every sample once; writing is refused", async () => {
   const ids = await setUp();
   const s = testSecure()!;
-  const loader = new Loader({ store: s.address(KEYSPACE, LOADER), dataset: DATASET, ids, batchSize: 8, seed: 2 });
-  const seen = new Map<string, number>();
-  try {
-    for await (const b of loader.epoch(0)) for (const id of b.ids) seen.set(id, (seen.get(id) ?? 0) + 1);
-  } finally {
-    await loader.close();
-  }
-  assert.is(seen.size, ids.length, "every sample read");
-  assert.ok([...seen.values()].every((n) => n === 1), "each once");
+  await readEachOnce(s.address(KEYSPACE, LOADER), DATASET, ids, 2);
   // SELECT is all it may do: a write is refused by the node, named.
   const store = await openStore(s.address(KEYSPACE, LOADER), { create: false });
   try {

@@ -16,7 +16,7 @@ import { openStore } from "../../src/source/open.ts";
 import { parseStoreAddress } from "../../src/source/address.ts";
 import type { Store } from "../../src/dataset/store.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
-import { Loader } from "../../src/loader.ts";
+import { readEachOnce } from "./_read.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 const DATASET = "fm-tls";
@@ -32,19 +32,6 @@ async function filled(store: Store): Promise<string[]> {
   return ids;
 }
 
-/** Reads one epoch of `ids` through a Loader on `store`; each id must come exactly once. */
-async function readAll(store: string | Store, ids: string[]): Promise<void> {
-  const loader = new Loader({ store, dataset: DATASET, ids, batchSize: 8, seed: 3 });
-  const seen = new Map<string, number>();
-  try {
-    for await (const b of loader.epoch(0)) for (const id of b.ids) seen.set(id, (seen.get(id) ?? 0) + 1);
-  } finally {
-    await loader.close();
-  }
-  assert.is(seen.size, ids.length, "every sample read");
-  assert.ok([...seen.values()].every((n) => n === 1), "each sample once");
-}
-
 test("the CA and a client certificate in the address: ingest, then a Loader reads every sample once over TLS", async () => {
   const s = testSecure()!;
   const address = s.address("cassette_tls");
@@ -53,7 +40,7 @@ test("the CA and a client certificate in the address: ingest, then a Loader read
   try {
     const ids = await filled(store);
     assert.is(ids.length, 40);
-    await readAll(address, ids);
+    await readEachOnce(address, DATASET, ids, 3);
   } finally {
     await store.close();
   }
@@ -64,7 +51,7 @@ test("the same files as the 'tls' option, with a plain address: reads every samp
   const store = await openStore(s.address("cassette_tls", undefined, ""), { cassandra: { tls: { ca: s.ca, cert: s.cert, key: s.key } } });
   try {
     const ids = await filled(store);
-    await readAll(store, ids);
+    await readEachOnce(store, DATASET, ids, 3);
   } finally {
     await store.close();
   }
