@@ -31,10 +31,19 @@ test("the PyTorch peer's tensor is Fashion-MNIST's as cassette trains on it: (x/
     const { shape, values } = readNpyF32(join(dir, "first.npy"));
     assert.equal(shape, [16, 1, 28, 28]);
     assert.is(r.dump!.ids.length, 16, "the first batch's ids");
+    assert.is(r.dump!.labels.length, 16, "the first batch's labels");
     checkFmRange(values);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}, { skip, timeoutMs: 300_000 });
+
+test("the PyTorch peer's --series gives each batch's hand-over time, rising", async () => {
+  const r = await peer("--workers", "1", "--batch", "8", "--series");
+  const at = r.batchAtMs!;
+  assert.is(at.length, Math.ceil(50 / 8), "one time per batch");
+  for (let i = 1; i < at.length; i++) assert.ok(at[i] >= at[i - 1], `batch ${i} at ${at[i]} ms, before batch ${i - 1} at ${at[i - 1]} ms`);
+  assert.ok(Math.abs(at[at.length - 1] - (r.seconds as number) * 1000) < 1000, `the last batch (${at[at.length - 1]} ms) ends the clock (${r.seconds} s)`);
 }, { skip, timeoutMs: 300_000 });
 
 test("the threaded PyTorch peer (ConcurrentDataLoader's design, in_order=False) reads the 50 samples", async () => {
