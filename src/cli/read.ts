@@ -11,7 +11,7 @@ import type { Batch } from "../assemble/batch.ts";
 import type { Preprocessor } from "../gpu/preprocess.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
-import { intOption, parseArgs, required, usageError } from "./args.ts";
+import { intOption, numberOption, parseArgs, required, usageError } from "./args.ts";
 import { PREPROCESS_FLAGS, PREPROCESS_VALUED, preprocessHelp, preprocessRequest, type PreprocessRequest } from "./preprocess_args.ts";
 import { writeFile } from "node:fs/promises";
 
@@ -46,13 +46,18 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        -grayscale; its chroma is not transformed); with --preprocess also a
                        one-channel tensor
 ${preprocessHelp}
+  --step-ms S          after each batch, wait S ms (a training step that leaves the loader's
+                       thread free), as a consumer does; batch times exclude it
+  --series             with --json: batchAtMs, each batch's hand-over in ms from the start
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
-                       batchMs: { p50, p99, max }, errors, hedged, hedgeWins, … }; with
+                       batchMs: { p50, p99, max }, waitMs (the same, the wait inside the
+                       loader only: batchMs less --step-ms and preprocessing), errors,
+                       hedged, hedgeWins, … }; with
                        --preprocess also preprocess: { images, tensorShape, seconds, share,
                        batchMs, readback, adapter, … } (share: of the read's seconds)`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", ...PREPROCESS_FLAGS]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
   const grey = options.has("grey");
@@ -108,6 +113,9 @@ export async function run(argv: string[]): Promise<number> {
       reaskTail: true,
     });
     closeSource = false; // the loader closes it
+    const stepMs = numberOption(options, "read", "step-ms") ?? 0;
+    if (stepMs < 0) usageError("read", `--step-ms must be ≥ 0: current value is ${stepMs}`);
+    const series = options.has("series") ? [] as number[] : undefined;
     const t0 = runtime.now();
     try {
       for (let e = 0; e < epochs; e++) {
@@ -115,6 +123,9 @@ export async function run(argv: string[]): Promise<number> {
         let n = 0;
         for await (const b of loader.epoch(e, { readAhead: e + 1 < epochs })) {
           if (stage) await stage.run(b, e);
+          series?.push(Math.round((runtime.now() - t0) * 100) / 100);
+          // A training step that does not hold the loader's thread (as the peers' --step-ms).
+          if (stepMs > 0) await new Promise((r) => setTimeout(r, stepMs));
           bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
         }
         bar.done();
@@ -128,9 +139,10 @@ export async function run(argv: string[]): Promise<number> {
     const report = {
       store: redact(address), dataset: dataset ?? null, order, epochs, samples: s.samples, bytes: s.bytes,
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
-      batchMs: s.batchMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
+      batchMs: s.batchMs, waitMs: s.waitMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
-      workers, decode, grey,
+      workers, decode, grey, stepMs,
+      ...(series && { batchAtMs: series }),
       ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
     };
     if (json) console.log(JSON.stringify(report));

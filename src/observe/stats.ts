@@ -24,6 +24,8 @@ export interface LoaderStats {
   batchMs: { p50: number; p99: number; max: number };
   /** Time the consumer spent waiting inside the iterator. */
   waitSeconds: number;
+  /** The consumer's wait for each batch inside the iterator: batchMs without its own work between batches. */
+  waitMs: { p50: number; p99: number; max: number };
   errors: number;
   retries: number;
   /** Requests asked for a second time because they were slow (option `hedge`). */
@@ -81,6 +83,7 @@ export class StatsRecorder {
   #busyMs = 0;
   #waitMs = 0;
   readonly #batchMs: number[] = [];
+  readonly #batchWaitMs: number[] = [];
   readonly #perConnection: Record<string, number> = {};
   readonly #samplesPerConnection: Record<string, number> = {};
   readonly #skippedByEpoch = new Map<number, number>();
@@ -92,6 +95,7 @@ export class StatsRecorder {
     this.samples += samples;
     this.bytes += bytes;
     this.#batchMs.push(gapMs);
+    this.#batchWaitMs.push(waitMs);
     this.#busyMs += gapMs;
     this.#waitMs += waitMs;
     for (const [c, n] of conns) {
@@ -124,13 +128,11 @@ export class StatsRecorder {
   }
 
   summary(read: ReadCounters, prefetch: number): LoaderStats {
-    const sorted = this.#batchMs.slice().sort((a, b) => a - b);
-    const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
     const seconds = this.#busyMs / 1000;
     return {
       epochs: this.epochs, batches: this.batches, samples: this.samples, bytes: this.bytes, seconds,
       samplesPerSec: seconds > 0 ? this.samples / seconds : 0, mbPerSec: seconds > 0 ? this.bytes / 1e6 / seconds : 0,
-      batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
+      batchMs: percentiles(this.#batchMs), waitMs: percentiles(this.#batchWaitMs),
       waitSeconds: this.#waitMs / 1000, errors: this.errors, retries: read.retries,
       hedged: read.hedged, hedgeWins: read.hedgeWins, duplicates: this.duplicates,
       maxOutstanding: this.maxOutstanding, readAhead: this.readAhead, readAheadDropped: this.readAheadDropped,
@@ -138,4 +140,11 @@ export class StatsRecorder {
       prefetch, perConnection: { ...this.#perConnection }, samplesPerConnection: { ...this.#samplesPerConnection },
     };
   }
+}
+
+/** p50, p99 and max of `values` (nearest rank below; zeros when empty). */
+function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
+  const sorted = values.slice().sort((a, b) => a - b);
+  const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
+  return { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 };
 }

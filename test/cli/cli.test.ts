@@ -79,3 +79,32 @@ test("cassette splits says how many samples a balance left out, in text and --js
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("cassette read --step-ms waits after each batch and --series gives each batch's hand-over time", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-series-"));
+  try {
+    const rows: string[] = ["path,label"];
+    for (let i = 0; i < 10; i++) {
+      writeFileSync(join(dir, `${i}.jpg`), cjpeg(new Uint8Array(8 * 8).fill(20 * i), 8, 8, 1));
+      rows.push(`${i}.jpg,${i % 2}`);
+    }
+    writeFileSync(join(dir, "m.csv"), rows.join("\n") + "\n");
+    const store = `sqlite:${join(dir, "s.sqlite")}`;
+    assert.is(cassette("ingest", join(dir, "m.csv"), "--store", store, "--dataset", "s").code, 0);
+    const r = cassette("read", "--store", store, "--dataset", "s", "--batch", "3", "--step-ms", "60", "--series", "--json");
+    assert.is(r.code, 0, r.err);
+    const doc = JSON.parse(r.out);
+    assert.is(doc.samples, 10);
+    assert.is(doc.stepMs, 60);
+    const at: number[] = doc.batchAtMs;
+    assert.is(at.length, 4, "one hand-over time per batch");
+    // The step follows each batch, so batches are at least a step apart; the wait is not a batch time.
+    for (let i = 1; i < at.length; i++) assert.ok(at[i] - at[i - 1] >= 59, `batch ${i} came ${at[i] - at[i - 1]} ms after batch ${i - 1}`);
+    assert.ok(doc.batchMs.p50 >= 59, `a batch time spans the step: p50 ${doc.batchMs.p50} ms`);
+    assert.ok(doc.waitMs.p50 < 55, `the step is not counted as waiting for a batch: p50 ${doc.waitMs.p50} ms`);
+    assert.ok(doc.seconds >= 0.24, `the steps are in the read's time: ${doc.seconds} s`);
+    assert.is(cassette("read", "--store", store, "--dataset", "s", "--step-ms", "-1").code, 2, "a negative step is refused");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
