@@ -13,7 +13,7 @@ import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
 import { intOption, numberOption, parseArgs, required, usageError } from "./args.ts";
 import { PREPROCESS_FLAGS, PREPROCESS_VALUED, preprocessHelp, preprocessRequest, type PreprocessRequest } from "./preprocess_args.ts";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 
 export const help = `usage: cassette read --store URL [--dataset NAME] [--split FILE[:INDEX|:NAME]] [options]
 
@@ -25,6 +25,7 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
   --dataset NAME       needed for sqlite: and cassandra://; for http(s):// and file: the
                        export's labels.json names it (checked when given)
   --split FILE[:INDEX|:NAME]  the ids to read (default: the store's scan, or labels.json)
+  --ids FILE           the ids to read, one sample id (UUID) a line, e.g. another loader's list
   --batch B            samples per batch (default 128)
   --prefetch K|auto    batches of requests in flight once ramped up (default auto: start
                        at 8 and deepen while the reader starves and depth pays)
@@ -57,7 +58,7 @@ ${preprocessHelp}
                        batchMs, readback, adapter, … } (share: of the read's seconds)`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
+  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const json = options.has("json");
   const grey = options.has("grey");
@@ -75,6 +76,8 @@ export async function run(argv: string[]): Promise<number> {
   if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
   const prefetch = options.get("prefetch") === "auto" ? "auto" : intOption(options, "read", "prefetch");
   const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
+  if (split && options.has("ids")) usageError("read", "--split and --ids both name the ids to read: give one");
+  const idsFile = options.has("ids") ? await readIdsFile(String(options.get("ids"))) : undefined;
   // The device before the store: no adapter is said at once, before any reading.
   const stage = pre && await TensorStage.open(pre);
   let source: ReadSource;
@@ -91,7 +94,8 @@ export async function run(argv: string[]): Promise<number> {
     if (split) {
       if (dataset !== undefined && split.file.dataset !== dataset) usageError("read", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
       ids = split.split.ids;
-    } else if (source.ids) ids = await source.ids();
+    } else if (idsFile) ids = idsFile;
+    else if (source.ids) ids = await source.ids();
     else {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${redact(address)} without sample ids as it cannot list them: pass --split FILE (see cassette read --help)`);
     }
@@ -271,3 +275,25 @@ function npy(data: Float32Array, shape: readonly number[]): Uint8Array {
   out.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), total);
   return out;
 }
+
+/** The sample ids of a file with one UUID a line (blank lines skipped); a bad line is named by its number. */
+async function readIdsFile(path: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (e) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot read --ids file '${path}': ${(e as Error).message}`);
+  }
+  const ids: string[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const id = lines[i].trim();
+    if (!id) continue;
+    if (!UUID.test(id)) throw new CassetteError("ERR_INVALID_OPTION", `Cannot use line ${i + 1} of --ids file '${path}' as a sample id: '${id.slice(0, 60)}' is not a UUID`);
+    ids.push(id.toLowerCase());
+  }
+  if (ids.length === 0) throw new CassetteError("ERR_INVALID_OPTION", `Cannot read the ids in --ids file '${path}': it lists none`);
+  return ids;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

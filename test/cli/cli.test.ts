@@ -80,7 +80,7 @@ test("cassette splits says how many samples a balance left out, in text and --js
   }
 });
 
-test("cassette read --step-ms waits after each batch and --series gives each batch's hand-over time", () => {
+test("cassette read --step-ms waits after each batch, --series gives each batch's hand-over time, --ids reads the ids listed", () => {
   const dir = mkdtempSync(join(tmpdir(), "cassette-series-"));
   try {
     const rows: string[] = ["path,label"];
@@ -104,6 +104,17 @@ test("cassette read --step-ms waits after each batch and --series gives each bat
     assert.ok(doc.waitMs.p50 < 55, `the step is not counted as waiting for a batch: p50 ${doc.waitMs.p50} ms`);
     assert.ok(doc.seconds >= 0.24, `the steps are in the read's time: ${doc.seconds} s`);
     assert.is(cassette("read", "--store", store, "--dataset", "s", "--step-ms", "-1").code, 2, "a negative step is refused");
+
+    // --ids: exactly the samples listed, as another loader's list gives them.
+    const some = [1, 4, 7, 8].map((i) => sampleId("s", `${i}.jpg`));
+    writeFileSync(join(dir, "ids.txt"), `${some.join("\n")}\n\n`);
+    const listed = cassette("read", "--store", store, "--dataset", "s", "--ids", join(dir, "ids.txt"), "--json");
+    assert.is(listed.code, 0, listed.err);
+    assert.is(JSON.parse(listed.out).samples, 4, "the four listed samples, no more");
+    writeFileSync(join(dir, "bad.txt"), `${some[0]}\nnot-a-uuid\n`);
+    const bad = cassette("read", "--store", store, "--dataset", "s", "--ids", join(dir, "bad.txt"));
+    assert.is(bad.code, 2, bad.err);
+    assert.match(bad.err, /line 2 of --ids file '.*bad\.txt'.*'not-a-uuid' is not a UUID/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
