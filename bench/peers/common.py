@@ -6,7 +6,7 @@ names where a figure means the same.
 The common flags (every peer takes them):
     --store cassandra://[user:pass@]host[:port]/KEYSPACE   --dataset NAME
     [--tensor fm|imagenet] [--batch B] [--step-ms S] [--limit N] [--ids FILE] [--seed S]
-    [--dump FILE] [--series] [--json]
+    [--dump FILE] [--time-limit S] [--series] [--json]
 """
 from __future__ import annotations
 
@@ -120,6 +120,8 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=None, help="read the first N ids of the shuffled order")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dump", metavar="FILE", help="write the first batch's tensor as a NumPy .npy file (float32); its ids and labels go in the report")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="stop taking batches once S seconds have passed and report what was read (timeLimited: true)")
     p.add_argument("--series", action="store_true", help="add batchAtMs: each batch's hand-over, in ms from the clock's start")
     p.add_argument("--json", action="store_true", help="print only the JSON line")
 
@@ -181,12 +183,15 @@ class Clock:
         self.gaps: list[float] = []
         self.at: list[float] = []
         self.dumped = None
+        self.time_limited = False
 
     def start(self) -> None:
         self.cpu0 = cpu_seconds()
         self.t0 = self.last = time.perf_counter()
 
-    def batch(self, n: int, nbytes: int, shape, tensor=None, ids=None, labels=None) -> None:
+    def batch(self, n: int, nbytes: int, shape, tensor=None, ids=None, labels=None) -> bool:
+        """Counts a batch handed over; False once --time-limit has passed (the loop should stop:
+        a bench gives a slow contender a fixed time rather than waiting for its whole epoch)."""
         now = time.perf_counter()
         self.gaps.append((now - self.last) * 1000)
         self.at.append((now - self.t0) * 1000)
@@ -200,6 +205,9 @@ class Clock:
                 # --dump` sample by sample (match on ids: the two need not batch alike).
                 np.save(self.a.dump, np.asarray(tensor, dtype=np.float32))
                 self.dumped = {"file": self.a.dump, "ids": list(ids or []), "labels": [int(l) for l in (labels if labels is not None else [])]}
+        limit = getattr(self.a, "time_limit", None)
+        self.time_limited = limit is not None and now - self.t0 >= limit
+        return not self.time_limited
 
     def stepped(self) -> None:
         if self.a.step_ms > 0:
@@ -228,7 +236,7 @@ class Clock:
             "firstBatchMs": first_ms,
             "steadySamplesPerSec": (self.samples - self.first_n) / (seconds - first_ms / 1000) if self.batches > 1 else 0.0,
             "batches": self.batches, "shape": self.shape, "cpuSeconds": cpu,
-            "batch": a.batch, "stepMs": a.step_ms,
+            "batch": a.batch, "stepMs": a.step_ms, "timeLimited": self.time_limited,
             **({"dump": self.dumped} if self.dumped else {}),
             **({"batchAtMs": [round(t, 2) for t in self.at]} if a.series else {}),
             "python": "%d.%d.%d" % sys.version_info[:3],

@@ -199,8 +199,10 @@ def main(argv: list[str]) -> int:
     clock.start()
     it = iter(loader)
     for images, labels, nbytes, batch_ids in it:
-        clock.batch(len(labels), nbytes, images.shape, images.numpy(), batch_ids, labels.tolist())
+        go_on = clock.batch(len(labels), nbytes, images.shape, images.numpy(), batch_ids, labels.tolist())
         clock.stepped()
+        if not go_on:
+            break
     clock.stop()
     del it  # joins the workers, so that their CPU time is counted
     if a.workers == 0:

@@ -46,6 +46,13 @@ test("the PyTorch peer's --series gives each batch's hand-over time, rising", as
   assert.ok(Math.abs(at[at.length - 1] - (r.seconds as number) * 1000) < 1000, `the last batch (${at[at.length - 1]} ms) ends the clock (${r.seconds} s)`);
 }, { skip, timeoutMs: 300_000 });
 
+test("the PyTorch peer's --time-limit stops taking batches once the time is up and says so", async () => {
+  const r = await peer("--workers", "2", "--batch", "8", "--time-limit", "0");
+  assert.is(r.samples, 8, "a limit already passed at the first batch: that batch only");
+  assert.is(r.timeLimited, true);
+  assert.is((await peer("--workers", "0", "--batch", "25", "--time-limit", "600")).timeLimited, false, "a limit not reached is not reported");
+}, { skip, timeoutMs: 300_000 });
+
 test("the threaded PyTorch peer (ConcurrentDataLoader's design, in_order=False) reads the 50 samples", async () => {
   check(await peer("--workers", "2", "--batch", "16", "--threads", "4", "--no-in-order"), 16);
 }, { skip, timeoutMs: 300_000 });
