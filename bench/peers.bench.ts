@@ -44,6 +44,7 @@ import process from "node:process";
 import { runtime } from "../runtime-adapters/index.ts";
 import { CassandraStore } from "../src/source/cassandra.ts";
 import { ingest } from "../src/dataset/ingest.ts";
+import { rng, shuffle } from "../src/plan/rng.ts";
 import { parseStoreAddress } from "../src/source/address.ts";
 import { lineChart } from "../src/observe/svg.ts";
 import { type BenchArgs, benchArgs } from "./_lib/args.ts";
@@ -57,6 +58,10 @@ const USAGE = `usage: bun bench/peers.bench.ts [options]
   --settings LIST        any of rtt0,rtt20,rtt150,congested,moving (default all; --quick: rtt0,rtt150)
   --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,torch-w2,torch-w4-t8,tfdata,streaming"}
                          (default all; those without a built environment are left out, saying so)
+  --samples N            read N of the dataset's samples (drawn with a fixed seed; default all):
+                         every contender gets the same ids (--ids FILE)
+  --time-limit S         a Python peer stops taking batches after S s and reports what it read
+                         (default 60; --quick: 20): at 150 ms one query at a time makes ~13/s
   --rounds R             interleaved rounds (default 2; --quick: 1)
   --batch B              batch size (default 128 fm, 32 inet)
   --step-ms S            the consumer waits S ms after each batch, a training step (default 0)
@@ -69,7 +74,7 @@ const USAGE = `usage: bun bench/peers.bench.ts [options]
 const args: BenchArgs = benchArgs({
   program: "bench/peers.bench.ts",
   usage: USAGE,
-  valued: ["set", "dataset", "settings", "contenders", "rounds", "batch", "step-ms", "out", "json", "store"],
+  valued: ["set", "dataset", "settings", "contenders", "samples", "time-limit", "rounds", "batch", "step-ms", "out", "json", "store"],
   flags: ["quick"],
 });
 const quick = args.has("quick");
@@ -77,6 +82,8 @@ const set = args.str("set", "fm");
 if (set !== "fm" && set !== "inet") args.fail(`--set must be fm or inet: current value is ${set}`);
 const dataset = args.str("dataset", set === "inet" ? "inet" : quick ? "fm" : "fm10k");
 const rounds = args.int("rounds", quick ? 1 : 2);
+const samplesWanted = args.has("samples") ? args.int("samples", 0) : undefined;
+const timeLimit = args.num("time-limit", quick ? 20 : 60);
 const batch = args.int("batch", set === "inet" ? 32 : 128);
 const stepMs = args.num("step-ms", 0);
 const outDir = args.str("out", join(runtime.cwd(), "bench/peers/figures"));
@@ -103,6 +110,8 @@ for (const s of settingNames) if (!SETTINGS[s]) args.fail(`unknown setting '${s}
 interface Route {
   store: string;
   mds?: string;
+  /** The ids every contender reads, one a line. */
+  ids: string;
 }
 
 interface ContenderSpec {
@@ -117,7 +126,8 @@ interface ContenderSpec {
 
 const bun = join(runtime.cwd(), "node_modules/.bin/bun");
 const tensorFlags = set === "inet" ? ["--tensor", "imagenet"] : ["--tensor", "fm"];
-const common = (route: Route) => ["--store", route.store, "--dataset", dataset, "--batch", String(batch), "--step-ms", String(stepMs), "--series", "--json"];
+const common = (route: Route) => ["--store", route.store, "--dataset", dataset, "--ids", route.ids, "--batch", String(batch), "--step-ms", String(stepMs), "--series", "--json"];
+const peer = (route: Route) => [...common(route), ...tensorFlags, "--time-limit", String(timeLimit)];
 const cassette = (route: Route, extra: string[]) => [bun, "src/cli/main.ts", "read", ...common(route), ...extra];
 // The tensor each cassette run makes: decoded pixels (the peers' input), or the whole training
 // tensor on the GPU adapter as train.ts makes it.
@@ -131,16 +141,18 @@ const CONTENDERS: ContenderSpec[] = [
   { name: "cassette-pre", about: `cassette read ${preprocess.join(" ")} (on the WebGPU adapter)`, argv: (r) => cassette(r, preprocess) },
   {
     name: "torch-w2", env: "torch", about: "PyTorch DataLoader, 2 workers, in_order (its defaults)",
-    argv: (r, py) => [py, "bench/peers/torch_cassandra.py", ...common(r), ...tensorFlags, "--workers", "2"],
+    argv: (r, py) => [py, "bench/peers/torch_cassandra.py", ...peer(r), "--workers", "2"],
   },
   {
     name: "torch-w4-t8", env: "torch", about: "PyTorch DataLoader, 4 workers × 8 threads, in_order=False",
-    argv: (r, py) => [py, "-W", "ignore", "bench/peers/torch_cassandra.py", ...common(r), ...tensorFlags, "--workers", "4", "--threads", "8", "--no-in-order"],
+    argv: (r, py) => [py, "-W", "ignore", "bench/peers/torch_cassandra.py", ...peer(r), "--workers", "4", "--threads", "8", "--no-in-order"],
   },
-  { name: "tfdata", env: "tf", about: "tf.data, map(num_parallel_calls=AUTOTUNE)", argv: (r, py) => [py, "bench/peers/tf_cassandra.py", ...common(r), ...tensorFlags] },
+  { name: "tfdata", env: "tf", about: "tf.data, map(num_parallel_calls=AUTOTUNE)", argv: (r, py) => [py, "bench/peers/tf_cassandra.py", ...peer(r)] },
   {
     name: "streaming", env: "streaming", about: "MosaicML StreamingDataset over MDS shards from nginx, DataLoader 2 workers",
-    argv: (r, py) => [py, ...streaming!.streamingReadArgs({ remote: r.mds!, local: join(tmpdir(), "cassette-peers-mds-cache"), workers: 2, batch, stepMs, tensor: set === "inet" ? "imagenet" : "fm", series: true })],
+    argv: (r, py) => [py, streaming!.STREAMING_SCRIPT, ...streaming!.streamingReadArgs({
+      remote: r.mds!, local: join(tmpdir(), "cassette-peers-mds-cache"), workers: 2, batch, stepMs, tensor: set === "inet" ? "imagenet" : "fm", series: true, dataset,
+    }), "--time-limit", String(timeLimit)],
   },
 ];
 const wanted = args.list("contenders", CONTENDERS.map((c) => c.name));
@@ -325,7 +337,25 @@ async function ensureDataset(): Promise<number> {
 
 // --- the run of the bench ----------------------------------------------------------------------
 
-const count = await ensureDataset();
+const stored = await ensureDataset();
+/** The ids every contender reads: all of the dataset's, or --samples of them drawn with a fixed seed. */
+async function chooseIds(): Promise<string> {
+  const s = await CassandraStore.open(store);
+  const ids: string[] = [];
+  try {
+    for await (const page of s.scanNat(dataset)) for (const r of page) ids.push(r.id);
+  } finally {
+    await s.close();
+  }
+  shuffle(ids.sort(), rng(20)); // the same draw in every run
+  const chosen = ids.slice(0, samplesWanted ?? ids.length);
+  const file = join(tmpdir(), `cassette-peers-${dataset}-${chosen.length}.ids`);
+  writeFileSync(file, chosen.join("\n") + "\n");
+  return file;
+}
+const idsFile = await chooseIds();
+const count = readFileSync(idsFile, "utf8").trim().split("\n").length;
+if (samplesWanted !== undefined && count < samplesWanted) args.fail(`--samples ${samplesWanted}: dataset '${dataset}' holds ${stored}`);
 const node = parseStoreAddress(store);
 if (node.kind !== "cassandra") args.fail(`--store must be a cassandra:// address: current value is ${store}`);
 const target = `${node.hosts[0]}:${node.port}`;
@@ -336,15 +366,15 @@ function viaProxy(port: number): string {
   return `${m[1]}127.0.0.1:${port}${m[3]}`;
 }
 
-let mds: { dir: string; web?: { url: string; port: number; close(): Promise<void> } } | undefined;
+let web: { port: number; remote: string; close(): Promise<void> } | undefined;
 if (streaming) {
-  const dir = join(cache, "peers-mds", `${dataset}`);
-  const summary = await streaming.prepareMds({ python: python("streaming")!, store, dataset, dir });
-  mds = { dir, web: await streaming.serveMds(dir) };
-  console.log(`MDS shards of ${dataset}: ${JSON.stringify(summary)}, served by nginx at ${mds.web!.url}`);
+  const dir = join(cache, "peers-mds", `${dataset}-${count}`);
+  const summary = await streaming.prepareMds({ python: python("streaming")!, store, dataset, dir, ids: idsFile });
+  web = await streaming.serveMds(dir);
+  console.log(`MDS shards of ${dataset} (${summary.samples} samples in ${summary.shards} shards, ${(summary.bytes / 1e6).toFixed(1)} MB${summary.reused ? ", written earlier" : ""}) served by nginx at ${web.remote}`);
 }
 
-console.log(`\n${dataset}: ${count} samples, batch ${batch}${stepMs ? `, a ${stepMs} ms step per batch` : ", a tight loop"}; ${rounds} round(s), contenders interleaved; ` +
+console.log(`\n${dataset}: ${count} samples${count < stored ? ` of ${stored}` : ""}, batch ${batch}${stepMs ? `, a ${stepMs} ms step per batch` : ", a tight loop"}; ${rounds} round(s), contenders interleaved; ` +
   `${runtime.name} ${runtime.version}; ${contenders.length} contenders:`);
 for (const c of contenders) console.log(`  ${c.name.padEnd(13)} ${c.about}`);
 
@@ -353,8 +383,8 @@ mkdirSync(outDir, { recursive: true });
 for (const key of settingNames) {
   const st = SETTINGS[key];
   const cassProxy = await startTimelineProxy(target, 0, st.proxy);
-  const webProxy = mds?.web ? await startTimelineProxy(`127.0.0.1:${mds.web.port}`, 0, st.proxy) : undefined;
-  const route: Route = { store: viaProxy(cassProxy.port), mds: webProxy && mds!.web!.url.replace(/127\.0\.0\.1:\d+/, `127.0.0.1:${webProxy.port}`) };
+  const webProxy = web ? await startTimelineProxy(`127.0.0.1:${web.port}`, 0, st.proxy) : undefined;
+  const route: Route = { store: viaProxy(cassProxy.port), mds: webProxy && streaming!.mdsRemote(`127.0.0.1:${webProxy.port}`), ids: idsFile };
   console.log(`\n${st.label}`);
   for (let round = 1; round <= rounds; round++) {
     for (const c of contenders) {
@@ -369,7 +399,7 @@ for (const key of settingNames) {
   await cassProxy.close();
   await webProxy?.close();
 }
-await mds?.web?.close();
+await web?.close();
 
 function median(xs: number[]): number {
   const s = xs.slice().sort((a, b) => a - b);
@@ -468,3 +498,4 @@ if (settingNames.includes("rtt0") && settingNames.includes("rtt150")) {
 }
 console.log(`figures in ${outDir}`);
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify({ dataset, samples: count, batch, stepMs, rounds, runs, summary }, null, 1));
+
