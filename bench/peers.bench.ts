@@ -14,6 +14,7 @@
  *   torch-w4-t8         4 workers × 8 threads, in_order=False: ConcurrentDataLoader's design,
  *                       the best of a sweep on this machine (bench/peers/README.md)
  *   tfdata              tf.data, map(num_parallel_calls=AUTOTUNE) (bench/peers/tf_cassandra.py)
+ *   tfdata-t16          the same on a private pool of 16 threads, not deterministic: its best here
  *   streaming           MosaicML Streaming: MDS shards of the same samples served by nginx
  *                       through the proxy (bench/peers/streaming_mds.py)
  *
@@ -56,7 +57,7 @@ const USAGE = `usage: bun bench/peers.bench.ts [options]
                          3×224×224 random-resized-crop + flip + normalize (default fm)
   --dataset NAME         read this dataset of the store instead (it must exist)
   --settings LIST        any of rtt0,rtt20,rtt150,congested,moving (default all; --quick: rtt0,rtt150)
-  --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,torch-w2,torch-w4-t8,tfdata,streaming"}
+  --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,torch-w2,torch-w4-t8,tfdata,tfdata-t16,streaming"}
                          (default all; those without a built environment are left out, saying so)
   --samples N            read N of the dataset's samples (drawn with a fixed seed; default all):
                          every contender gets the same ids (--ids FILE)
@@ -147,7 +148,13 @@ const CONTENDERS: ContenderSpec[] = [
     name: "torch-w4-t8", env: "torch", about: "PyTorch DataLoader, 4 workers × 8 threads, in_order=False",
     argv: (r, py) => [py, "-W", "ignore", "bench/peers/torch_cassandra.py", ...peer(r), "--workers", "4", "--threads", "8", "--no-in-order"],
   },
-  { name: "tfdata", env: "tf", about: "tf.data, map(num_parallel_calls=AUTOTUNE)", argv: (r, py) => [py, "bench/peers/tf_cassandra.py", ...peer(r)] },
+  { name: "tfdata", env: "tf", about: "tf.data, map(num_parallel_calls=AUTOTUNE), its defaults", argv: (r, py) => [py, "bench/peers/tf_cassandra.py", ...peer(r)] },
+  // TF's default pool has a thread per core and a blocking fetch holds one: 2 in flight here,
+  // whatever num_parallel_calls says. A private pool of 16 was its best (bench/peers/README.md).
+  {
+    name: "tfdata-t16", env: "tf", about: "tf.data, AUTOTUNE on a private pool of 16 threads, not deterministic",
+    argv: (r, py) => [py, "bench/peers/tf_cassandra.py", ...peer(r), "--threadpool", "16", "--no-deterministic"],
+  },
   {
     name: "streaming", env: "streaming", about: "MosaicML StreamingDataset over MDS shards from nginx, DataLoader 2 workers",
     argv: (r, py) => [py, streaming!.STREAMING_SCRIPT, ...streaming!.streamingReadArgs({

@@ -216,11 +216,13 @@ def main(argv: list[str]) -> int:
         try:
             for images, labels, nbytes, sids in ds:
                 first_dump = a.dump and clock.batches == 0
-                clock.batch(int(labels.shape[0]), int(tf.reduce_sum(nbytes)), images.shape,
-                            images.numpy() if first_dump else None,
-                            [s.decode() for s in sids.numpy()] if first_dump else None,
-                            labels.numpy().tolist() if first_dump else None)
+                go_on = clock.batch(int(labels.shape[0]), int(tf.reduce_sum(nbytes)), images.shape,
+                                    images.numpy() if first_dump else None,
+                                    [s.decode() for s in sids.numpy()] if first_dump else None,
+                                    labels.numpy().tolist() if first_dump else None)
                 clock.stepped()
+                if not go_on:
+                    break
         except tf.errors.OpError:
             if fetcher.error is not None:
                 raise fetcher.error from None
