@@ -60,6 +60,8 @@ export interface PrepareOptions {
   /** A file of ids, one a line. */
   ids?: string;
   seed?: number;
+  /** MDSWriter's size_limit in bytes (default: Streaming's 64 MiB); small in tests, for several shards. */
+  shardBytes?: number;
   /** The repository root (default: the current folder). */
   root?: string;
 }
@@ -70,6 +72,7 @@ export function prepareMds(o: PrepareOptions): Promise<MdsSummary> {
   if (o.limit !== undefined) args.push("--limit", String(o.limit));
   if (o.ids) args.push("--ids", o.ids);
   if (o.seed !== undefined) args.push("--seed", String(o.seed));
+  if (o.shardBytes !== undefined) args.push("--shard-bytes", String(o.shardBytes));
   return new Promise((resolve, reject) => {
     const child = spawn(o.python, args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "", err = "";

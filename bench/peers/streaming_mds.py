@@ -3,7 +3,7 @@ nginx (through the latency proxy for an RTT), read by `StreamingDataset` into a 
 `DataLoader`, the way people train from object storage with Streaming today.
 
     python bench/peers/streaming_mds.py write --store cassandra://127.0.0.1:9042/KS --dataset fm \
-        --out DIR [--ids FILE] [--limit N] [--seed S] [--json]
+        --out DIR [--ids FILE] [--limit N] [--seed S] [--shard-bytes B] [--json]
     python bench/peers/streaming_mds.py read --remote http://HOST:PORT/BUCKET --local DIR \
         [--workers 2] [--tensor fm|imagenet] [--batch B] [--step-ms S] [--limit N] [--seed S] \
         [--dump FILE] [--series] [--json]
@@ -13,7 +13,7 @@ write: the epoch's ids (common.epoch_ids: metadata_by_nat or --ids, shuffled wit
   <p>_data_by_uuid WHERE id = ?`, prepared, LOCAL_ONE; here many at once, as the write is not
   timed), written with Streaming's `MDSWriter` in that order: columns id (str), label (int) and
   jpeg (bytes: the stored JPEG as it is, not decoded or re-encoded). Streaming's defaults
-  otherwise: 64 MiB shards (`size_limit` 1 << 26), no compression (JPEGs do not compress; a
+  otherwise: 64 MiB shards (`size_limit` 1 << 26; --shard-bytes for tests), no compression (JPEGs do not compress; a
   compressed shard is also downloaded whole and then decompressed), no hashes. Prints a JSON
   summary (samples, shards, bytes, seconds). DIR/cassette.json records the ids written: a DIR
   that already holds every shard of an index for the same ids is kept (`reused: true`), so
@@ -72,7 +72,7 @@ def ids_digest(ids: list[str]) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
-def complete(out: str, digest: str) -> dict | None:
+def complete(out: str, digest: str, shard_bytes: int | None) -> dict | None:
     """The earlier summary when `out` holds every shard of an index written for the same ids."""
     try:
         with open(os.path.join(out, MARKER)) as f:
@@ -81,7 +81,7 @@ def complete(out: str, digest: str) -> dict | None:
             index = json.load(f)
     except (OSError, ValueError):
         return None
-    if summary.get("idsSha256") != digest:
+    if summary.get("idsSha256") != digest or summary.get("sizeLimit") != shard_bytes:
         return None
     for shard in index["shards"]:
         raw = shard["raw_data"]
@@ -99,7 +99,7 @@ def write(a: argparse.Namespace) -> int:
     ids, list_s = epoch_ids(a, addr)
     digest = ids_digest(ids)
     out = os.path.abspath(a.out)
-    done = complete(out, digest)
+    done = complete(out, digest, a.shard_bytes)
     if done is not None:
         emit_summary({**done, "reused": True}, a.json)
         return 0
@@ -113,7 +113,8 @@ def write(a: argparse.Namespace) -> int:
         stmt = session.prepare(f"SELECT label, data FROM {data_table(addr, a.dataset)} WHERE id = ?")
         stmt.is_idempotent = True
         columns = {"id": "str", "label": "int", "jpeg": "bytes"}
-        with MDSWriter(out=out, columns=columns) as writer:  # Streaming's default shard size, no compression
+        size = {"size_limit": a.shard_bytes} if a.shard_bytes else {}  # default: Streaming's 64 MiB
+        with MDSWriter(out=out, columns=columns, **size) as writer:  # no compression
             step = 1024  # fetched 1024 at a time, in the epoch's order, 64 queries in flight
             for i in range(0, len(ids), step):
                 chunk = ids[i: i + step]
@@ -137,7 +138,7 @@ def write(a: argparse.Namespace) -> int:
         "samples": samples, "jpegBytes": nbytes, "shards": len(shards),
         "bytes": sum(s["raw_data"]["bytes"] for s in shards),
         "seconds": time.perf_counter() - t0, "listSeconds": list_s,
-        "idsSha256": digest, "streaming": streaming.__version__,
+        "idsSha256": digest, "sizeLimit": a.shard_bytes, "streaming": streaming.__version__,
     }
     with open(os.path.join(out, MARKER), "w") as f:
         json.dump(summary, f)
@@ -224,6 +225,13 @@ def read(a: argparse.Namespace) -> int:
     ds = Samples(a.tensor, remote=remote, local=local, batch_size=a.batch, shuffle=True, shuffle_seed=a.seed,
                  **({"epoch_size": a.limit} if a.limit is not None else {}))
     index_s = time.perf_counter() - t
+    # Fetching index.json left an S3 client, with a kept-alive connection, in this process; the
+    # DataLoader's forked workers would inherit it and share one socket, and two workers' GETs
+    # on it read each other's bytes: over plain HTTP a shard silently took 8 MiB of another
+    # (seen here: inet through the proxy, 2 workers). Streaming's own clean_up drops the client
+    # so that each worker opens its own, as the torch peer opens its session after the fork.
+    for stream in ds.streams:
+        stream._downloader.clean_up()
     extra = {"persistent_workers": False, "multiprocessing_context": "fork"} if a.workers > 0 else {}
     loader = DataLoader(ds, batch_size=a.batch, num_workers=a.workers, collate_fn=collate, **extra)
 
@@ -264,6 +272,7 @@ def main(argv: list[str]) -> int:
     w.add_argument("--ids", help="a file of ids, one a line (default: the dataset's metadata_by_nat)")
     w.add_argument("--limit", type=int, default=None, help="write the first N ids of the shuffled order")
     w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--shard-bytes", type=int, default=None, help="MDSWriter's size_limit (default: Streaming's, 64 MiB)")
     w.add_argument("--json", action="store_true", help="print only the JSON line")
 
     # common.add_common_args makes --store required; the read side has a remote instead.
