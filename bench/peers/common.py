@@ -109,21 +109,32 @@ def list_ids(addr: dict, dataset: str) -> list[str]:
 # --- flags and ids --------------------------------------------------------------------------
 
 
-def add_common_args(p: argparse.ArgumentParser) -> None:
+def add_store_args(p: argparse.ArgumentParser) -> None:
+    """Where the samples come from and which: --store --dataset --ids --limit --seed."""
     p.add_argument("--store", required=True, help="cassandra://[user:pass@]host[:port]/KEYSPACE")
     p.add_argument("--dataset", required=True)
-    p.add_argument("--tensor", choices=["fm", "imagenet"], default="fm",
-                   help="fm: 1×28×28 grey, normalized; imagenet: 3×224×224 random-resized-crop + flip + normalize")
     p.add_argument("--ids", help="a file of ids, one a line (default: the dataset's metadata_by_nat)")
-    p.add_argument("--batch", type=int, default=128)
-    p.add_argument("--step-ms", type=float, default=0.0, help="the consumer sleeps S ms per batch (a training step)")
     p.add_argument("--limit", type=int, default=None, help="read the first N ids of the shuffled order")
     p.add_argument("--seed", type=int, default=0)
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """What a timed read makes and reports: --tensor --batch --step-ms --dump --time-limit --series --json."""
+    p.add_argument("--tensor", choices=["fm", "imagenet"], default="fm",
+                   help="fm: 1×28×28 grey, normalized; imagenet: 3×224×224 random-resized-crop + flip + normalize")
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--step-ms", type=float, default=0.0, help="the consumer sleeps S ms per batch (a training step)")
     p.add_argument("--dump", metavar="FILE", help="write the first batch's tensor as a NumPy .npy file (float32); its ids and labels go in the report")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="stop taking batches once S seconds have passed and report what was read (timeLimited: true)")
     p.add_argument("--series", action="store_true", help="add batchAtMs: each batch's hand-over, in ms from the clock's start")
     p.add_argument("--json", action="store_true", help="print only the JSON line")
+
+
+def add_common_args(p: argparse.ArgumentParser) -> None:
+    """Every flag of a peer that reads the store itself."""
+    add_store_args(p)
+    add_run_args(p)
 
 
 def epoch_ids(a: argparse.Namespace, addr: dict) -> tuple[list[str], float]:

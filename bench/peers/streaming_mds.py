@@ -60,7 +60,7 @@ import time
 import uuid
 from urllib.parse import urlparse
 
-from common import Clock, connect, data_table, emit, epoch_ids, parse_address, redact, run_main
+from common import Clock, add_run_args, add_store_args, connect, data_table, emit, epoch_ids, parse_address, redact, run_main
 
 MARKER = "cassette.json"  # beside index.json: which ids the shards hold
 
@@ -240,9 +240,11 @@ def read(a: argparse.Namespace) -> int:
     seen: set[str] = set()  # each sample once? Streaming pads uneven partitions; the count shows it
     it = iter(loader)
     for images, labels, nbytes, batch_ids in it:
-        clock.batch(len(labels), nbytes, images.shape, images.numpy(), batch_ids, labels.tolist())
+        go_on = clock.batch(len(labels), nbytes, images.shape, images.numpy(), batch_ids, labels.tolist())
         seen.update(batch_ids)
         clock.stepped()
+        if not go_on:
+            break
     clock.stop()
     del it  # joins the workers, so that their CPU time is counted
 
@@ -266,30 +268,20 @@ def main(argv: list[str]) -> int:
     sub = p.add_subparsers(dest="command", required=True)
 
     w = sub.add_parser("write", help="write the dataset's samples as MDS shards")
-    w.add_argument("--store", required=True, help="cassandra://[user:pass@]host[:port]/KEYSPACE")
-    w.add_argument("--dataset", required=True)
+    add_store_args(w)
     w.add_argument("--out", required=True, help="the shard folder (kept when it already holds these ids)")
-    w.add_argument("--ids", help="a file of ids, one a line (default: the dataset's metadata_by_nat)")
-    w.add_argument("--limit", type=int, default=None, help="write the first N ids of the shuffled order")
-    w.add_argument("--seed", type=int, default=0)
     w.add_argument("--shard-bytes", type=int, default=None, help="MDSWriter's size_limit (default: Streaming's, 64 MiB)")
     w.add_argument("--json", action="store_true", help="print only the JSON line")
 
-    # common.add_common_args makes --store required; the read side has a remote instead.
+    # The read side has a remote instead of a store: the run flags only (common.add_run_args).
     r = sub.add_parser("read", help="read the shards with StreamingDataset, timed")
     r.add_argument("--remote", required=True, help="http://HOST:PORT/BUCKET[/PREFIX]: nginx, or the proxy in front of it")
     r.add_argument("--local", required=True, help="Streaming's local cache folder (emptied before the run)")
     r.add_argument("--dataset", default="", help="the dataset's name, for the report")
     r.add_argument("--workers", type=int, default=2, help="DataLoader worker processes (default 2: one per core here)")
-    r.add_argument("--tensor", choices=["fm", "imagenet"], default="fm",
-                   help="fm: 1×28×28 grey, normalized; imagenet: 3×224×224 random-resized-crop + flip + normalize")
-    r.add_argument("--batch", type=int, default=128)
-    r.add_argument("--step-ms", type=float, default=0.0, help="the consumer sleeps S ms per batch (a training step)")
     r.add_argument("--limit", type=int, default=None, help="read N samples (Streaming's epoch_size)")
     r.add_argument("--seed", type=int, default=0, help="Streaming's shuffle_seed")
-    r.add_argument("--dump", metavar="FILE", help="write the first batch's tensor as a NumPy .npy file (float32)")
-    r.add_argument("--series", action="store_true", help="add batchAtMs: each batch's hand-over, in ms from the clock's start")
-    r.add_argument("--json", action="store_true", help="print only the JSON line")
+    add_run_args(r)
 
     a = p.parse_args(argv)
     if a.command == "write":
