@@ -37,11 +37,16 @@ const QUICK: Record<string, string[]> = {
 };
 // These read from a Cassandra node (the local one unless a --store is passed on): with none
 // there, they are skipped and the summary says why, rather than each failing on its own.
-const NEEDS_CASSANDRA = new Set(["read", "train_io", "train_order"]);
+const NEEDS_CASSANDRA = new Set(["read", "train_io", "train_order", "peers"]);
 const CASSANDRA = { host: "127.0.0.1", port: 9042 };
 // Run only when named: chaos kills and restarts the nodes of a three-node cluster of its own
-// for about ten minutes (bench/chaos.bench.ts --help says how to start that cluster).
-const ONLY_NAMED = new Set(["chaos"]);
+// for about ten minutes (bench/chaos.bench.ts --help says how to start that cluster); peers
+// runs Python loaders from virtualenvs of several GB (bench/peers/env.sh) for half an hour.
+const ONLY_NAMED = new Set(["chaos", "peers"]);
+const NOTES: Record<string, string> = {
+  chaos: "only when named: needs a 3-node cluster of its own (see its --help)",
+  peers: "only when named: a Cassandra node and the Python peers' environments (bench/peers/env.sh)",
+};
 
 const USAGE = `usage: deno task bench [--quick] [NAME…] [-- OPTION…]      (bench/main.ts; or bun bench/main.ts)
   runs bench/NAME.bench.ts in turn (all by default), then a summary table; exit 1 if any failed
@@ -49,7 +54,7 @@ const USAGE = `usage: deno task bench [--quick] [NAME…] [-- OPTION…]      (b
                2-core machine, against over 8 for the full run (figures for a quick look only)
   -- OPTION…   passed on to every benchmark chosen (each refuses what it does not know)
 benchmarks:
-${all.map((f) => `  ${short(f).padEnd(14)}${NEEDS_CASSANDRA.has(short(f)) ? "needs a Cassandra node (bun src/cli/main.ts cassandra start)" : ONLY_NAMED.has(short(f)) ? "only when named: needs a 3-node cluster of its own (see its --help)" : ""}`.trimEnd()).join("\n")}
+${all.map((f) => `  ${short(f).padEnd(14)}${NOTES[short(f)] ?? (NEEDS_CASSANDRA.has(short(f)) ? "needs a Cassandra node (bun src/cli/main.ts cassandra start)" : "")}`.trimEnd()).join("\n")}
 Record the figures, the machine and the command in bench/RESULTS.md.`;
 
 // Names and --quick are main's; everything after `--` goes to each benchmark as it is
