@@ -10,6 +10,7 @@ import { tables } from "../dataset/schema.ts";
 import type { CassandraStore } from "./cassandra.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
 import { storeError } from "./retryable.ts";
+import { prepareAhead } from "./cassandra_prepare.ts";
 import { type Lane, RateChooser } from "./connection_choice.ts";
 import { ADAPTIVE_CONNECTIONS, adaptsConnections, cassandraTypes } from "./cassandra_client.ts";
 
@@ -124,7 +125,11 @@ export class CassandraSource implements Source {
     this.#grows = adaptsConnections(store.client);
     this.name = `${store.address} (${dataset})`;
     this.#balanceHosts(); // now, so that requests sent on the same client without this source are balanced too
+    this.prepared = prepareAhead(store.client, this.#cql);
   }
+
+  /** Resolves once the read statement is prepared (started at construction; NOTE [ Racing a statement's preparation ]). */
+  readonly prepared: Promise<void>;
 
   #hosts(): DriverHost[] {
     const hosts = this.#store.client.hosts;

@@ -168,3 +168,27 @@ test("two ingests racing to create one dataset: exactly one schema wins, the oth
     await b.close();
   }
 }, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
+
+test("a Cassandra source prepares its read statement as it is made, before any read asks for it", async () => {
+  const address = testCassandra("cassette_prepare_ahead")!;
+  const { CassandraSource } = await import("../../src/source/cassandra_source.ts");
+  const { ingest } = await import("../../src/dataset/ingest.ts");
+  const { tables } = await import("../../src/dataset/schema.ts");
+  let store = await CassandraStore.open(address);
+  await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "ahead", limit: 2 });
+  await store.close();
+  store = await CassandraStore.open(address); // a new client: nothing prepared yet
+  try {
+    const cql = `SELECT label, data FROM ${store.keyspace}.${tables("ahead").data} WHERE id = ?`;
+    const metadata = store.client.metadata as unknown as { getPreparedInfo(k: string | undefined, q: string): { queryId?: unknown } };
+    const keyspace = (store.client as unknown as { keyspace?: string }).keyspace;
+    const source = new CassandraSource(store, "ahead");
+    await source.prepared;
+    assert.ok(metadata.getPreparedInfo(keyspace, cql).queryId, "the statement is prepared with no read sent");
+    const ids = (await Array.fromAsync(store.scanNat("ahead"))).flat().map((r) => r.id);
+    const got = await new Promise<{ label: number }>((resolve, reject) => source.fetch(ids[0], (e, s) => (e ? reject(e) : resolve(s!))));
+    assert.ok(got.label >= 0 && got.label <= 9, "and a read uses it");
+  } finally {
+    await store.close();
+  }
+}, { skip: NO_CASSANDRA, timeoutMs: 60_000 });
