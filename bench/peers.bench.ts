@@ -48,6 +48,7 @@ import { ingest } from "../src/dataset/ingest.ts";
 import { rng, shuffle } from "../src/plan/rng.ts";
 import { parseStoreAddress } from "../src/source/address.ts";
 import { lineChart } from "../src/observe/svg.ts";
+import type { LoaderStats } from "../src/observe/stats.ts";
 import { type BenchArgs, benchArgs } from "./_lib/args.ts";
 import { startTimelineProxy, type TimelineProxy, wall } from "./read/timeline.ts";
 
@@ -260,18 +261,12 @@ class TreeWatch {
   }
 }
 
-interface Report {
-  samples: number;
-  bytes: number;
+/** What a contender prints: `cassette read --json`'s fields, which the peers share (common.py). */
+type Report = Pick<LoaderStats, "samples" | "bytes" | "samplesPerSec" | "mbPerSec" | "batchMs"> & Partial<Pick<LoaderStats, "waitMs">> & {
   seconds: number;
-  samplesPerSec: number;
-  mbPerSec: number;
-  batchMs: { p50: number; p99: number; max: number };
-  waitMs?: { p50: number; p99: number; max: number };
   batchAtMs?: number[];
-  cpuSeconds?: number;
   [k: string]: unknown;
-}
+};
 
 interface Run {
   contender: string;
