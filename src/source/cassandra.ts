@@ -84,7 +84,9 @@ export class CassandraStore implements Store {
     };
     const client = await openCassandra(address, { ...opts, driver, withoutKeyspace: true });
     racePreparation(client);
-    await warmPools(client);
+    // The pools open while the registry is checked: each costs a few round trips (~0.6 s at
+    // 150 ms), and neither needs the other. warmPools never rejects.
+    const warmed = warmPools(client);
     const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
     let missing: string | undefined;
     try {
@@ -105,9 +107,11 @@ export class CassandraStore implements Store {
         }
       }
     } catch (cause) {
+      await warmed;
       await client.shutdown();
       throw new CassetteError("ERR_STORE", `Cannot ${create ? "prepare" : "check"} keyspace '${a.keyspace}' in ${redact(address)}: ${(cause as Error).message}`, { cause });
     }
+    await warmed;
     if (missing) {
       await client.shutdown();
       throw new CassetteError("ERR_STORE", missing);
