@@ -80,11 +80,21 @@ export async function run(argv: string[]): Promise<number> {
   const idsFile = options.has("ids") ? await readIdsFile(String(options.get("ids"))) : undefined;
   // The device before the store: no adapter is said at once, before any reading.
   const stage = pre && await TensorStage.open(pre);
+  const workers = intOption(options, "read", "workers") ?? 0;
+  const decodeWorkers = intOption(options, "read", "decode-workers");
+  // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
+  // start now, while this thread opens its own source and lists the ids, and the Loader reads
+  // from them once they are open. Until the Loader has them, closing them is this function's.
+  let reading: Promise<ReadSource> | undefined = workers > 0
+    ? open(address, { mode: "read", dataset, workers, decode: decode && { grey }, decodeWorkers, balance })
+    : undefined;
+  reading?.catch(() => {}); // reported where it is awaited
   let source: ReadSource;
   try {
     source = await open(address, { mode: "read", dataset, balance });
   } catch (e) {
     stage?.destroy();
+    await reading?.then((s) => s.close(), () => {});
     throw e;
   }
   let closeSource = true;
@@ -100,14 +110,16 @@ export async function run(argv: string[]): Promise<number> {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${redact(address)} without sample ids as it cannot list them: pass --split FILE (see cassette read --help)`);
     }
     const epochs = intOption(options, "read", "epochs") ?? 1;
-    const workers = intOption(options, "read", "workers") ?? 0;
-    if (workers > 0) {
+    if (reading) {
       closeSource = false;
-      await source.close(); // it listed the ids; each worker opens its own
+      await source.close(); // it listed the ids; the workers read
     }
+    const workerSource = await reading;
+    reading = undefined; // the Loader closes it from here on
     const loader = new Loader({
-      store: workers > 0 ? address : source, dataset, workers, decode: decode && { grey }, ids, order, onError,
-      decodeWorkers: intOption(options, "read", "decode-workers"),
+      // The workers decode where they read: the Loader takes their samples as they come.
+      store: workerSource ?? source, dataset, decode: !workerSource && decode && { grey }, ids, order, onError,
+      decodeWorkers: workerSource ? undefined : decodeWorkers,
       batchSize: intOption(options, "read", "batch") ?? 128,
       prefetch,
       seed: intOption(options, "read", "seed"),
@@ -167,6 +179,7 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     stage?.destroy();
     if (closeSource) await source.close();
+    await reading?.then((s) => s.close(), () => {});
   }
 }
 

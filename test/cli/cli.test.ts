@@ -111,6 +111,13 @@ test("cassette read --step-ms waits after each batch, --series gives each batch'
     const listed = cassette("read", "--store", store, "--dataset", "s", "--ids", join(dir, "ids.txt"), "--json");
     assert.is(listed.code, 0, listed.err);
     assert.is(JSON.parse(listed.out).samples, 4, "the four listed samples, no more");
+    // Read workers open the store while this thread lists the ids (or reads the list), then read.
+    for (const more of [["--ids", join(dir, "ids.txt")], []]) {
+      const w = cassette("read", "--store", store, "--dataset", "s", "--workers", "2", "--decode", "--json", ...more);
+      assert.is(w.code, 0, w.err);
+      const d = JSON.parse(w.out);
+      assert.equal([d.samples, d.workers, d.errors], [more.length ? 4 : 10, 2, 0], `with read workers ${more.join(" ")}`);
+    }
     writeFileSync(join(dir, "bad.txt"), `${some[0]}\nnot-a-uuid\n`);
     const bad = cassette("read", "--store", store, "--dataset", "s", "--ids", join(dir, "bad.txt"));
     assert.is(bad.code, 2, bad.err);
