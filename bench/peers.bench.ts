@@ -319,32 +319,23 @@ async function runOne(c: ContenderSpec, route: Route, setting: string, round: nu
 
 // --- the data ----------------------------------------------------------------------------------
 
-/** Ingests the dataset into the store when it is not there, and returns its sample count. */
-async function ensureDataset(): Promise<number> {
-  const s = await CassandraStore.open(store);
-  try {
-    const have = await s.info(dataset).then((i) => i.count, () => 0);
-    if (have > 0) return have;
-    const source = dataset === "inet" ? join(cache, "imagenet-like") : "idx:/usr/share/datasets/fashion-mnist/";
-    const limit = dataset === "fm10k" ? 5000 : dataset === "fm" ? 1000 : undefined; // per idx split
-    if (dataset === "inet" && !existsSync(source)) throw new Error(`the ImageNet-like set is not at ${source}: make it with bash bench/read/make_imagenet_like.sh`);
-    if (dataset !== "inet" && limit === undefined) throw new Error(`dataset '${dataset}' is not in ${store}: ingest it first (cassette ingest)`);
-    console.log(`ingesting ${dataset} from ${source} into the store…`);
-    await ingest(s, source, { dataset, limit });
-    return (await s.info(dataset)).count;
-  } finally {
-    await s.close();
-  }
-}
-
-// --- the run of the bench ----------------------------------------------------------------------
-
-const stored = await ensureDataset();
-/** The ids every contender reads: all of the dataset's, or --samples of them drawn with a fixed seed. */
-async function chooseIds(): Promise<string> {
+/**
+ * The ids every contender reads, in a file (one a line): all of the dataset's, or --samples of
+ * them drawn with a fixed seed. The dataset is ingested first when the store lacks it.
+ */
+async function prepareIds(): Promise<{ file: string; count: number; stored: number }> {
   const s = await CassandraStore.open(store);
   const ids: string[] = [];
   try {
+    const have = await s.info(dataset).then((i) => i.count, () => 0);
+    if (have === 0) {
+      const source = dataset === "inet" ? join(cache, "imagenet-like") : "idx:/usr/share/datasets/fashion-mnist/";
+      const limit = dataset === "fm10k" ? 5000 : dataset === "fm" ? 1000 : undefined; // per idx split
+      if (dataset === "inet" && !existsSync(source)) throw new Error(`the ImageNet-like set is not at ${source}: make it with bash bench/read/make_imagenet_like.sh`);
+      if (dataset !== "inet" && limit === undefined) throw new Error(`dataset '${dataset}' is not in ${store}: ingest it first (cassette ingest)`);
+      console.log(`ingesting ${dataset} from ${source} into the store…`);
+      await ingest(s, source, { dataset, limit });
+    }
     for await (const page of s.scanNat(dataset)) for (const r of page) ids.push(r.id);
   } finally {
     await s.close();
@@ -353,10 +344,12 @@ async function chooseIds(): Promise<string> {
   const chosen = ids.slice(0, samplesWanted ?? ids.length);
   const file = join(tmpdir(), `cassette-peers-${dataset}-${chosen.length}.ids`);
   writeFileSync(file, chosen.join("\n") + "\n");
-  return file;
+  return { file, count: chosen.length, stored: ids.length };
 }
-const idsFile = await chooseIds();
-const count = readFileSync(idsFile, "utf8").trim().split("\n").length;
+
+// --- the run of the bench ----------------------------------------------------------------------
+
+const { file: idsFile, count, stored } = await prepareIds();
 if (samplesWanted !== undefined && count < samplesWanted) args.fail(`--samples ${samplesWanted}: dataset '${dataset}' holds ${stored}`);
 const node = parseStoreAddress(store);
 if (node.kind !== "cassandra") args.fail(`--store must be a cassandra:// address: current value is ${store}`);

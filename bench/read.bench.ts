@@ -35,6 +35,7 @@ import { tables } from "../src/dataset/schema.ts";
 import { Loader } from "../src/loader.ts";
 import { parseStoreAddress } from "../src/source/address.ts";
 import { lineChart } from "../src/observe/svg.ts";
+import { percentiles } from "../src/observe/stats.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
 import { startTimelineProxy, wall } from "./read/timeline.ts";
 import { type BenchArgs, benchArgs } from "./_lib/args.ts";
@@ -171,13 +172,6 @@ interface Trace {
   /** Index in `batches` where the second epoch starts, and samples read in it. */
   epoch1At: number;
   epoch1Samples: number;
-}
-
-/** p50, p99 and max of batch gaps (ms), by the same rule as LoaderStats.batchMs. */
-function percentiles(gaps: number[]): { p50: number; p99: number; max: number } {
-  const s = gaps.slice().sort((x, y) => x - y);
-  const q = (p: number) => (s.length ? s[Math.min(s.length - 1, Math.floor(p * s.length))] : 0);
-  return { p50: q(0.5), p99: q(0.99), max: s[s.length - 1] ?? 0 };
 }
 
 interface SettingResult {

@@ -75,6 +75,14 @@ def data_table(addr: dict, dataset: str) -> str:
     return f"{addr['keyspace']}.{table_prefix(dataset)}_data_by_uuid"
 
 
+def prepare_read(session, addr: dict, dataset: str):
+    """The one read every peer makes: `SELECT label, data … WHERE id = ?`, prepared, idempotent
+    (the driver may retry it), as cassette's source reads a sample."""
+    stmt = session.prepare(f"SELECT label, data FROM {data_table(addr, dataset)} WHERE id = ?")
+    stmt.is_idempotent = True
+    return stmt
+
+
 def connect(addr: dict):
     """A cluster and session for one process: token-aware over the local DC, at LOCAL_ONE, as
     cassette reads by default."""

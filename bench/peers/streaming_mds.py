@@ -60,7 +60,7 @@ import time
 import uuid
 from urllib.parse import urlparse
 
-from common import Clock, add_run_args, add_store_args, connect, data_table, emit, epoch_ids, parse_address, redact, run_main
+from common import Clock, add_run_args, add_store_args, connect, emit, epoch_ids, parse_address, prepare_read, redact, run_main
 
 MARKER = "cassette.json"  # beside index.json: which ids the shards hold
 
@@ -110,8 +110,7 @@ def write(a: argparse.Namespace) -> int:
     cluster, session = connect(addr)
     samples = nbytes = 0
     try:
-        stmt = session.prepare(f"SELECT label, data FROM {data_table(addr, a.dataset)} WHERE id = ?")
-        stmt.is_idempotent = True
+        stmt = prepare_read(session, addr, a.dataset)
         columns = {"id": "str", "label": "int", "jpeg": "bytes"}
         size = {"size_limit": a.shard_bytes} if a.shard_bytes else {}  # default: Streaming's 64 MiB
         with MDSWriter(out=out, columns=columns, **size) as writer:  # no compression

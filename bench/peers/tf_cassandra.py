@@ -68,7 +68,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import numpy as np
 import tensorflow as tf
 
-from common import FM_MEAN, FM_STD, IN_MEAN, IN_SIZE, IN_STD, Clock, add_common_args, connect, data_table, emit, epoch_ids, parse_address, run_main
+from common import FM_MEAN, FM_STD, IN_MEAN, IN_SIZE, IN_STD, Clock, add_common_args, connect, emit, epoch_ids, parse_address, prepare_read, run_main
 
 
 class MissingSample(LookupError):
@@ -83,8 +83,7 @@ class Fetcher:
 
     def __init__(self, addr: dict, dataset: str):
         self.cluster, self.session = connect(addr)
-        self.stmt = self.session.prepare(f"SELECT label, data FROM {data_table(addr, dataset)} WHERE id = ?")
-        self.stmt.is_idempotent = True
+        self.stmt = prepare_read(self.session, addr, dataset)
         self.error: BaseException | None = None  # the first failure, re-raised by main as itself
         self._lock = threading.Lock()
         self.in_flight = self.max_in_flight = 0

@@ -48,7 +48,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from common import IN_MEAN, IN_SIZE, IN_STD, Clock, add_common_args, connect, data_table, emit, epoch_ids, fm_array, parse_address, run_main
+from common import IN_MEAN, IN_SIZE, IN_STD, Clock, add_common_args, connect, emit, epoch_ids, fm_array, parse_address, prepare_read, run_main
 
 
 # --- the training tensor --------------------------------------------------------------------
@@ -98,8 +98,7 @@ class CassandraSamples(Dataset):
         if self._pid == os.getpid():
             return
         self._cluster, self._session = connect(self.addr)
-        self._stmt = self._session.prepare(f"SELECT label, data FROM {data_table(self.addr, self.dataset)} WHERE id = ?")
-        self._stmt.is_idempotent = True
+        self._stmt = prepare_read(self._session, self.addr, self.dataset)
         self._transform = fm_tensor if self.tensor == "fm" else imagenet_transform()
         self._pid = os.getpid()
 

@@ -5,6 +5,7 @@ import { datasetNeeded, open } from "../read/open.ts";
 import type { ReadSource, Sample } from "../read/sample.ts";
 import { redact } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
+import { percentiles } from "../observe/stats.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import type { Batch } from "../assemble/batch.ts";
@@ -142,7 +143,7 @@ export async function run(argv: string[]): Promise<number> {
           series?.push(Math.round((runtime.now() - t0) * 100) / 100);
           // A training step that does not hold the loader's thread (as the peers' --step-ms).
           if (stepMs > 0) await new Promise((r) => setTimeout(r, stepMs));
-          bar.update((n += b.ids.length), `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+          bar.update((n += b.ids.length), () => `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
         }
         bar.done();
       }
@@ -255,14 +256,12 @@ class TensorStage {
   }
 
   report(seconds: number) {
-    const sorted = this.#batchMs.slice().sort((a, b) => a - b);
-    const q = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
     const o = this.#req.options;
     return {
       images: this.#images, tensorShape: this.#shape, layout: o.layout ?? "nchw", dtype: "f32",
       crop: o.crop, flip: o.flip, mean: o.mean, std: o.std, seed: o.seed, readback: this.#req.readback,
       seconds: this.#ms / 1000, share: seconds > 0 ? this.#ms / 1000 / seconds : 0,
-      batchMs: { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 },
+      batchMs: percentiles(this.#batchMs),
       adapter: this.#adapter, dump: this.#dump,
     };
   }

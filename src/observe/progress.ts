@@ -6,7 +6,8 @@
 import { runtime } from "../../runtime-adapters/index.ts";
 
 export interface Progress {
-  update(done: number, extra?: string): void;
+  /** `extra` may be a function: it is called only when the line is drawn (a hot loop need not build it each time). */
+  update(done: number, extra?: string | (() => string)): void;
   done(extra?: string): void;
 }
 
@@ -16,7 +17,8 @@ export function progress(label: string, total: number, quiet = false, startedAt 
   const tty = !!err?.isTTY;
   const t0 = startedAt;
   let lastDecile = -1, lastDraw = 0, last = "";
-  const line = (done: number, extra = "") => {
+  const line = (done: number, more: string | (() => string) = "") => {
+    const extra = typeof more === "function" ? more() : more;
     const s = (runtime.now() - t0) / 1000;
     const rate = done / Math.max(s, 1e-9);
     const eta = rate > 0 && total > done ? ` · ETA ${fmtTime((total - done) / rate)}` : "";

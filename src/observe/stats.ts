@@ -142,8 +142,8 @@ export class StatsRecorder {
   }
 }
 
-/** p50, p99 and max of `values` (nearest rank below; zeros when empty). */
-function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
+/** p50, p99 and max of `values` (nearest rank below; zeros when empty): the rule of LoaderStats.batchMs. */
+export function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
   const sorted = values.slice().sort((a, b) => a - b);
   const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
   return { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 };
