@@ -1,0 +1,173 @@
+/**
+ * CPU crops and resizes for per-sample transforms (transforms/random_resized_crop.ts): a
+ * bilinear resize of one rectangle of an image, and the random box of torchvision's
+ * RandomResizedCrop. The GPU does the same on a batch (src/gpu/pack.ts plans the boxes);
+ * this is for transforms that run where the decoding runs, before anything reaches a GPU.
+ *
+ * @example
+ * ```ts
+ * import { randomCropBox, resizeBilinear } from "./crop.ts";
+ * const src = { width: 4, height: 2, channels: 1 as const, data: Uint8Array.of(0, 10, 20, 30, 40, 50, 60, 70), orientation: 1 };
+ * const half = resizeBilinear(src, 0, 0, 4, 2, 2, 1);
+ * console.assert(half.data[0] === 25 && half.data[1] === 45);
+ * const box = randomCropBox(640, 480, Math.random);
+ * console.assert(box.x >= 0 && box.x + box.w <= 640 && box.y + box.h <= 480);
+ * ```
+ */
+import { CassetteError } from "../errors.ts";
+import { describe, type Image } from "./decoder.ts";
+
+/** A rectangle in pixels: left, top, width, height. */
+export interface CropBox {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+
+/**
+ * The rectangle (x0, y0, w, h) of `src`, resized to outW × outH by bilinear interpolation,
+ * as torchvision's `resized_crop` on a uint8 tensor does without antialias: the crop first,
+ * then half-pixel centres (output pixel o samples the crop at (o + ½)·w/outW − ½, PyTorch's
+ * align_corners=False), coordinates clamped to the crop's edges, rounded to the nearest value.
+ * Downscaling by more than 2 skips source pixels (no antialias): decode at a reduced scale
+ * first where that matters (transforms/random_resized_crop.ts does).
+ */
+export function resizeBilinear(src: Image, x0: number, y0: number, w: number, h: number, outW: number, outH: number): Image {
+  checkImage(src);
+  const W = src.width, H = src.height, C = src.channels;
+  checkInt("x0", x0, 0, W - 1);
+  checkInt("y0", y0, 0, H - 1);
+  checkInt("w", w, 1, W - x0);
+  checkInt("h", h, 1, H - y0);
+  checkInt("outW", outW, 1, 1 << 16);
+  checkInt("outH", outH, 1, 1 << 16);
+  // Per output column: the two source samples' byte offsets within a row and the right one's
+  // weight, computed once rather than per pixel (outH rows share them).
+  const xa = new Int32Array(outW), xb = new Int32Array(outW), fx = new Float64Array(outW);
+  axis(x0, w, outW, (o, a, b, f) => {
+    xa[o] = a * C;
+    xb[o] = b * C;
+    fx[o] = f;
+  });
+  const ya = new Int32Array(outH), yb = new Int32Array(outH), fy = new Float64Array(outH);
+  axis(y0, h, outH, (o, a, b, f) => {
+    ya[o] = a * W * C;
+    yb[o] = b * W * C;
+    fy[o] = f;
+  });
+  const s = src.data;
+  const out = new Uint8Array(outW * outH * C);
+  let k = 0;
+  for (let oy = 0; oy < outH; oy++) {
+    const r0 = ya[oy], r1 = yb[oy], wy = fy[oy];
+    for (let ox = 0; ox < outW; ox++) {
+      const a = r0 + xa[ox], b = r0 + xb[ox], c = r1 + xa[ox], d = r1 + xb[ox], wx = fx[ox];
+      for (let ch = 0; ch < C; ch++) {
+        const top = s[a + ch] + (s[b + ch] - s[a + ch]) * wx;
+        const bottom = s[c + ch] + (s[d + ch] - s[c + ch]) * wx;
+        // Values lie in [0, 255], so + ½ and truncation round to nearest (halves up).
+        out[k++] = top + (bottom - top) * wy + 0.5;
+      }
+    }
+  }
+  return { width: outW, height: outH, channels: C, data: out, orientation: src.orientation };
+}
+
+/**
+ * For each output index along one axis: the two source indices (absolute) and the weight of
+ * the second. A position before the first sample centre is clamped to it (PyTorch's
+ * area_pixel_compute_source_index clamps negatives to 0); past the last, both taps are the last.
+ */
+function axis(start: number, len: number, outLen: number, each: (o: number, a: number, b: number, f: number) => void): void {
+  const step = len / outLen;
+  for (let o = 0; o < outLen; o++) {
+    const t = Math.max(0, (o + 0.5) * step - 0.5);
+    const i = Math.min(Math.floor(t), len - 1);
+    const j = Math.min(i + 1, len - 1);
+    each(o, start + i, start + j, i === j ? 0 : t - i);
+  }
+}
+
+/**
+ * torchvision's RandomResizedCrop box (`get_params`), from its documented behaviour: up to ten
+ * tries of an area drawn uniformly from `scale` (fractions of the image's area) and an aspect
+ * ratio (width / height) drawn log-uniformly from `ratio`, sides rounded as Python's round();
+ * the first that fits is placed uniformly at random. When none fits, the whole image, cut to
+ * the nearest ratio bound if its own ratio is outside `ratio` (but never under 1 pixel, where
+ * torchvision would give 0), centred.
+ */
+export function randomCropBox(
+  width: number,
+  height: number,
+  random: () => number,
+  scale: readonly [number, number] = [0.08, 1],
+  ratio: readonly [number, number] = [3 / 4, 4 / 3],
+): CropBox {
+  checkInt("width", width, 1, Number.MAX_SAFE_INTEGER);
+  checkInt("height", height, 1, Number.MAX_SAFE_INTEGER);
+  if (typeof random !== "function") {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot pick a crop as 'random' must be a function: current value is ${show(random)}`);
+  }
+  checkRange("scale", scale, 1);
+  checkRange("ratio", ratio, Infinity);
+  const area = width * height;
+  const lo = Math.log(ratio[0]), hi = Math.log(ratio[1]);
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const target = area * (scale[0] + random() * (scale[1] - scale[0]));
+    const aspect = Math.exp(lo + random() * (hi - lo));
+    const w = roundHalfEven(Math.sqrt(target * aspect));
+    const h = roundHalfEven(Math.sqrt(target / aspect));
+    if (w > 0 && h > 0 && w <= width && h <= height) {
+      const y = Math.floor(random() * (height - h + 1));
+      const x = Math.floor(random() * (width - w + 1));
+      return { x, y, w, h };
+    }
+  }
+  let w = width, h = height;
+  if (width / height < ratio[0]) h = roundHalfEven(width / ratio[0]);
+  else if (width / height > ratio[1]) w = roundHalfEven(height * ratio[1]);
+  w = Math.max(1, Math.min(width, w));
+  h = Math.max(1, Math.min(height, h));
+  return { x: Math.floor((width - w) / 2), y: Math.floor((height - h) / 2), w, h };
+}
+
+/** Python's round(), which get_params uses: halves go to the even neighbour. */
+function roundHalfEven(x: number): number {
+  const r = Math.round(x);
+  return x % 1 === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+function checkImage(src: Image): void {
+  const ok = typeof src === "object" && src !== null && Number.isInteger(src.width) && Number.isInteger(src.height) &&
+    src.width > 0 && src.height > 0 && [1, 2, 3, 4].includes(src.channels) && src.data instanceof Uint8Array &&
+    src.data.length === src.width * src.height * src.channels;
+  if (!ok) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot resize as 'src' must be an image (width, height, channels 1…4, data of width × height × channels bytes): current value is ${show(src)}`);
+  }
+}
+
+function checkInt(name: string, x: number, lo: number, hi: number): void {
+  if (!Number.isInteger(x) || x < lo || x > hi) {
+    const what = name === "width" || name === "height" ? "pick a crop" : "resize";
+    const range = hi === Number.MAX_SAFE_INTEGER ? `an integer ≥ ${lo}` : `an integer in [${lo}, ${hi}]`;
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as '${name}' must be ${range}: current value is ${show(x)}`);
+  }
+}
+
+/** `[lo, hi]` with 0 < lo ≤ hi ≤ max, finite. */
+function checkRange(name: string, r: readonly [number, number], max: number): void {
+  const ok = Array.isArray(r) && r.length === 2 && r.every((v) => typeof v === "number" && Number.isFinite(v)) &&
+    r[0] > 0 && r[0] <= r[1] && r[1] <= max;
+  if (!ok) {
+    const bound = max === Infinity ? "0 < lo ≤ hi" : `0 < lo ≤ hi ≤ ${max}`;
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot pick a crop as '${name}' must be [lo, hi] with ${bound}: current value is ${show(r)}`);
+  }
+}
+
+/** A value as a message shows it: numbers and pairs as written, others by type. */
+export function show(x: unknown): string {
+  if (typeof x === "number") return String(x);
+  if (Array.isArray(x) && x.length <= 4) return `[${x.map(show).join(", ")}]`;
+  return describe(x);
+}
