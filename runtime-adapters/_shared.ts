@@ -76,3 +76,19 @@ export function webWorkerScope() {
 export function toPath(p: string | URL): string {
   return typeof p === "string" ? p : decodeURIComponent(p.pathname);
 }
+
+/**
+ * The machine's CPU time so far, summed over its cores (node:os, which all three runtimes
+ * offer): the decode pool's scaler reads idle cores from the difference of two calls. Zero
+ * totals where the runtime does not report times (the scaler then goes by its workers' own use).
+ */
+export function cpuTimes(): { cores: number; idleMs: number; totalMs: number } {
+  const { cpus } = (globalThis as any).process.getBuiltinModule("node:os");
+  const list = cpus() as { times: Record<string, number> }[];
+  let idleMs = 0, totalMs = 0;
+  for (const c of list) {
+    for (const k in c.times) totalMs += c.times[k];
+    idleMs += c.times.idle;
+  }
+  return { cores: Math.max(1, list.length), idleMs, totalMs };
+}

@@ -4,7 +4,7 @@
  * measured on our kernels (README, "WebGPU backends"; bench/gpu_backend.bench.ts).
  */
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
+import { cpuTimes, nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuBackend, GpuRequest, Runtime } from "./runtime.ts";
 
 let dawn: Promise<GPU> | undefined;
@@ -47,6 +47,7 @@ export const deno: Runtime = {
   readFile: (p) => Deno.readFile(p),
   writeFile: (p, d) => Deno.writeFile(p, d),
   now: () => performance.now(),
+  cpuTimes,
   args: () => [...Deno.args],
   cwd: () => Deno.cwd(),
   env: (n) => Deno.env.get(n),

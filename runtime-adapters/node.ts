@@ -3,7 +3,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { Worker as NodeWorker, parentPort } from "node:worker_threads";
 import process from "node:process";
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { nodeSqlite } from "./_shared.ts";
+import { cpuTimes, nodeSqlite } from "./_shared.ts";
 import type { GpuRequest, Runtime, WorkerHandle } from "./runtime.ts";
 
 let dawn: Promise<GPU> | undefined;
@@ -50,6 +50,7 @@ export const node: Runtime = {
   readFile: async (p) => new Uint8Array(await readFile(p)),
   writeFile: (p, d) => writeFile(p, d),
   now: () => performance.now(),
+  cpuTimes,
   args: () => process.argv.slice(2),
   cwd: () => process.cwd(),
   env: (n) => process.env[n],

@@ -68,6 +68,8 @@ export interface Runtime {
   writeFile(path: string | URL, data: Uint8Array): Promise<void>;
   /** Monotonic milliseconds (never goes back when the wall clock is set). */
   now(): number;
+  /** CPU time of the whole machine so far, summed over its cores (zeros where the runtime does not say). */
+  cpuTimes(): { cores: number; idleMs: number; totalMs: number };
   /** Command-line arguments after the script. */
   args(): string[];
   cwd(): string;

@@ -1,19 +1,36 @@
 /**
- * A pool of decode workers, one wasm JPEG decoder in each: the decode stage off the loader's
- * thread, as an AsyncDecoder (decoder.ts). Input bytes
- * are transferred to a worker, not copied, and pixels are transferred back. Results come in
- * the order decodes *finish*: a slow image never holds back the ones behind it, which is
- * what the loader's ready-order assembler wants.
+ * A pool of decode workers, one wasm decoder (and, when given, one transform module) in each:
+ * the CPU stage of a sample off the loader's thread. Results come in the order jobs *finish*:
+ * a slow image never holds back the ones behind it, which is what the ready-order assembler
+ * wants. Two things make that hold when per-sample cost is heavy-tailed (MINATOLoader,
+ * ../shared/papers/minatoloader-2026.txt §4), and one sizes the pool:
  *
- *   decode(bytes) ─► queue ─► worker with the fewest jobs in flight (≤ perWorker each)
- *                               │ postMessage(bytes, [bytes.buffer])
- *                               ▼
- *                  worker: jpeg.decode ─► postMessage(image, [image.data.buffer])
- *                               │
- *                  promise of that job resolves; the next queued job goes to that worker
+ *   decode/prepare ─► queue ─► worker with the fewest jobs in flight (≤ perWorker each)
+ *                                │ claims[slot] = job id           (SharedArrayBuffer)
+ *                                ▼
+ *             worker: claim (id → RUNNING), stamp its start ─► decode ─► transform ─► reply
  *
- * Two jobs in flight per worker hide the message round trip: the worker starts the next
- * image while the main thread handles the previous result.
+ * NOTE [ Slow lane ]: a job running longer than the deadline (learned online, below) puts its
+ * worker in the slow lane: the worker keeps running it in the background (JavaScript cannot
+ * preempt a synchronous function, and its work would be lost), gets no new jobs until it is
+ * done, and the jobs queued behind it that it has not started are taken back (their claim
+ * swapped id → 0 before the worker can swap it id → RUNNING: exactly one side wins) and go to
+ * the other workers. The sample joins a later batch when it finishes; the ledger
+ * (src/schedule/ledger.ts) still counts it once. The deadline is the p75 of the last 256 jobs'
+ * times, as the paper starts with; when most samples moved were not really slow (over half
+ * finished within twice the deadline: a skewed but light tail) it falls back to p90, and goes
+ * back once under a fifth are (the paper's fallback, made a rule). It is never under 1 ms (the
+ * check runs on a timer) and is not applied before 32 jobs are measured: every sample is
+ * assumed fast at first.
+ *
+ * NOTE [ Worker scaling ]: with `autoscale`, every 250 ms the pool looks at the last period and
+ * grows by one worker when jobs waited unsent the whole period, the consumer waited for
+ * batches (`demand()`; assumed when no consumer reports) and at least half a core was idle;
+ * it shrinks by one when over one worker's worth of its time was idle for two periods, or when
+ * the machine has under a quarter core idle while the consumer did not wait (the workers
+ * outrun training and take its CPU: on a CPU WebGPU adapter training runs on these cores).
+ * Bounds `minWorkers` … `maxWorkers` (default 1 … cores). A worker in the slow lane does not
+ * count as serving: one more may be started beside it, within the bound.
  *
  * @example
  * ```ts
@@ -31,27 +48,50 @@
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { entryUrl } from "../util/entry_url.ts";
-import type { AsyncDecoder } from "./decoder.ts";
+import type { AsyncDecoder, DecodeOptions, Image } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 
-/** Message to a worker (worker.ts). */
+/** Message to a worker (worker.ts): the set-up, once, then jobs. */
+export type PoolMessage =
+  | { t: "setup"; index: number; claims: SharedArrayBuffer; base: number; transform?: { url: string; options?: unknown }; seed: number }
+  | DecodeRequest;
+
 export interface DecodeRequest {
+  t?: undefined;
   id: number;
+  /** Claim slot, or -1: a job that cannot be taken back (its input was the caller's, transferred). */
+  slot: number;
   bytes: Uint8Array;
   options?: JpegDecodeOptions;
+  /** Decode the bytes (default true); false: the transform gets the bytes only. */
+  decode?: boolean;
+  /** For the transform: the sample's id and label. */
+  sample?: { id: string; label: number };
 }
 
 /** Message from a worker. */
 export type DecodeReply =
-  | { id: number; ok: true; image: JpegImage }
-  | { id: number; ok: false; error: { name: string; code?: string; reason?: string; offset?: number; message: string } };
+  | { id: number; ok: true; image?: JpegImage; ms: number }
+  | { id: number; ok: false; error: { name: string; code?: string; reason?: string; offset?: number; message: string }; ms: number };
 
 export interface DecodePoolOptions {
-  /** Workers (default: 2). */
+  /** Workers to start with (default 2; with `autoscale`, default min(2, maxWorkers)). */
   workers?: number;
+  /** Resize between minWorkers and maxWorkers as NOTE [ Worker scaling ] says (default false: a fixed pool). */
+  autoscale?: boolean;
+  /** Default 1. */
+  minWorkers?: number;
+  /** Default: the machine's cores. */
+  maxWorkers?: number;
   /** Jobs sent ahead to each worker (default 2). */
   perWorker?: number;
+  /** Move slow jobs' followers to other workers: NOTE [ Slow lane ] (default true). */
+  slowLane?: boolean;
+  /** A transform module each worker loads (src/decode/transform.ts): its URL and options. */
+  transform?: { url: string; options?: unknown };
+  /** Seeds each worker's `ctx.random` (with its index). */
+  seed?: number;
   /** The worker entry (default: worker.ts beside this file, or decode/worker.js in the bundle). */
   workerUrl?: URL;
 }
@@ -68,55 +108,166 @@ export interface DecodeResult<J extends DecodeJob> {
   error?: Error;
 }
 
+/** A sample's CPU stage: decode (unless `decode: false`) and the pool's transform. */
+export interface PrepareJob {
+  /** Kept by the caller: the pool sends a copy, and keeps this one to send again if the job is taken back. */
+  bytes: Uint8Array;
+  options?: DecodeOptions;
+  decode?: boolean;
+  id: string;
+  label: number;
+}
+
+/** One scaling period: what the rule saw (NOTE [ Worker scaling ]) and what it did. */
+export interface ScalePeriod {
+  /** ms since the pool started. */
+  t: number;
+  /** Serving workers wanted before and after. */
+  workers: number;
+  to: number;
+  /** Jobs waited unsent the whole period. */
+  backlog: boolean;
+  /** The consumer's share of the period spent waiting for batches (1 when no consumer reports). */
+  waited: number;
+  idleCores: number;
+  /** Serving workers' worth of time not spent on jobs. */
+  idleWorkers: number;
+  /** A consumer reports its waits (`demand`). */
+  consumer: boolean;
+}
+
+/** The pool's figures (`Loader.stats().prepare`). */
+export interface PoolStats {
+  /** Workers now (serving or in the slow lane). */
+  workers: number;
+  /** [ms since the pool started, workers] at each change. */
+  history: [number, number][];
+  jobs: number;
+  /** Jobs that ran past the deadline (their worker went to the slow lane). */
+  slowLane: number;
+  /** Jobs taken back from a worker in the slow lane and sent to another. */
+  stolen: number;
+  /** The deadline now, in ms (Infinity while still learning). */
+  thresholdMs: number;
+  /** The percentile it is taken at: 75, or 90 after the fallback. */
+  percentile: 75 | 90;
+  /** Job time p50/p99/max over the last 256 jobs, in ms. */
+  jobMs: { p50: number; p99: number; max: number };
+  /** The last scaling periods (with `autoscale`; at most 400). */
+  periods: ScalePeriod[];
+}
+
 interface Pending {
   id: number;
   req: DecodeRequest;
   transfer: ArrayBuffer[];
-  resolve: (img: JpegImage) => void;
+  /** The caller's bytes, to send again when taken back (prepare); undefined: not stealable. */
+  keep?: Uint8Array;
+  resolve: (img: JpegImage | undefined) => void;
   reject: (e: Error) => void;
 }
 
 interface Slot {
+  index: number;
   worker: WorkerHandle;
+  /** In send order: the first unanswered one is the one it runs. */
   inFlight: Map<number, Pending>;
+  ready: boolean;
+  /** Running a job past the deadline: gets no jobs until that one answers. */
+  slowJob?: number;
+  /** Being retired: gets no jobs, stops once it has answered its own. */
+  retiring?: boolean;
+  /** Busy ms answered since the last scaling period. */
+  busyMs: number;
 }
 
 const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./worker.ts", "decode/worker.js");
+/** Claim slots: two Int32 each, [claim, start ms since base]. More than jobs ever sent ahead at once. */
+const SLOTS = 4096;
+export const RUNNING = -1;
+const WINDOW = 256, WARMUP = 32, FLOOR_MS = 1, PERIOD_MS = 250;
 
-/** Starts `workers` decode workers and resolves when each has its decoder instantiated. */
+/** Starts the workers and resolves when each has its decoder (and transform) loaded. */
 export async function createDecodePool(options: DecodePoolOptions = {}): Promise<JpegDecodePool> {
   const pool = new JpegDecodePool(options);
-  await pool.ready;
+  try {
+    await pool.ready;
+  } catch (e) {
+    pool.close();
+    throw e;
+  }
   return pool;
 }
 
 export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage> {
   readonly format = "jpeg";
   readonly async = true;
-  readonly size: number;
   readonly ready: Promise<void>;
   readonly #perWorker: number;
   readonly #url: URL;
   readonly #slots: Slot[] = [];
   readonly #queue: Pending[] = [];
+  readonly #claims = new Int32Array(new SharedArrayBuffer(SLOTS * 2 * 4));
+  readonly #free: number[] = [];
+  readonly #base = Math.floor(performance.timeOrigin + performance.now());
+  readonly #o: DecodePoolOptions;
+  readonly #lanes: boolean;
+  readonly #min: number;
+  readonly #max: number;
+  #target: number;
   #nextId = 1;
+  #nextIndex = 0;
   #closed = false;
+  // The deadline: recent job times, and how the samples moved turned out.
+  readonly #times = new Float64Array(WINDOW);
+  #timesN = 0;
+  #deadline = Infinity;
+  #p: 75 | 90 = 75;
+  #moved = 0;
+  #movedFalse = 0;
+  #check?: ReturnType<typeof setInterval>;
+  // Scaling.
+  #period?: ReturnType<typeof setInterval>;
+  #periodStart = 0;
+  #cpu = runtime.cpuTimes();
+  #backlogAllPeriod = true;
+  #waitMs = 0;
+  #consumerSeen = false;
+  #idlePeriods = 0;
+  readonly #history: [number, number][] = [];
+  readonly #periods: ScalePeriod[] = [];
+  #jobs = 0;
+  #slowLane = 0;
+  #stolen = 0;
 
   constructor(options: DecodePoolOptions = {}) {
-    const n = options.workers ?? 2;
-    if (!Number.isInteger(n) || n < 1) {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot start a decode pool as 'workers' must be a positive integer: current value is ${n}`);
-    }
-    const per = options.perWorker ?? 2;
-    if (!Number.isInteger(per) || per < 1) {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot start a decode pool as 'perWorker' must be a positive integer: current value is ${per}`);
-    }
-    this.size = n;
+    const bad = (why: string): never => {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot start a decode pool as ${why}`);
+    };
+    const o = this.#o = options;
+    const cores = runtime.cpuTimes().cores;
+    this.#min = o.minWorkers ?? 1;
+    this.#max = o.maxWorkers ?? Math.max(this.#min, cores);
+    if (!Number.isInteger(this.#min) || this.#min < 1) bad(`'minWorkers' must be a positive integer: current value is ${o.minWorkers}`);
+    if (!Number.isInteger(this.#max) || this.#max < this.#min) bad(`'maxWorkers' must be an integer ≥ minWorkers (${this.#min}): current value is ${o.maxWorkers}`);
+    const n = o.workers ?? (o.autoscale ? Math.max(this.#min, Math.min(2, this.#max)) : 2);
+    if (!Number.isInteger(n) || n < 1) bad(`'workers' must be a positive integer: current value is ${n}`);
+    const per = o.perWorker ?? 2;
+    if (!Number.isInteger(per) || per < 1) bad(`'perWorker' must be a positive integer: current value is ${per}`);
     this.#perWorker = per;
-    this.#url = options.workerUrl ?? DEFAULT_WORKER_URL;
+    this.#lanes = o.slowLane ?? true;
+    this.#url = o.workerUrl ?? DEFAULT_WORKER_URL;
+    for (let s = SLOTS - 1; s >= 0; s--) this.#free.push(s);
+    this.#target = n;
     const readies: Promise<void>[] = [];
     for (let i = 0; i < n; i++) readies.push(this.#spawn());
+    this.#record();
     this.ready = Promise.all(readies).then(() => undefined);
+  }
+
+  /** Workers now (serving, in the slow lane, or retiring). */
+  get size(): number {
+    return this.#slots.length;
   }
 
   /** Jobs queued or in flight. */
@@ -127,10 +278,14 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   }
 
   #spawn(): Promise<void> {
+    const index = this.#nextIndex++;
     const worker = runtime.spawnWorker(this.#url);
-    const slot: Slot = { worker, inFlight: new Map() };
+    const slot: Slot = { index, worker, inFlight: new Map(), ready: false, busyMs: 0 };
     this.#slots.push(slot);
-    return new Promise<void>((resolve, reject) => {
+    worker.postMessage({
+      t: "setup", index, claims: this.#claims.buffer as SharedArrayBuffer, base: this.#base, transform: this.#o.transform, seed: this.#o.seed ?? 0,
+    } satisfies PoolMessage);
+    const started = new Promise<void>((resolve, reject) => {
       worker.onerror = (err) => {
         reject(err);
         this.#lost(slot, err);
@@ -138,18 +293,54 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
       worker.onmessage = (ev) => {
         const msg = ev.data as DecodeReply | { ready: boolean; message?: string };
         if ("ready" in msg) {
-          if (msg.ready) resolve();
-          else reject(new CassetteError("ERR_RUNTIME", `Cannot start a decode worker as its decoder failed to load: ${msg.message}`));
+          if (msg.ready) {
+            slot.ready = true;
+            resolve();
+            this.#pump();
+          } else {
+            const err = new CassetteError("ERR_RUNTIME", `Cannot start a decode worker: ${msg.message}`);
+            reject(err);
+            this.#retire(slot, true);
+            // Nothing will serve the queue if no worker can start (a transform module that does not load).
+            if (this.#slots.every((s) => !s.ready)) for (const job of this.#queue.splice(0)) job.reject(err);
+          }
           return;
         }
-        const job = slot.inFlight.get(msg.id);
-        if (!job) return;
-        slot.inFlight.delete(msg.id);
-        if (msg.ok) job.resolve(msg.image);
-        else job.reject(reviveError(msg.error));
-        this.#pump();
+        this.#answered(slot, msg);
       };
     });
+    started.catch(() => {});
+    return started;
+  }
+
+  #answered(slot: Slot, msg: DecodeReply): void {
+    const job = slot.inFlight.get(msg.id);
+    if (!job) return;
+    slot.inFlight.delete(msg.id);
+    this.#release(job);
+    slot.busyMs += msg.ms;
+    this.#jobs++;
+    this.#learn(msg.ms);
+    if (slot.slowJob === msg.id) {
+      slot.slowJob = undefined;
+      this.#moved++;
+      if (msg.ms < 2 * this.#deadline) this.#movedFalse++;
+      this.#adjustPercentile();
+      // A spare started beside it is now one too many.
+      if (this.#serving() > this.#target) this.#retireOne();
+    }
+    if (msg.ok) job.resolve(msg.image);
+    else job.reject(reviveError(msg.error));
+    if (slot.retiring && slot.inFlight.size === 0) this.#retire(slot, true);
+    this.#pump();
+  }
+
+  #release(job: Pending): void {
+    const s = job.req.slot;
+    if (s < 0) return;
+    Atomics.store(this.#claims, s * 2, 0);
+    this.#free.push(s);
+    job.req.slot = -1;
   }
 
   /** A worker died: fail its jobs (their input was transferred to it) and start another. */
@@ -159,10 +350,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     this.#slots.splice(i, 1);
     slot.worker.terminate();
     for (const job of slot.inFlight.values()) {
+      this.#release(job);
       job.reject(new CassetteError("ERR_RUNTIME", `Cannot decode job ${job.id} as its worker stopped: ${err.message}`, { cause: err }));
     }
     slot.inFlight.clear();
-    if (!this.#closed) this.#spawn().then(() => this.#pump(), () => {});
+    if (!this.#closed && slot.ready) this.#spawn().then(() => this.#pump(), () => {});
   }
 
   /**
@@ -170,15 +362,27 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
    * empty) when the view spans the whole buffer; otherwise that part is copied first.
    */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): Promise<JpegImage> {
-    if (this.#closed) return Promise.reject(new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed"));
     if (!(bytes instanceof Uint8Array)) {
       return Promise.reject(new CassetteError("ERR_INVALID_OPTION", `Cannot decode as the input must be a Uint8Array: current value is ${typeof bytes}`));
     }
     const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
     const sent = own ? bytes : bytes.slice();
-    return new Promise<JpegImage>((resolve, reject) => {
-      const id = this.#nextId++;
-      this.#queue.push({ id, req: { id, bytes: sent, options }, transfer: [sent.buffer as ArrayBuffer], resolve, reject });
+    return this.#enqueue({ id: 0, slot: -1, bytes: sent, options }, undefined) as Promise<JpegImage>;
+  }
+
+  /**
+   * A sample's CPU stage in a worker: its pixels (unless `decode: false`) through the pool's
+   * transform. The caller keeps `bytes`; the job can be taken back from a slow worker.
+   */
+  prepare(job: PrepareJob): Promise<Image | undefined> {
+    return this.#enqueue({ id: 0, slot: -1, bytes: job.bytes, options: job.options, decode: job.decode, sample: { id: job.id, label: job.label } }, job.bytes);
+  }
+
+  #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | undefined> {
+    if (this.#closed) return Promise.reject(new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed"));
+    return new Promise((resolve, reject) => {
+      const id = req.id = this.#newId();
+      this.#queue.push({ id, req, transfer: keep ? [] : [req.bytes.buffer as ArrayBuffer], keep, resolve, reject });
       this.#pump();
     });
   }
@@ -226,18 +430,211 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #pump(): void {
     while (this.#queue.length > 0) {
       let best: Slot | null = null;
-      for (const s of this.#slots) if (s.inFlight.size < this.#perWorker && (!best || s.inFlight.size < best.inFlight.size)) best = s;
-      if (!best) return;
+      for (const s of this.#slots) {
+        if (!s.ready || s.slowJob !== undefined || s.retiring || s.inFlight.size >= this.#perWorker) continue;
+        if (!best || s.inFlight.size < best.inFlight.size) best = s;
+      }
+      if (!best) break;
       const job = this.#queue.shift()!;
+      if (job.keep) {
+        // A copy goes (transferred); the kept bytes can be sent again if the job is taken back.
+        const copy = job.keep.slice();
+        job.req.bytes = copy;
+        job.transfer = [copy.buffer];
+        if (this.#lanes && this.#free.length > 0) {
+          const s = job.req.slot = this.#free.pop()!;
+          Atomics.store(this.#claims, s * 2, job.id);
+        }
+      }
       best.inFlight.set(job.id, job);
       best.worker.postMessage(job.req, job.transfer);
     }
+    if (this.#queue.length === 0) this.#backlogAllPeriod = false;
+    this.#timers();
+  }
+
+  /** The lane check runs while jobs are in flight; the scaling period while the pool is used. */
+  #timers(): void {
+    const busy = this.pending > 0;
+    if (this.#lanes && busy && !this.#check && Number.isFinite(this.#deadline)) {
+      this.#check = setInterval(() => this.#laneCheck(), Math.max(1, Math.min(20, this.#deadline / 4)));
+      (this.#check as { unref?: () => void }).unref?.();
+    } else if (this.#check && !busy) {
+      clearInterval(this.#check);
+      this.#check = undefined;
+    }
+    if (this.#o.autoscale && busy && !this.#period && !this.#closed) {
+      this.#periodStart = runtime.now();
+      this.#cpu = runtime.cpuTimes();
+      this.#period = setInterval(() => this.#scale(), PERIOD_MS);
+      (this.#period as { unref?: () => void }).unref?.();
+    }
+  }
+
+  /** NOTE [ Slow lane ]: a worker past the deadline gives back the jobs it has not started. */
+  #laneCheck(): void {
+    const now = performance.timeOrigin + performance.now() - this.#base;
+    for (const slot of this.#slots) {
+      if (slot.slowJob !== undefined || slot.inFlight.size === 0) continue;
+      for (const job of slot.inFlight.values()) {
+        const s = job.req.slot;
+        if (s < 0 || Atomics.load(this.#claims, s * 2) !== RUNNING) continue;
+        if (now - Atomics.load(this.#claims, s * 2 + 1) <= this.#deadline) break;
+        slot.slowJob = job.id;
+        this.#slowLane++;
+        const back: Pending[] = [];
+        for (const other of slot.inFlight.values()) {
+          const o = other.req.slot;
+          if (other === job || o < 0) continue;
+          if (Atomics.compareExchange(this.#claims, o * 2, other.id, 0) !== other.id) continue; // it started: it stays
+          slot.inFlight.delete(other.id);
+          this.#free.push(o);
+          other.req.slot = -1;
+          // A new id: the copy still queued at the slow worker can then never match a later claim.
+          other.id = other.req.id = this.#newId();
+          back.push(other);
+        }
+        this.#stolen += back.length;
+        this.#queue.unshift(...back);
+        // Serving capacity fell by one: a spare may start beside it, within the bound.
+        if (this.#o.autoscale && this.#slots.length < this.#max && this.#serving() < this.#target) this.#spawn().catch(() => {});
+        break;
+      }
+    }
+    this.#pump();
+  }
+
+  /** Job ids are positive Int32s (claims hold them; RUNNING is -1), so they wrap before 2³¹. */
+  #newId(): number {
+    const id = this.#nextId;
+    this.#nextId = id >= 0x3fffffff ? 1 : id + 1;
+    return id;
+  }
+
+  #serving(): number {
+    let n = 0;
+    for (const s of this.#slots) if (s.slowJob === undefined && !s.retiring) n++;
+    return n;
+  }
+
+  #learn(ms: number): void {
+    this.#times[this.#timesN++ % WINDOW] = ms;
+    if (this.#timesN < WARMUP) return;
+    // Re-learned every 16 jobs: a sort of 256 numbers is cheap at that rate.
+    if (this.#timesN % 16 !== 0 && Number.isFinite(this.#deadline)) return;
+    const sorted = this.#recent();
+    this.#deadline = Math.max(FLOOR_MS, sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * this.#p) / 100))]);
+  }
+
+  #recent(): Float64Array {
+    return this.#times.slice(0, Math.min(this.#timesN, WINDOW)).sort();
+  }
+
+  /** The paper's fallback: p90 while most samples moved to the slow lane were not really slow. */
+  #adjustPercentile(): void {
+    if (this.#moved < 16) return;
+    const falseShare = this.#movedFalse / this.#moved;
+    const p = this.#p === 75 && falseShare > 0.5 ? 90 : this.#p === 90 && falseShare < 0.2 ? 75 : this.#p;
+    if (p !== this.#p) {
+      this.#p = p;
+      this.#moved = this.#movedFalse = 0;
+      this.#timesN -= this.#timesN % 16; // re-learn at the next answer
+      this.#deadline = Math.max(FLOOR_MS, this.#recent()[Math.floor((Math.min(this.#timesN, WINDOW) * p) / 100)] ?? FLOOR_MS);
+    }
+  }
+
+  /** The consumer waited `waitMs` for a batch (the loader reports each hand-over): scaling's demand signal. */
+  demand(waitMs: number): void {
+    this.#consumerSeen = true;
+    this.#waitMs += waitMs;
+  }
+
+  /** NOTE [ Worker scaling ]. */
+  #scale(): void {
+    const now = runtime.now(), periodMs = now - this.#periodStart;
+    const cpu = runtime.cpuTimes();
+    const total = cpu.totalMs - this.#cpu.totalMs;
+    const idleCores = total > 0 ? (cpu.cores * (cpu.idleMs - this.#cpu.idleMs)) / total : Infinity;
+    let busy = 0;
+    for (const s of this.#slots) busy += s.busyMs, s.busyMs = 0;
+    const serving = this.#serving();
+    const idleWorkers = serving - busy / Math.max(1, periodMs);
+    const waited = this.#consumerSeen ? this.#waitMs / Math.max(1, periodMs) : 1;
+    const backlog = this.#backlogAllPeriod && this.#queue.length > 0;
+    this.#idlePeriods = idleWorkers > 1 ? this.#idlePeriods + 1 : 0;
+    const from = this.#target;
+    if (backlog && waited > 0.05 && idleCores >= 0.5 && this.#target < this.#max) this.resize(this.#target + 1);
+    else if (this.#target > this.#min && (this.#idlePeriods >= 2 || (idleCores < 0.25 && this.#consumerSeen && waited < 0.01))) {
+      this.#idlePeriods = 0;
+      this.resize(this.#target - 1);
+    }
+    this.#periods.push({
+      t: Math.round(performance.timeOrigin + performance.now() - this.#base), workers: from, to: this.#target, backlog, waited: round3(waited),
+      idleCores: round3(Math.min(idleCores, cpu.cores)), idleWorkers: round3(idleWorkers), consumer: this.#consumerSeen,
+    });
+    if (this.#periods.length > 400) this.#periods.splice(0, 200);
+    this.#periodStart = now;
+    this.#cpu = cpu;
+    this.#waitMs = 0;
+    this.#backlogAllPeriod = this.#queue.length > 0;
+    if (this.pending === 0 && this.#target <= this.#min && this.#period) {
+      clearInterval(this.#period);
+      this.#period = undefined;
+    }
+  }
+
+  /** Sets the number of serving workers (within minWorkers … maxWorkers): starts or retires them. */
+  resize(n: number): void {
+    if (this.#closed) return;
+    const to = Math.max(this.#min, Math.min(this.#max, Math.round(n)));
+    this.#target = to;
+    while (this.#serving() < to && this.#slots.length < this.#max) this.#spawn().catch(() => {});
+    while (this.#serving() > to && this.#retireOne());
+    this.#record();
+  }
+
+  /** Retires the least busy serving worker: now if it holds nothing, else once it has answered. */
+  #retireOne(): boolean {
+    let pick: Slot | undefined;
+    for (const s of this.#slots) if (s.slowJob === undefined && !s.retiring && (!pick || s.inFlight.size < pick.inFlight.size)) pick = s;
+    if (!pick) return false;
+    this.#retire(pick, pick.inFlight.size === 0);
+    return true;
+  }
+
+  #retire(slot: Slot, now: boolean): void {
+    slot.retiring = true;
+    if (!now) return;
+    const i = this.#slots.indexOf(slot);
+    if (i >= 0) this.#slots.splice(i, 1);
+    slot.worker.terminate();
+    this.#record();
+  }
+
+  #record(): void {
+    const t = Math.round(performance.timeOrigin + performance.now() - this.#base);
+    const n = this.#slots.filter((s) => !s.retiring).length;
+    const last = this.#history.at(-1);
+    if (!last || last[1] !== n) this.#history.push([t, n]);
+    if (this.#history.length > 10_000) this.#history.splice(0, 5_000); // bounded over a long run
+  }
+
+  stats(): PoolStats {
+    const sorted = this.#recent();
+    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] : 0);
+    return {
+      workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#jobs, slowLane: this.#slowLane,
+      stolen: this.#stolen, thresholdMs: this.#deadline, percentile: this.#p, jobMs: { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0 },
+      periods: this.#periods.slice(),
+    };
   }
 
   /** Stops the workers; queued and in-flight jobs are rejected. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#check);
+    clearInterval(this.#period);
     const err = new CassetteError("ERR_INVALID_OPTION", "Cannot finish decoding as the pool was closed");
     for (const job of this.#queue.splice(0)) job.reject(err);
     for (const s of this.#slots) {
@@ -247,6 +644,10 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     }
     this.#slots.length = 0;
   }
+}
+
+function round3(x: number): number {
+  return Number.isFinite(x) ? Math.round(x * 1000) / 1000 : x;
 }
 
 function reviveError(e: { name: string; code?: string; reason?: string; offset?: number; message: string }): Error {

@@ -1,32 +1,80 @@
 /**
- * Entry of a decode worker (pool.ts): one wasm decoder per worker. Messages in and out are
- * plain objects; pixel buffers travel back as transfers. The protocol:
+ * Entry of a decode worker (pool.ts): one wasm decoder per worker, and the pool's transform
+ * module when it has one. Messages in and out are plain objects; pixel buffers travel back as
+ * transfers. The protocol:
  *
- *   → { id, bytes: Uint8Array, options }          bytes' buffer transferred in
- *   ← { ready: true }                              once, when the decoder is instantiated
- *   ← { id, ok: true, image: JpegImage }           image.data's buffer transferred out
- *   ← { id, ok: false, error: SerializedError }    the JpegError (or other) as plain fields
+ *   → { t: "setup", index, claims, base, transform?, seed }    first, once
+ *   ← { ready: true }  or  { ready: false, message }             decoder (and transform) loaded
+ *   → { id, slot, bytes, options, decode?, sample? }             bytes' buffer transferred in
+ *   ← { id, ok: true, image?, ms }                               image.data's buffer transferred out
+ *   ← { id, ok: false, error, ms }                               the JpegError (or other) as plain fields
+ *
+ * A job with a claim slot is started only if this worker wins its claim (NOTE [ Slow lane ]
+ * in pool.ts): one the pool took back is dropped without an answer.
  */
 import { runtime } from "../../runtime-adapters/index.ts";
-import { createJpegDecoder } from "./jpeg.ts";
-import type { DecodeRequest, DecodeReply } from "./pool.ts";
+import { rng } from "../plan/rng.ts";
+import type { Image } from "./decoder.ts";
+import { createJpegDecoder, type JpegDecoder, type JpegImage } from "./jpeg.ts";
+import { type DecodeReply, type PoolMessage, RUNNING } from "./pool.ts";
+import { checkTransformed, loadTransform, type TransformContext, type TransformFn } from "./transform.ts";
 
 const scope = runtime.workerScope();
-const decoder = createJpegDecoder();
-// Listen at once: messages that arrive while the wasm instantiates wait on the promise.
+let claims: Int32Array | undefined;
+let base = 0;
+let transform: { fn: TransformFn; url: string; options?: unknown } | undefined;
+let ctx: TransformContext | undefined;
+let jpeg: JpegDecoder | undefined;
+let setup: Promise<void> | undefined;
+
+async function init(msg: Extract<PoolMessage, { t: "setup" }>): Promise<void> {
+  claims = new Int32Array(msg.claims);
+  base = msg.base;
+  const decoder = await createJpegDecoder();
+  jpeg = decoder;
+  const r = rng(msg.seed, msg.index);
+  ctx = { decode: (bytes, options) => decoder.decode(bytes, options), random: () => r.next() };
+  if (msg.transform) transform = { fn: await loadTransform(msg.transform.url), url: msg.transform.url, options: msg.transform.options };
+}
+
+function elapsed(t0: number): number {
+  return performance.now() - t0;
+}
+
+// Listen at once: jobs that arrive while the set-up loads wait on its promise.
 scope.onMessage(async (data) => {
-  const req = data as DecodeRequest;
-  const jpeg = await decoder;
+  const msg = data as PoolMessage;
+  if (msg.t === "setup") {
+    setup = init(msg);
+    setup.then(() => scope.postMessage({ ready: true }), (e) => scope.postMessage({ ready: false, message: (e as Error)?.message ?? String(e) }));
+    return;
+  }
+  await setup;
+  const req = msg;
+  if (req.slot >= 0) {
+    // Stamp the start before claiming: once the pool sees RUNNING, the stamp is this job's.
+    if (Atomics.load(claims!, req.slot * 2) !== req.id) return; // taken back
+    Atomics.store(claims!, req.slot * 2 + 1, Math.floor(performance.timeOrigin + performance.now() - base));
+    if (Atomics.compareExchange(claims!, req.slot * 2, req.id, RUNNING) !== req.id) return;
+  }
+  const t0 = performance.now();
   let reply: DecodeReply;
   try {
-    const image = jpeg.decode(req.bytes, req.options);
-    reply = { id: req.id, ok: true, image };
-    scope.postMessage(reply, [image.data.buffer]);
+    let image: Image | undefined = req.decode === false ? undefined : jpeg!.decode(req.bytes, req.options);
+    if (transform) {
+      const s = req.sample ?? { id: String(req.id), label: -1 };
+      let out = transform.fn({ id: s.id, label: s.label, data: req.bytes, image }, transform.options, ctx!);
+      if (out instanceof Promise) out = await out;
+      image = checkTransformed(out, s.id, transform.url);
+    }
+    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: elapsed(t0) };
+    // A transform may answer a view into a larger buffer (or the input itself): send only its pixels.
+    if (image && (image.data.byteOffset !== 0 || image.data.byteLength !== image.data.buffer.byteLength)) image.data = image.data.slice();
+    scope.postMessage(reply, image ? [image.data.buffer] : []);
     return;
   } catch (e) {
     const err = e as { name?: string; code?: string; reason?: string; offset?: number; message?: string };
-    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) } };
+    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: elapsed(t0) };
   }
   scope.postMessage(reply);
 });
-decoder.then(() => scope.postMessage({ ready: true }), (e) => scope.postMessage({ ready: false, message: String(e) }));

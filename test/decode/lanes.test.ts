@@ -1,0 +1,124 @@
+import * as assert from "uvu/assert";
+import { test } from "../_support/harness.ts";
+import { createDecodePool, type JpegDecodePool, type ScalePeriod } from "../../src/decode/pool.ts";
+
+const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
+const nothing = new Uint8Array(1);
+
+function spinPool(o: { workers?: number; slowLane?: boolean; perWorker?: number; autoscale?: boolean; minWorkers?: number; maxWorkers?: number } = {}): Promise<JpegDecodePool> {
+  return createDecodePool({ perWorker: 4, ...o, transform: { url: SPIN, options: { byLabel: true } } });
+}
+
+/** A job spinning `ms` (its label); resolves to [its number, when it finished]. */
+function job(pool: JpegDecodePool, n: number, ms: number): Promise<[number, number]> {
+  return pool.prepare({ bytes: nothing, decode: false, id: `job${n}`, label: ms }).then((img) => {
+    assert.is(img!.data[0], ms & 255, `job ${n}: its own answer`);
+    return [n, performance.now()];
+  });
+}
+
+async function warm(pool: JpegDecodePool, ms: number, n = 64): Promise<void> {
+  await Promise.all(Array.from({ length: n }, (_, i) => job(pool, -1 - i, ms)));
+}
+
+/** One slow job among fast ones: which fast ones finished after it. */
+async function slowAmongFast(slowLane: boolean): Promise<{ late: number; fast: number; stats: ReturnType<JpegDecodePool["stats"]> }> {
+  const pool = await spinPool({ workers: 2, slowLane });
+  try {
+    await warm(pool, 2);
+    // The slow job first, so that fast ones are queued behind it in its worker.
+    const slow = job(pool, 0, 400);
+    const fast = Array.from({ length: 40 }, (_, i) => job(pool, i + 1, 2));
+    const [, slowAt] = await slow;
+    const done = await Promise.all(fast);
+    return { late: done.filter(([, at]) => at > slowAt).length, fast: done.length, stats: pool.stats() };
+  } finally {
+    pool.close();
+  }
+}
+
+test("slow lane: a job past the deadline keeps running, the jobs queued behind it move to the other worker and finish first; each answered once", async () => {
+  const on = await slowAmongFast(true);
+  assert.is(on.late, 0, `with the slow lane no fast job waits for the slow one (${JSON.stringify(on.stats)})`);
+  assert.ok(on.stats.slowLane >= 1 && on.stats.stolen >= 1, `the slow job was moved and its followers taken back: ${JSON.stringify(on.stats)}`);
+  assert.ok(on.stats.thresholdMs >= 1 && on.stats.thresholdMs < 50, `deadline learned from 2 ms jobs: ${on.stats.thresholdMs}`);
+  const off = await slowAmongFast(false);
+  assert.ok(off.late >= 1, `without it, the jobs queued behind the slow one wait for it (${off.late} late)`);
+  assert.is(off.stats.stolen, 0);
+});
+
+test("slow lane: the deadline follows the distribution when it shifts", async () => {
+  const pool = await spinPool({ workers: 2 });
+  try {
+    await warm(pool, 1, 128);
+    const before = pool.stats().thresholdMs;
+    await warm(pool, 12, 320);
+    const after = pool.stats().thresholdMs;
+    assert.ok(before < 6, `after 1 ms jobs: ${before}`);
+    assert.ok(after >= 10 && after < 40, `after 12 ms jobs: ${after}`);
+  } finally {
+    pool.close();
+  }
+});
+
+/** NOTE [ Worker scaling ] restated: every period's change follows from what it saw. */
+function checkRule(periods: ScalePeriod[], max: number, min: number): void {
+  periods.forEach((p, i) => {
+    const grow = p.backlog && p.waited > 0.05 && p.idleCores >= 0.5 && p.workers < max;
+    const where = `period ${i}: ${JSON.stringify(p)}`;
+    if (grow) assert.is(p.to, p.workers + 1, `should grow, ${where}`);
+    else if (p.to > p.workers) assert.unreachable(`grew without cause, ${where}`);
+    if (p.to < p.workers) {
+      const idleTwice = p.idleWorkers > 1 && (periods[i - 1]?.idleWorkers ?? 0) > 1;
+      assert.ok(p.workers > min && (idleTwice || (p.idleCores < 0.25 && p.consumer && p.waited < 0.01)), `shrank without cause, ${where}`);
+    }
+  });
+}
+
+test("workers: autoscale grows under a backlog when a core is idle and shrinks when idle, within its bounds; a fixed pool stays its size", async () => {
+  const pool = await spinPool({ autoscale: true, workers: 1, minWorkers: 1, maxWorkers: 2 });
+  try {
+    assert.is(pool.size, 1);
+    // A decode-bound stream with nobody reporting demand (so demand is assumed): a backlog for
+    // seconds. Whether it may grow depends on the machine having half a core idle (the other
+    // test processes share it): each period's choice is checked against what it saw.
+    await Promise.all(Array.from({ length: 300 }, (_, i) => job(pool, i, 10)));
+    const { periods, history } = pool.stats();
+    assert.ok(periods.length >= 3, `periods recorded: ${periods.length}`);
+    checkRule(periods, 2, 1);
+    const couldGrow = periods.some((p) => p.backlog && p.idleCores >= 0.5 && p.workers < 2);
+    if (couldGrow) assert.ok(history.some(([, n]) => n === 2), `grew to 2 under the backlog: ${JSON.stringify(history)}`);
+    assert.ok(history.every(([, n]) => n >= 1 && n <= 2), "within bounds");
+    const t0 = performance.now();
+    while (pool.size > 1 && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 100));
+    assert.is(pool.size, 1, `back to its minimum when idle: ${JSON.stringify(pool.stats().history)}`);
+    checkRule(pool.stats().periods, 2, 1);
+  } finally {
+    pool.close();
+  }
+  const fixed = await spinPool({ workers: 2 });
+  try {
+    await Promise.all(Array.from({ length: 60 }, (_, i) => job(fixed, i, 5)));
+    assert.equal(fixed.stats().history.map(([, n]) => n), [2]);
+    assert.equal(fixed.stats().periods, []);
+  } finally {
+    fixed.close();
+  }
+});
+
+test("a transform module that does not load, or answers no image, is a named error", async () => {
+  const missing = new URL("../fixtures/transforms/no_such_module.ts", import.meta.url).href;
+  await createDecodePool({ workers: 1, transform: { url: missing } }).then(
+    () => assert.unreachable("started"),
+    (e: Error) => assert.match(e.message, /Cannot (start a decode worker|load the transform module)[^]*no_such_module/),
+  );
+  const pool = await createDecodePool({ workers: 1, transform: { url: new URL("../fixtures/transforms/not_an_image.ts", import.meta.url).href } });
+  try {
+    await pool.prepare({ bytes: nothing, decode: false, id: "s1", label: 3 }).then(
+      () => assert.unreachable(),
+      (e: Error) => assert.match(e.message, /answered for sample s1 something that is not an image/),
+    );
+  } finally {
+    pool.close();
+  }
+});
