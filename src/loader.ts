@@ -36,6 +36,7 @@ import { ReadPath } from "./read/read_path.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
+import { isTransformModule, type TransformModule } from "./decode/transform.ts";
 
 export type { LoaderStats, SkippedSample };
 
@@ -86,8 +87,15 @@ export interface LoaderOptions<T = Sample> {
   retries?: number;
   /** After the retries: "throw" (default) ends the epoch with an error naming the id; "skip" counts it and goes on. */
   onError?: "throw" | "skip";
-  /** Runs on each fetched sample (e.g. decode); a sample is ready when its promise resolves. */
-  transform?: (s: Sample) => T | Promise<T>;
+  /**
+   * Runs on each sample: a function runs here, on the loader's thread, and a sample is ready
+   * when its promise resolves (right for work that awaits, or is cheap); `{ module, options }`
+   * names a module exporting `transform(sample, options, ctx)` (src/decode/transform.ts) that
+   * runs where samples are decoded, off this thread: in the read workers, or in the decode
+   * pool, where a slow sample takes the slow lane (right for CPU-bound work: crops, resizes,
+   * augmentations). Its answer becomes the sample's `image`.
+   */
+  transform?: ((s: Sample) => T | Promise<T>) | TransformModule;
   /**
    * Hedged requests (default off): a sample slower than the recent p95 latency × 2 is asked for
    * again, the first answer wins, at most 5 % of requests are hedged (src/read/hedge.ts).
@@ -126,10 +134,18 @@ export interface LoaderOptions<T = Sample> {
    */
   decode?: boolean | DecodeOptions;
   /**
-   * With `decode` and no `workers`: decode in a pool of this many decode workers (the reading
-   * stays in this thread, the decoding leaves it; default 0: decode in this thread).
+   * With `decode` or a transform module and no `workers`: the decode pool that decodes and
+   * transforms off this thread (the reading stays here). "auto" (default): sized as it goes,
+   * between 1 and the cores, by the consumer's waits, the samples waiting and the idle cores
+   * (src/decode/pool.ts, NOTE [ Worker scaling ]); a number: that many, fixed; 0: in this thread.
    */
-  decodeWorkers?: number;
+  decodeWorkers?: number | "auto";
+  /**
+   * In the decode pool, a sample that takes longer than most (a deadline learned as it goes,
+   * NOTE [ Slow lane ] in src/decode/pool.ts) keeps running in the background while the
+   * samples queued behind it go to other workers; it joins a later batch (default true).
+   */
+  slowLane?: boolean;
   signal?: AbortSignal;
 }
 
@@ -164,7 +180,12 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
-    checkReadOptions(o.store, o, "Cannot create a Loader"); // a bad address fails here too, not at the first batch
+    if (o.transform !== undefined && typeof o.transform !== "function" && !isTransformModule(o.transform)) {
+      bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
+    }
+    const module = isTransformModule(o.transform) ? o.transform : undefined;
+    // A bad address fails here too, not at the first batch.
+    checkReadOptions(o.store, { ...o, transform: module }, "Cannot create a Loader");
     if (o.decode !== undefined && typeof o.decode !== "boolean") {
       if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
       checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error
@@ -173,13 +194,14 @@ export class Loader<T = Sample> implements AsyncDisposable {
     assertUnique(o.ids, "Cannot create a Loader");
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
-    this.#read = new ReadPath(o, () => this.#schedule.drained());
+    this.#read = new ReadPath({ ...o, transform: module, seed: o.seed }, () => this.#schedule.drained());
     const plan: Omit<EpochPlanOptions, "epoch"> = {
       seed: o.seed ?? 0, rank: o.rank, worldSize: o.worldSize, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast,
     };
     this.#schedule = new EpochScheduler<Sample, T>(
       {
-        batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", transform: o.transform, signal: o.signal,
+        batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", signal: o.signal,
+        transform: typeof o.transform === "function" ? o.transform : undefined,
         prefetch: o.prefetch ?? "auto", maxPrefetch: o.maxPrefetch ?? 64, rampStart: o.rampStart ?? 2, readAhead: o.readAhead ?? "auto",
         maxPrefetchBytes: o.maxPrefetchBytes,
       },

@@ -265,6 +265,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     this.ready = Promise.all(readies).then(() => undefined);
   }
 
+  /** The workers run a transform module on each prepared sample. */
+  get hasTransform(): boolean {
+    return this.#o.transform !== undefined;
+  }
+
   /** Workers now (serving, in the slow lane, or retiring). */
   get size(): number {
     return this.#slots.length;

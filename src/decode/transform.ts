@@ -12,7 +12,8 @@
  * loader's thread and suits work that awaits (a lookup) or is cheap.
  */
 import { CassetteError } from "../errors.ts";
-import type { DecodeOptions, Image } from "./decoder.ts";
+import type { DecodeOptions, Decoder, Image } from "./decoder.ts";
+import { rng } from "../plan/rng.ts";
 
 /** A transform given by module: the address of a module exporting `transform`, and its options. */
 export interface TransformModule {
@@ -82,4 +83,18 @@ export function checkTransformed(x: unknown, id: string, url: string): Image {
     throw new CassetteError("ERR_MALFORMED_INPUT", `The transform ${url} answered for sample ${id} something that is not an image ({ width, height, channels 1…4, data: Uint8Array of width × height × channels })`);
   }
   return { ...i, orientation: i.orientation ?? 1 };
+}
+
+/** A transform loaded in this thread, ready to run on each sample (DecodeSource without a pool, a read worker). */
+export interface LoadedTransform {
+  fn: TransformFn;
+  url: string;
+  options?: unknown;
+  ctx: TransformContext;
+}
+
+/** Loads `url` here, with `decoder` for its ctx.decode and a generator seeded by `seed`. */
+export async function loadTransformHere(url: string, options: unknown, decoder: Decoder, seed = 0): Promise<LoadedTransform> {
+  const r = rng(seed, 0x7fff);
+  return { fn: await loadTransform(url), url, options, ctx: { decode: (b, o) => decoder.decode(b, o), random: () => r.next() } };
 }

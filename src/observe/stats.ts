@@ -3,6 +3,7 @@
  * `Loader.stats()` returns. Counts only; the read path (retries, hedges) reports its own
  * counters, which the summary takes as they are.
  */
+import type { PoolStats } from "../decode/pool.ts";
 
 /** A sample given up on (`onError: "skip"`): its id and the error's message. */
 export interface SkippedSample {
@@ -52,6 +53,11 @@ export interface LoaderStats {
   perConnection: Record<string, number>;
   /** Samples per connection (or host: per node of a Cassandra cluster), likewise. */
   samplesPerConnection: Record<string, number>;
+  /**
+   * Where samples are decoded or transformed in a decode pool (src/decode/pool.ts): its workers
+   * now and over time, the slow lane's counts and deadline, job times, the scaling periods.
+   */
+  prepare?: PoolStats;
 }
 
 /** What one connection (or node) delivered since the last hand-over. */
@@ -67,6 +73,8 @@ export interface ReadCounters {
   hedgeWins: number;
   reasked: number;
   reaskWins: number;
+  /** The decode pool's figures, when samples are decoded or transformed in one. */
+  prepare?: PoolStats;
 }
 
 /** Accumulates a loader's figures over all its epochs. */
@@ -138,6 +146,7 @@ export class StatsRecorder {
       maxOutstanding: this.maxOutstanding, readAhead: this.readAhead, readAheadDropped: this.readAheadDropped,
       reasked: read.reasked, reaskWins: read.reaskWins,
       prefetch, perConnection: { ...this.#perConnection }, samplesPerConnection: { ...this.#samplesPerConnection },
+      ...(read.prepare ? { prepare: read.prepare } : {}),
     };
   }
 }

@@ -27,6 +27,8 @@
  * ```
  */
 import { type AsyncDecoder, checkDecodeOptions, type DecodeOptions, type Decoder, type Image } from "../decode/decoder.ts";
+import type { PoolStats, PrepareJob } from "../decode/pool.ts";
+import { checkTransformed, type LoadedTransform } from "../decode/transform.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import type { Retryable } from "../source/retryable.ts";
 import type { FetchCallback, Source } from "../source/source.ts";
@@ -49,14 +51,30 @@ export class SampleDecodeError extends CassetteError implements Retryable {
   readonly id: string;
   readonly key?: string;
   readonly retryable = false;
-  constructor(id: string, key: string | undefined, source: string, cause: unknown) {
+  /** `verb`: "decode", or "transform" for a transform module's error. */
+  constructor(id: string, key: string | undefined, source: string, cause: unknown, verb = "decode") {
     const why = cause instanceof Error ? cause.message : String(cause);
     const code: ErrorCode = cause instanceof CassetteError && cause.code === "ERR_UNSUPPORTED" ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT";
-    super(code, `Cannot decode sample ${key === undefined ? id : `'${key}' (id ${id})`} from ${source}: ${why}`, { cause });
+    super(code, `Cannot ${verb} sample ${key === undefined ? id : `'${key}' (id ${id})`} from ${source}: ${why}`, { cause });
     this.name = "SampleDecodeError";
     this.id = id;
     if (key !== undefined) this.key = key;
   }
+}
+
+/** A decode pool's side the read path uses: a sample's CPU stage, its figures, the consumer's waits. */
+export interface PreparePool extends AsyncDecoder {
+  readonly hasTransform: boolean;
+  prepare(job: PrepareJob): Promise<Image | undefined>;
+  stats(): PoolStats;
+  demand(waitMs: number): void;
+}
+
+export interface DecodeSourceOptions {
+  /** Decode the bytes (default true); false: only the transform runs, on the bytes. */
+  decode?: boolean;
+  /** A transform module loaded here (with a Decoder; a pool loads its own). */
+  transform?: LoadedTransform;
 }
 
 export class DecodeSource implements ReadSource {
@@ -64,16 +82,27 @@ export class DecodeSource implements ReadSource {
   readonly #decoder: Decoder | AsyncDecoder;
   readonly #options?: DecodeOptions;
   readonly #async: boolean;
+  readonly #decode: boolean;
+  readonly #transform?: LoadedTransform;
+  /** The decode pool, when the CPU stage runs in one. */
+  readonly pool?: PreparePool;
   readonly ids?: () => string[] | Promise<string[]>;
 
-  /** `decoder`: one here (decodes as each answer arrives), or a decode pool (answers when its worker has). */
-  constructor(inner: Source, decoder: Decoder | AsyncDecoder, options?: DecodeOptions) {
+  /**
+   * `decoder`: one here (decodes as each answer arrives), or a decode pool (answers when its
+   * worker has; with `prepare`, the pool's transform runs there too and slow samples take the
+   * slow lane).
+   */
+  constructor(inner: Source, decoder: Decoder | AsyncDecoder, options?: DecodeOptions, stage: DecodeSourceOptions = {}) {
     this.#inner = inner;
     if (inner.ids) this.ids = () => inner.ids!();
     this.#decoder = decoder;
     if (options) checkDecodeOptions(options); // named once here, not as every sample's error
     this.#options = options;
     this.#async = "async" in decoder;
+    if (this.#async && "prepare" in decoder) this.pool = decoder as PreparePool;
+    this.#decode = stage.decode ?? true;
+    this.#transform = stage.transform;
   }
   get name(): string {
     return this.#inner.name;
@@ -85,22 +114,48 @@ export class DecodeSource implements ReadSource {
   fetch(id: string, done: FetchCallback<Sample>): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
+      let verb = "decode";
       const failed = (e: unknown) => {
         const keyed = this.#inner as Partial<KeyedSource>;
-        if (typeof keyed.keyOf !== "function") return done(new SampleDecodeError(id, undefined, this.name, e));
+        if (typeof keyed.keyOf !== "function") return done(new SampleDecodeError(id, undefined, this.name, e, verb));
         // A lookup that fails leaves the id alone to name the sample: the decode error is the news.
-        keyed.keyOf(id).catch(() => undefined).then((key) => done(new SampleDecodeError(id, key, this.name, e)));
+        keyed.keyOf(id).catch(() => undefined).then((key) => done(new SampleDecodeError(id, key, this.name, e, verb)));
       };
-      let image: Image | Promise<Image>;
+      const answer = (image: Image | undefined) => done(null, image ? { ...s, image } : s);
+      if (this.pool) {
+        // The pool sends a copy and keeps these bytes, to send again if the job is taken back.
+        const job = this.pool.prepare({ bytes: s.data, options: this.#options, decode: this.#decode, id, label: s.label });
+        return void job.then(answer, (e) => {
+          if ((e as { name?: string })?.name !== "JpegError" && this.pool!.hasTransform) verb = "transform";
+          failed(e);
+        });
+      }
+      let image: Image | Promise<Image> | undefined;
       try {
         // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
         // the sample keeps its bytes.
-        image = this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options);
+        image = this.#decode ? this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options) : undefined;
       } catch (e) {
         return failed(e);
       }
-      if (image instanceof Promise) image.then((image) => done(null, { ...s, image }), failed);
-      else done(null, { ...s, image });
+      const t = this.#transform;
+      if (!t) {
+        if (image instanceof Promise) image.then(answer, failed);
+        else answer(image);
+        return;
+      }
+      const run = (image: Image | undefined) => {
+        verb = "transform";
+        const out = t.fn({ id, label: s.label, data: s.data, image }, t.options, t.ctx);
+        return out instanceof Promise ? out.then((o) => checkTransformed(o, id, t.url)) : checkTransformed(out, id, t.url);
+      };
+      try {
+        const out = image instanceof Promise ? image.then(run) : run(image);
+        if (out instanceof Promise) out.then(answer, failed);
+        else answer(out);
+      } catch (e) {
+        failed(e);
+      }
     });
   }
   onDrain(listener: () => void): void {

@@ -32,6 +32,8 @@ import type { Store } from "../dataset/store.ts";
 import type { DecodeOptions } from "../decode/decoder.ts";
 import { createDecoder } from "../decode/decoders.ts";
 import { createDecodePool } from "../decode/pool.ts";
+import { isTransformModule, loadTransformHere, type TransformModule, transformUrl } from "../decode/transform.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
 import { parseStoreAddress, redact } from "../source/address.ts";
 import type { CassandraStoreOptions } from "../source/cassandra.ts";
 import { type FileSourceOptions, openFileSource } from "../source/file.ts";
@@ -60,10 +62,20 @@ export interface OpenReadOptions {
   /** Decode each sample where it is read (in its worker with `workers`) into `Sample.image` (default false). */
   decode?: boolean | DecodeOptions;
   /**
-   * With `decode` and no read `workers`: decode in a pool of this many decode workers, so the
-   * reading stays in this thread and the decoding leaves it (default 0: decode here).
+   * A transform module (src/decode/transform.ts) run on each sample where it is decoded: in its
+   * read worker with `workers`, else in the decode pool (or here with `decodeWorkers: 0`).
    */
-  decodeWorkers?: number;
+  transform?: TransformModule;
+  /**
+   * With `decode` or `transform` and no read `workers`: the decode pool's size. "auto" (default):
+   * sized as it goes (src/decode/pool.ts, NOTE [ Worker scaling ]); a number: fixed; 0: decode
+   * and transform here, in this thread.
+   */
+  decodeWorkers?: number | "auto";
+  /** In the decode pool: the slow lane (NOTE [ Slow lane ] in src/decode/pool.ts; default true). */
+  slowLane?: boolean;
+  /** Seeds the transform's `ctx.random` (default 0). */
+  seed?: number;
 }
 
 export type OpenOptions = ({ mode: "write" } & OpenStoreOptions) | ({ mode: "read" } & OpenReadOptions);
@@ -113,23 +125,40 @@ export function checkReadOptions(target: string | Store | Source, o: OpenReadOpt
   if (why) throw new CassetteError("ERR_INVALID_OPTION", `${what} without a dataset name: 'dataset' is needed, as ${why}`);
   if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
   if (o.workers && typeof target !== "string") bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
+  if (o.transform !== undefined) {
+    if (!isTransformModule(o.transform)) bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
+    transformUrl(o.transform, runtime.cwd()); // a bad address is named here
+  }
   if (o.decodeWorkers === undefined || o.decodeWorkers === 0) return;
-  if (!(Number.isInteger(o.decodeWorkers) && o.decodeWorkers > 0)) bad(`'decodeWorkers' must be a whole number: current value is ${o.decodeWorkers}`);
-  if (!o.decode) bad("'decodeWorkers' needs 'decode' (it is the number of workers that decode)");
-  if (o.workers) bad("'decodeWorkers' and 'workers' cannot both be set: read workers decode where they read");
+  if (o.decodeWorkers !== "auto" && !(Number.isInteger(o.decodeWorkers) && o.decodeWorkers > 0)) bad(`'decodeWorkers' must be a whole number or "auto": current value is ${o.decodeWorkers}`);
+  if (!o.decode && !o.transform) bad("'decodeWorkers' needs 'decode' or a transform module (it is the number of workers that decode and transform)");
+  if (o.workers && o.decodeWorkers !== "auto") bad("'decodeWorkers' and 'workers' cannot both be set: read workers decode where they read");
 }
 
 async function openRead(target: string | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
   checkReadOptions(target, o, `Cannot read from ${typeof target === "string" ? `'${redact(target)}'` : "a store"}`);
+  const transform = o.transform && { url: transformUrl(o.transform, runtime.cwd()), options: o.transform.options };
   if (o.workers && typeof target === "string") {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
-    return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, maxInFlight: o.maxInFlight, balance: o.balance });
+    return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance });
   }
   let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;
-  if (o.decode) {
+  if (o.decode || transform) {
     try {
-      const decoder = o.decodeWorkers ? await createDecodePool({ workers: o.decodeWorkers }) : await createDecoder();
-      src = new DecodeSource(src, decoder, o.decode === true ? undefined : o.decode);
+      const options = typeof o.decode === "object" ? o.decode : undefined;
+      const dw = o.decodeWorkers ?? "auto";
+      if (dw === 0) {
+        const decoder = await createDecoder();
+        const here = transform && await loadTransformHere(transform.url, transform.options, decoder, o.seed);
+        src = new DecodeSource(src, decoder, options, { decode: !!o.decode, transform: here });
+      } else {
+        // Many jobs ahead per worker hide the message round trip of small images; the slow lane
+        // takes back the ones queued behind a slow sample.
+        const pool = await createDecodePool({
+          ...(dw === "auto" ? { autoscale: true } : { workers: dw }), perWorker: 8, slowLane: o.slowLane, transform, seed: o.seed,
+        });
+        src = new DecodeSource(src, pool, options, { decode: !!o.decode });
+      }
     } catch (e) {
       if (typeof target === "string") await src.close().catch(() => {});
       throw e;

@@ -12,6 +12,8 @@ import type { Store } from "../dataset/store.ts";
 import type { DecodeOptions } from "../decode/decoder.ts";
 import type { ReadCounters } from "../observe/stats.ts";
 import type { Source } from "../source/source.ts";
+import type { TransformModule } from "../decode/transform.ts";
+import { DecodeSource, type PreparePool } from "./decode_source.ts";
 import { type HedgeOptions, HedgeSource } from "./hedge.ts";
 import { open } from "./open.ts";
 import { RetrySource } from "./retry.ts";
@@ -22,7 +24,10 @@ export interface ReadPathOptions {
   dataset?: string;
   workers?: number;
   decode?: boolean | DecodeOptions;
-  decodeWorkers?: number;
+  decodeWorkers?: number | "auto";
+  transform?: TransformModule;
+  slowLane?: boolean;
+  seed?: number;
   maxInFlight?: number;
   balance?: "rate" | "driver";
   hedge?: boolean | HedgeOptions;
@@ -36,6 +41,7 @@ export class ReadPath {
   #source?: Promise<ReadSource>;
   #retry?: RetrySource;
   #hedge?: HedgeSource;
+  #pool?: PreparePool;
 
   /** `onDrain`: the source can take requests again. */
   constructor(options: ReadPathOptions, onDrain: () => void) {
@@ -47,7 +53,11 @@ export class ReadPath {
   source(): Promise<ReadSource> {
     this.#source ??= (async () => {
       const o = this.#o;
-      let src: ReadSource = await open(o.store, { mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight, balance: o.balance });
+      let src: ReadSource = await open(o.store, {
+        mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
+        balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed,
+      });
+      if (src instanceof DecodeSource) this.#pool = src.pool;
       if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
       const retry = this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       retry.onDrain(this.#onDrain);
@@ -61,9 +71,17 @@ export class ReadPath {
     if (this.#o.reaskTail) this.#hedge?.urge(on);
   }
 
+  /** The consumer waited `waitMs` for a batch: the decode pool's demand signal (NOTE [ Worker scaling ]). */
+  demand(waitMs: number): void {
+    this.#pool?.demand(waitMs);
+  }
+
   counters(): ReadCounters {
     const h = this.#hedge;
-    return { retries: this.#retry?.retries ?? 0, hedged: h?.hedged ?? 0, hedgeWins: h?.hedgeWins ?? 0, reasked: h?.reasked ?? 0, reaskWins: h?.reaskWins ?? 0 };
+    return {
+      retries: this.#retry?.retries ?? 0, hedged: h?.hedged ?? 0, hedgeWins: h?.hedgeWins ?? 0, reasked: h?.reasked ?? 0, reaskWins: h?.reaskWins ?? 0,
+      ...(this.#pool ? { prepare: this.#pool.stats() } : {}),
+    };
   }
 
   /** Closes what was opened (nothing, if it never was). */

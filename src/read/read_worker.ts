@@ -100,7 +100,11 @@ scope.onMessage(async (data) => {
     case "open":
       try {
         // The same open() as in the loader's thread, with no workers of its own.
-        const src = await open(msg.address, { mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode });
+        // Decoding and the transform run here, in this worker's thread (decodeWorkers: 0).
+        const src = await open(msg.address, {
+          mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
+          transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
+        });
         src.onDrain(() => {
           saturated = false;
           pump();

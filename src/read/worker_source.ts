@@ -64,7 +64,10 @@ export interface SerializedError {
 }
 
 export type ToWorker =
-  | { t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions }
+  | {
+    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions;
+    transform?: { url: string; options?: unknown }; seed?: number;
+  }
   /** `ids` joined by "\n": one string crosses, not one per request. */
   | { t: "fetch"; seqs: Int32Array; ids: string }
   | { t: "close" };
@@ -80,6 +83,10 @@ export interface WorkerSourceOptions {
   workers?: number;
   /** Decode each sample in its worker and hand it over as `Sample.image` (default false). */
   decode?: boolean | DecodeOptions;
+  /** A transform module each worker loads and runs after decoding (its URL and options). */
+  transform?: { url: string; options?: unknown };
+  /** Seeds the transform's `ctx.random` (with the worker's index). */
+  seed?: number;
   /** Cap on requests in flight over all workers (default: none here; each worker's source caps its own). */
   maxInFlight?: number;
   /** Cassandra: how each worker spreads requests over its connections (default "rate"). */
@@ -143,7 +150,7 @@ export class WorkerSource implements ReadSource {
     this.name = `${redact(address)}${dataset ? ` (${dataset})` : ""}`;
     this.dataset = dataset;
     this.#url = options.workerUrl ?? DEFAULT_WORKER_URL;
-    this.#open = { t: "open", address, dataset, balance: options.balance, decode: options.decode };
+    this.#open = { t: "open", address, dataset, balance: options.balance, decode: options.decode, transform: options.transform, seed: options.seed };
     // The cap is shared: each worker's own source is given its part of it.
     if (options.maxInFlight !== undefined) this.#open.maxInFlight = Math.max(1, Math.ceil(options.maxInFlight / n));
     this.#cap = new Capacity(options.maxInFlight ?? Infinity);
@@ -188,7 +195,8 @@ export class WorkerSource implements ReadSource {
       failed(new CassetteError("ERR_RUNTIME", `Cannot start read worker ${index}: ${err.message}`, { cause: err }));
       this.#lost(slot, err);
     };
-    worker.postMessage(this.#open);
+    // Each worker draws its own augmentations: its index goes into its seed.
+    worker.postMessage({ ...this.#open, seed: ((this.#open.seed ?? 0) ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0 });
     return slot;
   }
 

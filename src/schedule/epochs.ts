@@ -33,6 +33,8 @@ export interface ScheduleSource<S extends Fetched> {
   source(): Promise<Source<S>>;
   /** The consumer waits at an epoch's end (true), or the epoch ended (false). */
   urge(on: boolean): void;
+  /** The consumer waited `waitMs` for the batch just handed over (the decode pool sizes itself by it). */
+  demand(waitMs: number): void;
 }
 
 export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
@@ -116,6 +118,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
 
   handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void {
     this.stats.handedOver(batch.ids.length, batch.bytes, gapMs, waitMs, conns);
+    this.#read.demand(waitMs);
     this.#depth.handedOver(runtime.now(), batch.ids.length);
     this.outstanding();
   }

@@ -299,5 +299,7 @@ test("decodeWorkers: read here, decode in a pool of decode workers; every id onc
   const refuse = (o: object, re: RegExp) => assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), re);
   refuse({ decodeWorkers: 2 }, /'decodeWorkers' needs 'decode'/);
   refuse({ decode: true, decodeWorkers: 2, workers: 2 }, /'decodeWorkers' and 'workers' cannot both be set/);
-  refuse({ decode: true, decodeWorkers: 1.5 }, /'decodeWorkers' must be a whole number: current value is 1.5/);
+  refuse({ decode: true, decodeWorkers: 1.5 }, /'decodeWorkers' must be a whole number or "auto": current value is 1.5/);
+  refuse({ transform: { module: "" } }, /'module' must be a path or URL/);
+  refuse({ transform: 7 }, /'transform' must be a function or { module, options }: current value is number/);
 });
