@@ -19,18 +19,25 @@
  * (src/schedule/ledger.ts) still counts it once. The deadline is the p75 of the last 256 jobs'
  * times, as the paper starts with; when most samples moved were not really slow (over half
  * finished within twice the deadline: a skewed but light tail) it falls back to p90, and goes
- * back once under a fifth are (the paper's fallback, made a rule). It is never under 1 ms (the
- * check runs on a timer) and is not applied before 32 jobs are measured: every sample is
- * assumed fast at first.
+ * back once under a fifth are (the paper's fallback, made a rule). It is never under twice the
+ * median (a tight distribution's jitter is not a tail: moving those samples only churns the
+ * queues) nor under 1 ms (the check runs on a timer), and is not applied before 32 jobs are
+ * measured: every sample is assumed fast at first.
  *
  * NOTE [ Worker scaling ]: with `autoscale`, every 250 ms the pool looks at the last period and
- * grows by one worker when jobs waited unsent the whole period, the consumer waited for
+ * grows by one worker when jobs were waiting (queued, or behind another in a worker) at half
+ * its answers or more, the consumer waited over 5 % of the period for
  * batches (`demand()`; assumed when no consumer reports) and at least half a core was idle;
- * it shrinks by one when over one worker's worth of its time was idle for two periods, or when
- * the machine has under a quarter core idle while the consumer did not wait (the workers
- * outrun training and take its CPU: on a CPU WebGPU adapter training runs on these cores).
- * Bounds `minWorkers` … `maxWorkers` (default 1 … cores). A worker in the slow lane does not
- * count as serving: one more may be started beside it, within the bound.
+ * it shrinks by one when over one worker's worth of its time was idle for four periods in a row
+ * (a second: the gap at an epoch's end is shorter),
+ * or when for four (a second) the machine had under a quarter core idle while the consumer did
+ * not wait and the workers had half a worker's time to spare (they outrun training and take its
+ * CPU: on a CPU WebGPU adapter training runs on these cores; a second, not one period, as a step
+ * that does not wait for one period is common even when the pool is just enough; the slack, as
+ * a machine busy with other work must not starve the pool that is just enough).
+ * Bounds `minWorkers` … `maxWorkers` (default 1 … cores). (A spare started beside each worker
+ * in the slow lane was tried: a worker takes ~50 ms to start, and the churn cost more than it
+ * gave; the scaler sees a lasting shortfall as a backlog anyway.)
  *
  * @example
  * ```ts
@@ -125,7 +132,7 @@ export interface ScalePeriod {
   /** Serving workers wanted before and after. */
   workers: number;
   to: number;
-  /** Jobs waited unsent the whole period. */
+  /** Jobs were waiting (queued, or behind another in a worker) at half the period's answers or more. */
   backlog: boolean;
   /** The consumer's share of the period spent waiting for batches (1 when no consumer reports). */
   waited: number;
@@ -230,10 +237,12 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #period?: ReturnType<typeof setInterval>;
   #periodStart = 0;
   #cpu = runtime.cpuTimes();
-  #backlogAllPeriod = true;
+  #answersSeen = 0;
+  #answersWaiting = 0;
   #waitMs = 0;
   #consumerSeen = false;
   #idlePeriods = 0;
+  #starvedPeriods = 0;
   readonly #history: [number, number][] = [];
   readonly #periods: ScalePeriod[] = [];
   #jobs = 0;
@@ -325,14 +334,14 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     this.#release(job);
     slot.busyMs += msg.ms;
     this.#jobs++;
+    this.#answersSeen++;
+    if (this.pending > this.#serving()) this.#answersWaiting++;
     this.#learn(msg.ms);
     if (slot.slowJob === msg.id) {
       slot.slowJob = undefined;
       this.#moved++;
       if (msg.ms < 2 * this.#deadline) this.#movedFalse++;
       this.#adjustPercentile();
-      // A spare started beside it is now one too many.
-      if (this.#serving() > this.#target) this.#retireOne();
     }
     if (msg.ok) job.resolve(msg.image);
     else job.reject(reviveError(msg.error));
@@ -454,7 +463,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
       best.inFlight.set(job.id, job);
       best.worker.postMessage(job.req, job.transfer);
     }
-    if (this.#queue.length === 0) this.#backlogAllPeriod = false;
     this.#timers();
   }
 
@@ -501,8 +509,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         }
         this.#stolen += back.length;
         this.#queue.unshift(...back);
-        // Serving capacity fell by one: a spare may start beside it, within the bound.
-        if (this.#o.autoscale && this.#slots.length < this.#max && this.#serving() < this.#target) this.#spawn().catch(() => {});
         break;
       }
     }
@@ -527,8 +533,15 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     if (this.#timesN < WARMUP) return;
     // Re-learned every 16 jobs: a sort of 256 numbers is cheap at that rate.
     if (this.#timesN % 16 !== 0 && Number.isFinite(this.#deadline)) return;
+    this.#deadline = this.#deadlineAt(this.#p);
+  }
+
+  /** The percentile `p` of recent job times, never under twice their median nor under the floor. */
+  #deadlineAt(p: number): number {
     const sorted = this.#recent();
-    this.#deadline = Math.max(FLOOR_MS, sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * this.#p) / 100))]);
+    if (sorted.length === 0) return FLOOR_MS;
+    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * q) / 100))];
+    return Math.max(FLOOR_MS, at(p), 2 * at(50));
   }
 
   #recent(): Float64Array {
@@ -544,7 +557,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
       this.#p = p;
       this.#moved = this.#movedFalse = 0;
       this.#timesN -= this.#timesN % 16; // re-learn at the next answer
-      this.#deadline = Math.max(FLOOR_MS, this.#recent()[Math.floor((Math.min(this.#timesN, WINDOW) * p) / 100)] ?? FLOOR_MS);
+      this.#deadline = this.#deadlineAt(p);
     }
   }
 
@@ -563,14 +576,18 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     let busy = 0;
     for (const s of this.#slots) busy += s.busyMs, s.busyMs = 0;
     const serving = this.#serving();
-    const idleWorkers = serving - busy / Math.max(1, periodMs);
+    // A long job is counted whole in the period it ends in: clamped, its excess is not idleness elsewhere.
+    const idleWorkers = Math.max(0, serving - busy / Math.max(1, periodMs));
     const waited = this.#consumerSeen ? this.#waitMs / Math.max(1, periodMs) : 1;
-    const backlog = this.#backlogAllPeriod && this.#queue.length > 0;
+    // Jobs waited (in the queue, or behind another job in a worker) at most answers of the period.
+    const backlog = this.#answersSeen > 0 ? this.#answersWaiting * 2 >= this.#answersSeen : this.pending > this.#serving();
+    this.#answersSeen = this.#answersWaiting = 0;
     this.#idlePeriods = idleWorkers > 1 ? this.#idlePeriods + 1 : 0;
+    this.#starvedPeriods = idleCores < 0.25 && this.#consumerSeen && waited < 0.01 && idleWorkers >= 0.5 ? this.#starvedPeriods + 1 : 0;
     const from = this.#target;
     if (backlog && waited > 0.05 && idleCores >= 0.5 && this.#target < this.#max) this.resize(this.#target + 1);
-    else if (this.#target > this.#min && (this.#idlePeriods >= 2 || (idleCores < 0.25 && this.#consumerSeen && waited < 0.01))) {
-      this.#idlePeriods = 0;
+    else if (this.#target > this.#min && (this.#idlePeriods >= 4 || this.#starvedPeriods >= 4)) {
+      this.#idlePeriods = this.#starvedPeriods = 0;
       this.resize(this.#target - 1);
     }
     this.#periods.push({
@@ -581,7 +598,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     this.#periodStart = now;
     this.#cpu = cpu;
     this.#waitMs = 0;
-    this.#backlogAllPeriod = this.#queue.length > 0;
     if (this.pending === 0 && this.#target <= this.#min && this.#period) {
       clearInterval(this.#period);
       this.#period = undefined;

@@ -36,7 +36,8 @@ export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[]
   if (!Number.isInteger(world) || world < 1) bad(`'worldSize' must be a positive integer: current value is ${world}`);
   if (!Number.isInteger(rank) || rank < 0 || rank >= world) bad(`'rank' must be in 0..${world - 1}: current value is ${rank}`);
   if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
-  if (!Number.isInteger(o.epoch) || o.epoch < 0) bad(`'epoch' must be a non-negative integer: current value is ${o.epoch}`);
+  // A value is shown short: an array passed by mistake would otherwise fill the screen.
+  if (!Number.isInteger(o.epoch) || o.epoch < 0) bad(`'epoch' must be a non-negative integer: current value is ${String(o.epoch).slice(0, 40)}`);
   const order = ids.slice();
   if (o.shuffle ?? true) shuffle(order, rng(o.seed, o.epoch));
   const mine: string[] = [];

@@ -69,8 +69,10 @@ function checkRule(periods: ScalePeriod[], max: number, min: number): void {
     if (grow) assert.is(p.to, p.workers + 1, `should grow, ${where}`);
     else if (p.to > p.workers) assert.unreachable(`grew without cause, ${where}`);
     if (p.to < p.workers) {
-      const idleTwice = p.idleWorkers > 1 && (periods[i - 1]?.idleWorkers ?? 0) > 1;
-      assert.ok(p.workers > min && (idleTwice || (p.idleCores < 0.25 && p.consumer && p.waited < 0.01)), `shrank without cause, ${where}`);
+      const idleTwice = [0, 1, 2, 3].every((k) => (periods[i - k]?.idleWorkers ?? 0) > 1);
+      const starved = (q?: ScalePeriod) => q !== undefined && q.idleCores < 0.25 && q.consumer && q.waited < 0.01 && q.idleWorkers >= 0.5;
+      const starvedLong = [0, 1, 2, 3].every((k) => starved(periods[i - k]));
+      assert.ok(p.workers > min && (idleTwice || starvedLong), `shrank without cause, ${where}`);
     }
   });
 }
