@@ -71,9 +71,10 @@ async function bundle(): Promise<string> {
   const esbuild = await import("esbuild");
   try {
     const result = await esbuild.build({
-      // Every subpath package.json exports, the CLI, and the decode and read workers, which are
-      // started by URL beside the chunk that holds the code starting them.
-      entryPoints: [...exportedModules(), "src/cli/main.ts", "src/decode/worker.ts", "src/read/read_worker.ts"].map((p) => join(ROOT, p)),
+      // Every subpath package.json exports, the CLI, the decode and read workers, which are
+      // started by URL beside the chunk that holds the code starting them, and the built-in
+      // transform modules, which workers import by URL.
+      entryPoints: [...exportedModules(), "src/cli/main.ts", "src/decode/worker.ts", "src/read/read_worker.ts", "src/decode/transforms/random_resized_crop.ts"].map((p) => join(ROOT, p)),
       outdir,
       outbase: join(ROOT, "src"),
       bundle: true,

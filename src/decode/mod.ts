@@ -3,6 +3,7 @@
  * decoder, its errors, and the worker pool.
  * @module
  */
+import { entryUrl } from "../util/entry_url.ts";
 export { createDecoder } from "./decoders.ts";
 export type { DecoderFormat } from "./decoders.ts";
 export type { AsyncDecoder, DecodeOptions, Decoder, DecodeScale, Image } from "./decoder.ts";
@@ -14,4 +15,13 @@ export type {
 export { JpegError } from "./jpeg_error.ts";
 export type { JpegErrorReason } from "./jpeg_error.ts";
 export { createDecodePool, JpegDecodePool } from "./pool.ts";
-export type { DecodeJob, DecodePoolOptions, DecodeResult } from "./pool.ts";
+export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats, PrepareJob, ScalePeriod } from "./pool.ts";
+export type { TransformContext, TransformFn, TransformInput, TransformModule } from "./transform.ts";
+export { randomCropBox, resizeBilinear } from "./crop.ts";
+
+/**
+ * The built-in random-resized-crop as a transform module, for a Loader's
+ * `transform: { module: randomResizedCrop, options: { size: 224 } }`: the box drawn on the full
+ * image, decoded at the largest reduction that keeps it at least `size` (src/decode/transforms/).
+ */
+export const randomResizedCrop: URL = entryUrl(import.meta.url, "./transforms/random_resized_crop.ts", "decode/transforms/random_resized_crop.js");
