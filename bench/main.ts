@@ -29,6 +29,7 @@ const short = (f: string) => f.replace(/\.bench\.ts$/, "");
 const QUICK: Record<string, string[]> = {
   ingest: ["--samples", "500", "--rounds", "1"],
   jpeg: ["--only", "crops"],
+  minato: ["--out", join(dir, "../.tmp/bench-quick/minato-figures")],
   // Quick figures do not belong beside the recorded ones in bench/read/figures.
   read: ["--out", join(dir, "../.tmp/bench-quick/read-figures")],
   train: ["--model", "mlp"],
