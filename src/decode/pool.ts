@@ -254,7 +254,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot start a decode pool as ${why}`);
     };
     const o = this.#o = options;
-    const cores = runtime.cpuTimes().cores;
+    const cores = this.#cpu.cores;
     this.#min = o.minWorkers ?? 1;
     this.#max = o.maxWorkers ?? Math.max(this.#min, cores);
     if (!Number.isInteger(this.#min) || this.#min < 1) bad(`'minWorkers' must be a positive integer: current value is ${o.minWorkers}`);

@@ -37,10 +37,6 @@ async function init(msg: Extract<PoolMessage, { t: "setup" }>): Promise<void> {
   if (msg.transform) transform = { fn: await loadTransform(msg.transform.url), url: msg.transform.url, options: msg.transform.options };
 }
 
-function elapsed(t0: number): number {
-  return performance.now() - t0;
-}
-
 // Listen at once: jobs that arrive while the set-up loads wait on its promise.
 scope.onMessage(async (data) => {
   const msg = data as PoolMessage;
@@ -67,14 +63,14 @@ scope.onMessage(async (data) => {
       if (out instanceof Promise) out = await out;
       image = checkTransformed(out, s.id, transform.url);
     }
-    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: elapsed(t0) };
+    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0 };
     // A transform may answer a view into a larger buffer (or the input itself): send only its pixels.
     if (image && (image.data.byteOffset !== 0 || image.data.byteLength !== image.data.buffer.byteLength)) image.data = image.data.slice();
     scope.postMessage(reply, image ? [image.data.buffer] : []);
     return;
   } catch (e) {
     const err = e as { name?: string; code?: string; reason?: string; offset?: number; message?: string };
-    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: elapsed(t0) };
+    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: performance.now() - t0 };
   }
   scope.postMessage(reply);
 });
