@@ -43,7 +43,11 @@ export type ErrorCode =
   /** Credentials would be sent in the clear (Basic auth over plain http://) and that was not allowed. */
   | "ERR_INSECURE_AUTH"
   /** A TLS server's certificate is not trusted (no CA given signs it, or it does not name the host). */
-  | "ERR_TLS_UNTRUSTED";
+  | "ERR_TLS_UNTRUSTED"
+  /** The store refused the credentials (an S3 signature, an unknown or expired key, no permission), or none were found. */
+  | "ERR_STORE_AUTH"
+  /** The store refused a signed request's time: this machine's clock is too far from the server's. */
+  | "ERR_CLOCK_SKEW";
 
 export class CassetteError extends Error {
   readonly code: ErrorCode;

@@ -17,7 +17,7 @@ die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
 # requires ("shaderUniform*ArrayDynamicIndexing required"); Mesa 25's lavapipe has them.
 # gcc and libjpeg62-turbo-dev: libjpeg-turbo's C library, for the JPEG bench's peer
 # (bench/jpeg/turbo_loop.c) and the CMYK/YCCK encoder of the decoder tests (cmyk_encode.c).
-APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs gcc libc6-dev libjpeg62-turbo-dev openjdk-17-jdk-headless maven ca-certificates xz-utils)
+APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs imagemagick python3-png gcc libc6-dev libjpeg62-turbo-dev openjdk-17-jdk-headless maven ca-certificates xz-utils)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   step "system packages (apt)"; s=$SECONDS
@@ -130,6 +130,11 @@ took $s
 # --- Apache Cassandra from Maven Central -------------------------------------------------------
 step "Apache Cassandra jars (maven, into $CACHE/cassandra)"; s=$SECONDS
 bash "$ROOT/tools/cassandra/cassandra.sh" fetch
+took $s
+
+# --- an S3-compatible server, built from source ----------------------------------------------
+step "versitygw (S3 server for the tests, from the Go module proxy, into $CACHE/versitygw)"; s=$SECONDS
+bash "$ROOT/tools/s3/versitygw.sh" build
 took $s
 
 # --- build ------------------------------------------------------------------------------------

@@ -112,6 +112,9 @@ interface Controller {
   abort(reason: Error): void;
 }
 
+/** How much of an error answer's body is kept. */
+const ERROR_BODY_BYTES = 4096;
+
 /** Redirects that say "the same GET, elsewhere" (RFC 9110 §15.4). */
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
@@ -132,6 +135,9 @@ class Get {
   status = 0;
   statusText = "";
   body: Uint8Array = new Uint8Array(0);
+  /** An error answer's headers and first ERROR_BODY_BYTES of body (S3 names its errors in XML there). */
+  errorHeaders: Record<string, string | string[]> = {};
+  errorBody: Uint8Array = new Uint8Array(0);
   /** The body's bytes so far, and what Content-Length announced (-1: none). */
   received = 0;
   announced = -1;
@@ -172,6 +178,7 @@ class Get {
     this.status = status;
     this.statusText = statusText ?? "";
     if (status >= 300) {
+      this.errorHeaders = headers;
       this.retryAfterMs = retryAfter(headers["retry-after"]);
       const loc = headers["location"];
       if (typeof loc === "string") this.location = loc;
@@ -186,7 +193,12 @@ class Get {
     this.#buf = new Uint8Array(len);
   }
   onResponseData(c: Controller, chunk: Uint8Array): void {
-    if (this.status >= 300 || this.#answered) return; // an error page: not kept
+    if (this.#answered) return;
+    if (this.status >= 300) { // an error page: only its start is kept, to name the error
+      const room = ERROR_BODY_BYTES - this.errorBody.length;
+      if (room > 0) this.errorBody = joined([this.errorBody, chunk.slice(0, room)], this.errorBody.length + Math.min(room, chunk.length));
+      return;
+    }
     const n = this.received + chunk.length;
     // undici frames the body by Content-Length, so this is a second line of defence.
     if (this.announced >= 0 && n > this.announced) return this.#refuse(c, this.#overrun());
@@ -275,10 +287,56 @@ function joined(chunks: Uint8Array[], length: number): Uint8Array {
   return out;
 }
 
+/**
+ * Where an object store is and how each of its requests is made. An http(s):// address makes
+ * one (openHttpSource); S3 makes another, with a signature per request and its errors named
+ * from their XML (s3.ts): the same pool, limits and answers serve both.
+ */
+export interface HttpTarget {
+  /** Where connections go, e.g. "http://127.0.0.1:7070". */
+  origin: string;
+  /** The path before each object's name: "" or "/a/b", as sent (already URI-encoded). */
+  prefix: string;
+  /** The store as messages name it, without credentials or options; objects are `shown/NAME`. */
+  shown: string;
+  /** Headers for one request, made as it is sent: each retry and hedge signs afresh. */
+  headers?: (method: "GET", path: string) => Record<string, string>;
+  /** A named error for an error answer the store explains (S3's XML body), or undefined for the usual reading. */
+  explain?: (answer: ErrorAnswer) => (CassetteError & Retryable) | undefined;
+  /** TLS server name, when the certificate names another host than the origin (S3's virtual-hosted style). */
+  servername?: string;
+}
+
+/** An answer that is not 2xx, as `HttpTarget.explain` sees it. */
+export interface ErrorAnswer {
+  status: number;
+  statusText: string;
+  headers: Record<string, string | string[]>;
+  /** The first 4 KiB of its body. */
+  body: Uint8Array;
+  /** The object asked for, as messages show it. */
+  url: string;
+  /** "sample ID" or "labels.json". */
+  what: string;
+}
+
 /** Opens the store at `url`: checks the address and its options, fetches labels.json once. */
 export async function openHttpSource(url: string, o: HttpSourceOptions = {}): Promise<HttpSource> {
   const { origin, prefix, auth, params, caFile, shown } = parseHttpUrl(url);
   const opts: HttpSourceOptions = { ...params, ...o };
+  if (auth && origin.startsWith("http:") && !opts.allowInsecureAuth) {
+    throw new CassetteError(
+      "ERR_INSECURE_AUTH",
+      `Cannot open ${shown} with the credentials in its URL as plain http:// would send the password readable to anyone on the path: use https://, or allow it with insecureauth=1 in the address (or the option allowInsecureAuth: true)`,
+    );
+  }
+  const basic = auth ? { authorization: `Basic ${auth}` } : undefined;
+  return openHttpTarget({ origin, prefix, shown, ...(basic ? { headers: () => basic } : {}) }, opts, caFile);
+}
+
+/** Opens an object store at `target` with `opts` (its CA from `caFile` when no `ca` is given); fetches labels.json once. */
+export async function openHttpTarget(target: HttpTarget, opts: HttpSourceOptions, caFile?: string): Promise<HttpSource> {
+  const { origin, shown } = target;
   const connections = positive(opts.connections ?? 8, "connections", shown);
   const pipelining = positive(opts.pipelining ?? 4, "pipelining", shown);
   const maxInFlight = positive(opts.maxInFlight ?? connections * pipelining * 4, "maxInFlight", shown);
@@ -291,13 +349,30 @@ export async function openHttpSource(url: string, o: HttpSourceOptions = {}): Pr
   if (!Number.isInteger(limits.redirects) || limits.redirects < 0) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${shown} as 'maxRedirects' must be an integer ≥ 0: current value is ${limits.redirects}`);
   }
-  if (auth && origin.startsWith("http:") && !opts.allowInsecureAuth) {
-    throw new CassetteError(
-      "ERR_INSECURE_AUTH",
-      `Cannot open ${shown} with the credentials in its URL as plain http:// would send the password readable to anyone on the path: use https://, or allow it with insecureauth=1 in the address (or the option allowInsecureAuth: true)`,
-    );
+  const cas = await readCa(opts.ca, caFile, shown);
+  const host = new URL(origin).host;
+  let made = 0;
+  const connect = { ...(cas ? { ca: cas } : {}), ...(target.servername ? { servername: target.servername } : {}) };
+  const pool = new Pool(origin, {
+    connections,
+    pipelining,
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+    ...(Object.keys(connect).length ? { connect } : {}),
+    factory: (o: string | URL, opts: object) => new TaggedClient(o, opts as never, `${host}#${++made}`),
+  });
+  const source = new HttpSource(pool, target, maxInFlight, limits);
+  try {
+    await source.loadLabels(opts.dataset);
+  } catch (e) {
+    await pool.destroy().catch(() => {});
+    throw e;
   }
-  let ca = opts.ca;
+  return source;
+}
+
+/** CA certificates as PEM strings (every runtime's tls.connect takes them), from `ca` or the file `caFile`. */
+export async function readCa(ca: HttpSourceOptions["ca"], caFile: string | undefined, shown: string): Promise<string[] | undefined> {
   if (ca === undefined && caFile !== undefined) {
     try {
       ca = await runtime.readFile(caFile);
@@ -305,26 +380,7 @@ export async function openHttpSource(url: string, o: HttpSourceOptions = {}): Pr
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${shown} as its CA file '${caFile}' (ca=) cannot be read: ${describe(e)}`, { cause: e });
     }
   }
-  // PEM is text; as strings, every runtime's tls.connect takes it.
-  const cas = ca === undefined ? undefined : (Array.isArray(ca) ? ca : [ca]).map((c) => (typeof c === "string" ? c : new TextDecoder().decode(c)));
-  const host = new URL(origin).host;
-  let made = 0;
-  const pool = new Pool(origin, {
-    connections,
-    pipelining,
-    headersTimeout: timeout,
-    bodyTimeout: timeout,
-    ...(cas ? { connect: { ca: cas } } : {}),
-    factory: (o: string | URL, opts: object) => new TaggedClient(o, opts as never, `${host}#${++made}`),
-  });
-  const source = new HttpSource(pool, shown, origin, prefix, auth, maxInFlight, limits);
-  try {
-    await source.loadLabels(o.dataset);
-  } catch (e) {
-    await pool.destroy().catch(() => {});
-    throw e;
-  }
-  return source;
+  return ca === undefined ? undefined : (Array.isArray(ca) ? ca : [ca]).map((c) => (typeof c === "string" ? c : new TextDecoder().decode(c)));
 }
 
 type Connect = (opts: object, cb: (err: Error | null, socket: Link["socket"] | null) => void) => void;
@@ -364,7 +420,7 @@ export class HttpSource implements Source {
   readonly #url: string;
   readonly #origin: string;
   readonly #prefix: string;
-  readonly #headers?: Record<string, string>;
+  readonly #target: HttpTarget;
   readonly #cap: Capacity;
   readonly #limits: Limits;
   #labels: ReadonlyMap<string, number> = new Map();
@@ -380,15 +436,15 @@ export class HttpSource implements Source {
    */
   readonly #asked = new Map<string, Array<{ get?: Get }>>();
 
-  constructor(pool: UndiciPool, url: string, origin: string, prefix: string, auth: string | undefined, maxInFlight: number, limits: Limits) {
+  constructor(pool: UndiciPool, target: HttpTarget, maxInFlight: number, limits: Limits) {
     this.#pool = pool;
-    this.#url = url;
-    this.#origin = origin;
-    this.#prefix = prefix;
-    if (auth) this.#headers = { authorization: `Basic ${auth}` };
+    this.#url = target.shown;
+    this.#origin = target.origin;
+    this.#prefix = target.prefix;
+    this.#target = target;
     this.#cap = new Capacity(maxInFlight);
     this.#limits = limits;
-    this.name = url;
+    this.name = target.shown;
   }
 
   /** @internal Fetches PREFIX/labels.json; checks it names `dataset` when given. */
@@ -402,6 +458,8 @@ export class HttpSource implements Source {
       throw new CassetteError("ERR_STORE_UNREACHABLE", `Cannot open ${this.#url} as ${where} cannot be fetched: ${describe(e)}`, { cause: e });
     });
     const { status, statusText, body } = get;
+    const named = status >= 300 ? this.#explain(get) : undefined;
+    if (named) throw named;
     if (status === 404 || status === 410) {
       throw new CassetteError("ERR_STORE", `Cannot open ${this.#url} as ${get.url} answered HTTP ${status}: serve a folder written by cassette export (an interrupted export has no labels.json yet)`);
     }
@@ -462,6 +520,8 @@ export class HttpSource implements Source {
         if (get.conn) s.conn = get.conn;
         return done(null, s);
       }
+      const named = this.#explain(get);
+      if (named) return done(named);
       const answer = `HTTP ${status}${statusText ? ` ${statusText}` : ""}`;
       if (status === 404 || status === 410) {
         return done(storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.dataset}': ${url} answered ${answer}`, false));
@@ -505,11 +565,15 @@ export class HttpSource implements Source {
     go(`${this.#prefix}/${name}`, first, 0);
   }
 
+  #explain(get: Get): (CassetteError & Retryable) | undefined {
+    return this.#target.explain?.({ status: get.status, statusText: get.statusText, headers: get.errorHeaders, body: get.errorBody, url: get.url, what: get.what });
+  }
+
   #send(get: Get, path: string): void {
     // blocking: false, or undici sends the next request on a connection only once this one's
     // headers are back (its default for GET), and pipelining buys nothing over a long RTT.
     const opts: Options = { path, method: "GET", blocking: false, [kRequest]: get };
-    if (this.#headers) opts.headers = this.#headers;
+    if (this.#target.headers) opts.headers = this.#target.headers("GET", path);
     get.dispatching = true;
     try {
       this.#pool.dispatch(opts, get as never);
@@ -568,14 +632,24 @@ export function parseHttpUrl(url: string): { origin: string; prefix: string; aut
   const auth = u.username || u.password
     ? btoa(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`)
     : undefined;
+  const { params, caFile } = parseHttpParams(u.searchParams, shown);
+  if (u.hash) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as it has a #fragment`);
+  return { origin: u.origin, prefix, auth, params, ...(caFile !== undefined ? { caFile } : {}), shown };
+}
+
+/**
+ * An address's query options (PARAMS) as HttpSourceOptions, and the CA file named; `others`
+ * are the options another scheme reads itself (S3's), listed when an unknown one is named.
+ */
+export function parseHttpParams(query: URLSearchParams, shown: string, others: string[] = []): { params: HttpSourceOptions; caFile?: string } {
   const params: Record<string, number | boolean> = {};
   let caFile: string | undefined;
-  for (const [k, v] of u.searchParams) {
+  for (const [k, v] of query) {
     const bad = (why: string): never => {
       throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' ${why}: current value is ${v}`);
     };
     const p = PARAMS[k as keyof typeof PARAMS];
-    if (!p) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' is not an option (${Object.keys(PARAMS).join(", ")})`);
+    if (!p) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as '${k}' is not an option (${[...others, ...Object.keys(PARAMS)].join(", ")})`);
     const [key, kind] = p;
     if (kind === "path") {
       if (!v) bad("must name a file");
@@ -593,8 +667,7 @@ export function parseHttpUrl(url: string): { origin: string; prefix: string; aut
       params[key] = Number(v);
     }
   }
-  if (u.hash) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${shown}' as it has a #fragment`);
-  return { origin: u.origin, prefix, auth, params: params as HttpSourceOptions, ...(caFile !== undefined ? { caFile } : {}), shown };
+  return { params: params as HttpSourceOptions, ...(caFile !== undefined ? { caFile } : {}) };
 }
 
 /** A URL for messages: no credentials, and a query only as "?…" (it may carry a token). */
