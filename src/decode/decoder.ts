@@ -18,6 +18,13 @@ export interface Image {
   data: Uint8Array<ArrayBuffer>;
   /** Exif orientation 1…8 (1 when absent); already applied when `applyOrientation` was set. */
   orientation: number;
+  /**
+   * Bits per sample: 8 when absent (every decoder's default, and all the rest of cassette
+   * assumes it). 16 only when asked (the PNG decoder's `depth16`): then `data` holds
+   * little-endian 16-bit samples, `width * channels * 2` bytes a row, which
+   * `new Uint16Array(data.buffer)` reads on little-endian hosts.
+   */
+  bitDepth?: 8 | 16;
 }
 
 /** Output size as a fraction of the image's: 1, 1/2, 1/4 or 1/8 (where the format can do it cheaply). */
