@@ -1,15 +1,22 @@
 /**
  * Decoders by format: the one place that names each implementation, so the read path, the
  * read workers and the pool ask for "a decoder" and a new format is added here.
+ *
+ * "auto" holds one JPEG and one PNG decoder and picks by the file's first bytes (FF D8 → JPEG,
+ * 89 50 4E 47 → PNG), so a folder of both decodes through one decoder; anything else is an
+ * UnknownFormatError naming the bytes it saw.
  */
 import { CassetteError } from "../errors.ts";
-import type { Decoder } from "./decoder.ts";
-import { createJpegDecoder } from "./jpeg.ts";
+import type { Decoder, Image } from "./decoder.ts";
+import { createJpegDecoder, type JpegDecoder } from "./jpeg.ts";
+import { createPngDecoder, type PngDecodeOptions, type PngDecoder } from "./png.ts";
 
-export type DecoderFormat = "jpeg";
+export type DecoderFormat = "jpeg" | "png" | "auto";
 
 const FACTORIES: Record<DecoderFormat, () => Promise<Decoder>> = {
   jpeg: createJpegDecoder,
+  png: createPngDecoder,
+  auto: createAutoDecoder,
 };
 
 /** A decoder instance for `format` (default "jpeg"); one per thread. */
@@ -19,4 +26,57 @@ export async function createDecoder(format: DecoderFormat = "jpeg"): Promise<Dec
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a decoder as 'format' must be one of ${Object.keys(FACTORIES).join(", ")}: current value is ${format}`);
   }
   return await make();
+}
+
+/** Input that is neither JPEG nor PNG, as the "auto" decoder sees it: `seen` holds its first bytes. */
+export class UnknownFormatError extends CassetteError {
+  readonly seen: Uint8Array;
+  readonly offset = 0;
+  constructor(seen: Uint8Array) {
+    const hex = [...seen].map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ");
+    const text = [...seen].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
+    const what = seen.length === 0 ? "the input is empty" : `it starts with ${hex} ("${text}")`;
+    super("ERR_UNSUPPORTED", `Cannot decode as ${what}, which is neither JPEG (FF D8) nor PNG (89 50 4E 47): at byte 0`);
+    this.name = "UnknownFormatError";
+    this.seen = seen;
+  }
+}
+
+/** The format of `bytes` by its signature, or undefined. */
+export function sniffFormat(bytes: Uint8Array): "jpeg" | "png" | undefined {
+  if (bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xd8) return "jpeg";
+  if (bytes.length >= 4 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) return "png";
+  return undefined;
+}
+
+/** JPEG and PNG through one decoder (format "auto"); PNG-only options reach only PNGs. */
+export async function createAutoDecoder(): Promise<Decoder<PngDecodeOptions>> {
+  const [jpeg, png] = await Promise.all([createJpegDecoder(), createPngDecoder()]);
+  return new AutoDecoder(jpeg, png);
+}
+
+class AutoDecoder implements Decoder<PngDecodeOptions> {
+  readonly format = "auto";
+  #jpeg: JpegDecoder;
+  #png: PngDecoder;
+  constructor(jpeg: JpegDecoder, png: PngDecoder) {
+    this.#jpeg = jpeg;
+    this.#png = png;
+  }
+
+  decode(bytes: Uint8Array, options?: PngDecodeOptions): Image {
+    const format = bytes instanceof Uint8Array ? sniffFormat(bytes) : "jpeg"; // the JPEG decoder names a bad input
+    if (format === "jpeg") return this.#jpeg.decode(bytes, options);
+    if (format === "png") return this.#png.decode(bytes, options);
+    throw new UnknownFormatError(bytes.slice(0, 8));
+  }
+
+  get memoryBytes(): number {
+    return this.#jpeg.memoryBytes + this.#png.memoryBytes;
+  }
+
+  close(): void {
+    this.#jpeg.close();
+    this.#png.close();
+  }
 }

@@ -1,10 +1,10 @@
 /**
  * The decode stage's surface (the `cassette/decode` subpath): the Decoder seam, the wasm JPEG
- * decoder, its errors, and the worker pool.
+ * and PNG decoders, their errors, and the worker pool.
  * @module
  */
 import { entryUrl } from "../util/entry_url.ts";
-export { createDecoder } from "./decoders.ts";
+export { createAutoDecoder, createDecoder, sniffFormat, UnknownFormatError } from "./decoders.ts";
 export type { DecoderFormat } from "./decoders.ts";
 export type { AsyncDecoder, DecodeOptions, Decoder, DecodeScale, Image } from "./decoder.ts";
 export { createJpegDecoder, orient } from "./jpeg.ts";
@@ -14,6 +14,10 @@ export type {
 } from "./jpeg.ts";
 export { JpegError } from "./jpeg_error.ts";
 export type { JpegErrorReason } from "./jpeg_error.ts";
+export { createPngDecoder } from "./png.ts";
+export type { PngDecodeOptions, PngDecoder, PngImage } from "./png.ts";
+export { PngError } from "./png_error.ts";
+export type { PngErrorFacts, PngErrorReason } from "./png_error.ts";
 export { createDecodePool, JpegDecodePool } from "./pool.ts";
 export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats, PrepareJob, ScalePeriod } from "./pool.ts";
 export type { TransformContext, TransformFn, TransformInput, TransformModule } from "./transform.ts";
