@@ -3,7 +3,7 @@
  * past the palette, zlib bombs, huge headers, bad CRCs. Chunks are framed and CRC'd here (PNG
  * §5.3); zlib streams come from node:zlib (the same in Bun, Deno and Node).
  */
-import { deflateSync } from "node:zlib";
+import { deflateSync, inflateSync } from "node:zlib";
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -79,4 +79,42 @@ export function chunkOffsets(png: Uint8Array, type: string): number[] {
     p += 12 + len;
   }
   return out;
+}
+
+/**
+ * `png` (whose rows all use filter type 0, as pypng writes them) with each row re-filtered by a
+ * type drawn from `next` (§9.2: None, Sub, Up, Average, Paeth, on every Adam7 pass), deflated
+ * again: the same pixels, through every filter at every depth.
+ */
+export function refilter(png: Uint8Array, next: () => number): Uint8Array<ArrayBuffer> {
+  const v = new DataView(png.buffer, png.byteOffset, png.byteLength);
+  const width = v.getUint32(16), height = v.getUint32(20);
+  const [depth, colorType, , , interlace] = png.subarray(24, 29);
+  const spp = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 }[colorType as 0 | 2 | 3 | 4 | 6];
+  const bpp = Math.max(1, (spp * depth) >> 3);
+  const idats = chunkOffsets(png, "IDAT");
+  const raw = new Uint8Array(inflateSync(concat(...idats.map((p) => png.subarray(p + 8, p + 8 + v.getUint32(p))))));
+  const passes = interlace ? [[0, 0, 8, 8], [4, 0, 8, 8], [0, 4, 4, 8], [2, 0, 4, 4], [0, 2, 2, 4], [1, 0, 2, 2], [0, 1, 1, 2]] : [[0, 0, 1, 1]];
+  const out = new Uint8Array(raw.length);
+  let o = 0;
+  for (const [x0, y0, dx, dy] of passes) {
+    const pw = width > x0 ? Math.ceil((width - x0) / dx) : 0, ph = height > y0 ? Math.ceil((height - y0) / dy) : 0;
+    if (pw === 0 || ph === 0) continue;
+    const n = Math.ceil((pw * spp * depth) / 8);
+    let prev = new Uint8Array(n);
+    for (let r = 0; r < ph; r++, o += n + 1) {
+      if (raw[o] !== 0) throw new Error(`refilter: row ${r} already has filter type ${raw[o]}`);
+      const cur = raw.subarray(o + 1, o + 1 + n);
+      const f = Math.floor(next() * 5);
+      out[o] = f;
+      for (let i = 0; i < n; i++) {
+        const a = i >= bpp ? cur[i - bpp] : 0, b = prev[i], c = i >= bpp ? prev[i - bpp] : 0;
+        const p = a + b - c, pa = Math.abs(p - a), pb = Math.abs(p - b), pc = Math.abs(p - c);
+        const pred = [0, a, b, (a + b) >> 1, pa <= pb && pa <= pc ? a : pb <= pc ? b : c][f];
+        out[o + 1 + i] = (cur[i] - pred) & 255;
+      }
+      prev = cur;
+    }
+  }
+  return concat(png.subarray(0, idats[0]), chunk("IDAT", zlib(out)), chunk("IEND"));
 }

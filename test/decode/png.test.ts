@@ -2,7 +2,7 @@ import * as assert from "uvu/assert";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
 import { PngWorkshop } from "../_support/png_encoders.ts";
-import { buildPng, chunk, chunkOffsets, concat, ihdr, SIGNATURE, zlib } from "../_support/png_build.ts";
+import { buildPng, chunk, chunkOffsets, concat, ihdr, refilter, SIGNATURE, zlib } from "../_support/png_build.ts";
 import { assertCassetteError } from "../_support/expect.ts";
 import { expectedPixels, firstDifference, imageValues, type PngColorType, type PngSamples, SAMPLES_PER_PIXEL } from "../reference/png_expect.ts";
 import { createPngDecoder, type PngDecoder, type PngDecodeOptions } from "../../src/decode/png.ts";
@@ -72,7 +72,7 @@ function streamFacts(bytes: Uint8Array): { block: number; idats: number } {
   return { block: (bytes[idats[0] + 8 + 2] >> 1) & 3, idats: idats.length };
 }
 
-test("pypng: every colour type and bit depth, plain and Adam7, odd sizes, zlib levels 0/1/9, many IDATs: every sample as given", async () => {
+test("pypng: every colour type and bit depth, plain and Adam7, odd sizes, zlib levels 0/1/9, many IDATs, every filter type: every sample as given", async () => {
   const png = await createPngDecoder();
   const seed = freshSeed();
   const next = rng(seed);
@@ -104,6 +104,8 @@ test("pypng: every colour type and bit depth, plain and Adam7, odd sizes, zlib l
     if (f.idats > 1) manyIdats++;
     check(png, bytes, img, {}, what);
     check(png, bytes, img, { grey: true }, what);
+    // pypng writes filter type 0 only: the same rows through every filter type.
+    check(png, refilter(bytes, next), img, {}, `${what}, re-filtered`);
     if (img.bitDepth === 16) {
       check(png, bytes, img, { depth16: true }, what);
       check(png, bytes, img, { depth16: true, grey: true }, what);
