@@ -1,4 +1,8 @@
 /** `cassette ingest SOURCE --store URL --dataset NAME`: samples from a source into a store. */
+// Bun answers a bare "undici" with its own stub (oven-sh/bun#12773): the file path reaches the
+// installed package in every runtime, as src/source/http.ts does.
+import undici from "undici/index.js";
+import { CassetteError } from "../errors.ts";
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
 import { createJpegDecoder } from "../decode/jpeg.ts";
 import { openStore } from "../source/open.ts";
@@ -9,15 +13,30 @@ import { intOption, listOption, parseArgs, required, usageError } from "./args.t
 
 /** Sources with at most this many files are decoded in full at ingest unless --no-verify. */
 const VERIFY_UP_TO = 10_000;
+/** The largest file fetched for a manifest's http(s):// path, and a shard entry: 256 MiB. */
+const MAX_FILE_BYTES = 256 * 1024 * 1024;
 
 export const help = `usage: cassette ingest SOURCE --store URL --dataset NAME [options]
 
 SOURCE is one of:
-  DIR                  an ImageFolder: DIR/<class>/<image>.jpg (label = class index, sorted)
+  DIR                  an ImageFolder: DIR/<class>/<image>.jpg|.png (label = class index, the
+                       class folders in sorted order; the names are stored with the dataset
+                       as its label map: cassette info --json shows spec.label.classes)
+  SHARD.tar            a WebDataset shard; also DIR holding .tar files and no sub-folder
+  'PREFIX-{000000..000009}.tar'   shards by a brace pattern as webdataset writes them
+                       (quote it, or the shell expands it into several arguments)
   idx:PATH-PREFIX      (Fashion-)MNIST idx files, e.g. idx:/usr/share/datasets/fashion-mnist/
                        (each image is encoded to JPEG with jpeg-js at --quality)
-  FILE.jsonl|FILE.csv  a manifest: 'path' (relative to the manifest), 'label' (int or class
-                       name), optional 'key', and any metadata columns (e.g. patient_id)
+  FILE.jsonl|FILE.csv  a manifest: 'path' (relative to the manifest, or an http(s):// URL;
+                       s3:// is not supported yet), 'label' (int or class name), optional
+                       'key', and any metadata columns (e.g. patient_id)
+
+Shards: entries group into samples by webdataset's key rule (the path up to the first dot
+of its basename; consecutive entries with one key are one sample). A sample's key is its
+__key__ (unique across the shards: a repeated key is a bad entry, the first one kept), its
+image its .jpg/.jpeg/.png, its label .cls (or .cls2, the .json's "label" or "cls", an integer
+.txt); .json "class" names the label. Other entries are ignored; a corrupt shard is listed
+with the byte offset where it breaks, and the samples wholly before that point are kept.
 
 Samples are written atomically and keyed by sampleId(NAME, KEY): a re-run skips what is
 stored and resumes an interrupted ingest. Bad files are not stored: each is listed at the
@@ -39,25 +58,33 @@ with status 130. Run the same command again to resume: stored samples are skippe
                        default min(3, the cluster's nodes); a keyspace there keeps its own
   --quality Q          JPEG quality for idx sources (default 90)
   --limit N            only the first N items (per idx split)
+  --max-entry-bytes N  the largest shard entry or fetched URL (default ${MAX_FILE_BYTES})
   --strict             stop at the first bad file instead of skipping it
-  --verify             decode every JPEG in full before storing it (whatever the count)
+  --verify             decode every JPEG in full before storing it (whatever the count;
+                       a PNG's header is checked: there is no PNG decoder yet)
   --no-verify          check headers only, even for a small source
   --json               print one JSON document: the summary
 Credentials may also come from CASSETTE_CASSANDRA_USER / CASSETTE_CASSANDRA_PASSWORD.`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit", "replication"], ["strict", "verify", "no-verify"]);
+  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit", "replication", "max-entry-bytes"], ["strict", "verify", "no-verify"]);
   if (options.has("help")) return void console.log(help), 0;
   const [source, extra] = positional;
   if (!source) usageError("ingest", "needs a SOURCE");
-  if (extra) usageError("ingest", `takes one SOURCE: got also '${extra}'`);
+  if (extra) {
+    const shards = /\.tar$/i.test(source) ? " (for several shards, quote a brace pattern such as 'PREFIX-{000000..000009}.tar', or give their folder)" : "";
+    usageError("ingest", `takes one SOURCE: got also '${extra}'${shards}`);
+  }
   if (options.has("verify") && options.has("no-verify")) usageError("ingest", "takes --verify or --no-verify, not both");
   const json = options.has("json");
   const dataset = required(options, "ingest", "dataset");
   const address = required(options, "ingest", "store");
   const replication = replicationOption(options.get("replication") as string | undefined, address);
   const decoder = options.has("no-verify") ? undefined : await createJpegDecoder();
+  const maxBytes = intOption(options, "ingest", "max-entry-bytes") ?? MAX_FILE_BYTES;
+  if (!(maxBytes > 0)) usageError("ingest", `--max-entry-bytes must be a positive integer: current value is ${maxBytes}`);
   const store = await openStore(address, { cassandra: { replication } });
+  const http = new undici.Agent().compose(undici.interceptors.redirect({ maxRedirections: 3 }));
   // Ctrl-C: the first stops the ingest after the samples being written, which then says what
   // is stored; a second exits at once (each stored sample is whole either way).
   const stop = new AbortController();
@@ -80,6 +107,8 @@ export async function run(argv: string[]): Promise<number> {
       verify: decoder && { decode: (b) => decoder.decode(b, { scale: 0.125, maxPixels: Infinity }) },
       verifyUpTo: options.has("verify") ? Infinity : VERIFY_UP_TO,
       signal: stop.signal,
+      maxEntryBytes: maxBytes,
+      fetchUrl: (url) => fetchUrl(http, url, maxBytes),
       onProgress: (p) => {
         bar ??= progress("ingest", p.total, json, runtime.now() - p.seconds * 1000);
         bar.update(p.done, `${p.written} new, ${p.existing} stored, ${p.errors} bad, ${(p.bytes / 1e6).toFixed(1)} MB`);
@@ -93,7 +122,8 @@ export async function run(argv: string[]): Promise<number> {
       console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s (${(summary.written / Math.max(summary.seconds, 1e-9)).toFixed(0)} samples/s)`);
       const labels = Object.entries(summary.perLabel);
       if (labels.length) console.log(`  per label: ${labels.map(([l, n]) => `${l}:${n}`).join(" ")}`);
-      if (summary.verified) console.log("  each file written was decoded in full first (--verify)");
+      if (summary.verified && !summary.pngHeaderOnly) console.log("  each file written was decoded in full first (--verify)");
+      else if (summary.verified) console.log(`  each JPEG written was decoded in full first (--verify); ${summary.pngHeaderOnly} PNGs had their header checked (no PNG decoder yet)`);
       else if (decoder && summary.written) console.log(`  headers checked, files not decoded: ${summary.total} is over ${VERIFY_UP_TO} (--verify decodes each)`);
       for (const e of summary.errors.slice(0, 20)) console.log(`  skipped ${e.path ?? e.key}: ${e.reason}`);
       if (summary.errors.length > 20) console.log(`  … and ${summary.errors.length - 20} more (--json lists all)`);
@@ -102,8 +132,40 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     process.off("SIGINT", onSigint);
     decoder?.close();
+    await http.close();
     await store.close();
   }
+}
+
+/**
+ * GETs `url` (a manifest's http(s):// path) with undici: a 2xx body of at most `max` bytes,
+ * redirects followed (3 at most); anything else throws, and the row is a bad file.
+ */
+async function fetchUrl(agent: InstanceType<typeof undici.Dispatcher>, url: string, max: number): Promise<Uint8Array> {
+  const res = await undici.request(url, { dispatcher: agent, headersTimeout: 30_000, bodyTimeout: 30_000 });
+  if (res.statusCode < 200 || res.statusCode >= 300) {
+    await res.body.dump().catch(() => {});
+    throw new Error(`GET ${url} answered ${res.statusCode}`);
+  }
+  const announced = Number(res.headers["content-length"]);
+  if (announced > max) {
+    res.body.destroy();
+    throw new CassetteError("ERR_TOO_LARGE", `Cannot read ${url} as its Content-Length announces ${announced} bytes: more than ${max} (--max-entry-bytes)`);
+  }
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  for await (const c of res.body) {
+    n += (c as Uint8Array).length;
+    if (n > max) {
+      res.body.destroy();
+      throw new CassetteError("ERR_TOO_LARGE", `Cannot read ${url} as more than ${max} bytes arrived (--max-entry-bytes)`);
+    }
+    chunks.push(c as Uint8Array);
+  }
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) out.set(c, at), at += c.length;
+  return out;
 }
 
 /** --replication: a factor or a CQL map, for a cassandra:// store only. */

@@ -5,11 +5,20 @@
  *   idx:PREFIX        train/INDEX, t10k/INDEX     the idx label         split, idx, pixels_sha1
  *   DIR (ImageFolder) path below DIR              index of <class>      —
  *   FILE.jsonl|.csv   `key` column, else `path`   `label` (int or name) every other column
+ *   shards (.tar)     the WebDataset `__key__`    .cls, .json "label"   —
  *
  * Ids are UUIDv5 of (dataset, key), so a re-run skips what is stored (it is not re-read or
  * re-encoded) and an interrupted ingest resumes with nothing duplicated or lost. Each sample's
  * data and metadata are written atomically by the store. A file that cannot be read or is not
- * a valid JPEG is reported with its path and skipped, or stops the run with `strict`.
+ * a valid JPEG or PNG is reported with its path and skipped, or stops the run with `strict`.
+ *
+ * WebDataset shards (SHARD.tar, a folder of .tar files, or a brace pattern such as
+ * `PREFIX-{000000..000009}.tar`) are scanned first, one entry's bytes at a time
+ * (webdataset.ts): each sample's key, label and where its image lies; the image is read from
+ * the shard when it is stored. A sample's key is its `__key__` alone, so the same sample
+ * re-sharded keeps its id; a key met again (in another shard or later in the same one) is a
+ * bad entry, and the first is kept. A manifest's `path` may be an http(s):// URL, fetched
+ * with `fetchUrl` (the CLI passes undici's); s3:// is not supported yet.
  *
  * "A valid JPEG" is a structural check (jpeg_check.ts) unless `verify` gives a decoder: then
  * every new file is decoded in full before it is stored, so corrupt scan data (which the
@@ -18,7 +27,9 @@
  */
 import { createHash } from "node:crypto";
 import { readdirSync, statSync } from "node:fs";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { open } from "node:fs/promises";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import jpeg from "jpeg-js";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
@@ -26,6 +37,9 @@ import { readIdxDataset } from "./idx.ts";
 import { sampleId } from "./sample_id.ts";
 import { checkJpeg } from "./jpeg_check.ts";
 import { type Column, type ColumnType, type DatasetSpec, validateSpec } from "./spec.ts";
+import { readChunks } from "./object_sink.ts";
+import { readTar, TarError } from "./tar.ts";
+import { expandBraces, groupSamples, isLabelEntry, sampleImage, sampleLabel } from "./webdataset.ts";
 import type { MetaValue, SampleInput, Store } from "./store.ts";
 import { mapLimit } from "../util/map_limit.ts";
 
@@ -57,6 +71,14 @@ export interface IngestOptions {
    */
   signal?: AbortSignal;
   onProgress?: (p: IngestProgress) => void;
+  /**
+   * Fetches an http(s):// URL of a manifest's `path` column (the CLI passes one built on
+   * undici); without it such a manifest is ERR_UNSUPPORTED. It throws when the URL cannot be
+   * read (the row is then a bad file).
+   */
+  fetchUrl?: (url: string) => Promise<Uint8Array>;
+  /** The largest shard entry read (default 256 MiB); a larger one is a bad shard (ERR_TOO_LARGE). */
+  maxEntryBytes?: number;
 }
 
 /** What `verify` needs of a decoder: `decode` throws (a JpegError, with reason and offset) when a file does not decode. */
@@ -94,8 +116,10 @@ export interface IngestSummary {
   /** Samples per label among those written this run. */
   perLabel: Record<number, number>;
   seconds: number;
-  /** Whether every file stored this run was decoded in full first (`verify`, within `verifyUpTo`). */
+  /** Whether every JPEG stored this run was decoded in full first (`verify`, within `verifyUpTo`). */
   verified: boolean;
+  /** PNGs stored this run with their header checked only: `verify`'s decoder reads JPEGs. */
+  pngHeaderOnly: number;
   /**
    * Stopped by `signal`: the items looked at (`written` + `existing` + `errors`) are done, and
    * the rest were not reached (some may be stored by an earlier run: ingest does not ask).
@@ -115,6 +139,8 @@ interface Item {
 interface Source {
   spec: Omit<DatasetSpec, "name" | "groupBy">;
   items: Item[];
+  /** Bad entries found while opening it (a shard's samples without label, a corrupt shard). */
+  errors?: IngestError[];
 }
 
 const FASHION_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"];
@@ -127,12 +153,12 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
   const items = src.items;
   const verifier = opts.verify && items.length <= (opts.verifyUpTo ?? Infinity) ? opts.verify : undefined;
   const summary: IngestSummary = {
-    dataset: opts.dataset, source, total: items.length, written: 0, existing: 0, errors: [], bytes: 0, perLabel: {}, seconds: 0,
-    verified: !!verifier, interrupted: false,
+    dataset: opts.dataset, source, total: items.length + (src.errors?.length ?? 0), written: 0, existing: 0, errors: [...(src.errors ?? [])], bytes: 0, perLabel: {}, seconds: 0,
+    verified: !!verifier, pngHeaderOnly: 0, interrupted: false,
   };
   const chunk = opts.chunk ?? 512;
   const signal = opts.signal;
-  let done = 0;
+  let done = summary.errors.length;
   let stopped = false; // by `signal`, with items not looked at
   for (let start = 0; start < items.length; start += chunk) {
     // A turn of the event loop per chunk: an idx source and SQLite answer in microtasks only,
@@ -156,9 +182,11 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
       } catch (e) {
         return fail(it, "it is unreadable", `cannot read: ${(e as Error).message}`);
       }
-      const h = checkJpeg(data);
-      if ("reason" in h) return fail(it, "it is not a valid JPEG", h.reason);
-      if (verifier) {
+      const png = isPng(data);
+      const h = png ? checkPng(data) : checkJpeg(data);
+      if ("reason" in h) return fail(it, png ? "it is not a valid PNG" : "it is not a valid JPEG", h.reason);
+      // The decoder verifies JPEGs; a PNG's header is checked (src/decode has no PNG decoder yet).
+      if (verifier && !png) {
         try {
           await verifier.decode(data);
         } catch (e) {
@@ -166,6 +194,7 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
           return fail(it, "it does not decode", (e as Error).message, typeof offset === "number" ? offset : undefined, e);
         }
       }
+      if (png) summary.pngHeaderOnly++;
       return { key: it.key, label: it.label, data, meta: it.meta };
     });
     const good = loaded.filter((s): s is SampleInput => s !== undefined);
@@ -179,7 +208,7 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
     if (stopped) break; // what was read is written and counted; the rest is the re-run's
     done += part.length;
     opts.onProgress?.({
-      done, total: items.length, written: summary.written, existing: summary.existing, errors: summary.errors.length,
+      done, total: summary.total, written: summary.written, existing: summary.existing, errors: summary.errors.length,
       bytes: summary.bytes, seconds: (runtime.now() - t0) / 1000,
     });
   }
@@ -198,17 +227,107 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
 
 // --- sources ---------------------------------------------------------------------------------
 
+/**
+ * Which kind of source `source` is: idx:PREFIX; a brace pattern (`{…..…}` or `{a,b}`) or a
+ * `.tar` file: WebDataset shards; a folder with class folders: an ImageFolder; a folder with
+ * .tar files and no sub-folder: its shards, in name order; a .jsonl/.csv file: a manifest.
+ */
 async function openSource(source: string, opts: IngestOptions): Promise<Source> {
   if (source.startsWith("idx:")) return idxSource(source.slice(4), opts);
+  if (/\{[^{}]*(\.\.|,)[^{}]*\}/.test(source)) {
+    const shards = expandBraces(source);
+    const notTar = shards.find((p) => !/\.tar$/i.test(p));
+    if (notTar) throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest '${source}' as a brace pattern must name .tar shards: it names '${notTar}'`);
+    const missing = shards.filter((p) => !statSync(p, { throwIfNoEntry: false })?.isFile());
+    if (missing.length) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest '${source}' as ${missing.length} of its ${shards.length} shards do not exist: ${missing.slice(0, 3).join(", ")}${missing.length > 3 ? ", …" : ""}`);
+    }
+    return shardSource(source, shards, opts);
+  }
   let st;
   try {
     st = statSync(source);
   } catch {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest '${source}' as it does not exist (SOURCE: a folder, idx:PATH-PREFIX, or a .jsonl/.csv manifest)`);
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest '${source}' as it does not exist (SOURCE: a folder, SHARD.tar, 'PREFIX-{000000..000009}.tar', idx:PATH-PREFIX, or a .jsonl/.csv manifest)`);
   }
-  if (st.isDirectory()) return folderSource(source, opts);
+  if (st.isDirectory()) {
+    const names = readdirSync(source).filter((n) => !n.startsWith("."));
+    const tars = names.filter((n) => /\.tar$/i.test(n)).sort();
+    if (tars.length > 0 && !names.some((n) => statSync(join(source, n)).isDirectory())) return shardSource(source, tars.map((n) => join(source, n)), opts);
+    return folderSource(source, opts);
+  }
+  if (/\.tar$/i.test(source)) return shardSource(source, [source], opts);
   if (/\.(jsonl|ndjson|csv)$/i.test(source)) return manifestSource(source, opts);
-  throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest '${source}' as it is neither a folder, idx:PREFIX, nor a .jsonl/.csv manifest`);
+  throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest '${source}' as it is neither a folder, a .tar shard, idx:PREFIX, nor a .jsonl/.csv manifest`);
+}
+
+/**
+ * WebDataset shards, scanned in order one entry's bytes at a time (images are skipped over,
+ * not kept): each good sample becomes an item that reads its image from the shard when it is
+ * stored. Bad samples and corrupt shards are listed (a shard is read up to its corruption:
+ * the samples wholly before it count, not the one it may cut), or stop the scan with `strict`.
+ */
+async function shardSource(source: string, shards: string[], opts: IngestOptions): Promise<Source> {
+  const items: Item[] = [], errors: IngestError[] = [];
+  const firstShard = new Map<string, string>(); // key → the shard that holds it
+  const names = new Map<number, string>(); // label → class name from the samples' .json
+  let conflict = false;
+  const limit = opts.limit ?? Infinity;
+  const bad = (e: IngestError) => {
+    if (opts.strict) {
+      throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest ${e.path} as ${e.reason}${e.offset === undefined ? "" : ` (offset ${e.offset})`} (stopped: --strict)`);
+    }
+    errors.push(e);
+  };
+  for (const shard of shards) {
+    if (items.length >= limit) break;
+    try {
+      const entries = readTar(readChunks(shard), { shard, maxEntryBytes: opts.maxEntryBytes, bodies: isLabelEntry });
+      for await (const s of groupSamples(entries)) {
+        const where = { key: s.key, path: `${shard}:${s.key}`, offset: s.offset };
+        if (s.problems.length) { bad({ ...where, reason: s.problems.join("; ") }); continue; }
+        const img = sampleImage(s);
+        if ("reason" in img) { bad({ ...where, reason: img.reason }); continue; }
+        const lab = sampleLabel(s);
+        if ("reason" in lab) { bad({ ...where, reason: lab.reason }); continue; }
+        const first = firstShard.get(s.key);
+        if (first !== undefined) { bad({ ...where, reason: `its key is also in ${first}, which is kept: keys must be unique across the shards` }); continue; }
+        firstShard.set(s.key, shard);
+        if (lab.className !== undefined) {
+          if (names.has(lab.label) && names.get(lab.label) !== lab.className) conflict = true;
+          names.set(lab.label, lab.className);
+        }
+        const { dataOffset, size } = img.entry;
+        items.push({ key: s.key, label: lab.label, path: `${shard}:${img.entry.name}`, meta: {}, load: () => readRange(shard, dataOffset, size) });
+        if (items.length >= limit) break;
+      }
+    } catch (e) {
+      if (e instanceof TarError) bad({ key: basename(shard), path: shard, reason: `${e.reason} at offset ${e.offset}: the samples wholly before it are kept`, offset: e.offset });
+      else if (e instanceof CassetteError) throw e;
+      else bad({ key: basename(shard), path: shard, reason: `cannot read: ${(e as Error).message}` });
+    }
+  }
+  // A label map when every label from 0 to the largest is named, and always the same way.
+  const top = Math.max(-1, ...items.map((it) => it.label));
+  const classes = !conflict && names.size > 0 && top >= 0 && names.size === top + 1 ? Array.from({ length: top + 1 }, (_, l) => names.get(l)!) : undefined;
+  const origin = { source: /[{]/.test(source) ? source : resolve(source), format: "webdataset", shards: shards.length };
+  return { spec: { version: 1, columns: [], label: { kind: "int", classes }, origin }, items, errors };
+}
+
+/** `length` bytes of the file at `path` from `position`: a shard entry's image, read in place. */
+async function readRange(path: string, position: number, length: number): Promise<Uint8Array> {
+  const f = await open(path, "r");
+  try {
+    const buf = new Uint8Array(length);
+    for (let got = 0; got < length;) {
+      const { bytesRead } = await f.read(buf, got, length - got, position + got);
+      if (bytesRead === 0) throw new Error(`${path} ends at offset ${position + got}, inside the ${length} bytes at ${position}`);
+      got += bytesRead;
+    }
+    return buf;
+  } finally {
+    await f.close();
+  }
 }
 
 async function idxSource(prefix: string, opts: IngestOptions): Promise<Source> {
@@ -285,19 +404,92 @@ async function manifestSource(file: string, opts: IngestOptions): Promise<Source
   const names = [...new Set(records.flatMap((r) => Object.keys(r)))].filter((k) => !["path", "label", "key"].includes(k));
   const columns: Column[] = names.map((name) => ({ name, type: inferType(records.map((r) => r[name])) }));
   const base = dirname(file);
-  const items: Item[] = records.slice(0, opts.limit ?? Infinity).map((r) => {
-    const path = isAbsolute(r.path as string) ? (r.path as string) : join(base, r.path as string);
+  const items: Item[] = records.slice(0, opts.limit ?? Infinity).map((r, i) => {
     const meta: Record<string, MetaValue> = {};
     for (const c of columns) meta[c.name] = coerce(r[c.name], c.type);
+    const { path, load } = manifestPath(r.path as string, base, `manifest '${file}' row ${i + 1}`, opts);
     return {
       key: String(r.key ?? r.path),
       label: classes ? classes.indexOf(String(r.label)) : Number(r.label),
       path,
       meta,
-      load: () => runtime.readFile(path),
+      load,
     };
   });
   return { spec: { version: 1, columns, label: { kind: "int", classes }, origin: { source: resolve(file) } }, items };
+}
+
+/**
+ * Where a manifest row's `path` is read from: a local path (relative to the manifest), a
+ * file:// URL, or an http(s):// URL through `fetchUrl`. Other schemes (s3:// among them, for
+ * now) are ERR_UNSUPPORTED at open, naming the row.
+ */
+function manifestPath(p: string, base: string, where: string, opts: IngestOptions): { path: string; load: () => Promise<Uint8Array> } {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(p)?.[1].toLowerCase();
+  if (scheme === undefined) {
+    const path = isAbsolute(p) ? p : join(base, p);
+    return { path, load: () => runtime.readFile(path) };
+  }
+  if (scheme === "file") {
+    const path = fileURLToPath(p);
+    return { path, load: () => runtime.readFile(path) };
+  }
+  if (scheme === "http" || scheme === "https") {
+    const fetchUrl = opts.fetchUrl;
+    if (!fetchUrl) throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as no 'fetchUrl' was given to read http(s):// paths`);
+    return { path: p, load: () => fetchUrl(p) };
+  }
+  if (scheme === "s3") {
+    throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as s3:// paths are not yet supported: use http(s):// URLs or local paths`);
+  }
+  throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as ${scheme}:// paths are not supported: use local paths, file://, http:// or https://`);
+}
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** Whether `b` starts with the PNG signature (PNG spec §5.2). */
+function isPng(b: Uint8Array): boolean {
+  return b.length >= 8 && PNG_SIGNATURE.every((v, i) => b[i] === v);
+}
+
+/**
+ * A structural check of a PNG: signature, then IHDR first (PNG spec §5.6, §11.2.2) with
+ * length 13, its CRC, a non-zero size and a valid bit depth for its colour type, and IEND at
+ * the end of the file. Pixels are the decoder's to check.
+ */
+export function checkPng(b: Uint8Array): { width: number; height: number } | { reason: string } {
+  const no = (why: string) => ({ reason: `not a JPEG (it is a PNG) nor a valid PNG: ${why}` });
+  if (!isPng(b)) return no("no PNG signature at offset 0");
+  if (b.length < 33) return no(`truncated at offset ${b.length}: the IHDR chunk needs bytes 8 to 33`);
+  const u32 = (at: number) => ((b[at] << 24) | (b[at + 1] << 16) | (b[at + 2] << 8) | b[at + 3]) >>> 0;
+  const type = String.fromCharCode(b[12], b[13], b[14], b[15]);
+  if (type !== "IHDR" || u32(8) !== 13) return no(`the first chunk at offset 8 is ${JSON.stringify(type)} of ${u32(8)} bytes, not IHDR of 13`);
+  if (crc32(b.subarray(12, 29)) !== u32(29)) return no("the IHDR chunk's CRC (offset 29) does not match its bytes");
+  const width = u32(16), height = u32(20), depth = b[24], colour = b[25];
+  if (width === 0 || height === 0) return no(`its size is ${width}x${height} (offset 16)`);
+  const depths: Record<number, number[]> = { 0: [1, 2, 4, 8, 16], 2: [8, 16], 3: [1, 2, 4, 8], 4: [8, 16], 6: [8, 16] };
+  if (!depths[colour]?.includes(depth)) return no(`colour type ${colour} with bit depth ${depth} is not a PNG format (offset 24)`);
+  if (b[26] !== 0 || b[27] !== 0 || b[28] > 1) return no("its compression, filter or interlace method is unknown (offset 26)");
+  const iend = [0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82];
+  if (!iend.every((v, i) => b[b.length - 12 + i] === v)) return no(`no IEND chunk at the end (offset ${b.length - 12}): truncated`);
+  return { width, height };
+}
+
+let crcTable: Uint32Array | undefined;
+
+/** CRC-32 as PNG computes it (ISO 3309, PNG spec Annex D). */
+function crc32(b: Uint8Array): number {
+  if (!crcTable) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let c = 0xffffffff;
+  for (const x of b) c = crcTable[(c ^ x) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
 }
 
 function inferType(values: unknown[]): ColumnType {
