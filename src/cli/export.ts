@@ -7,42 +7,76 @@
  * so an interrupted export leaves no partial file under a final name; a re-run skips the
  * files already there. labels.json is written last, the same way: its presence marks a
  * complete export. One export at a time per folder (a run removes the parts it finds).
+ *
+ * `--format webdataset` writes WebDataset shards instead (`exportShards`): the samples in an
+ * order shuffled by a seed, cut into size-bounded `PREFIX-NNNNNN.tar` files (webdataset.ts),
+ * then `PREFIX.index.json`, the shard list wids opens, written last. Shards are written whole
+ * or not at all, and a re-run keeps the shards already there once it has checked that they
+ * hold the samples this order puts there: the rest follows as if never interrupted, so the
+ * result is the same bytes either way.
+ *
+ * Every object goes out through an ObjectSink's `put` (src/dataset/object_sink.ts): the folder
+ * one here; another destination implements the same interface.
  */
-import { mkdir, readdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { loadSplit } from "../dataset/splits.ts";
+import { folderSink, type ObjectSink } from "../dataset/object_sink.ts";
+import { readTar } from "../dataset/tar.ts";
+import { DEFAULT_SHARD_BYTES, groupSamples, shardIndex, type ShardInfo, ShardWriter, widsIndex } from "../dataset/webdataset.ts";
+import { hash32, rng, shuffle } from "../plan/rng.ts";
 import { progress } from "../observe/progress.ts";
-import { formatLabels, isObjectName, LABELS_FILE, parseLabels, PART_PREFIX } from "../source/file.ts";
+import { formatLabels, isObjectName, LABELS_FILE, parseLabels } from "../source/file.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import { openStore } from "../source/open.ts";
-import type { Store } from "../dataset/store.ts";
+import type { MetaValue, Store } from "../dataset/store.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
 
 export const help = `usage: cassette export --store URL --dataset NAME --out DIR [--split FILE[:INDEX|:NAME]] [options]
 
-Writes each sample of the dataset (or of one split) as DIR/<id>, its bytes exactly as stored,
-and the labels as DIR/labels.json. Read the folder in place with --store file:DIR, or serve it
-with any static web server and read it with --store http://HOST/PREFIX (objects at PREFIX/<id>).
+--format files (the default) writes each sample of the dataset (or of one split) as DIR/<id>,
+its bytes exactly as stored, and the labels as DIR/labels.json. Read the folder in place with
+--store file:DIR, or serve it with any static web server and read it with
+--store http://HOST/PREFIX (objects at PREFIX/<id>).
+
+--format webdataset writes WebDataset shards DIR/PREFIX-000000.tar, -000001.tar, … that
+webdataset and wids read: per sample ID.jpg (or .png), ID.cls (the label) and ID.json
+({"label", "class" when the dataset names its labels, the metadata columns}); the __key__
+is the sample id. Samples are in an order shuffled by --seed (default: the split's seed
+with --split, else 0): the same seed gives the same shards, byte for byte. Each shard is at
+most --shard-bytes (end blocks included; a larger sample goes alone) and --shard-samples.
+DIR/PREFIX.index.json, wids' shard list, is written last. cassette ingest reads the shards
+back ('DIR/PREFIX-{000000..000009}.tar', or DIR).
 
 Files are written under a temporary name and renamed: an interrupted export never leaves a
-partial file under its final name, and a re-run skips the files already there. labels.json
-is written last; until it exists the folder is not a readable store.
+partial file under its final name. A re-run skips the files already there (shards: after
+checking that they hold what this order puts there). labels.json (index.json) is written
+last; until it exists the folder is not a complete export.
 
   --store URL          sqlite:PATH or cassandra://[user:pass@]host[,host…][:port]/KEYSPACE
   --dataset NAME       the dataset to export
   --out DIR            the folder (created if missing; may hold an earlier export of NAME)
   --split FILE[:INDEX|:NAME]   only that split's samples (default: the whole dataset)
-  --concurrency N      files written at once (default 16)
+  --format F           files (default) or webdataset
+  --concurrency N      files written at once (default 16; files only)
+ webdataset only:
+  --seed N             the shuffle's seed (default: the split's seed, else 0)
+  --shard-bytes N      most bytes per shard: N, or with kB MB GB (10^3) or KiB MiB GiB
+                       (2^10); default ${DEFAULT_SHARD_BYTES / 1e6}MB
+  --shard-samples N    most samples per shard (default: no limit)
+  --prefix NAME        shard names' prefix (default: the dataset, -SPLIT with --split)
   --json               print { store, dataset, out, samples, written, existing, bytes,
-                       seconds, labels } instead of the summary`;
+                       seconds, labels } (webdataset: format, prefix, seed, shards: [{ name,
+                       samples, bytes }], index) instead of the summary`;
 
 export interface ExportOptions {
   /** Only these ids (default: every sample of the dataset). */
   ids?: readonly string[];
   /** Files written at once (default 16). */
   concurrency?: number;
+  /** Where the objects go (default: `folderSink(dir)`); `dir` then only names it in the summary. */
+  sink?: ObjectSink;
   onProgress?: (p: { done: number; total: number; written: number; bytes: number }) => void;
 }
 
@@ -79,20 +113,16 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
     if (!isObjectName(id)) throw new CassetteError("ERR_UNSUPPORTED", `Cannot export sample ${id} as its id is not a file name (a letter or digit, then letters, digits, . _ -)`);
   }
 
-  await mkdir(dir, { recursive: true });
-  const labelsPath = join(dir, LABELS_FILE);
+  const sink = o.sink ?? await folderSink(dir); // a folder's: removes parts left by an interrupted run
+  const names = new Set(await sink.list());
   const all = new Map<string, number>();
-  const earlier = await readFile(labelsPath, "utf8").catch((e) => (e?.code === "ENOENT" ? undefined : Promise.reject(e)));
-  if (earlier !== undefined) {
-    const prev = parseLabels(earlier, labelsPath);
+  if (names.has(LABELS_FILE)) {
+    const prev = parseLabels(new TextDecoder().decode(await readAll(sink.read(LABELS_FILE))), join(sink.where, LABELS_FILE));
     if (prev.dataset !== dataset) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot export dataset '${dataset}' to ${dir} as it holds an export of dataset '${prev.dataset}': choose another --out`);
     }
     for (const [id, l] of prev.labels) all.set(id, l);
   }
-  const names = new Set(await readdir(dir));
-  // Parts left by an interrupted run: never renamed, so never complete.
-  await Promise.all([...names].filter((n) => n.startsWith(PART_PREFIX)).map((n) => rm(join(dir, n), { force: true })));
   const todo = ids.filter((id) => !names.has(id));
   const existing = ids.length - todo.length;
 
@@ -106,7 +136,7 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
   await mapLimit(chunks, Math.min(4, concurrency), async (chunk) => {
     const samples = await store.get(dataset, chunk);
     await mapLimit(samples, perChunk, async (s) => {
-      await writeAtomic(dir, s.id, s.data);
+      await sink.put(s.id, s.data);
       written++;
       bytes += s.data.length;
       o.onProgress?.({ done: ++done, total: ids.length, written, bytes });
@@ -114,36 +144,168 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
   });
 
   for (const id of ids) all.set(id, labels.get(id)!);
-  await writeAtomic(dir, LABELS_FILE, new TextEncoder().encode(formatLabels(dataset, all)));
+  await sink.put(LABELS_FILE, new TextEncoder().encode(formatLabels(dataset, all)));
   return { dataset, out: dir, samples: ids.length, written, existing, bytes, seconds: (runtime.now() - t0) / 1000, labels: all.size };
 }
 
-/** Writes `data` as DIR/name through a temporary name and a rename. */
-async function writeAtomic(dir: string, name: string, data: Uint8Array): Promise<void> {
-  const part = join(dir, `${PART_PREFIX}${name}-${Math.random().toString(36).slice(2, 10)}`);
-  try {
-    await runtime.writeFile(part, data);
-    await rename(part, join(dir, name));
-  } catch (e) {
-    await rm(part, { force: true }).catch(() => {});
-    throw new CassetteError("ERR_RUNTIME", `Cannot write ${join(dir, name)}: ${(e as Error).message}`, { cause: e });
+/** A stream's chunks as one buffer. */
+async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, at), at += p.length;
+  return out;
+}
+
+export interface ShardExportOptions {
+  /** Only these ids (default: every sample of the dataset). */
+  ids?: readonly string[];
+  /** The shuffle's seed (default 0). */
+  seed?: number;
+  /** Shard names' prefix (default: the dataset's name). */
+  prefix?: string;
+  maxShardBytes?: number;
+  maxSamples?: number;
+  onProgress?: (p: { done: number; total: number; written: number; bytes: number; shards: number }) => void;
+}
+
+export interface ShardExportSummary {
+  dataset: string;
+  out: string;
+  format: "webdataset";
+  prefix: string;
+  seed: number;
+  /** Samples of this export (in shards written now or already there). */
+  samples: number;
+  written: number;
+  existing: number;
+  /** Bytes of the shards written now. */
+  bytes: number;
+  seconds: number;
+  /** Every shard of the export, in order. */
+  shards: ShardInfo[];
+  /** The wids shard list, written last. */
+  index: string;
+}
+
+/** Salt of the shard order's PRNG stream, so it is not the split's own draw from the same seed. */
+const SHARD_ORDER = hash32("webdataset-order");
+
+/** The order samples go into shards: the ids sorted, then shuffled by `seed`. */
+export function shardOrder(ids: readonly string[], seed: number): string[] {
+  return shuffle([...new Set(ids)].sort(), rng(seed, SHARD_ORDER));
+}
+
+/** Writes `ids` (default: all) of `dataset` as WebDataset shards through `sink`; resumable (see the file's doc). */
+export async function exportShards(store: Store, dataset: string, sink: ObjectSink, o: ShardExportOptions = {}): Promise<ShardExportSummary> {
+  const t0 = runtime.now();
+  const seed = o.seed ?? 0;
+  if (!Number.isSafeInteger(seed)) throw new CassetteError("ERR_INVALID_OPTION", `Cannot export as 'seed' must be an integer: current value is ${seed}`);
+  const prefix = o.prefix ?? dataset;
+  const spec = await store.getDataset(dataset);
+  const rows = new Map<string, { label: number; meta: Record<string, MetaValue> }>();
+  for await (const page of store.scanNat(dataset)) for (const r of page) rows.set(r.id, r);
+  const ids = o.ids ? [...new Set(o.ids)] : [...rows.keys()];
+  for (const id of ids) {
+    if (!rows.has(id)) throw new CassetteError("ERR_INVALID_OPTION", `Cannot export sample ${id} as it is not in dataset '${dataset}' of ${store.address}`);
   }
+  const order = shardOrder(ids, seed);
+  const bounds = { prefix, maxShardBytes: o.maxShardBytes ?? DEFAULT_SHARD_BYTES, maxSamples: o.maxSamples ?? Infinity };
+  new ShardWriter(sink, bounds); // checks the options before anything is read
+
+  // Shards already there (an interrupted run): each must hold the next samples of this order.
+  const there = (await sink.list()).map((n) => [shardIndex(prefix, n), n] as const).filter(([k]) => k !== undefined).sort((a, b) => a[0]! - b[0]!);
+  const shards: ShardInfo[] = [];
+  let pos = 0;
+  for (const [k, name] of there) {
+    if (k !== shards.length) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot resume the export into ${sink.where} as shard ${name} follows ${shards.length ? shards[shards.length - 1].name : "no shard 0"}: remove its shards or choose another --out`);
+    }
+    let n = 0, bytes = 0;
+    const sizes = async function* () {
+      for await (const c of sink.read(name)) (bytes += c.length), yield c;
+    };
+    for await (const s of groupSamples(readTar(sizes(), { shard: name, bodies: () => false }))) {
+      if (s.key !== order[pos + n]) {
+        throw new CassetteError(
+          "ERR_INVALID_OPTION",
+          `Cannot resume the export into ${sink.where} as ${name} holds sample ${s.key} where this export (dataset '${dataset}', seed ${seed}, these bounds) puts ${order[pos + n] ?? "none"}: remove its shards or choose another --out`,
+        );
+      }
+      n++;
+    }
+    if (n > bounds.maxSamples || (n > 1 && bytes > bounds.maxShardBytes)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot resume the export into ${sink.where} as ${name} (${n} samples, ${bytes} bytes) is over this export's bounds: remove its shards or choose another --out`);
+    }
+    shards.push({ name, samples: n, bytes });
+    pos += n;
+  }
+  const existing = pos;
+  const writer = new ShardWriter(sink, { ...bounds, firstIndex: shards.length });
+
+  const classes = spec.label.classes;
+  let written = 0, bytes = 0;
+  const total = order.length;
+  o.onProgress?.({ done: pos, total, written, bytes, shards: shards.length });
+  const chunks: string[][] = [];
+  for (let i = pos; i < order.length; i += CHUNK) chunks.push(order.slice(i, i + CHUNK));
+  // One chunk read ahead of the one being written; samples go out in order.
+  let next = chunks.length ? store.get(dataset, chunks[0]) : undefined;
+  for (let c = 0; c < chunks.length; c++) {
+    const samples = await next!;
+    next = c + 1 < chunks.length ? store.get(dataset, chunks[c + 1]) : undefined;
+    for (const s of samples) {
+      const meta: Record<string, MetaValue> = {};
+      for (const [k, v] of Object.entries(rows.get(s.id)!.meta)) if (v !== null) meta[k] = v;
+      const closed = await writer.add({ key: s.id, image: s.data, label: s.label, className: classes?.[s.label], meta });
+      if (closed) (bytes += closed.bytes), shards.push(closed);
+      written++;
+      o.onProgress?.({ done: existing + written, total, written, bytes, shards: shards.length });
+    }
+  }
+  const last = await writer.flush();
+  if (last) (bytes += last.bytes), shards.push(last);
+  const index = `${prefix}.index.json`;
+  await sink.put(index, new TextEncoder().encode(widsIndex(`${dataset} (seed ${seed})`, shards)));
+  return {
+    dataset, out: sink.where, format: "webdataset", prefix, seed, samples: order.length, written, existing, bytes,
+    seconds: (runtime.now() - t0) / 1000, shards, index,
+  };
+}
+
+/** --shard-bytes: bytes, or a number with kB/MB/GB (powers of 1000) or KiB/MiB/GiB (of 1024). */
+export function parseBytes(v: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(|b|kb|mb|gb|tb|kib|mib|gib|tib)\s*$/i.exec(v);
+  if (!m) return undefined;
+  const unit = m[2].toLowerCase();
+  const mult: Record<string, number> = { "": 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+  const n = Math.floor(Number(m[1]) * mult[unit]);
+  return n > 0 && Number.isSafeInteger(n) ? n : undefined;
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { positional, options } = parseArgs(argv, "export", ["store", "dataset", "out", "split", "concurrency"]);
+  const { positional, options } = parseArgs(argv, "export", ["store", "dataset", "out", "split", "concurrency", "format", "seed", "shard-bytes", "shard-samples", "prefix"]);
   if (options.has("help")) return void console.log(help), 0;
   if (positional.length) usageError("export", `takes no positional arguments: got '${positional[0]}'`);
   const json = options.has("json");
   const dataset = required(options, "export", "dataset");
   const out = required(options, "export", "out");
   const address = required(options, "export", "store");
+  const format = String(options.get("format") ?? "files");
+  if (format !== "files" && format !== "webdataset") usageError("export", `--format must be files or webdataset: current value is ${format}`);
+  const shardOnly = ["seed", "shard-bytes", "shard-samples", "prefix"].filter((k) => options.has(k));
+  if (format === "files" && shardOnly.length) usageError("export", `--${shardOnly[0]} is for --format webdataset`);
+  if (format === "webdataset" && options.has("concurrency")) usageError("export", "--concurrency is for --format files");
   let ids: string[] | undefined;
+  let split: { name: string; seed: number } | undefined;
   if (options.has("split")) {
-    const { file, split } = await loadSplit(String(options.get("split")));
+    const { file, split: s } = await loadSplit(String(options.get("split")));
     if (file.dataset !== dataset) usageError("export", `the split file is for dataset '${file.dataset}', not '${dataset}'`);
-    ids = split.ids;
+    ids = s.ids;
+    split = { name: s.name, seed: file.params?.seed ?? 0 };
   }
+  if (format === "webdataset") return runShards(options, { address, dataset, out, json, ids, split });
   const store = await openStore(address, { create: false });
   try {
     let bar: ReturnType<typeof progress> | undefined;
@@ -161,6 +323,43 @@ export async function run(argv: string[]): Promise<number> {
       console.log(`dataset ${dataset} of ${store.address} → ${out}: ${summary.written} written, ${summary.existing} already there`);
       console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; ${join(out, LABELS_FILE)} lists ${summary.labels} samples`);
       console.log(`  read it with --store file:${out}, or serve ${out} and use --store http://HOST/PREFIX`);
+    }
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/** `--format webdataset`: the shards, with progress, and the summary in text or --json. */
+async function runShards(
+  options: Map<string, string | true>,
+  a: { address: string; dataset: string; out: string; json: boolean; ids?: string[]; split?: { name: string; seed: number } },
+): Promise<number> {
+  const bytesOpt = options.get("shard-bytes");
+  const maxShardBytes = bytesOpt === undefined ? undefined : parseBytes(String(bytesOpt));
+  if (bytesOpt !== undefined && maxShardBytes === undefined) usageError("export", `--shard-bytes must be a positive size such as 100000000 or 100MB: current value is ${bytesOpt}`);
+  const maxSamples = intOption(options, "export", "shard-samples");
+  if (maxSamples !== undefined && maxSamples < 1) usageError("export", `--shard-samples must be a positive integer: current value is ${maxSamples}`);
+  const seed = intOption(options, "export", "seed") ?? a.split?.seed ?? 0;
+  const prefix = (options.get("prefix") as string | undefined) ?? (a.split ? `${a.dataset}-${a.split.name}` : a.dataset);
+  const store = await openStore(a.address, { create: false });
+  try {
+    const sink = await folderSink(a.out);
+    let bar: ReturnType<typeof progress> | undefined;
+    const summary = await exportShards(store, a.dataset, sink, {
+      ids: a.ids, seed, prefix, maxShardBytes, maxSamples,
+      onProgress: (p) => {
+        bar ??= progress("export", p.total, a.json);
+        bar.update(p.done, `${p.written} written, ${p.shards} shards, ${(p.bytes / 1e6).toFixed(1)} MB`);
+      },
+    });
+    bar?.done(`${summary.written} written`);
+    if (a.json) console.log(JSON.stringify({ store: store.address, ...summary }));
+    else {
+      const n = summary.shards.length;
+      console.log(`dataset ${a.dataset} of ${store.address} → ${a.out}: ${summary.samples} samples in ${n} shards (seed ${seed}), ${summary.written} written now, ${summary.existing} already there`);
+      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; wids shard list ${join(a.out, summary.index)}`);
+      if (n) console.log(`  read it with webdataset: WebDataset("${join(a.out, `${prefix}-{000000..${String(n - 1).padStart(6, "0")}}.tar`)}")`);
     }
     return 0;
   } finally {
