@@ -102,6 +102,8 @@ export class TarReader {
   /** Data bytes left to read (Data) or padding/skipped bytes left (Skip). */
   #left = 0;
   #padAfter = 0;
+  /** An error found after entries that `push` returned: thrown by the next call. */
+  #error: unknown;
 
   constructor(o: TarReaderOptions = {}) {
     this.#shard = o.shard ?? "tar";
@@ -119,15 +121,30 @@ export class TarReader {
     return this.#state === State.Done;
   }
 
-  /** Parses `chunk`; returns the entries it completes, in archive order. */
+  /**
+   * Parses `chunk`; returns the entries it completes, in archive order. When the archive
+   * breaks inside `chunk` after some entries, those are returned and the error is thrown by
+   * the next `push` or `end`: what came before a corruption is never lost.
+   */
   push(chunk: Uint8Array): TarEntry[] {
+    if (this.#error) throw this.#error;
     const out: TarEntry[] = [];
+    try {
+      this.#parse(chunk, out);
+    } catch (e) {
+      if (out.length === 0) throw e;
+      this.#error = e;
+    }
+    return out;
+  }
+
+  #parse(chunk: Uint8Array, out: TarEntry[]): void {
     let i = 0;
     while (i < chunk.length) {
       switch (this.#state) {
         case State.Done:
           this.#pos += chunk.length - i; // GNU tar pads to its record size: ignored
-          return out;
+          return;
         case State.Header: {
           const n = Math.min(BLOCK - this.#headerFill, chunk.length - i);
           this.#header.set(chunk.subarray(i, i + n), this.#headerFill);
@@ -160,11 +177,11 @@ export class TarReader {
         }
       }
     }
-    return out;
   }
 
   /** The stream ended: throws a TarError when it ended inside a header or an entry. */
   end(): void {
+    if (this.#error) throw this.#error;
     if (this.#state === State.Done) return;
     if (this.#state === State.Header) {
       const partial = this.#header.subarray(0, this.#headerFill);

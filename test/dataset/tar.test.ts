@@ -200,6 +200,10 @@ test("tar: corrupt archives give named errors with the shard and the byte offset
   expectTarError(notOctal, "ERR_MALFORMED_INPUT", /size field is not octal: "0000000009x/, 0);
   // Over the per-entry limit: refused at its header, before its bytes are buffered.
   expectTarError(good, "ERR_TOO_LARGE", /entry 'a\.jpg' has 700 bytes: more than the limit of 600 \(maxEntryBytes\)/, 0, { maxEntryBytes: 600 });
+  // Entries before a break in the same chunk are handed over; the error comes with the next call.
+  const r = new TarReader({ shard: "s.tar" });
+  assert.equal(r.push(bad).map((e) => e.name), ["a.jpg"]);
+  assert.throws(() => r.end(), /bad checksum/);
   // A whole archive cut right after an entry (no end blocks) is accepted, as tar and tarfile do.
   assert.is(parseTar(good.subarray(0, 1536)).length, 1);
 });
