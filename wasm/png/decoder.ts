@@ -79,7 +79,7 @@ export function decode(src: usize, len: i32, maxPixels: f64, flags: i32): i32 {
   const pixelBytes = outChannels * outBytes;
   const outSize = <u64>w * <u64>h * <u64>pixelBytes;
   if (outSize > MAX_BLOCK) return fail(E_OUT_OF_MEMORY, H.ihdrOffset, <i64>MAX_BLOCK, <i64>outSize);
-  const data = allocChecked(raw + 16); // slack for inflate's 8-byte copies
+  const data = allocChecked(raw + 16); // slack for Paeth's 8-byte loads past the last row
   if (data == 0) return errorCode();
   if (inflateZlib(stream, streamLen, data, <usize>raw) != 0) return errorCode();
 

@@ -1,7 +1,7 @@
 // Inflate (RFC 1951): stored, fixed-Huffman and dynamic-Huffman blocks, into a buffer of a size
-// known in advance (IHDR's). Output never passes `outEnd`: a literal or copy that would is a
-// zlib bomb (E_TOO_MUCH_DATA), found before writing it, so nothing is allocated beyond the
-// image's own size.
+// known in advance (IHDR's). Output never passes `outEnd`, not even by a wide store: a literal
+// or copy that would is a zlib bomb (E_TOO_MUCH_DATA), found before writing it, so nothing is
+// allocated beyond the image's own size.
 //
 // Bit reader. Deflate packs bits from each byte's least significant bit up (§3.1.1); `bitbuf`
 // holds the next `bitcnt` bits of the stream from bit 0:
@@ -332,9 +332,9 @@ function codes(): i32 {
     if (op + len > oe) { rc = E_TOO_MUCH_DATA; break; }
     const end = op + len;
     let from = op - dist;
-    if (dist >= 8) {
+    if (dist >= 8 && oe - end >= 8) {
       // Eight bytes at a time: each load reads bytes already written. Up to 7 bytes land past
-      // `end` (the buffer has slack after outEnd); the next symbols overwrite them.
+      // `end`, never past `outEnd`; the next symbols overwrite them.
       do {
         store<u64>(op, load<u64>(from));
         op += 8;

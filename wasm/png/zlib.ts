@@ -28,8 +28,8 @@ export function adler32(p: usize, len: usize): u32 {
 }
 
 /**
- * Inflates the zlib stream at `src` (`len` bytes) into exactly `dstLen` bytes at `dst` (which
- * has 16 bytes of slack after it for the copy loop). Returns 0 or an error code.
+ * Inflates the zlib stream at `src` (`len` bytes) into exactly `dstLen` bytes at `dst`.
+ * Returns 0 or an error code.
  */
 export function inflateZlib(src: usize, len: i32, dst: usize, dstLen: usize): i32 {
   if (len < 2) return fail(E_TRUNCATED, fileOffset(len));
