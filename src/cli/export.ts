@@ -30,10 +30,11 @@ import { progress } from "../observe/progress.ts";
 import { formatLabels, isObjectName, LABELS_FILE, parseLabels } from "../source/file.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import { openStore } from "../source/open.ts";
+import type { S3Options } from "../source/s3.ts";
 import type { MetaValue, Store } from "../dataset/store.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
 
-export const help = `usage: cassette export --store URL --dataset NAME --out DIR [--split FILE[:INDEX|:NAME]] [options]
+export const help = `usage: cassette export --store URL --dataset NAME --out DIR|s3://BUCKET/PREFIX [--split FILE[:INDEX|:NAME]] [options]
 
 --format files (the default) writes each sample of the dataset (or of one split) as DIR/<id>,
 its bytes exactly as stored, and the labels as DIR/labels.json. Read the folder in place with
@@ -56,7 +57,11 @@ last; until it exists the folder is not a complete export.
 
   --store URL          sqlite:PATH or cassandra://[user:pass@]host[,host…][:port]/KEYSPACE
   --dataset NAME       the dataset to export
-  --out DIR            the folder (created if missing; may hold an earlier export of NAME)
+  --out DIR            the folder (created if missing; may hold an earlier export of NAME),
+                       or s3://BUCKET/PREFIX[?endpoint=URL&region=R&style=path|virtual&profile=P]:
+                       each object one PUT (whole or absent), read back with --store s3://…;
+                       credentials as for reading (AWS_ACCESS_KEY_ID…, ~/.aws/credentials)
+  --create-bucket      make the s3:// bucket when it is missing (default: a missing bucket is an error)
   --split FILE[:INDEX|:NAME]   only that split's samples (default: the whole dataset)
   --format F           files (default) or webdataset
   --concurrency N      files written at once (default 16; files only)
@@ -75,8 +80,10 @@ export interface ExportOptions {
   ids?: readonly string[];
   /** Files written at once (default 16). */
   concurrency?: number;
-  /** Where the objects go (default: `folderSink(dir)`); `dir` then only names it in the summary. */
+  /** Where the objects go (default: `folderSink(dir)`, or `s3Sink(dir)` for an s3:// address); `dir` then only names it in the summary. */
   sink?: ObjectSink;
+  /** For an `s3://BUCKET/PREFIX` destination: credentials, endpoint… (S3Options), and whether to make the bucket when missing. */
+  s3?: S3Options & { createBucket?: boolean };
   onProgress?: (p: { done: number; total: number; written: number; bytes: number }) => void;
 }
 
@@ -113,11 +120,39 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
     if (!isObjectName(id)) throw new CassetteError("ERR_UNSUPPORTED", `Cannot export sample ${id} as its id is not a file name (a letter or digit, then letters, digits, . _ -)`);
   }
 
-  const sink = o.sink ?? await folderSink(dir); // a folder's: removes parts left by an interrupted run
+  const opened = o.sink ? undefined : await openSink(dir, o.s3); // a folder's removes parts left by an interrupted run
+  const sink = o.sink ?? opened!;
+  try {
+    return await exportInto(store, dataset, dir, sink, ids, labels, concurrency, o, t0);
+  } finally {
+    await opened?.close?.();
+  }
+}
+
+/**
+ * The destination `out` names: `s3://BUCKET/PREFIX[?…]` (src/source/s3.ts, loaded only then)
+ * or a folder. Its `close` lets go of the connections, where it has any.
+ */
+export async function openSink(out: string, s3?: S3Options & { createBucket?: boolean }): Promise<ObjectSink & { close?(): Promise<void> }> {
+  if (out.startsWith("s3://")) {
+    const { s3Sink } = await import("../source/s3.ts");
+    return s3Sink(out, s3);
+  }
+  return folderSink(out);
+}
+
+/** `name` in the destination `out`, as messages show it. */
+function objectPath(out: string, name: string): string {
+  return out.startsWith("s3://") ? `${out.replace(/\?.*$/, "")}/${name}` : join(out, name);
+}
+
+async function exportInto(
+  store: Store, dataset: string, dir: string, sink: ObjectSink, ids: string[], labels: Map<string, number>, concurrency: number, o: ExportOptions, t0: number,
+): Promise<ExportSummary> {
   const names = new Set(await sink.list());
   const all = new Map<string, number>();
   if (names.has(LABELS_FILE)) {
-    const prev = parseLabels(new TextDecoder().decode(await readAll(sink.read(LABELS_FILE))), join(sink.where, LABELS_FILE));
+    const prev = parseLabels(new TextDecoder().decode(await readAll(sink.read(LABELS_FILE))), objectPath(sink.where, LABELS_FILE));
     if (prev.dataset !== dataset) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot export dataset '${dataset}' to ${dir} as it holds an export of dataset '${prev.dataset}': choose another --out`);
     }
@@ -285,7 +320,7 @@ export function parseBytes(v: string): number | undefined {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { positional, options } = parseArgs(argv, "export", ["store", "dataset", "out", "split", "concurrency", "format", "seed", "shard-bytes", "shard-samples", "prefix"]);
+  const { positional, options } = parseArgs(argv, "export", ["store", "dataset", "out", "split", "concurrency", "format", "seed", "shard-bytes", "shard-samples", "prefix"], ["create-bucket"]);
   if (options.has("help")) return void console.log(help), 0;
   if (positional.length) usageError("export", `takes no positional arguments: got '${positional[0]}'`);
   const json = options.has("json");
@@ -305,12 +340,15 @@ export async function run(argv: string[]): Promise<number> {
     ids = s.ids;
     split = { name: s.name, seed: file.params?.seed ?? 0 };
   }
-  if (format === "webdataset") return runShards(options, { address, dataset, out, json, ids, split });
+  if (options.has("create-bucket") && !out.startsWith("s3://")) usageError("export", "--create-bucket is for an s3:// --out");
+  const s3 = { createBucket: options.has("create-bucket") };
+  if (format === "webdataset") return runShards(options, { address, dataset, out, json, ids, split, s3 });
   const store = await openStore(address, { create: false });
   try {
     let bar: ReturnType<typeof progress> | undefined;
     const summary = await exportDataset(store, dataset, out, {
       ids,
+      s3,
       concurrency: intOption(options, "export", "concurrency"),
       onProgress: (p) => {
         bar ??= progress("export", p.total, json);
@@ -321,8 +359,8 @@ export async function run(argv: string[]): Promise<number> {
     if (json) console.log(JSON.stringify({ store: store.address, ...summary }));
     else {
       console.log(`dataset ${dataset} of ${store.address} → ${out}: ${summary.written} written, ${summary.existing} already there`);
-      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; ${join(out, LABELS_FILE)} lists ${summary.labels} samples`);
-      console.log(`  read it with --store file:${out}, or serve ${out} and use --store http://HOST/PREFIX`);
+      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; ${objectPath(out, LABELS_FILE)} lists ${summary.labels} samples`);
+      console.log(out.startsWith("s3://") ? `  read it with --store ${out}` : `  read it with --store file:${out}, or serve ${out} and use --store http://HOST/PREFIX`);
     }
     return 0;
   } finally {
@@ -333,7 +371,7 @@ export async function run(argv: string[]): Promise<number> {
 /** `--format webdataset`: the shards, with progress, and the summary in text or --json. */
 async function runShards(
   options: Map<string, string | true>,
-  a: { address: string; dataset: string; out: string; json: boolean; ids?: string[]; split?: { name: string; seed: number } },
+  a: { address: string; dataset: string; out: string; json: boolean; ids?: string[]; split?: { name: string; seed: number }; s3: { createBucket: boolean } },
 ): Promise<number> {
   const bytesOpt = options.get("shard-bytes");
   const maxShardBytes = bytesOpt === undefined ? undefined : parseBytes(String(bytesOpt));
@@ -343,8 +381,9 @@ async function runShards(
   const seed = intOption(options, "export", "seed") ?? a.split?.seed ?? 0;
   const prefix = (options.get("prefix") as string | undefined) ?? (a.split ? `${a.dataset}-${a.split.name}` : a.dataset);
   const store = await openStore(a.address, { create: false });
+  let sink: Awaited<ReturnType<typeof openSink>> | undefined;
   try {
-    const sink = await folderSink(a.out);
+    sink = await openSink(a.out, a.s3);
     let bar: ReturnType<typeof progress> | undefined;
     const summary = await exportShards(store, a.dataset, sink, {
       ids: a.ids, seed, prefix, maxShardBytes, maxSamples,
@@ -358,11 +397,12 @@ async function runShards(
     else {
       const n = summary.shards.length;
       console.log(`dataset ${a.dataset} of ${store.address} → ${a.out}: ${summary.samples} samples in ${n} shards (seed ${seed}), ${summary.written} written now, ${summary.existing} already there`);
-      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; wids shard list ${join(a.out, summary.index)}`);
-      if (n) console.log(`  read it with webdataset: WebDataset("${join(a.out, `${prefix}-{000000..${String(n - 1).padStart(6, "0")}}.tar`)}")`);
+      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; wids shard list ${objectPath(a.out, summary.index)}`);
+      if (n) console.log(`  read it with webdataset: WebDataset("${objectPath(a.out, `${prefix}-{000000..${String(n - 1).padStart(6, "0")}}.tar`)}")`);
     }
     return 0;
   } finally {
+    await sink?.close?.();
     await store.close();
   }
 }

@@ -38,6 +38,7 @@ import { parseStoreAddress, redact } from "../source/address.ts";
 import type { CassandraStoreOptions } from "../source/cassandra.ts";
 import { type FileSourceOptions, openFileSource } from "../source/file.ts";
 import type { HttpSourceOptions } from "../source/http.ts";
+import type { S3Options } from "../source/s3.ts";
 import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
 import { DecodeSource, type KeyedSource } from "./decode_source.ts";
@@ -45,7 +46,7 @@ import type { ReadSource } from "./sample.ts";
 import { openWorkerSource } from "./worker_source.ts";
 
 export interface OpenReadOptions {
-  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s):// and file:. */
+  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
   dataset?: string;
   /** Cap on requests in flight at the source (default: the source's own; per worker with `workers`). */
   maxInFlight?: number;
@@ -53,6 +54,8 @@ export interface OpenReadOptions {
   http?: Omit<HttpSourceOptions, "dataset">;
   /** For `file:` addresses: files read at once. */
   file?: Omit<FileSourceOptions, "dataset">;
+  /** For `s3://` addresses: endpoint, region, style, credentials, and the HTTP options (S3Options). */
+  s3?: Omit<S3Options, "dataset">;
   /** For `cassandra://` addresses: driver options. */
   cassandra?: CassandraStoreOptions;
   /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
@@ -176,6 +179,10 @@ async function openAddress(address: string, o: OpenReadOptions): Promise<Source>
       // undici is loaded only when an HTTP address is opened.
       const { openHttpSource } = await import("../source/http.ts");
       return openHttpSource(a.url, { ...o.http, ...(maxInFlight ? { maxInFlight } : {}), dataset });
+    }
+    case "s3": {
+      const { openS3Source } = await import("../source/s3.ts");
+      return openS3Source(a.url, { ...o.s3, ...(maxInFlight ? { maxInFlight } : {}), dataset });
     }
     case "file":
       return openFileSource(a.dir, { ...o.file, ...(maxInFlight ? { maxInFlight } : {}), dataset });

@@ -7,6 +7,9 @@
  *                                TLS), read by source/cassandra_client.ts; each implies tls=1
  *   http(s)://[user:pass@]HOST/PREFIX[?maxsample=64MiB&redirects=3&ca=PATH&…]   objects at
  *                                PREFIX/ID; the options are read by source/http.ts (parseHttpUrl)
+ *   s3://BUCKET/PREFIX[?endpoint=URL&region=R&style=path|virtual&profile=P&anonymous=1&…]
+ *                                the same layout in a bucket, signed with SigV4; the options
+ *                                (and the HTTP ones) are read by source/s3.ts (parseS3Url)
  *   file:DIR
  */
 import { CassetteError } from "../errors.ts";
@@ -36,6 +39,7 @@ export type StoreAddress =
     consistency: Consistency;
   }
   | { kind: "http"; url: string }
+  | { kind: "s3"; url: string }
   | { kind: "file"; dir: string };
 
 const KEYSPACE = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
@@ -60,6 +64,7 @@ export function parseStoreAddress(address: string): StoreAddress {
     return { kind: "file", dir };
   }
   if (/^https?:\/\//.test(address)) return { kind: "http", url: address.replace(/\/+$/, "") };
+  if (address.startsWith("s3://")) return { kind: "s3", url: address };
   if (address.startsWith("cassandra://")) {
     // URL() does not accept several hosts, so split by hand: auth@hosts:port/keyspace?query
     const rest = address.slice("cassandra://".length);
@@ -120,7 +125,7 @@ export function parseStoreAddress(address: string): StoreAddress {
     if (requests !== undefined) out.requests = requests;
     return out;
   }
-  return bad("its scheme is none of sqlite:, cassandra://, http(s)://, file:");
+  return bad("its scheme is none of sqlite:, cassandra://, http(s)://, s3://, file:");
 }
 
 /** The address with any password hidden, for messages and logs. */

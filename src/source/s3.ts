@@ -1,0 +1,464 @@
+/**
+ * S3 and S3-compatible stores (MinIO, versitygw, Ceph, R2…): `s3://BUCKET/PREFIX` holds the
+ * layout `cassette export` writes (file.ts: PREFIX/<id> and PREFIX/labels.json), read through
+ * the HTTP source's pool, limits and answers (http.ts), each request signed with AWS Signature
+ * V4 as it is sent (sigv4.ts); `S3Client` writes it (export) and lists, gets, puts and deletes
+ * objects. No AWS SDK.
+ *
+ * Where requests go: `endpoint=` (or AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, or endpoint_url
+ * in the profile's config) for an S3-compatible server, else AWS's https://s3.REGION.amazonaws.com.
+ * How the bucket is named: `style=path` (/BUCKET/KEY; the default with an endpoint, as most
+ * S3-compatible servers want) or `style=virtual` (Host: BUCKET.HOST, /KEY; the default for
+ * AWS). Either way the connection goes to the endpoint's address: with virtual hosting the
+ * Host header (and TLS server name) carries the bucket, as a wildcard DNS name would.
+ *
+ * Credentials, the first found: the address's `profile=` from the shared files; the
+ * environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN); the profile
+ * AWS_PROFILE names, or "default", in AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials.
+ * `anonymous=1` sends no signature (public buckets). Region: `region=`, AWS_REGION,
+ * AWS_DEFAULT_REGION, the profile's `region` in AWS_CONFIG_FILE or ~/.aws/config, us-east-1.
+ *
+ * Errors S3 names in its XML body become cassette's, none retried: a refused signature or
+ * key (SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken, AccessDenied…) is
+ * ERR_STORE_AUTH; RequestTimeTooSkewed is ERR_CLOCK_SKEW, with how far this clock is from the
+ * server's; NoSuchBucket and a bucket in another region are ERR_STORE_ADDRESS. NoSuchKey is
+ * the source's usual "Cannot find sample ID". 5xx, SlowDown and network failures stay
+ * retryable (ERR_STORE_UNREACHABLE).
+ *
+ * @example
+ * ```ts
+ * import { parseS3Url } from "./s3.ts";
+ * const a = parseS3Url("s3://my-bucket/datasets/fm?endpoint=http://127.0.0.1:7070&region=eu-west-1");
+ * console.log(a.bucket, a.prefix, a.params.endpoint); // my-bucket datasets/fm http://127.0.0.1:7070
+ * ```
+ */
+// Bun answers a bare "undici" with its own stub (see http.ts): the file path reaches the package.
+import undici from "undici/index.js";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+import { type HttpSource, type HttpSourceOptions, type HttpTarget, openHttpTarget, parseHttpParams, readCa, retryAfter } from "./http.ts";
+import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
+import type { ObjectSink } from "../dataset/object_sink.ts";
+import { type AwsCredentials, EMPTY_SHA256, sha256Hex, signV4, uriEncode } from "./sigv4.ts";
+
+const { Pool } = undici;
+
+export interface S3Options extends HttpSourceOptions {
+  /** The server to send requests to (default AWS's, for the region). */
+  endpoint?: string;
+  region?: string;
+  /** "path" (/BUCKET/KEY) or "virtual" (Host: BUCKET.HOST); default path with an endpoint, virtual for AWS. */
+  style?: "path" | "virtual";
+  /** A profile of the shared credentials and config files. */
+  profile?: string;
+  /** Credentials to use, or "anonymous" (unsigned requests); default: found as the file's comment says. */
+  credentials?: AwsCredentials | "anonymous";
+  /** Added to this machine's clock when signing, for one known to be off (ms; default 0). */
+  clockOffsetMs?: number;
+}
+
+/** An `s3://` address: bucket, key prefix (no slashes at either end), the options it carries. */
+export function parseS3Url(url: string): { bucket: string; prefix: string; params: S3Options; caFile?: string; shown: string } {
+  const m = /^s3:\/\/([^/?#]*)\/?([^?#]*)(\?[^#]*)?(#.*)?$/.exec(url);
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address '${url.replace(/\?.*$/, "")}' as ${why}`);
+  };
+  if (!m) return bad("it is not s3://BUCKET/PREFIX");
+  const [, bucket, rawPrefix, query = "", hash] = m;
+  // S3's bucket naming rules (lower case, digits, dots, hyphens; 3–63; starts and ends alphanumeric).
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) bad(`its bucket '${bucket}' is not a valid bucket name (3–63 lower-case letters, digits, '.', '-')`);
+  if (hash) bad("it has a #fragment");
+  const prefix = decodeURIComponent(rawPrefix).replace(/^\/+|\/+$/g, "");
+  const shown = `s3://${bucket}${prefix ? `/${prefix}` : ""}`;
+  const s3: Record<string, string> = {};
+  const rest = new URLSearchParams();
+  for (const [k, v] of new URLSearchParams(query)) {
+    if (["endpoint", "region", "style", "profile", "anonymous"].includes(k)) s3[k] = v;
+    else rest.append(k, v);
+  }
+  const { params, caFile } = parseHttpParams(rest, shown, ["endpoint", "region", "style", "profile", "anonymous"]);
+  const out: S3Options = { ...params };
+  if (s3.endpoint !== undefined) {
+    let e: URL | undefined;
+    try {
+      e = new URL(s3.endpoint);
+    } catch { /* named below */ }
+    if (!e || !/^https?:$/.test(e.protocol) || (e.pathname !== "/" && e.pathname !== "")) bad(`'endpoint' must be http(s)://HOST[:PORT]: current value is ${s3.endpoint}`);
+    out.endpoint = e!.origin;
+  }
+  if (s3.region !== undefined) {
+    if (!/^[a-z0-9-]{1,32}$/.test(s3.region)) bad(`'region' must be a region name such as us-east-1: current value is ${s3.region}`);
+    out.region = s3.region;
+  }
+  if (s3.style !== undefined) {
+    if (s3.style !== "path" && s3.style !== "virtual") bad(`'style' must be path or virtual: current value is ${s3.style}`);
+    out.style = s3.style as "path" | "virtual";
+  }
+  if (s3.profile !== undefined) {
+    if (!s3.profile) bad("'profile' names no profile");
+    out.profile = s3.profile;
+  }
+  if (s3.anonymous !== undefined) {
+    if (s3.anonymous !== "0" && s3.anonymous !== "1") bad(`'anonymous' must be 1 or 0: current value is ${s3.anonymous}`);
+    if (s3.anonymous === "1") out.credentials = "anonymous";
+  }
+  return { bucket, prefix, params: out, ...(caFile !== undefined ? { caFile } : {}), shown };
+}
+
+/** Where a bucket's requests go and how they are signed: resolved once per store. */
+export interface S3Bucket {
+  bucket: string;
+  /** Key prefix, no slashes at either end ("" for the bucket's root). */
+  prefix: string;
+  /** s3://BUCKET/PREFIX, for messages. */
+  shown: string;
+  /** Where connections go. */
+  origin: string;
+  /** The Host header (and TLS name): the origin's host, or BUCKET.host for virtual hosting. */
+  host: string;
+  /** The path before a key: "/BUCKET" (path style) or "" (virtual). */
+  base: string;
+  region: string;
+  credentials?: AwsCredentials;
+  clockOffsetMs: number;
+  /** Where the credentials came from, for messages (never the secret). */
+  from: string;
+}
+
+/** Resolves endpoint, style, region and credentials for an `s3://` address (options override the address). */
+export async function resolveS3(url: string, o: S3Options = {}): Promise<{ bucket: S3Bucket; opts: S3Options; caFile?: string }> {
+  const parsed = parseS3Url(url);
+  const opts: S3Options = { ...parsed.params, ...o };
+  const env = (n: string) => runtime.env(n) || undefined;
+  const profileName = opts.profile ?? env("AWS_PROFILE") ?? "default";
+  const config = await readIni(env("AWS_CONFIG_FILE") ?? join(homedir(), ".aws", "config"));
+  const profileConfig = config[profileName === "default" ? "default" : `profile ${profileName}`] ?? config[profileName] ?? {};
+  const region = opts.region ?? env("AWS_REGION") ?? env("AWS_DEFAULT_REGION") ?? profileConfig.region ?? "us-east-1";
+  const endpoint = opts.endpoint ?? env("AWS_ENDPOINT_URL_S3") ?? env("AWS_ENDPOINT_URL") ?? profileConfig.endpoint_url;
+  let origin: URL;
+  try {
+    origin = new URL(endpoint ?? `https://s3.${region}.amazonaws.com`);
+  } catch {
+    throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open ${parsed.shown} as its endpoint '${endpoint}' is not a URL`);
+  }
+  // Virtual hosting needs the bucket in a DNS name, and over TLS a dotted one breaks the certificate's wildcard.
+  const style = opts.style ?? (endpoint || parsed.bucket.includes(".") ? "path" : "virtual");
+  const host = style === "virtual" ? `${parsed.bucket}.${origin.host}` : origin.host;
+  let credentials: AwsCredentials | undefined;
+  let from = "";
+  if (opts.credentials === "anonymous") from = "anonymous (anonymous=1: requests unsigned)";
+  else if (opts.credentials) credentials = opts.credentials, from = "the 'credentials' option";
+  else {
+    const id = env("AWS_ACCESS_KEY_ID"), secret = env("AWS_SECRET_ACCESS_KEY");
+    if (!opts.profile && id && secret) {
+      credentials = { accessKeyId: id, secretAccessKey: secret, ...(env("AWS_SESSION_TOKEN") ? { sessionToken: env("AWS_SESSION_TOKEN") } : {}) };
+      from = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY";
+    } else {
+      const file = env("AWS_SHARED_CREDENTIALS_FILE") ?? join(homedir(), ".aws", "credentials");
+      const p = (await readIni(file))[profileName] ?? {};
+      const pid = p.aws_access_key_id ?? profileConfig.aws_access_key_id, psecret = p.aws_secret_access_key ?? profileConfig.aws_secret_access_key;
+      if (pid && psecret) {
+        credentials = { accessKeyId: pid, secretAccessKey: psecret };
+        const token = p.aws_session_token ?? profileConfig.aws_session_token;
+        if (token) credentials.sessionToken = token;
+        from = `profile '${profileName}' of ${file}`;
+      } else {
+        throw new CassetteError(
+          "ERR_STORE_AUTH",
+          `Cannot open ${parsed.shown} as no credentials were found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or give profile '${profileName}' aws_access_key_id and aws_secret_access_key in ${file}, or read a public bucket with anonymous=1`,
+        );
+      }
+    }
+  }
+  const offset = opts.clockOffsetMs ?? 0;
+  if (!Number.isFinite(offset)) throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${parsed.shown} as 'clockOffsetMs' must be a number: current value is ${offset}`);
+  return {
+    bucket: {
+      bucket: parsed.bucket, prefix: parsed.prefix, shown: parsed.shown, origin: origin.origin, host,
+      base: style === "path" ? `/${parsed.bucket}` : "", region, ...(credentials ? { credentials } : {}), clockOffsetMs: offset, from,
+    },
+    opts,
+    ...(parsed.caFile !== undefined ? { caFile: parsed.caFile } : {}),
+  };
+}
+
+/** Opens `s3://BUCKET/PREFIX` as a Source: labels.json read once, each sample one signed GET. */
+export async function openS3Source(url: string, o: S3Options = {}): Promise<HttpSource> {
+  const { bucket: b, opts, caFile } = await resolveS3(url, o);
+  const target: HttpTarget = {
+    origin: b.origin,
+    prefix: `${b.base}/${uriEncode(b.prefix, true)}`.replace(/\/$/, ""),
+    shown: b.shown,
+    headers: (method, path) => signedHeaders(b, method, path),
+    explain: (a) => explainS3(a.status, a.headers, a.body, `Cannot get ${a.url}`, b),
+  };
+  if (b.host !== new URL(b.origin).host) target.servername = b.host.replace(/:\d+$/, "");
+  return openHttpTarget(target, opts, caFile);
+}
+
+/** The headers of one request to `b` (host included when it is not the origin's). */
+function signedHeaders(b: S3Bucket, method: string, path: string, extra: Record<string, string> = {}, payloadHash = EMPTY_SHA256): Record<string, string> {
+  const [p, q = ""] = path.split("?", 2);
+  const query: Record<string, string> = {};
+  for (const [k, v] of new URLSearchParams(q)) query[k] = v;
+  const hostHeader: Record<string, string> = b.host !== new URL(b.origin).host ? { host: b.host } : {};
+  if (!b.credentials) return { ...extra, ...hostHeader };
+  return { ...signV4({ method, host: b.host, path: p, query, headers: extra, payloadHash, region: b.region, credentials: b.credentials, now: Date.now() + b.clockOffsetMs }), ...hostHeader };
+}
+
+/** S3's error codes that mean "these credentials, not this request": refused at once, never retried. */
+const AUTH_CODES = new Set(["SignatureDoesNotMatch", "InvalidAccessKeyId", "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "AccessDenied", "AllAccessDisabled", "InvalidSecurity", "MissingSecurityHeader", "AuthorizationHeaderMalformed", "AccountProblem",
+  // versitygw answers an unknown access key so, with HTTP 404.
+  "XAdminUserNotFound"]);
+
+/**
+ * A named error for an S3 error answer, or undefined when its status says enough (NoSuchKey
+ * is "Cannot find sample", 5xx and SlowDown retryable). `doing`: "Cannot get s3://…/ID".
+ */
+export function explainS3(status: number, headers: Record<string, string | string[]>, body: Uint8Array, doing: string, b: S3Bucket): (CassetteError & Retryable) | undefined {
+  const xml = new TextDecoder().decode(body);
+  const code = xmlText(xml, "Code");
+  const message = xmlText(xml, "Message");
+  const said = `${code ?? `HTTP ${status}`}${message ? `: ${message}` : ""}`;
+  const header = (n: string) => {
+    const v = headers[n];
+    return Array.isArray(v) ? v[0] : v;
+  };
+  if (code === "RequestTimeTooSkewed" || (status === 403 && /skew/i.test(message ?? ""))) {
+    const server = Date.parse(xmlText(xml, "ServerTime") ?? header("date") ?? "");
+    const ours = Date.now() + b.clockOffsetMs;
+    const off = Number.isFinite(server) ? ` this machine's clock${b.clockOffsetMs ? ` (with clockOffsetMs ${b.clockOffsetMs})` : ""} is ${Math.abs(Math.round((ours - server) / 1000))} s ${ours > server ? "ahead of" : "behind"} the server's` : " this machine's clock is off from the server's";
+    return storeError("ERR_CLOCK_SKEW", `${doing} as the server refused the request's time (${said}):${off}, more than a signature allows (15 min); set the clock (NTP), or give clockOffsetMs`, false);
+  }
+  if (code === "NoSuchBucket") {
+    return storeError("ERR_STORE_ADDRESS", `${doing} as bucket '${b.bucket}' does not exist at ${b.origin} (${said})`, false);
+  }
+  const elsewhere = header("x-amz-bucket-region") ?? xmlText(xml, "Region");
+  if (code === "PermanentRedirect" || code === "IncorrectEndpoint" || (code === "AuthorizationHeaderMalformed" && elsewhere && elsewhere !== b.region)) {
+    return storeError("ERR_STORE_ADDRESS", `${doing} as bucket '${b.bucket}' is ${elsewhere ? `in region ${elsewhere}` : "elsewhere"}, not ${b.region} (${said}): add region=${elsewhere ?? "REGION"} to the address`, false);
+  }
+  if ((code !== undefined && AUTH_CODES.has(code)) || ((status === 403 || status === 401) && code === undefined)) {
+    const who = b.credentials ? `access key ${b.credentials.accessKeyId.slice(0, 4)}… from ${b.from}` : b.from;
+    const hint = code === "SignatureDoesNotMatch" ? ": the secret key does not match the access key"
+      : code === "InvalidAccessKeyId" || code === "XAdminUserNotFound" ? ": the server knows no such access key"
+      : code === "ExpiredToken" || code === "TokenRefreshRequired" ? ": the session token has expired; get new credentials"
+      : code === "AccessDenied" ? ": the key lacks permission for this bucket or object (a missing object reads as AccessDenied without s3:ListBucket)"
+      : "";
+    return storeError("ERR_STORE_AUTH", `${doing} as the server refused the credentials (${said}; ${who})${hint}`, false);
+  }
+  if (code === "SlowDown" || (status >= 500 && code)) {
+    const e = storeError("ERR_STORE_UNREACHABLE", `${doing}: the server answered HTTP ${status} (${said})`, true);
+    const after = retryAfter(headers["retry-after"]);
+    if (after !== undefined) e.retryAfterMs = after;
+    return e;
+  }
+  return undefined;
+}
+
+/** The text of the first <tag>…</tag> in an XML document, entities decoded. */
+function xmlText(xml: string, tag: string): string | undefined {
+  const m = new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml);
+  return m ? unescapeXml(m[1]) : undefined;
+}
+
+function unescapeXml(s: string): string {
+  return s.replace(/&(lt|gt|amp|quot|apos|#(\d+)|#x([0-9a-fA-F]+));/g, (_, name, dec, hex) =>
+    dec ? String.fromCodePoint(Number(dec)) : hex ? String.fromCodePoint(parseInt(hex, 16)) : ({ lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" } as Record<string, string>)[name]);
+}
+
+/** INI sections of an AWS shared file ({} when it is absent). */
+async function readIni(path: string): Promise<Record<string, Record<string, string>>> {
+  let text: string;
+  try {
+    text = new TextDecoder().decode(await runtime.readFile(path));
+  } catch {
+    return {};
+  }
+  const out: Record<string, Record<string, string>> = {};
+  let section: Record<string, string> | undefined;
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+    const head = /^\[\s*([^\]]+?)\s*\]$/.exec(line);
+    if (head) {
+      section = out[head[1]] ??= {};
+      continue;
+    }
+    const eq = line.indexOf("=");
+    if (section && eq > 0) section[line.slice(0, eq).trim().toLowerCase()] = line.slice(eq + 1).trim();
+  }
+  return out;
+}
+
+/** One object's answer: its bytes, or undefined where it does not exist. */
+export interface S3Object {
+  key: string;
+  size: number;
+}
+
+/**
+ * Objects of one bucket under its prefix, for writers (export) and tools: put, get, head, list,
+ * delete. Keys are relative to the prefix. Retryable failures (5xx, SlowDown, network) are
+ * retried up to `retries` times with backoff; the rest are named at once.
+ */
+export class S3Client {
+  readonly bucket: S3Bucket;
+  readonly #pool: InstanceType<typeof Pool>;
+  readonly #retries: number;
+
+  private constructor(bucket: S3Bucket, pool: InstanceType<typeof Pool>, retries: number) {
+    this.bucket = bucket;
+    this.#pool = pool;
+    this.#retries = retries;
+  }
+
+  static async open(url: string, o: S3Options & { retries?: number } = {}): Promise<S3Client> {
+    const { bucket, opts, caFile } = await resolveS3(url, o);
+    const cas = await readCa(opts.ca, caFile, bucket.shown);
+    const servername = bucket.host !== new URL(bucket.origin).host ? bucket.host.replace(/:\d+$/, "") : undefined;
+    const connect = { ...(cas ? { ca: cas } : {}), ...(servername ? { servername } : {}) };
+    const pool = new Pool(bucket.origin, { connections: opts.connections ?? 8, ...(Object.keys(connect).length ? { connect } : {}) });
+    return new S3Client(bucket, pool, o.retries ?? 4);
+  }
+
+  /** s3://BUCKET/PREFIX/KEY, for messages. */
+  where(key = ""): string {
+    return `${this.bucket.shown}${key ? `/${key}` : ""}`;
+  }
+
+  /** Writes an object whole (S3's PUT replaces atomically: a reader sees the old or the new bytes). */
+  async put(key: string, data: Uint8Array, contentType = "application/octet-stream"): Promise<void> {
+    const r = await this.#request("PUT", key, { body: data, headers: { "content-type": contentType } });
+    if (r.status !== 200) throw this.#error(r, `Cannot put ${this.where(key)}`);
+  }
+
+  /** An object's bytes, or undefined where there is none. */
+  async get(key: string): Promise<Uint8Array | undefined> {
+    const r = await this.#request("GET", key);
+    if (r.status === 404 && (r.code === undefined || r.code === "NoSuchKey")) return undefined;
+    if (r.status !== 200) throw this.#error(r, `Cannot get ${this.where(key)}`);
+    return r.body;
+  }
+
+  async delete(key: string): Promise<void> {
+    const r = await this.#request("DELETE", key);
+    if (r.status !== 204 && r.status !== 200 && r.status !== 404) throw this.#error(r, `Cannot delete ${this.where(key)}`);
+  }
+
+  /** Every object under the prefix (and `under` it), by key relative to the prefix; ListObjectsV2, page by page. */
+  async *list(under = ""): AsyncGenerator<S3Object> {
+    const root = this.bucket.prefix ? `${this.bucket.prefix}/` : "";
+    let token: string | undefined;
+    do {
+      const query: Record<string, string> = { "list-type": "2", prefix: root + under, ...(token ? { "continuation-token": token } : {}) };
+      const r = await this.#request("GET", "", { query, bucketRoot: true });
+      if (r.status !== 200) throw this.#error(r, `Cannot list ${this.where(under)}`);
+      const xml = new TextDecoder().decode(r.body);
+      for (const m of xml.matchAll(/<Contents>([\s\S]*?)<\/Contents>/g)) {
+        const key = xmlText(m[1], "Key") ?? "";
+        yield { key: key.slice(root.length), size: Number(xmlText(m[1], "Size") ?? 0) };
+      }
+      token = xmlText(xml, "IsTruncated") === "true" ? xmlText(xml, "NextContinuationToken") : undefined;
+    } while (token);
+  }
+
+  /** Makes the bucket (the one it was opened for); one already there and owned is fine. */
+  async createBucket(): Promise<void> {
+    const r = await this.#request("PUT", "", { bucketRoot: true });
+    if (r.status !== 200 && r.code !== "BucketAlreadyOwnedByYou") throw this.#error(r, `Cannot create bucket '${this.bucket.bucket}'`);
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+
+  #error(r: Answer, doing: string): CassetteError & Retryable {
+    const named = explainS3(r.status, r.headers, r.body, doing, this.bucket);
+    if (named) return named;
+    const again = retryableStatus(r.status);
+    return storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `${doing}: the server answered HTTP ${r.status}${r.code ? ` (${r.code})` : ""}`, again);
+  }
+
+  async #request(method: string, key: string, o: { body?: Uint8Array; headers?: Record<string, string>; query?: Record<string, string>; bucketRoot?: boolean } = {}): Promise<Answer> {
+    const b = this.bucket;
+    const objectKey = o.bucketRoot ? "" : (b.prefix ? `${b.prefix}/` : "") + key;
+    const path = `${b.base}/${uriEncode(objectKey, true)}`;
+    const qs = Object.entries(o.query ?? {}).map(([k, v]) => `${uriEncode(k)}=${uriEncode(v)}`).join("&");
+    for (let attempt = 0;; attempt++) {
+      const headers = { ...o.headers, ...(o.body ? { "content-length": String(o.body.length) } : {}) };
+      const signed = signedHeaders(b, method, qs ? `${path}?${qs}` : path, headers, o.body ? sha256Hex(o.body) : EMPTY_SHA256);
+      let answer: Answer;
+      try {
+        const res = await this.#pool.request({ method: method as "GET", path: qs ? `${path}?${qs}` : path, headers: signed, ...(o.body ? { body: o.body } : {}) });
+        const body = new Uint8Array(await res.body.arrayBuffer());
+        answer = { status: res.statusCode, headers: res.headers as Record<string, string | string[]>, body };
+        if (res.statusCode >= 300) answer.code = xmlText(new TextDecoder().decode(body), "Code");
+      } catch (e) {
+        if (attempt < this.#retries) {
+          await sleep(100 * 2 ** attempt);
+          continue;
+        }
+        throw storeError("ERR_STORE_UNREACHABLE", `Cannot ${method} ${this.where(key)}: ${(e as Error).message}`, true, { cause: e });
+      }
+      const again = answer.status >= 500 || answer.code === "SlowDown";
+      if (again && attempt < this.#retries) {
+        await sleep(retryAfter(answer.headers["retry-after"]) ?? 100 * 2 ** attempt);
+        continue;
+      }
+      return answer;
+    }
+  }
+}
+
+/**
+ * `s3://BUCKET/PREFIX` as an export's destination (src/dataset/object_sink.ts): each object is
+ * one PUT, which S3 makes visible whole or not at all, so no temporary names are needed. The
+ * bucket must exist, unless `createBucket` (`cassette export --create-bucket`) makes it.
+ */
+export async function s3Sink(url: string, o: S3Options & { createBucket?: boolean } = {}): Promise<ObjectSink & { close(): Promise<void> }> {
+  const client = await S3Client.open(url, o);
+  if (o.createBucket) {
+    try {
+      await client.createBucket();
+    } catch (e) {
+      await client.close();
+      throw e;
+    }
+  }
+  // A missing bucket or refused credentials are named now, not at the first object.
+  const probe = client.list()[Symbol.asyncIterator]();
+  try {
+    await probe.next();
+  } catch (e) {
+    await client.close();
+    throw e;
+  } finally {
+    await probe.return?.(undefined);
+  }
+  return {
+    where: client.where(),
+    list: async () => {
+      const names: string[] = [];
+      for await (const obj of client.list()) if (!obj.key.includes("/")) names.push(obj.key);
+      return names;
+    },
+    read: async function* (name: string) {
+      const data = await client.get(name);
+      if (data === undefined) throw new CassetteError("ERR_STORE", `Cannot read ${client.where(name)} as it does not exist`);
+      yield data;
+    },
+    put: (name, data) => client.put(name, data),
+    close: () => client.close(),
+  };
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Uint8Array;
+  code?: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
