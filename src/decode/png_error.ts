@@ -40,7 +40,7 @@ export interface PngErrorFacts {
   expected: number;
   /** The value found instead. */
   actual: number;
-  /** The chunk being read ("IDAT", …), "" outside chunks. */
+  /** The chunk being read ("IDAT", …), or for a cut between chunks the last one read; "" before the first. */
   chunk: string;
 }
 
@@ -79,7 +79,7 @@ const TABLE: Record<number, [PngErrorReason, string, (f: PngErrorFacts) => strin
 export class PngError extends CassetteError {
   readonly reason: PngErrorReason;
   readonly offset: number;
-  /** The chunk being read ("IHDR", "IDAT", …), "" before the first or for input-level errors. */
+  /** The chunk being read ("IHDR", "IDAT", …), or for a cut between chunks the last one read; "" before the first. */
   readonly chunk: string;
   /** The values involved, when the code has them (0 otherwise). */
   readonly expected: number;

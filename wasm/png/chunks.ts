@@ -65,7 +65,7 @@ export function readChunks(p: usize, len: i32, maxPixels: f64): i32 {
   let idatDone = false;
   let firstIdat = 0;
   while (true) {
-    setChunk(0);
+    // A cut between chunks keeps the last chunk read as the error's chunk ("after IDAT").
     if (pos + 8 > len) return fail(E_TRUNCATED, len);
     const length = be32(p + pos);
     const type = be32(p + pos + 4);

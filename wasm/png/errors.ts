@@ -38,7 +38,7 @@ let code: i32 = 0;
 let offset: i32 = 0;
 let expected: i64 = 0;
 let actual: i64 = 0;
-/** The type of the chunk being read, as its four bytes big-endian (0 outside chunks). */
+/** The type of the chunk being read (or, between chunks, the last one read), four bytes big-endian; 0 before the first. */
 export let chunkType: u32 = 0;
 
 /** Records the first error (later ones are consequences) and returns its code. */
