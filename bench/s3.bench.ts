@@ -18,7 +18,7 @@ import { join } from "node:path";
 import undici from "undici/index.js";
 import { runtime } from "../runtime-adapters/index.ts";
 import { ingest } from "../src/dataset/ingest.ts";
-import { exportDataset } from "../src/cli/export.ts";
+import { exportDataset } from "../src/source/export.ts";
 import { openStore } from "../src/source/open.ts";
 import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";

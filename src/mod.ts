@@ -28,6 +28,8 @@ export type { OpenStoreOptions } from "./source/open.ts";
 export type { DatasetInfo, NatRow, SampleInput, Store, StoredSample } from "./dataset/store.ts";
 export type { Column, DatasetSpec } from "./dataset/spec.ts";
 export { ingest } from "./dataset/ingest.ts";
+export { exportDataset, exportShards } from "./source/export.ts";
+export type { ExportOptions, ExportSummary, ShardExportOptions, ShardExportSummary } from "./source/export.ts";
 export type { IngestOptions, IngestSummary } from "./dataset/ingest.ts";
 export { createSplits, loadSplit, loadSplits, saveSplits } from "./dataset/splits.ts";
 export type { Split, SplitFile, SplitParams } from "./dataset/splits.ts";

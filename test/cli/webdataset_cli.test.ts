@@ -14,7 +14,7 @@ import { NO_GNU_TAR, NO_PYTHON, pythonTarWrite, sh } from "../_support/tar_tools
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { parseTar } from "../../src/dataset/tar.ts";
 import { groupSamples } from "../../src/dataset/webdataset.ts";
-import { shardOrder } from "../../src/cli/export.ts";
+import { shardOrder } from "../../src/source/export.ts";
 import { openStore } from "../../src/source/open.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-wds-cli-"));

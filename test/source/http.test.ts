@@ -15,7 +15,7 @@ import { assertAsStored, expectError } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { parseHttpUrl } from "../../src/source/http.ts";
-import { exportDataset } from "../../src/cli/export.ts";
+import { exportDataset } from "../../src/source/export.ts";
 import { Loader } from "../../src/loader.ts";
 import type { FetchCallback, Source } from "../../src/source/source.ts";
 
