@@ -4,7 +4,7 @@
 import undici from "undici/index.js";
 import { CassetteError } from "../errors.ts";
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
-import { createJpegDecoder } from "../decode/jpeg.ts";
+import { createAutoDecoder } from "../decode/decoders.ts";
 import { openStore } from "../source/open.ts";
 import { parseStoreAddress } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
@@ -42,8 +42,8 @@ Samples are written atomically and keyed by sampleId(NAME, KEY): a re-run skips 
 stored and resumes an interrupted ingest. Bad files are not stored: each is listed at the
 end with its path and why, and the exit status is 1 (--strict stops at the first instead).
 
-Every file's header is checked. With --verify each JPEG is also decoded in full, so corrupt
-scan data is found now, not by the epoch that first reads it; this is the default when the
+Every file's header is checked. With --verify each JPEG and PNG is also decoded in full, so
+corrupt data is found now, not by the epoch that first reads it; this is the default when the
 source has at most ${VERIFY_UP_TO} files (--no-verify turns it off). A file that does not decode is
 a bad file: not stored, and listed with the decoder's reason and byte offset.
 
@@ -60,8 +60,7 @@ with status 130. Run the same command again to resume: stored samples are skippe
   --limit N            only the first N items (per idx split)
   --max-entry-bytes N  the largest shard entry or fetched URL (default ${MAX_FILE_BYTES})
   --strict             stop at the first bad file instead of skipping it
-  --verify             decode every JPEG in full before storing it (whatever the count;
-                       a PNG's header is checked: there is no PNG decoder yet)
+  --verify             decode every JPEG and PNG in full before storing it (whatever the count)
   --no-verify          check headers only, even for a small source
   --json               print one JSON document: the summary
 Credentials may also come from CASSETTE_CASSANDRA_USER / CASSETTE_CASSANDRA_PASSWORD.`;
@@ -80,7 +79,7 @@ export async function run(argv: string[]): Promise<number> {
   const dataset = required(options, "ingest", "dataset");
   const address = required(options, "ingest", "store");
   const replication = replicationOption(options.get("replication") as string | undefined, address);
-  const decoder = options.has("no-verify") ? undefined : await createJpegDecoder();
+  const decoder = options.has("no-verify") ? undefined : await createAutoDecoder();
   const maxBytes = intOption(options, "ingest", "max-entry-bytes") ?? MAX_FILE_BYTES;
   if (!(maxBytes > 0)) usageError("ingest", `--max-entry-bytes must be a positive integer: current value is ${maxBytes}`);
   const store = await openStore(address, { cassandra: { replication } });
@@ -104,7 +103,7 @@ export async function run(argv: string[]): Promise<number> {
       strict: options.has("strict"),
       // A reduced (1/8) decode entropy-decodes every block, where corruption shows, and skips
       // most of the IDCT and colour work; any size, as a reader may raise maxPixels.
-      verify: decoder && { decode: (b) => decoder.decode(b, { scale: 0.125, maxPixels: Infinity }) },
+      verify: decoder && { format: decoder.format, decode: (b) => decoder.decode(b, { scale: 0.125, maxPixels: Infinity }) },
       verifyUpTo: options.has("verify") ? Infinity : VERIFY_UP_TO,
       signal: stop.signal,
       maxEntryBytes: maxBytes,
@@ -122,8 +121,7 @@ export async function run(argv: string[]): Promise<number> {
       console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s (${(summary.written / Math.max(summary.seconds, 1e-9)).toFixed(0)} samples/s)`);
       const labels = Object.entries(summary.perLabel);
       if (labels.length) console.log(`  per label: ${labels.map(([l, n]) => `${l}:${n}`).join(" ")}`);
-      if (summary.verified && !summary.pngHeaderOnly) console.log("  each file written was decoded in full first (--verify)");
-      else if (summary.verified) console.log(`  each JPEG written was decoded in full first (--verify); ${summary.pngHeaderOnly} PNGs had their header checked (no PNG decoder yet)`);
+      if (summary.verified) console.log("  each file written was decoded in full first (--verify)");
       else if (decoder && summary.written) console.log(`  headers checked, files not decoded: ${summary.total} is over ${VERIFY_UP_TO} (--verify decodes each)`);
       for (const e of summary.errors.slice(0, 20)) console.log(`  skipped ${e.path ?? e.key}: ${e.reason}`);
       if (summary.errors.length > 20) console.log(`  … and ${summary.errors.length - 20} more (--json lists all)`);

@@ -81,9 +81,14 @@ export interface IngestOptions {
   maxEntryBytes?: number;
 }
 
-/** What `verify` needs of a decoder: `decode` throws (a JpegError, with reason and offset) when a file does not decode. */
+/**
+ * What `verify` needs of a decoder: `decode` throws (a JpegError or PngError, with reason and
+ * offset) when a file does not decode. Its `format` says what it reads: PNGs are decoded too
+ * by a "png" or "auto" one (createDecoder("auto")), else only their header is checked.
+ */
 export interface IngestVerifier {
   decode(data: Uint8Array): unknown;
+  format?: string;
 }
 
 export interface IngestProgress {
@@ -118,7 +123,7 @@ export interface IngestSummary {
   seconds: number;
   /** Whether every JPEG stored this run was decoded in full first (`verify`, within `verifyUpTo`). */
   verified: boolean;
-  /** PNGs stored this run with their header checked only: `verify`'s decoder reads JPEGs. */
+  /** PNGs stored this run with their header checked only (no `verify`, or a JPEG-only one). */
   pngHeaderOnly: number;
   /**
    * Stopped by `signal`: the items looked at (`written` + `existing` + `errors`) are done, and
@@ -185,8 +190,9 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
       const png = isPng(data);
       const h = png ? checkPng(data) : checkJpeg(data);
       if ("reason" in h) return fail(it, png ? "it is not a valid PNG" : "it is not a valid JPEG", h.reason);
-      // The decoder verifies JPEGs; a PNG's header is checked (src/decode has no PNG decoder yet).
-      if (verifier && !png) {
+      // A PNG is decoded when the verifier reads PNGs; otherwise its header check stands.
+      const decodes = verifier && (!png || verifier.format === "png" || verifier.format === "auto");
+      if (decodes) {
         try {
           await verifier.decode(data);
         } catch (e) {
@@ -194,7 +200,7 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
           return fail(it, "it does not decode", (e as Error).message, typeof offset === "number" ? offset : undefined, e);
         }
       }
-      if (png) summary.pngHeaderOnly++;
+      if (png && !decodes) summary.pngHeaderOnly++;
       return { key: it.key, label: it.label, data, meta: it.meta };
     });
     const good = loaded.filter((s): s is SampleInput => s !== undefined);

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { cjpeg } from "../_support/cjpeg.ts";
 import { cassette } from "../_support/cli.ts";
+import { execFileSync } from "node:child_process";
 import { corruptFolder as makeFolder } from "./_corrupt_jpeg.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { createJpegDecoder } from "../../src/decode/jpeg.ts";
@@ -95,7 +96,36 @@ test("cassette ingest: small sources are verified by default and corrupt files l
   assert.match(both.err, /--verify or --no-verify, not both/);
 
   const help = cassette("ingest", "--help");
-  assert.match(help.out, /--verify +decode every JPEG in full/);
+  assert.match(help.out, /--verify +decode every JPEG and PNG in full/);
   assert.match(help.out, /default when the\s+source has at most 10000 files/);
   assert.match(help.out, /Ctrl-C stops after the samples being written, says how many are stored and where, and exits\s+with status 130/);
+});
+
+/**
+ * A PNG written by Python's zlib whose compressed data ends in a wrong Adler-32, every chunk's
+ * CRC correct: its header check passes, and only decoding finds it.
+ */
+function pngWithBadAdler(path: string): void {
+  execFileSync("python3", ["-c", `
+import struct, sys, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+raw = b"".join(b"\\x00" + bytes((x * 7 + y) & 255 for x in range(24)) for y in range(16))
+z = bytearray(zlib.compress(raw, 9)); z[-1] ^= 0x5a
+png = b"\\x89PNG\\r\\n\\x1a\\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 24, 16, 8, 0, 0, 0, 0)) + chunk(b"IDAT", bytes(z)) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(png)
+`, path]);
+}
+
+test("cassette ingest: a PNG whose compressed data is corrupt passes the header check and is listed by the verifying decode", () => {
+  const { root } = corruptFolder("png");
+  pngWithBadAdler(join(root, "a", "adler.png"));
+  const store = `sqlite:${join(dir, "png.sqlite")}`;
+  const r = cassette("ingest", root, "--store", store, "--dataset", "png");
+  assert.is(r.code, 1, r.err);
+  assert.match(r.out, /: 8 written, 0 already stored, 3 skipped/);
+  const lines = r.out.split("\n").filter((l) => l.includes("adler.png"));
+  assert.is(lines.length, 1, r.out);
+  assert.match(lines[0], /skipped .*adler\.png: .*Adler/i);
+  const off = cassette("ingest", root, "--store", store, "--dataset", "png-off", "--no-verify");
+  assert.match(off.out, /: 11 written, 0 already stored, 0 skipped/, "headers only: the PNG is stored");
 });
