@@ -4,7 +4,7 @@
 # into the cache, like the Cassandra jars.
 #
 #   bash tools/s3/versitygw.sh build              # once (the set-up script runs it)
-#   bash tools/s3/versitygw.sh start [DIR] [PORT] # a server on 127.0.0.1:PORT (default 7070) over DIR
+#   bash tools/s3/versitygw.sh start [DIR] [PORT] # a server on 127.0.0.1:PORT (default 7070; auto: a free one) over DIR
 #   bash tools/s3/versitygw.sh stop
 #
 # `start` prints the environment a client needs (AWS_ACCESS_KEY_ID, …, AWS_ENDPOINT_URL).
@@ -35,6 +35,9 @@ case "${1:-}" in
     [ -x "$BIN" ] || die "not built: run bash tools/s3/versitygw.sh build (or tools/setup.sh)"
     dir=${2:-$RUN/data}
     port=${3:-7070}
+    if [ "$port" = auto ]; then
+      port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    fi
     mkdir -p "$dir" "$RUN"
     if [ -f "$RUN/pid" ] && kill -0 "$(cat "$RUN/pid")" 2>/dev/null; then die "already running (pid $(cat "$RUN/pid")); stop it first"; fi
     key=${CASSETTE_S3_KEY:-cassette}
