@@ -3,6 +3,7 @@
 // installed package in every runtime, as src/source/http.ts does.
 import undici from "undici/index.js";
 import { CassetteError } from "../errors.ts";
+import { S3Client } from "../source/s3.ts";
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
 import { createAutoDecoder } from "../decode/decoders.ts";
 import { openStore } from "../source/open.ts";
@@ -27,9 +28,10 @@ SOURCE is one of:
                        (quote it, or the shell expands it into several arguments)
   idx:PATH-PREFIX      (Fashion-)MNIST idx files, e.g. idx:/usr/share/datasets/fashion-mnist/
                        (each image is encoded to JPEG with jpeg-js at --quality)
-  FILE.jsonl|FILE.csv  a manifest: 'path' (relative to the manifest, or an http(s):// URL;
-                       s3:// is not supported yet), 'label' (int or class name), optional
-                       'key', and any metadata columns (e.g. patient_id)
+  FILE.jsonl|FILE.csv  a manifest: 'path' (relative to the manifest, an http(s):// URL, or
+                       s3://BUCKET/KEY[?endpoint=…] with the credentials cassette reads
+                       buckets with), 'label' (int or class name), optional 'key', and any
+                       metadata columns (e.g. patient_id)
 
 Shards: entries group into samples by webdataset's key rule (the path up to the first dot
 of its basename; consecutive entries with one key are one sample). A sample's key is its
@@ -66,6 +68,7 @@ with status 130. Run the same command again to resume: stored samples are skippe
 Credentials may also come from CASSETTE_CASSANDRA_USER / CASSETTE_CASSANDRA_PASSWORD.`;
 
 export async function run(argv: string[]): Promise<number> {
+  const buckets = new Buckets();
   const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit", "replication", "max-entry-bytes"], ["strict", "verify", "no-verify"]);
   if (options.has("help")) return void console.log(help), 0;
   const [source, extra] = positional;
@@ -107,7 +110,7 @@ export async function run(argv: string[]): Promise<number> {
       verifyUpTo: options.has("verify") ? Infinity : VERIFY_UP_TO,
       signal: stop.signal,
       maxEntryBytes: maxBytes,
-      fetchUrl: (url) => fetchUrl(http, url, maxBytes),
+      fetchUrl: (url) => (url.startsWith("s3://") ? buckets.get(url, maxBytes) : fetchUrl(http, url, maxBytes)),
       onProgress: (p) => {
         bar ??= progress("ingest", p.total, json, runtime.now() - p.seconds * 1000);
         bar.update(p.done, `${p.written} new, ${p.existing} stored, ${p.errors} bad, ${(p.bytes / 1e6).toFixed(1)} MB`);
@@ -131,6 +134,7 @@ export async function run(argv: string[]): Promise<number> {
     process.off("SIGINT", onSigint);
     decoder?.close();
     await http.close();
+    await buckets.close();
     await store.close();
   }
 }
@@ -182,4 +186,26 @@ function interrupted(s: IngestSummary, address: string): void {
   console.error(`\ningest interrupted after ${seen} of the ${s.total} samples of dataset '${s.dataset}': ` +
     `${s.written + s.existing} are in ${address} (${s.written} written by this run, ${s.existing} stored before${bad}), each one whole; the other ${s.total - seen} were not reached.`);
   console.error("Run the same command again to resume: stored samples are skipped (ids are UUIDv5 of dataset and key), none is written twice.");
+}
+
+/**
+ * A manifest's s3:// paths, read with one S3Client per bucket and its options (the query, e.g.
+ * ?endpoint=…), made on first use: `s3://BUCKET/KEY` is KEY in BUCKET.
+ */
+class Buckets {
+  readonly #clients = new Map<string, Promise<S3Client>>();
+  async get(url: string, max: number): Promise<Uint8Array> {
+    const m = /^s3:\/\/([^/?#]+)\/([^?#]+)(\?[^#]*)?$/.exec(url);
+    if (!m) throw new CassetteError("ERR_INVALID_OPTION", `Cannot read ${url} as it is not s3://BUCKET/KEY`);
+    const [, bucket, key, query = ""] = m;
+    const at = `s3://${bucket}${query}`;
+    let client = this.#clients.get(at);
+    if (!client) this.#clients.set(at, client = S3Client.open(at));
+    const data = await (await client).get(decodeURIComponent(key), max);
+    if (data === undefined) throw new CassetteError("ERR_STORE", `Cannot read ${url} as there is no such object`);
+    return data;
+  }
+  async close(): Promise<void> {
+    for (const c of this.#clients.values()) await c.then((x) => x.close(), () => {});
+  }
 }

@@ -18,7 +18,7 @@
  * the shard when it is stored. A sample's key is its `__key__` alone, so the same sample
  * re-sharded keeps its id; a key met again (in another shard or later in the same one) is a
  * bad entry, and the first is kept. A manifest's `path` may be an http(s):// URL, fetched
- * with `fetchUrl` (the CLI passes undici's); s3:// is not supported yet.
+ * with `fetchUrl` (the CLI's reads http(s):// with undici and s3:// with S3Client).
  *
  * "A valid JPEG" is a structural check (jpeg_check.ts) unless `verify` gives a decoder: then
  * every new file is decoded in full before it is stored, so corrupt scan data (which the
@@ -427,8 +427,8 @@ async function manifestSource(file: string, opts: IngestOptions): Promise<Source
 
 /**
  * Where a manifest row's `path` is read from: a local path (relative to the manifest), a
- * file:// URL, or an http(s):// URL through `fetchUrl`. Other schemes (s3:// among them, for
- * now) are ERR_UNSUPPORTED at open, naming the row.
+ * file:// URL, or an http(s):// or s3:// URL through `fetchUrl`. Other schemes are
+ * ERR_UNSUPPORTED at open, naming the row.
  */
 function manifestPath(p: string, base: string, where: string, opts: IngestOptions): { path: string; load: () => Promise<Uint8Array> } {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(p)?.[1].toLowerCase();
@@ -440,15 +440,12 @@ function manifestPath(p: string, base: string, where: string, opts: IngestOption
     const path = fileURLToPath(p);
     return { path, load: () => runtime.readFile(path) };
   }
-  if (scheme === "http" || scheme === "https") {
+  if (scheme === "http" || scheme === "https" || scheme === "s3") {
     const fetchUrl = opts.fetchUrl;
-    if (!fetchUrl) throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as no 'fetchUrl' was given to read http(s):// paths`);
+    if (!fetchUrl) throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as no 'fetchUrl' was given to read ${scheme}:// paths`);
     return { path: p, load: () => fetchUrl(p) };
   }
-  if (scheme === "s3") {
-    throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as s3:// paths are not yet supported: use http(s):// URLs or local paths`);
-  }
-  throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as ${scheme}:// paths are not supported: use local paths, file://, http:// or https://`);
+  throw new CassetteError("ERR_UNSUPPORTED", `Cannot ingest ${where} (${p}) as ${scheme}:// paths are not supported: use local paths, file://, http(s):// or s3://`);
 }
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];

@@ -334,9 +334,9 @@ export class S3Client {
     if (r.status !== 200) throw this.#error(r, `Cannot put ${this.where(key)}`);
   }
 
-  /** An object's bytes, or undefined where there is none. */
-  async get(key: string): Promise<Uint8Array | undefined> {
-    const r = await this.#request("GET", key);
+  /** An object's bytes, or undefined where there is none; one over `maxBytes` is ERR_TOO_LARGE (its body not read). */
+  async get(key: string, maxBytes = Infinity): Promise<Uint8Array | undefined> {
+    const r = await this.#request("GET", key, { maxBytes });
     if (r.status === 404 && (r.code === undefined || r.code === "NoSuchKey")) return undefined;
     if (r.status !== 200) throw this.#error(r, `Cannot get ${this.where(key)}`);
     return r.body;
@@ -381,7 +381,7 @@ export class S3Client {
     return storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `${doing}: the server answered HTTP ${r.status}${r.code ? ` (${r.code})` : ""}`, again);
   }
 
-  async #request(method: string, key: string, o: { body?: Uint8Array; headers?: Record<string, string>; query?: Record<string, string>; bucketRoot?: boolean } = {}): Promise<Answer> {
+  async #request(method: string, key: string, o: { body?: Uint8Array; headers?: Record<string, string>; query?: Record<string, string>; bucketRoot?: boolean; maxBytes?: number } = {}): Promise<Answer> {
     const b = this.bucket;
     const objectKey = o.bucketRoot ? "" : (b.prefix ? `${b.prefix}/` : "") + key;
     const path = `${b.base}/${uriEncode(objectKey, true)}`;
@@ -392,10 +392,29 @@ export class S3Client {
       let answer: Answer;
       try {
         const res = await this.#pool.request({ method: method as "GET", path: qs ? `${path}?${qs}` : path, headers: signed, ...(o.body ? { body: o.body } : {}) });
-        const body = new Uint8Array(await res.body.arrayBuffer());
+        const max = res.statusCode < 300 ? o.maxBytes ?? Infinity : 1 << 16;
+        const announced = Number(res.headers["content-length"]);
+        if (announced > max) {
+          res.body.destroy();
+          throw storeError("ERR_TOO_LARGE", `Cannot get ${this.where(key)} as its Content-Length announces ${announced} bytes, over the ${max}-byte limit`, false);
+        }
+        const chunks: Uint8Array[] = [];
+        let n = 0;
+        for await (const c of res.body) {
+          n += (c as Uint8Array).length;
+          if (n > max) {
+            res.body.destroy();
+            throw storeError("ERR_TOO_LARGE", `Cannot get ${this.where(key)} as more than ${max} bytes arrived`, false);
+          }
+          chunks.push(c as Uint8Array);
+        }
+        const body = new Uint8Array(n);
+        let at = 0;
+        for (const c of chunks) body.set(c, at), at += c.length;
         answer = { status: res.statusCode, headers: res.headers as Record<string, string | string[]>, body };
         if (res.statusCode >= 300) answer.code = xmlText(new TextDecoder().decode(body), "Code");
       } catch (e) {
+        if (e instanceof CassetteError) throw e; // ours: a limit
         if (attempt < this.#retries) {
           await sleep(100 * 2 ** attempt);
           continue;

@@ -16,6 +16,9 @@ import { parseTar } from "../../src/dataset/tar.ts";
 import { groupSamples } from "../../src/dataset/webdataset.ts";
 import { shardOrder } from "../../src/source/export.ts";
 import { openStore } from "../../src/source/open.ts";
+import { S3Client } from "../../src/source/s3.ts";
+import { NO_S3, startS3Server } from "../_support/s3_server.ts";
+import process from "node:process";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-wds-cli-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -244,7 +247,7 @@ test("ingest: a corrupt shard is listed with the byte offset where it breaks, th
   assert.match(strict.err, new RegExp(`bad checksum.*\\(offset ${at}\\) \\(stopped: --strict\\) \\[ERR_MALFORMED_INPUT\\]`));
 }, { skip, timeoutMs: 120_000 });
 
-test("ingest: an ImageFolder's PNGs are accepted and its label map recorded; manifests of http:// URLs are fetched; s3:// is not yet supported", async () => {
+test("ingest: an ImageFolder's PNGs are accepted and its label map recorded; manifests of http:// and s3:// URLs are fetched", async () => {
   const seed = freshSeed();
   const next = rng(seed);
   const root = join(dir, `folder-${seed}`);
@@ -295,12 +298,38 @@ test("ingest: an ImageFolder's PNGs are accepted and its label map recorded; man
     await new Promise((ok) => server.close(ok));
   }
 
-  const s3 = join(dir, `s3-${seed}.csv`);
-  writeFileSync(s3, "path,label\ns3://bucket/a.jpg,0\n");
-  const e = cassette("ingest", s3, "--store", `sqlite:${db}`, "--dataset", "s3");
-  assert.is(e.code, 2);
-  assert.match(e.err, /row 1 \(s3:\/\/bucket\/a\.jpg\) as s3:\/\/ paths are not yet supported.*\[ERR_UNSUPPORTED\]/);
-  assert.ok(!existsSync(join(dir, "never")));
+  // s3:// paths, from a real S3 server, with the credentials of the environment; one is missing.
+  if (NO_S3) return console.log(`  (s3:// manifest rows not tried: ${NO_S3})`);
+  const server3 = await startS3Server();
+  const saved = { id: process.env.AWS_ACCESS_KEY_ID, secret: process.env.AWS_SECRET_ACCESS_KEY };
+  try {
+    const bucket = await S3Client.open(server3.url("manifest"), { credentials: server3.credentials });
+    await bucket.createBucket();
+    for (const f of files) await bucket.put(`imgs/${f.rel}`, f.data);
+    await bucket.close();
+    const rows = [...files.map((f) => `s3://manifest/imgs/${f.rel}?endpoint=${server3.endpoint},${f.rel.split("/")[0]}`), `s3://manifest/imgs/missing.jpg?endpoint=${server3.endpoint},cat`];
+    const s3 = join(dir, `s3-${seed}.csv`);
+    writeFileSync(s3, `path,label\n${rows.join("\n")}\n`);
+    process.env.AWS_ACCESS_KEY_ID = server3.credentials.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = server3.credentials.secretAccessKey;
+    const r3 = json(cassette("ingest", s3, "--store", `sqlite:${db}`, "--dataset", "s3", "--json"), 1);
+    assert.is(r3.written, 5);
+    assert.equal(r3.errors.map((e: { path: string }) => e.path), [`s3://manifest/imgs/missing.jpg?endpoint=${server3.endpoint}`]);
+    assert.match(r3.errors[0].reason, /no such object/);
+    const fromS3 = await stored(db, "s3");
+    for (const f of files) assert.is(fromS3.get(sampleId("s3", `s3://manifest/imgs/${f.rel}?endpoint=${server3.endpoint}`))?.sha, sha1(f.data), f.rel);
+    // A wrong secret: every row is a bad file naming the refusal.
+    process.env.AWS_SECRET_ACCESS_KEY = "wrong";
+    const bad = json(cassette("ingest", s3, "--store", `sqlite:${db}`, "--dataset", "s3-bad", "--json"), 1);
+    assert.is(bad.written, 0);
+    assert.match(bad.errors[0].reason, /refused the credentials \(SignatureDoesNotMatch/);
+  } finally {
+    for (const [k, v] of [["AWS_ACCESS_KEY_ID", saved.id], ["AWS_SECRET_ACCESS_KEY", saved.secret]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    await server3.close();
+  }
 }, { timeoutMs: 120_000 });
 
 test("cassette ingest and export --help name the shard sources and the webdataset options; bad combinations exit 2", () => {
