@@ -19,6 +19,16 @@ const FACTORIES: Record<DecoderFormat, () => Promise<Decoder>> = {
   auto: createAutoDecoder,
 };
 
+/** Image formats cassette does not decode, by their signatures: named in the error. */
+function otherFormat(b: Uint8Array): string | undefined {
+  const ascii = String.fromCharCode(...b.subarray(0, 12));
+  if (ascii.startsWith("GIF8")) return "GIF";
+  if (ascii.startsWith("RIFF") && ascii.slice(8, 12) === "WEBP") return "WebP";
+  if (ascii.startsWith("BM")) return "BMP";
+  if (ascii.startsWith("II*\0") || ascii.startsWith("MM\0*")) return "TIFF";
+  return undefined;
+}
+
 /** A decoder instance for `format` (default "jpeg"); one per thread. */
 export async function createDecoder(format: DecoderFormat = "jpeg"): Promise<Decoder> {
   const make = FACTORIES[format];
@@ -28,7 +38,12 @@ export async function createDecoder(format: DecoderFormat = "jpeg"): Promise<Dec
   return await make();
 }
 
-/** Input that is neither JPEG nor PNG, as the "auto" decoder sees it: `seen` holds its first bytes. */
+/**
+ * Input that is neither JPEG nor PNG, as the "auto" decoder sees it: `seen` holds its first
+ * bytes. Another image format named by its signature (GIF, WebP, BMP, TIFF) is
+ * ERR_UNSUPPORTED, saying which; anything else (noise, an empty or cut file) is
+ * ERR_MALFORMED_INPUT.
+ */
 export class UnknownFormatError extends CassetteError {
   readonly seen: Uint8Array;
   readonly offset = 0;
@@ -36,7 +51,8 @@ export class UnknownFormatError extends CassetteError {
     const hex = [...seen].map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ");
     const text = [...seen].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
     const what = seen.length === 0 ? "the input is empty" : `it starts with ${hex} ("${text}")`;
-    super("ERR_UNSUPPORTED", `Cannot decode as ${what}, which is neither JPEG (FF D8) nor PNG (89 50 4E 47): at byte 0`);
+    const other = otherFormat(seen);
+    super(other ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT", `Cannot decode as ${what}${other ? `, a ${other} file,` : ""} which is neither JPEG (FF D8) nor PNG (89 50 4E 47): at byte 0`);
     this.name = "UnknownFormatError";
     this.seen = seen;
   }

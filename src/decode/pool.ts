@@ -1,5 +1,6 @@
 /**
- * A pool of decode workers, one wasm decoder (and, when given, one transform module) in each:
+ * A pool of decode workers, one wasm decoder (JPEG or PNG by each sample's first bytes; and,
+ * when given, one transform module) in each:
  * the CPU stage of a sample off the loader's thread. Results come in the order jobs *finish*:
  * a slow image never holds back the ones behind it, which is what the ready-order assembler
  * wants. Two things make that hold when per-sample cost is heavy-tailed (MINATOLoader,
@@ -58,6 +59,7 @@ import { entryUrl } from "../util/entry_url.ts";
 import type { AsyncDecoder, DecodeOptions, Image } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
+import { PngError, type PngErrorReason } from "./png_error.ts";
 
 /** Message to a worker (worker.ts): the set-up, once, then jobs. */
 export type PoolMessage =
@@ -674,6 +676,9 @@ function round3(x: number): number {
 function reviveError(e: { name: string; code?: string; reason?: string; offset?: number; message: string }): Error {
   if (e.name === "JpegError") {
     return new JpegError(e.reason as JpegErrorReason, e.offset ?? 0, e.message, e.code === "ERR_UNSUPPORTED");
+  }
+  if (e.name === "PngError") {
+    return new PngError(e.reason as PngErrorReason, e.offset ?? 0, e.message, e.code === "ERR_UNSUPPORTED", { expected: 0, actual: 0, chunk: "" });
   }
   if (e.code) return new CassetteError(e.code as ErrorCode, e.message);
   return new Error(e.message);

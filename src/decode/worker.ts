@@ -15,7 +15,9 @@
 import { runtime } from "../../runtime-adapters/index.ts";
 import { rng } from "../plan/rng.ts";
 import type { Image } from "./decoder.ts";
-import { createJpegDecoder, type JpegDecoder, type JpegImage } from "./jpeg.ts";
+import type { JpegImage } from "./jpeg.ts";
+import type { Decoder } from "./decoder.ts";
+import { createAutoDecoder } from "./decoders.ts";
 import { type DecodeReply, type PoolMessage, RUNNING } from "./pool.ts";
 import { checkTransformed, loadTransform, type TransformContext, type TransformFn } from "./transform.ts";
 
@@ -24,14 +26,15 @@ let claims: Int32Array | undefined;
 let base = 0;
 let transform: { fn: TransformFn; url: string; options?: unknown } | undefined;
 let ctx: TransformContext | undefined;
-let jpeg: JpegDecoder | undefined;
+// JPEG or PNG, by each sample's first bytes.
+let images: Decoder | undefined;
 let setup: Promise<void> | undefined;
 
 async function init(msg: Extract<PoolMessage, { t: "setup" }>): Promise<void> {
   claims = new Int32Array(msg.claims);
   base = msg.base;
-  const decoder = await createJpegDecoder();
-  jpeg = decoder;
+  const decoder = await createAutoDecoder();
+  images = decoder;
   const r = rng(msg.seed, msg.index);
   ctx = { decode: (bytes, options) => decoder.decode(bytes, options), random: () => r.next() };
   if (msg.transform) transform = { fn: await loadTransform(msg.transform.url), url: msg.transform.url, options: msg.transform.options };
@@ -56,7 +59,7 @@ scope.onMessage(async (data) => {
   const t0 = performance.now();
   let reply: DecodeReply;
   try {
-    let image: Image | undefined = req.decode === false ? undefined : jpeg!.decode(req.bytes, req.options);
+    let image: Image | undefined = req.decode === false ? undefined : images!.decode(req.bytes, req.options);
     if (transform) {
       const s = req.sample ?? { id: String(req.id), label: -1 };
       let out = transform.fn({ id: s.id, label: s.label, data: req.bytes, image }, transform.options, ctx!);

@@ -151,7 +151,7 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
       const options = typeof o.decode === "object" ? o.decode : undefined;
       const dw = o.decodeWorkers ?? "auto";
       if (dw === 0) {
-        const decoder = await createDecoder();
+        const decoder = await createDecoder("auto"); // JPEG or PNG, by each sample's first bytes
         const here = transform && await loadTransformHere(transform.url, transform.options, decoder, o.seed);
         src = new DecodeSource(src, decoder, options, { decode: !!o.decode, transform: here });
       } else {
