@@ -11,6 +11,7 @@ import { parseStoreAddress } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
+import { readBoundedBody } from "../util/bounded_body.ts";
 
 /** Sources with at most this many files are decoded in full at ingest unless --no-verify. */
 const VERIFY_UP_TO = 10_000;
@@ -149,25 +150,8 @@ async function fetchUrl(agent: InstanceType<typeof undici.Dispatcher>, url: stri
     await res.body.dump().catch(() => {});
     throw new Error(`GET ${url} answered ${res.statusCode}`);
   }
-  const announced = Number(res.headers["content-length"]);
-  if (announced > max) {
-    res.body.destroy();
-    throw new CassetteError("ERR_TOO_LARGE", `Cannot read ${url} as its Content-Length announces ${announced} bytes: more than ${max} (--max-entry-bytes)`);
-  }
-  const chunks: Uint8Array[] = [];
-  let n = 0;
-  for await (const c of res.body) {
-    n += (c as Uint8Array).length;
-    if (n > max) {
-      res.body.destroy();
-      throw new CassetteError("ERR_TOO_LARGE", `Cannot read ${url} as more than ${max} bytes arrived (--max-entry-bytes)`);
-    }
-    chunks.push(c as Uint8Array);
-  }
-  const out = new Uint8Array(n);
-  let at = 0;
-  for (const c of chunks) out.set(c, at), at += c.length;
-  return out;
+  return readBoundedBody(res.body, Number(res.headers["content-length"]), max, (why) =>
+    new CassetteError("ERR_TOO_LARGE", `Cannot read ${url} as ${why}: more than ${max} (--max-entry-bytes)`));
 }
 
 /** --replication: a factor or a CQL map, for a cassandra:// store only. */

@@ -41,6 +41,7 @@ import { CassetteError } from "../errors.ts";
 import { type HttpSource, type HttpSourceOptions, type HttpTarget, openHttpTarget, parseHttpParams, readCa, retryAfter } from "./http.ts";
 import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
 import type { ObjectSink } from "../dataset/object_sink.ts";
+import { readBoundedBody } from "../util/bounded_body.ts";
 import { type AwsCredentials, EMPTY_SHA256, sha256Hex, signV4, uriEncode } from "./sigv4.ts";
 
 const { Pool } = undici;
@@ -393,24 +394,8 @@ export class S3Client {
       try {
         const res = await this.#pool.request({ method: method as "GET", path: qs ? `${path}?${qs}` : path, headers: signed, ...(o.body ? { body: o.body } : {}) });
         const max = res.statusCode < 300 ? o.maxBytes ?? Infinity : 1 << 16;
-        const announced = Number(res.headers["content-length"]);
-        if (announced > max) {
-          res.body.destroy();
-          throw storeError("ERR_TOO_LARGE", `Cannot get ${this.where(key)} as its Content-Length announces ${announced} bytes, over the ${max}-byte limit`, false);
-        }
-        const chunks: Uint8Array[] = [];
-        let n = 0;
-        for await (const c of res.body) {
-          n += (c as Uint8Array).length;
-          if (n > max) {
-            res.body.destroy();
-            throw storeError("ERR_TOO_LARGE", `Cannot get ${this.where(key)} as more than ${max} bytes arrived`, false);
-          }
-          chunks.push(c as Uint8Array);
-        }
-        const body = new Uint8Array(n);
-        let at = 0;
-        for (const c of chunks) body.set(c, at), at += c.length;
+        const body = await readBoundedBody(res.body, Number(res.headers["content-length"]), max, (why) =>
+          storeError("ERR_TOO_LARGE", `Cannot get ${this.where(key)} as ${why}, over the ${max}-byte limit`, false));
         answer = { status: res.statusCode, headers: res.headers as Record<string, string | string[]>, body };
         if (res.statusCode >= 300) answer.code = xmlText(new TextDecoder().decode(body), "Code");
       } catch (e) {

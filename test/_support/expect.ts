@@ -55,3 +55,23 @@ export async function assertEpochAsStored(
   assert.is(new Set(seen).size, ids.length, `${what}: nothing twice`);
   for (const id of seen) assert.ok(ids.includes(id), `${what}: ${id} is one of the ids asked for`);
 }
+
+/**
+ * Reads epoch `epoch` of `loader`, checking every batch against `want`; calls `onBatch(n)`
+ * after the n-th batch (a test's fault goes there). Returns the ids in the order handed over.
+ */
+export async function readEpochAsStored(
+  loader: { epoch(e: number): AsyncIterable<{ ids: string[]; labels: Int32Array; data: Uint8Array; offsets: Uint32Array }> },
+  want: Map<string, { label: number; data: Uint8Array }>,
+  onBatch?: (n: number) => Promise<void>,
+  epoch = 0,
+): Promise<string[]> {
+  const seen: string[] = [];
+  let n = 0;
+  for await (const b of loader.epoch(epoch)) {
+    assertAsStored(b, want);
+    seen.push(...b.ids);
+    await onBatch?.(++n);
+  }
+  return seen;
+}

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
-import { assertAsStored, expectError } from "../_support/expect.ts";
+import { expectError, readEpochAsStored } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { parseHttpUrl } from "../../src/source/http.ts";
@@ -38,17 +38,7 @@ const web = NO_NGINX ? undefined : await startNginx({
 afterAll(() => web?.close());
 const skip = NO_NGINX;
 
-/** Reads one epoch through `source`; returns the ids and checks bytes and labels. */
-async function readEpoch(loader: Loader, onBatch?: (n: number) => Promise<void>): Promise<string[]> {
-  const seen: string[] = [];
-  let n = 0;
-  for await (const b of loader.epoch(0)) {
-    assertAsStored(b, want);
-    seen.push(...b.ids);
-    await onBatch?.(++n);
-  }
-  return seen;
-}
+const readEpoch = (loader: Loader, onBatch?: (n: number) => Promise<void>) => readEpochAsStored(loader, want, onBatch);
 
 /** Calls `onError(id, err)` for each failed attempt, before the retry wrapper sees it. */
 function watchErrors(inner: Source, onError: (id: string, err: Error) => void): Source {

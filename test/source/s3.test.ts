@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_S3, startS3Server } from "../_support/s3_server.ts";
-import { assertAsStored, expectError } from "../_support/expect.ts";
+import { expectError, readEpochAsStored } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { freshSeed, rng } from "../_support/random.ts";
 import { exportDataset } from "../../src/source/export.ts";
@@ -40,16 +40,7 @@ if (!NO_S3) {
 }
 await store.close();
 
-async function readEpoch(loader: Loader, onBatch?: (n: number) => Promise<void>): Promise<string[]> {
-  const seen: string[] = [];
-  let n = 0;
-  for await (const b of loader.epoch(0)) {
-    assertAsStored(b, want);
-    seen.push(...b.ids);
-    await onBatch?.(++n);
-  }
-  return seen;
-}
+const readEpoch = (loader: Loader, onBatch?: (n: number) => Promise<void>) => readEpochAsStored(loader, want, onBatch);
 
 test("export to a bucket, then the Loader reads it, path-style and virtual-hosted: every id once, the bytes and labels as stored", async () => {
   assert.is(ids.length, 100);
