@@ -37,15 +37,16 @@ function upToDate(outputs: string[], inputs: string[], skip?: (p: string) => boo
 
 /**
  * One AssemblyScript module: wasm/NAME/index.ts → wasm/build/NAME.wasm and NAME_wasm.ts. Its
- * inputs are its own folder and its asconfig (wasm/asconfig.json for jpeg, which predates the
- * others; wasm/NAME/asconfig.json for the rest), so a change to one module rebuilds only it.
+ * inputs are its own folder, wasm/common (the arena both use) and its asconfig
+ * (wasm/asconfig.json for jpeg, which predates the others; wasm/NAME/asconfig.json for the
+ * rest), so a change to one module rebuilds only it.
  */
 async function buildWasm(name: "jpeg" | "png"): Promise<string> {
   const wasmDir = join(ROOT, "wasm");
   const out = join(wasmDir, "build", `${name}.wasm`);
   const mod = join(wasmDir, "build", `${name}_wasm.ts`);
   const config = name === "jpeg" ? join(wasmDir, "asconfig.json") : join(wasmDir, name, "asconfig.json");
-  if (upToDate([out, mod], [join(wasmDir, name), config])) return "up to date";
+  if (upToDate([out, mod], [join(wasmDir, name), join(wasmDir, "common"), config])) return "up to date";
   const { default: asc } = await import("assemblyscript/asc");
   mkdirSync(join(wasmDir, "build"), { recursive: true });
   const log: string[] = [];

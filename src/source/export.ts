@@ -76,10 +76,42 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
     if (!isObjectName(id)) throw new CassetteError("ERR_UNSUPPORTED", `Cannot export sample ${id} as its id is not a file name (a letter or digit, then letters, digits, . _ -)`);
   }
 
-  const opened = o.sink ? undefined : await openSink(dir, o.s3); // a folder's removes parts left by an interrupted run
+  // A folder's removes parts left by an interrupted run; one opened here is closed here.
+  const opened = o.sink ? undefined : await openSink(dir, o.s3);
   const sink = o.sink ?? opened!;
   try {
-    return await exportInto(store, dataset, dir, sink, ids, labels, concurrency, o, t0);
+    const names = new Set(await sink.list());
+    const all = new Map<string, number>();
+    if (names.has(LABELS_FILE)) {
+      const prev = parseLabels(new TextDecoder().decode(await readAll(sink.read(LABELS_FILE))), objectPath(sink.where, LABELS_FILE));
+      if (prev.dataset !== dataset) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot export dataset '${dataset}' to ${dir} as it holds an export of dataset '${prev.dataset}': choose another --out`);
+      }
+      for (const [id, l] of prev.labels) all.set(id, l);
+    }
+    const todo = ids.filter((id) => !names.has(id));
+    const existing = ids.length - todo.length;
+
+    let written = 0, bytes = 0, done = existing;
+    o.onProgress?.({ done, total: ids.length, written, bytes });
+    const chunks: string[][] = [];
+    for (let i = 0; i < todo.length; i += CHUNK) chunks.push(todo.slice(i, i + CHUNK));
+    // A few chunks in flight keeps the store busy while files are written; each chunk's files
+    // are written at most `concurrency` at once overall.
+    const perChunk = Math.max(1, Math.ceil(concurrency / 4));
+    await mapLimit(chunks, Math.min(4, concurrency), async (chunk) => {
+      const samples = await store.get(dataset, chunk);
+      await mapLimit(samples, perChunk, async (s) => {
+        await sink.put(s.id, s.data);
+        written++;
+        bytes += s.data.length;
+        o.onProgress?.({ done: ++done, total: ids.length, written, bytes });
+      });
+    });
+
+    for (const id of ids) all.set(id, labels.get(id)!);
+    await sink.put(LABELS_FILE, new TextEncoder().encode(formatLabels(dataset, all)));
+    return { dataset, out: dir, samples: ids.length, written, existing, bytes, seconds: (runtime.now() - t0) / 1000, labels: all.size };
   } finally {
     await opened?.close?.();
   }
@@ -102,42 +134,6 @@ export function objectPath(out: string, name: string): string {
   return out.startsWith("s3://") ? `${out.replace(/\?.*$/, "")}/${name}` : join(out, name);
 }
 
-async function exportInto(
-  store: Store, dataset: string, dir: string, sink: ObjectSink, ids: string[], labels: Map<string, number>, concurrency: number, o: ExportOptions, t0: number,
-): Promise<ExportSummary> {
-  const names = new Set(await sink.list());
-  const all = new Map<string, number>();
-  if (names.has(LABELS_FILE)) {
-    const prev = parseLabels(new TextDecoder().decode(await readAll(sink.read(LABELS_FILE))), objectPath(sink.where, LABELS_FILE));
-    if (prev.dataset !== dataset) {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot export dataset '${dataset}' to ${dir} as it holds an export of dataset '${prev.dataset}': choose another --out`);
-    }
-    for (const [id, l] of prev.labels) all.set(id, l);
-  }
-  const todo = ids.filter((id) => !names.has(id));
-  const existing = ids.length - todo.length;
-
-  let written = 0, bytes = 0, done = existing;
-  o.onProgress?.({ done, total: ids.length, written, bytes });
-  const chunks: string[][] = [];
-  for (let i = 0; i < todo.length; i += CHUNK) chunks.push(todo.slice(i, i + CHUNK));
-  // A few chunks in flight keeps the store busy while files are written; each chunk's files
-  // are written at most `concurrency` at once overall.
-  const perChunk = Math.max(1, Math.ceil(concurrency / 4));
-  await mapLimit(chunks, Math.min(4, concurrency), async (chunk) => {
-    const samples = await store.get(dataset, chunk);
-    await mapLimit(samples, perChunk, async (s) => {
-      await sink.put(s.id, s.data);
-      written++;
-      bytes += s.data.length;
-      o.onProgress?.({ done: ++done, total: ids.length, written, bytes });
-    });
-  });
-
-  for (const id of ids) all.set(id, labels.get(id)!);
-  await sink.put(LABELS_FILE, new TextEncoder().encode(formatLabels(dataset, all)));
-  return { dataset, out: dir, samples: ids.length, written, existing, bytes, seconds: (runtime.now() - t0) / 1000, labels: all.size };
-}
 
 /** A stream's chunks as one buffer. */
 async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {

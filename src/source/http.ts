@@ -310,14 +310,11 @@ export interface HttpTarget {
 /** An answer that is not 2xx, as `HttpTarget.explain` sees it. */
 export interface ErrorAnswer {
   status: number;
-  statusText: string;
   headers: Record<string, string | string[]>;
   /** The first 4 KiB of its body. */
   body: Uint8Array;
   /** The object asked for, as messages show it. */
   url: string;
-  /** "sample ID" or "labels.json". */
-  what: string;
 }
 
 /** Opens the store at `url`: checks the address and its options, fetches labels.json once. */
@@ -566,7 +563,7 @@ export class HttpSource implements Source {
   }
 
   #explain(get: Get): (CassetteError & Retryable) | undefined {
-    return this.#target.explain?.({ status: get.status, statusText: get.statusText, headers: get.errorHeaders, body: get.errorBody, url: get.url, what: get.what });
+    return this.#target.explain?.({ status: get.status, headers: get.errorHeaders, body: get.errorBody, url: get.url });
   }
 
   #send(get: Get, path: string): void {

@@ -119,6 +119,8 @@ export interface S3Bucket {
   origin: string;
   /** The Host header (and TLS name): the origin's host, or BUCKET.host for virtual hosting. */
   host: string;
+  /** With virtual hosting, the name the connection's TLS and Host header carry (host without port); else undefined. */
+  servername?: string;
   /** The path before a key: "/BUCKET" (path style) or "" (virtual). */
   base: string;
   region: string;
@@ -178,6 +180,7 @@ export async function resolveS3(url: string, o: S3Options = {}): Promise<{ bucke
   return {
     bucket: {
       bucket: parsed.bucket, prefix: parsed.prefix, shown: parsed.shown, origin: origin.origin, host,
+      ...(host !== origin.host ? { servername: host.replace(/:\d+$/, "") } : {}),
       base: style === "path" ? `/${parsed.bucket}` : "", region, ...(credentials ? { credentials } : {}), clockOffsetMs: offset, from,
     },
     opts,
@@ -195,7 +198,7 @@ export async function openS3Source(url: string, o: S3Options = {}): Promise<Http
     headers: (method, path) => signedHeaders(b, method, path),
     explain: (a) => explainS3(a.status, a.headers, a.body, `Cannot get ${a.url}`, b),
   };
-  if (b.host !== new URL(b.origin).host) target.servername = b.host.replace(/:\d+$/, "");
+  if (b.servername) target.servername = b.servername;
   return openHttpTarget(target, opts, caFile);
 }
 
@@ -204,7 +207,7 @@ function signedHeaders(b: S3Bucket, method: string, path: string, extra: Record<
   const [p, q = ""] = path.split("?", 2);
   const query: Record<string, string> = {};
   for (const [k, v] of new URLSearchParams(q)) query[k] = v;
-  const hostHeader: Record<string, string> = b.host !== new URL(b.origin).host ? { host: b.host } : {};
+  const hostHeader: Record<string, string> = b.servername ? { host: b.host } : {};
   if (!b.credentials) return { ...extra, ...hostHeader };
   return { ...signV4({ method, host: b.host, path: p, query, headers: extra, payloadHash, region: b.region, credentials: b.credentials, now: Date.now() + b.clockOffsetMs }), ...hostHeader };
 }
@@ -293,7 +296,7 @@ async function readIni(path: string): Promise<Record<string, Record<string, stri
   return out;
 }
 
-/** One object's answer: its bytes, or undefined where it does not exist. */
+/** An object as a listing names it: its key (relative to the prefix) and size. */
 export interface S3Object {
   key: string;
   size: number;
@@ -318,8 +321,7 @@ export class S3Client {
   static async open(url: string, o: S3Options & { retries?: number } = {}): Promise<S3Client> {
     const { bucket, opts, caFile } = await resolveS3(url, o);
     const cas = await readCa(opts.ca, caFile, bucket.shown);
-    const servername = bucket.host !== new URL(bucket.origin).host ? bucket.host.replace(/:\d+$/, "") : undefined;
-    const connect = { ...(cas ? { ca: cas } : {}), ...(servername ? { servername } : {}) };
+    const connect = { ...(cas ? { ca: cas } : {}), ...(bucket.servername ? { servername: bucket.servername } : {}) };
     const pool = new Pool(bucket.origin, { connections: opts.connections ?? 8, ...(Object.keys(connect).length ? { connect } : {}) });
     return new S3Client(bucket, pool, o.retries ?? 4);
   }

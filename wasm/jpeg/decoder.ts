@@ -10,7 +10,7 @@ import * as F from "./frame";
 import * as M from "./markers";
 import { decodeScan, QF, LAST } from "./scan";
 import { resetTables } from "./huffman";
-import { alloc } from "./memory";
+import { alloc } from "../common/memory";
 import { idctBlock } from "./idct";
 import * as O from "./output";
 import { clearError, errorCode, fail, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";

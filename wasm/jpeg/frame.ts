@@ -1,6 +1,6 @@
 // The state of one image: what the markers said (frame header B.2.2, tables B.2.4, restart
 // interval B.2.4.4, APPn facts) and the geometry the decoder derived from it. Plain globals and
-// static records (memory.data), nothing managed: the arena in memory.ts owns the heap.
+// static records (memory.data), nothing managed: the arena in ../common/memory.ts owns the heap.
 //
 // Component record (one per frame component, 17 of 32 × i32 used = 128 bytes):
 //

@@ -8,7 +8,7 @@ import * as F from "./frame";
 import * as O from "./output";
 import { QLATCH } from "./scan";
 
-export { alloc, reset } from "./memory";
+export { alloc, reset } from "../common/memory";
 
 /**
  * What the host may ask of this build (src/decode/wasm_module.ts checks it): raise it whenever

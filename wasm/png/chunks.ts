@@ -11,7 +11,7 @@
 // while inflating still name a byte of the file.
 import * as H from "./header";
 import { crc32 } from "./crc";
-import { alloc } from "./memory";
+import { alloc } from "../common/memory";
 import { errorCode, fail, setChunk, E_BAD_CHUNK, E_BAD_CRC, E_BAD_PLTE, E_CHUNK_ORDER, E_EMPTY, E_NOT_PNG, E_NO_IMAGE_DATA, E_OUT_OF_MEMORY, E_TOO_LARGE, E_TRUNCATED, E_UNSUP_CHUNK } from "./errors";
 
 export const T_IHDR: u32 = 0x49484452;

@@ -16,7 +16,7 @@ import { readChunks, stream, streamLen, fileOffset } from "./chunks";
 import { inflateZlib } from "./zlib";
 import { unfilterRow } from "./unfilter";
 import { convertRow, outBytes, outChannels, plan, rowsAreOutput } from "./pixels";
-import { alloc } from "./memory";
+import { alloc } from "../common/memory";
 import { clearError, errorCode, fail, E_BAD_FILTER, E_OUT_OF_MEMORY } from "./errors";
 
 export const FLAG_GREY = 1;

@@ -8,7 +8,7 @@ import * as H from "./header";
 import * as D from "./decoder";
 import { outBytes, outChannels as channelsOut } from "./pixels";
 
-export { alloc, reset } from "./memory";
+export { alloc, reset } from "../common/memory";
 export { errorCode, errorOffset, errorExpected, errorActual, errorChunk } from "./errors";
 export { decode } from "./decoder";
 export { crc32 } from "./crc";
