@@ -168,3 +168,25 @@ test("a huge IHDR (10^5 × 10^5 RGBA16) is too-large from the header alone, befo
   }
   assert.is(png.memoryBytes, before, "no memory asked for");
 });
+
+test("a zlib stream cut inside a dynamic block's header is truncated, its offset within the file (not a bad block past the end)", async () => {
+  const png = await createPngDecoder();
+  const width = 32, height = 16;
+  const raw = new Uint8Array(height * (1 + width));
+  const next = rng(7); // a few values, unevenly drawn: zlib picks a dynamic block for them
+  for (let i = 0; i < raw.length; i++) raw[i] = i % (1 + width) === 0 ? 0 : [0, 0, 0, 10, 10, 200, 77][randomInt(next, 0, 6)];
+  const full = zlib(raw, 9);
+  assert.is((full[2] >> 1) & 3, 2, "the first block is dynamic");
+  for (const keep of [3, 4, 5, 6, 8, 12, 20]) {
+    const bytes = buildPng({ width, height, bitDepth: 8, colorType: 0, stream: full.subarray(0, keep) });
+    try {
+      png.decode(bytes);
+      assert.unreachable(`cut after ${keep} bytes should fail`);
+    } catch (e) {
+      assert.instance(e, PngError);
+      const err = e as PngError;
+      assert.is(err.reason, "truncated", `cut after ${keep} bytes: ${err.message}`);
+      assert.ok(err.offset <= bytes.length, `cut after ${keep} bytes: offset ${err.offset} within ${bytes.length}`);
+    }
+  }
+});

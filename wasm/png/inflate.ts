@@ -68,6 +68,15 @@ let outEnd: usize = 0;
   return fileOffset(<i32>(p - inStart) + 2);
 }
 
+/**
+ * A malformed block found at `p`, unless the reader has run into the zero bytes fed past the
+ * stream's end: then the stream was cut short, and that is the error (at its end, so the offset
+ * stays within the file).
+ */
+function badAt(code: i32, p: usize, exp: i64 = 0, act: i64 = 0): i32 {
+  return truncated() ? fail(E_TRUNCATED, at(inEnd)) : fail(code, at(p), exp, act);
+}
+
 /** Position of the next unread bit's byte. */
 @inline function bitPos(): usize {
   return inPos - (<usize>(bitcnt >> 3)) + <usize>overrun;
@@ -206,19 +215,19 @@ function readDynamic(): i32 {
   const hdist = <i32>bits(5) + 1;
   const hclen = <i32>bits(4) + 4;
   // 286, 287 and distance codes 30, 31 cannot occur in a stream (§3.2.5): zlib refuses them.
-  if (hlit > 286 || hdist > 30) return fail(E_BAD_BLOCK, at(start), 286, hlit);
+  if (hlit > 286 || hdist > 30) return badAt(E_BAD_BLOCK, start, 286, hlit);
   memory.fill(LENGTHS, 0, 19);
   for (let i = 0; i < hclen; i++) {
     if (bitcnt < 3) refill();
     store<u8>(LENGTHS + <usize>load<u8>(CL_ORDER + i), <u8>bits(3));
   }
-  if (!build(LENGTHS, 19, CL_LUT, CL_COUNT, CL_SYM)) return fail(E_BAD_BLOCK, at(start));
+  if (!build(LENGTHS, 19, CL_LUT, CL_COUNT, CL_SYM)) return badAt(E_BAD_BLOCK, start);
   const n = hlit + hdist;
   let i = 0;
   while (i < n) {
     refill();
     const s = decodeSym(CL_LUT, CL_COUNT, CL_SYM);
-    if (s < 0) return fail(truncated() ? E_TRUNCATED : E_BAD_HUFFMAN_CODE, at(bitPos()));
+    if (s < 0) return badAt(E_BAD_HUFFMAN_CODE, bitPos());
     if (s < 16) {
       store<u8>(LENGTHS + i, <u8>s);
       i++;
@@ -226,7 +235,7 @@ function readDynamic(): i32 {
     }
     let rep = 0, v: u8 = 0;
     if (s == 16) {
-      if (i == 0) return fail(E_BAD_BLOCK, at(bitPos())); // repeat of nothing
+      if (i == 0) return badAt(E_BAD_BLOCK, bitPos()); // repeat of nothing
       v = load<u8>(LENGTHS + i - 1);
       rep = 3 + <i32>bits(2);
     } else if (s == 17) {
@@ -234,15 +243,15 @@ function readDynamic(): i32 {
     } else {
       rep = 11 + <i32>bits(7);
     }
-    if (i + rep > n) return fail(E_BAD_BLOCK, at(bitPos()), n, i + rep);
+    if (i + rep > n) return badAt(E_BAD_BLOCK, bitPos(), n, i + rep);
     memory.fill(LENGTHS + i, v, rep);
     i += rep;
   }
   if (truncated()) return fail(E_TRUNCATED, at(inEnd));
   // Without a code for end-of-block (256) the block could not end.
-  if (load<u8>(LENGTHS + 256) == 0) return fail(E_BAD_BLOCK, at(start), 256);
-  if (!build(LENGTHS, hlit, LIT_LUT, LIT_COUNT, LIT_SYM)) return fail(E_BAD_BLOCK, at(start));
-  if (!build(LENGTHS + hlit, hdist, DIST_LUT, DIST_COUNT, DIST_SYM)) return fail(E_BAD_BLOCK, at(start));
+  if (load<u8>(LENGTHS + 256) == 0) return badAt(E_BAD_BLOCK, start, 256);
+  if (!build(LENGTHS, hlit, LIT_LUT, LIT_COUNT, LIT_SYM)) return badAt(E_BAD_BLOCK, start);
+  if (!build(LENGTHS + hlit, hdist, DIST_LUT, DIST_COUNT, DIST_SYM)) return badAt(E_BAD_BLOCK, start);
   return 0;
 }
 
@@ -254,7 +263,7 @@ function stored(): i32 {
   const len = bits(16);
   const nlen = bits(16);
   if (truncated()) return fail(E_TRUNCATED, at(inEnd));
-  if ((len ^ 0xffff) != nlen) return fail(E_BAD_BLOCK, at(start), len ^ 0xffff, nlen);
+  if ((len ^ 0xffff) != nlen) return badAt(E_BAD_BLOCK, start, len ^ 0xffff, nlen);
   // Give back the whole bytes still in the bit buffer, then copy.
   inPos = bitPos();
   overrun = 0;
@@ -387,7 +396,7 @@ export function inflate(src: usize, len: usize, dst: usize, dstLen: usize): i32 
       rc = readDynamic();
       if (rc == 0) rc = codes();
     } else {
-      rc = fail(truncated() ? E_TRUNCATED : E_BAD_BLOCK, at(truncated() ? inEnd : start), 2, 3);
+      rc = badAt(E_BAD_BLOCK, start, 2, 3);
     }
     if (rc != 0) return rc;
     if (truncated()) return fail(E_TRUNCATED, at(inEnd));
