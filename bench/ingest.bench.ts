@@ -76,7 +76,7 @@ contenders.push({
     const ins = raw.prepare(`INSERT INTO ${t} VALUES (?, ?, ?)`);
     for (let i = 0; i < N; i += 512) {
       raw.exec("BEGIN");
-      for (const s of samples.slice(i, i + 512)) ins.run(sampleId(t, s.key), s.label, s.data);
+      for (const s of samples.slice(i, i + 512)) ins.run(sampleId(t, s.key), s.label as number, s.data);
       raw.exec("COMMIT");
     }
   },

@@ -5,7 +5,11 @@
  *
  *   data:    [ sample 0 bytes | sample 1 bytes | … | sample n-1 bytes ]
  *   offsets: [ 0, end0, end1, …, end(n-1) ]      sample i = data[offsets[i] .. offsets[i+1])
+ *
+ * Labels beyond one integer (src/dataset/label.ts) come as `targets` (multi-hot or float
+ * vectors, n × targetWidth, one allocation) or `masks` (a blob label decoded with the image).
  */
+import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
 
@@ -22,6 +26,11 @@ export interface Batch<T = Sample> {
   items: T[];
   /** Bytes fetched for this batch. */
   bytes: number;
+  /** Multi-label or float labels: sample i's vector is targets[i·targetWidth … (i+1)·targetWidth). */
+  targets?: Float32Array<ArrayBuffer>;
+  targetWidth?: number;
+  /** Blob labels decoded by the read path (a mask per sample), in the batch's order. */
+  masks?: NonNullable<Sample["mask"]>[];
 }
 
 export function packBatch<T>(epoch: number, index: number, arrived: { s: Fetched; item: T }[], pack: boolean): Batch<T> {
@@ -41,5 +50,25 @@ export function packBatch<T>(epoch: number, index: number, arrived: { s: Fetched
     data = new Uint8Array(bytes);
     for (let i = 0; i < n; i++) data.set(arrived[i].s.data, offsets[i]);
   }
-  return { epoch, index, ids, labels, data, offsets: pack ? offsets : new Uint32Array(0), items: arrived.map((a) => a.item), bytes };
+  const batch: Batch<T> = { epoch, index, ids, labels, data, offsets: pack ? offsets : new Uint32Array(0), items: arrived.map((a) => a.item), bytes };
+  const first = n ? arrived[0].s as Fetched & Pick<Sample, "mask"> : undefined;
+  if (first?.target instanceof Float32Array) {
+    const w = first.target.length;
+    const targets = new Float32Array(n * w);
+    for (let i = 0; i < n; i++) {
+      const t = arrived[i].s.target;
+      if (!(t instanceof Float32Array) || t.length !== w) throw mixed(ids[i], `a vector of ${w}`, t);
+      targets.set(t, i * w);
+    }
+    Object.assign(batch, { targets, targetWidth: w });
+  } else if (first?.mask) {
+    batch.masks = arrived.map((a, i) => (a.s as Fetched & Pick<Sample, "mask">).mask ?? mixed(ids[i], "a decoded mask", a.s.target));
+  }
+  return batch;
+}
+
+/** Samples of one dataset share a label kind: one that differs is a store written by something else. */
+function mixed(id: string, want: string, got: unknown): never {
+  const what = got === undefined ? "none" : got instanceof Float32Array ? `a vector of ${got.length}` : "bytes";
+  throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot batch sample ${id} as the batch's labels are ${want} and its label is ${what}`);
 }

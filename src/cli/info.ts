@@ -1,5 +1,6 @@
 /** `cassette info --store URL [--dataset NAME]`: datasets, counts per label, bytes. */
 import { openStore } from "../source/open.ts";
+import { labelClasses } from "../dataset/label.ts";
 import { parseArgs, required } from "./args.ts";
 
 export const help = `usage: cassette info --store URL [--dataset NAME] [--json]
@@ -25,7 +26,7 @@ export async function run(argv: string[]): Promise<number> {
       for (const d of datasets) {
         console.log(`${d.name}: ${d.count} samples, ${(d.bytes / 1e6).toFixed(1)} MB (${store.address})`);
         console.log(`  columns: ${d.spec.columns.map((c) => `${c.name}:${c.type}`).join(", ") || "none"}${d.spec.groupBy.length ? `; grouped by ${d.spec.groupBy.join(",")}` : ""}`);
-        for (const [l, n] of Object.entries(d.perLabel)) console.log(`  ${String(l).padStart(4)} ${(d.spec.label.classes?.[Number(l)] ?? "").padEnd(14)} ${n}`);
+        for (const [l, n] of Object.entries(d.perLabel)) console.log(`  ${String(l).padStart(4)} ${(labelClasses(d.spec.label)?.[Number(l)] ?? "").padEnd(14)} ${n}`);
       }
     }
     return 0;

@@ -31,8 +31,11 @@ SOURCE is one of:
                        (each image is encoded to JPEG with jpeg-js at --quality)
   FILE.jsonl|FILE.csv  a manifest: 'path' (relative to the manifest, an http(s):// URL, or
                        s3://BUCKET/KEY[?endpoint=…] with the credentials cassette reads
-                       buckets with), 'label' (int or class name), optional 'key', and any
-                       metadata columns (e.g. patient_id)
+                       buckets with), 'label' (int or class name; in JSONL also a list:
+                       class numbers or names for several classes a sample, or numbers
+                       with a fraction for a float vector) or 'mask' (a PNG or JPEG path,
+                       read like 'path': the label is that image), optional 'key', and
+                       any metadata columns (e.g. patient_id)
 
 Shards: entries group into samples by webdataset's key rule (the path up to the first dot
 of its basename; consecutive entries with one key are one sample). A sample's key is its
@@ -62,6 +65,8 @@ with status 130. Run the same command again to resume: stored samples are skippe
   --quality Q          JPEG quality for idx sources (default 90)
   --limit N            only the first N items (per idx split)
   --max-entry-bytes N  the largest shard entry or fetched URL (default ${MAX_FILE_BYTES})
+  --label-kind K       a manifest's label kind where its values alone do not say: int, ints,
+                       floats (e.g. lists of whole numbers that are a vector) or blob
   --strict             stop at the first bad file instead of skipping it
   --verify             decode every JPEG and PNG in full before storing it (whatever the count)
   --no-verify          check headers only, even for a small source
@@ -70,7 +75,7 @@ Credentials may also come from CASSETTE_CASSANDRA_USER / CASSETTE_CASSANDRA_PASS
 
 export async function run(argv: string[]): Promise<number> {
   const buckets = new Buckets();
-  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit", "replication", "max-entry-bytes"], ["strict", "verify", "no-verify"]);
+  const { positional, options } = parseArgs(argv, "ingest", ["store", "dataset", "group-by", "quality", "limit", "replication", "max-entry-bytes", "label-kind"], ["strict", "verify", "no-verify"]);
   if (options.has("help")) return void console.log(help), 0;
   const [source, extra] = positional;
   if (!source) usageError("ingest", "needs a SOURCE");
@@ -84,6 +89,8 @@ export async function run(argv: string[]): Promise<number> {
   const address = required(options, "ingest", "store");
   const replication = replicationOption(options.get("replication") as string | undefined, address);
   const decoder = options.has("no-verify") ? undefined : await createAutoDecoder();
+  const labelKind = options.get("label-kind") as string | undefined;
+  if (labelKind !== undefined && !["int", "ints", "floats", "blob"].includes(labelKind)) usageError("ingest", `--label-kind must be int, ints, floats or blob: current value is ${labelKind}`);
   const maxBytes = intOption(options, "ingest", "max-entry-bytes") ?? MAX_FILE_BYTES;
   if (!(maxBytes > 0)) usageError("ingest", `--max-entry-bytes must be a positive integer: current value is ${maxBytes}`);
   const store = await openStore(address, { cassandra: { replication } });
@@ -105,6 +112,7 @@ export async function run(argv: string[]): Promise<number> {
       quality: intOption(options, "ingest", "quality"),
       limit: intOption(options, "ingest", "limit"),
       strict: options.has("strict"),
+      labelKind: labelKind as "int" | "ints" | "floats" | "blob" | undefined,
       // A reduced (1/8) decode entropy-decodes every block, where corruption shows, and skips
       // most of the IDCT and colour work; any size, as a reader may raise maxPixels.
       verify: decoder && { format: decoder.format, decode: (b) => decoder.decode(b, { scale: 0.125, maxPixels: Infinity }) },

@@ -1,6 +1,7 @@
 /** `cassette splits`: train/val/test splits from a dataset's metadata, saved as a split file. */
 import { createSplits, formatSplits, saveSplits } from "../dataset/splits.ts";
 import type { NatRow } from "../dataset/store.ts";
+import { labelClasses } from "../dataset/label.ts";
 import { openStore } from "../source/open.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
 
@@ -47,7 +48,7 @@ export async function run(argv: string[]): Promise<number> {
         splits: file.splits.map((s) => ({ name: s.name, count: s.ids.length, groups: s.groups.length, counts: s.counts })),
       }));
     } else {
-      console.log(formatSplits(file, spec.label.classes));
+      console.log(formatSplits(file, labelClasses(spec.label)));
       const why = [b !== undefined && b !== "data" ? `--balance ${b}` : "", options.has("max") ? "--max" : ""].filter(Boolean).join(" and ");
       console.log(leftOut ? `left out: ${leftOut} of ${rows.length} samples${why ? ` (${why})` : ""}` : `every one of the ${rows.length} samples is in a split`);
       console.log(`wrote ${out}`);

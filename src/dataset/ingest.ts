@@ -4,7 +4,9 @@
  *   source            key                         label                 metadata columns
  *   idx:PREFIX        train/INDEX, t10k/INDEX     the idx label         split, idx, pixels_sha1
  *   DIR (ImageFolder) path below DIR              index of <class>      —
- *   FILE.jsonl|.csv   `key` column, else `path`   `label` (int or name) every other column
+ *   FILE.jsonl|.csv   `key` column, else `path`   `label` (int or name;   every other column
+ *                                                 a JSON list: ints or
+ *                                                 floats), or `mask`
  *   shards (.tar)     the WebDataset `__key__`    .cls, .json "label"   —
  *
  * Ids are UUIDv5 of (dataset, key), so a re-run skips what is stored (it is not re-read or
@@ -35,6 +37,7 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { readIdxDataset } from "./idx.ts";
 import { sampleId } from "./sample_id.ts";
+import { labelClass, type LabelSpec, type LabelValue } from "./label.ts";
 import { checkJpeg } from "./jpeg_check.ts";
 import { type Column, type ColumnType, type DatasetSpec, validateSpec } from "./spec.ts";
 import { readChunks } from "./object_sink.ts";
@@ -79,6 +82,13 @@ export interface IngestOptions {
   fetchUrl?: (url: string) => Promise<Uint8Array>;
   /** The largest shard entry read (default 256 MiB); a larger one is a bad shard (ERR_TOO_LARGE). */
   maxEntryBytes?: number;
+  /**
+   * A manifest's label kind (src/dataset/label.ts), where its values alone would not say:
+   * "floats" for lists of whole numbers that are a vector, not classes. Default: by the values
+   * (a number or a name: int; lists of names or of whole numbers: ints; lists with a fraction:
+   * floats; a `mask` column instead of `label`: blob).
+   */
+  labelKind?: "int" | "ints" | "floats" | "blob";
 }
 
 /**
@@ -135,7 +145,9 @@ export interface IngestSummary {
 /** One sample of a source, read lazily. */
 interface Item {
   key: string;
-  label: number;
+  label: LabelValue;
+  /** A blob label (a mask file), read with the image. */
+  loadLabel?: () => Promise<Uint8Array>;
   path?: string;
   meta: Record<string, MetaValue>;
   load(): Promise<Uint8Array>;
@@ -187,21 +199,32 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
       } catch (e) {
         return fail(it, "it is unreadable", `cannot read: ${(e as Error).message}`);
       }
-      const png = isPng(data);
-      const h = png ? checkPng(data) : checkJpeg(data);
-      if ("reason" in h) return fail(it, png ? "it is not a valid PNG" : "it is not a valid JPEG", h.reason);
-      // A PNG is decoded when the verifier reads PNGs; otherwise its header check stands.
-      const decodes = verifier && (!png || verifier.format === "png" || verifier.format === "auto");
-      if (decodes) {
+      let label = it.label;
+      if (it.loadLabel) {
         try {
-          await verifier.decode(data);
+          label = await it.loadLabel();
         } catch (e) {
-          const offset = (e as { offset?: unknown }).offset;
-          return fail(it, "it does not decode", (e as Error).message, typeof offset === "number" ? offset : undefined, e);
+          return fail(it, "its mask is unreadable", `cannot read: ${(e as Error).message}`);
         }
       }
-      if (png && !decodes) summary.pngHeaderOnly++;
-      return { key: it.key, label: it.label, data, meta: it.meta };
+      // The image, and a mask label the same way: checked, and decoded where the verifier reads it.
+      for (const [bytes, what] of it.loadLabel ? [[data, "it"], [label as Uint8Array, "its mask"]] as const : [[data, "it"]] as const) {
+        const png = isPng(bytes);
+        const h = png ? checkPng(bytes) : checkJpeg(bytes);
+        if ("reason" in h) return fail(it, `${what} is not a valid ${png ? "PNG" : "JPEG"}`, h.reason);
+        // A PNG is decoded when the verifier reads PNGs; otherwise its header check stands.
+        const decodes = verifier && (!png || verifier.format === "png" || verifier.format === "auto");
+        if (decodes) {
+          try {
+            await verifier.decode(bytes);
+          } catch (e) {
+            const offset = (e as { offset?: unknown }).offset;
+            return fail(it, `${what} does not decode`, (e as Error).message, typeof offset === "number" ? offset : undefined, e);
+          }
+        }
+        if (png && !decodes) summary.pngHeaderOnly++;
+      }
+      return { key: it.key, label, data, meta: it.meta };
     });
     const good = loaded.filter((s): s is SampleInput => s !== undefined);
     const r = await store.put(opts.dataset, good, { checked: true });
@@ -209,7 +232,7 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
     summary.existing += r.existing;
     for (const s of good) {
       summary.bytes += s.data.length;
-      summary.perLabel[s.label] = (summary.perLabel[s.label] ?? 0) + 1;
+      summary.perLabel[labelClass(s.label)] = (summary.perLabel[labelClass(s.label)] ?? 0) + 1;
     }
     if (stopped) break; // what was read is written and counted; the rest is the re-run's
     done += part.length;
@@ -314,7 +337,7 @@ async function shardSource(source: string, shards: string[], opts: IngestOptions
     }
   }
   // A label map when every label from 0 to the largest is named, and always the same way.
-  const top = Math.max(-1, ...items.map((it) => it.label));
+  const top = Math.max(-1, ...items.map((it) => it.label as number));
   const classes = !conflict && names.size > 0 && top >= 0 && names.size === top + 1 ? Array.from({ length: top + 1 }, (_, l) => names.get(l)!) : undefined;
   const origin = { source: /[{]/.test(source) ? source : resolve(source), format: "webdataset", shards: shards.length };
   return { spec: { version: 1, columns: [], label: { kind: "int", classes }, origin }, items, errors };
@@ -398,31 +421,73 @@ async function manifestSource(file: string, opts: IngestOptions): Promise<Source
   const text = new TextDecoder().decode(await runtime.readFile(file));
   const records = /\.csv$/i.test(file) ? parseCsv(text, file) : parseJsonl(text, file);
   if (records.length === 0) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest manifest '${file}' as it has no rows`);
+  const masks = records.some((r) => r.mask !== undefined);
   for (const [i, r] of records.entries()) {
     if (typeof r.path !== "string" || !r.path) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest manifest '${file}' as row ${i + 1} has no 'path'`);
-    if (r.label === undefined || r.label === null || r.label === "") {
+    if (masks) {
+      if (typeof r.mask !== "string" || !r.mask) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest manifest '${file}' as row ${i + 1} (${r.path}) has no 'mask' where other rows have one`);
+      if (r.label !== undefined) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest manifest '${file}' as row ${i + 1} (${r.path}) has both 'label' and 'mask': a sample's label is one or the other`);
+    } else if (r.label === undefined || r.label === null || r.label === "") {
       throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest manifest '${file}' as row ${i + 1} (${r.path}) has no 'label'`);
     }
   }
-  // Labels: integers as they are, or class names numbered in sorted order.
-  const labelsAreInts = records.every((r) => Number.isInteger(typeof r.label === "string" ? Number(r.label) : r.label));
-  const classes = labelsAreInts ? undefined : [...new Set(records.map((r) => String(r.label)))].sort();
-  const names = [...new Set(records.flatMap((r) => Object.keys(r)))].filter((k) => !["path", "label", "key"].includes(k));
+  const { label: labelSpec, value } = masks ? { label: { kind: "blob" } as LabelSpec, value: () => 0 } : manifestLabels(records, file, opts.labelKind);
+  if (masks && opts.labelKind && opts.labelKind !== "blob") {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest manifest '${file}' with labels of kind '${opts.labelKind}' as its rows give a 'mask' (kind 'blob')`);
+  }
+  const names = [...new Set(records.flatMap((r) => Object.keys(r)))].filter((k) => !["path", "label", "key", "mask"].includes(k));
   const columns: Column[] = names.map((name) => ({ name, type: inferType(records.map((r) => r[name])) }));
   const base = dirname(file);
   const items: Item[] = records.slice(0, opts.limit ?? Infinity).map((r, i) => {
     const meta: Record<string, MetaValue> = {};
     for (const c of columns) meta[c.name] = coerce(r[c.name], c.type);
-    const { path, load } = manifestPath(r.path as string, base, `manifest '${file}' row ${i + 1}`, opts);
-    return {
-      key: String(r.key ?? r.path),
-      label: classes ? classes.indexOf(String(r.label)) : Number(r.label),
-      path,
-      meta,
-      load,
-    };
+    const where = `manifest '${file}' row ${i + 1}`;
+    const { path, load } = manifestPath(r.path as string, base, where, opts);
+    const item: Item = { key: String(r.key ?? r.path), label: value(r.label, i), path, meta, load };
+    if (masks) item.loadLabel = manifestPath(r.mask as string, base, `${where} 'mask'`, opts).load;
+    return item;
   });
-  return { spec: { version: 1, columns, label: { kind: "int", classes }, origin: { source: resolve(file) } }, items };
+  return { spec: { version: 1, columns, label: labelSpec, origin: { source: resolve(file) } }, items };
+}
+
+/**
+ * A manifest's label column: its kind (see IngestOptions.labelKind) and each row's value.
+ * Names become class numbers in sorted order; whole numbers stay as they are.
+ */
+function manifestLabels(records: Record<string, unknown>[], file: string, forced?: IngestOptions["labelKind"]): { label: LabelSpec; value: (v: unknown, row: number) => LabelValue } {
+  const bad = (row: number, why: string): never => {
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest manifest '${file}' as row ${row + 1}'s label ${why}`);
+  };
+  const values = records.map((r) => r.label);
+  const lists = values.map((v) => Array.isArray(v));
+  if (lists.some((l) => l !== lists[0])) bad(lists.indexOf(!lists[0]), "is a list where row 1's is not, or the other way round: all rows give one kind");
+  if (!lists[0]) {
+    if (forced && forced !== "int") throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest manifest '${file}' with labels of kind '${forced}' as its labels are single values (kind 'int')`);
+    // Integers as they are, or class names numbered in sorted order.
+    const ints = values.every((v) => Number.isInteger(typeof v === "string" ? Number(v) : v));
+    const classes = ints ? undefined : [...new Set(values.map((v) => String(v)))].sort();
+    return { label: { kind: "int", classes }, value: (v) => (classes ? classes.indexOf(String(v)) : Number(v)) };
+  }
+  const all = (values as unknown[][]).flat();
+  const numbers = all.every((x) => typeof x === "number");
+  const strings = all.every((x) => typeof x === "string");
+  values.forEach((v, row) => (v as unknown[]).forEach((x) => typeof x === "number" || typeof x === "string" || bad(row, `holds ${JSON.stringify(x)}: a list holds numbers or class names`)));
+  if (!numbers && !strings) bad(0, "lists mix numbers and class names across rows: use one or the other");
+  const kind = forced ?? (strings || all.every((x) => Number.isInteger(x)) ? "ints" : "floats");
+  if (kind === "floats") {
+    if (strings) bad(0, "lists hold class names, not numbers (kind 'floats')");
+    const length = (values[0] as unknown[]).length;
+    values.forEach((v, row) => (v as unknown[]).length !== length && bad(row, `holds ${(v as unknown[]).length} numbers where row 1's holds ${length}: a float label has one length`));
+    return { label: { kind: "floats", length }, value: (v) => v as number[] };
+  }
+  if (kind !== "ints") throw new CassetteError("ERR_INVALID_OPTION", `Cannot ingest manifest '${file}' with labels of kind '${kind}' as its labels are lists (kind 'ints' or 'floats')`);
+  if (strings) {
+    const classes = [...new Set(all as string[])].sort();
+    return { label: { kind: "ints", classes }, value: (v) => (v as string[]).map((c) => classes.indexOf(c)) };
+  }
+  values.forEach((v, row) => (v as number[]).forEach((x) => (Number.isInteger(x) && x >= 0) || bad(row, `holds ${x}: class numbers are whole and not negative`)));
+  const top = Math.max(-1, ...(all as number[]));
+  return { label: { kind: "ints", classes: Array.from({ length: top + 1 }, (_, c) => String(c)) }, value: (v) => v as number[] };
 }
 
 /**

@@ -46,12 +46,17 @@ CREATE TABLE IF NOT EXISTS cassette_datasets (
 );
 `;
 
+/**
+ * A label other than one integer is a BLOB that may be NULL: some SQLite bindings (Node's) bind
+ * an empty byte array, a multi-label sample with no class, as NULL, which NOT NULL would refuse
+ * and INSERT OR IGNORE would then drop without a word.
+ */
 export function sqliteDatasetDdl(spec: DatasetSpec): string {
   const t = tables(spec.name);
   const col = (c: Column) => `${q(c.name)} ${SQLITE_TYPE[c.type]}`;
   const groups = spec.groupBy.map((g) => spec.columns.find((c) => c.name === g)!);
   return `
-CREATE TABLE IF NOT EXISTS ${q(t.data)} (id TEXT PRIMARY KEY, label INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS ${q(t.data)} (id TEXT PRIMARY KEY, label ${spec.label.kind === "int" ? "INTEGER NOT NULL" : "BLOB"}, data BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS ${q(t.byUuid)} (
   id TEXT PRIMARY KEY, key TEXT NOT NULL, label INTEGER NOT NULL, size INTEGER NOT NULL${spec.columns.map((c) => `, ${col(c)}`).join("")}
 );
@@ -65,6 +70,8 @@ CREATE TABLE IF NOT EXISTS ${q(t.byNat)} (
 // --- Cassandra -------------------------------------------------------------------------------
 
 const CQL_TYPE = { text: "text", int: "bigint", float: "double" } as const;
+/** The data table's label column per label kind (src/dataset/label.ts); the metadata tables keep the class, an int. */
+const CQL_LABEL = { int: "int", ints: "list<int>", floats: "list<float>", blob: "blob" } as const;
 
 export function cqlRegistry(keyspace: string, replication: string): string[] {
   return [
@@ -79,7 +86,7 @@ export function cqlDatasetDdl(keyspace: string, spec: DatasetSpec): string[] {
   const others = otherColumns(spec);
   const groups = spec.groupBy.map((g) => spec.columns.find((c) => c.name === g)!);
   return [
-    `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.data} (id uuid PRIMARY KEY, label int, data blob)`,
+    `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.data} (id uuid PRIMARY KEY, label ${CQL_LABEL[spec.label.kind]}, data blob)`,
     `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.byUuid} (id uuid PRIMARY KEY, key text, label int, size int${spec.columns.map((c) => `, ${col(c)}`).join("")})`,
     `CREATE TABLE IF NOT EXISTS ${keyspace}.${t.byNat} (${[...groups.map(col), "label int", "bucket int", ...others.map(col), "id uuid"].join(", ")}, ` +
     `PRIMARY KEY ((${[...spec.groupBy, "label", "bucket"].join(", ")}), id))`,

@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { CassetteError } from "../errors.ts";
+import { checkLabelSpec, type LabelSpec } from "./label.ts";
 
 export type ColumnType = "text" | "int" | "float";
 
@@ -22,8 +23,8 @@ export interface DatasetSpec {
   columns: Column[];
   /** Columns that group samples (e.g. patient_id): never split across train/test. */
   groupBy: string[];
-  /** Integer labels; `classes[i]` names label i when known. */
-  label: { kind: "int"; classes?: string[] };
+  /** What a label is: one integer (classes[i] names label i when known), several, floats, or bytes (label.ts). */
+  label: LabelSpec;
   /** Free-form origin: the ingest source, JPEG quality, … */
   origin?: Record<string, unknown>;
 }
@@ -52,7 +53,7 @@ export function validateSpec(spec: DatasetSpec): DatasetSpec {
     seen.add(c.name);
   }
   for (const g of spec.groupBy) if (!seen.has(g)) bad(`group column '${g}' is not one of its columns (${[...seen].join(", ") || "none"})`);
-  if (spec.label?.kind !== "int") bad("its label kind must be 'int'");
+  checkLabelSpec(spec.label, bad);
   return spec;
 }
 

@@ -5,6 +5,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import { type DatasetSpec, RESERVED_COLUMNS } from "./spec.ts";
+import { type LabelValue, storedLabel } from "./label.ts";
 
 export type MetaValue = string | number | null;
 
@@ -12,7 +13,8 @@ export type MetaValue = string | number | null;
 export interface SampleInput {
   /** Source key: the id is `sampleId(dataset, key)`. */
   key: string;
-  label: number;
+  /** By the spec's label kind (label.ts): an integer, class numbers, floats, or bytes. */
+  label: LabelValue;
   data: Uint8Array;
   /** Values of the spec's columns; group columns are required. */
   meta?: Record<string, MetaValue>;
@@ -21,13 +23,17 @@ export interface SampleInput {
 /** What training reads: the label travels with the bytes. */
 export interface StoredSample {
   id: string;
+  /** The class (label.ts: -1 where the label has none). */
   label: number;
   data: Uint8Array;
+  /** For labels other than one integer: a float vector (multi-hot, or the floats), or the label's bytes. */
+  target?: Float32Array | Uint8Array;
 }
 
 /** A row of metadata_by_nat: what splits are built from. */
 export interface NatRow {
   id: string;
+  /** The class (label.ts). */
   label: number;
   meta: Record<string, MetaValue>;
 }
@@ -72,15 +78,25 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** A sample checked for storing: its label as the data table holds it, its class, its column values. */
+export interface CheckedSample {
+  label: number | Uint8Array;
+  cls: number;
+  meta: MetaValue[];
+}
+
 /**
- * The spec's column values of `s`, in column order, checked: types match, group columns are
- * present, no unknown column. Errors name the sample's key and the column.
+ * `s` checked against the spec: its label by the spec's kind (label.ts), and its column values in
+ * column order (types match, group columns are present, no unknown column). Errors name the
+ * sample's key and what is wrong.
  */
-export function metaValues(spec: DatasetSpec, s: SampleInput): MetaValue[] {
+export function checkSample(spec: DatasetSpec, s: SampleInput): CheckedSample {
   const where = `sample '${s.key}' of '${spec.name}'`;
-  if (!Number.isInteger(s.label) || s.label < 0 || s.label > 2 ** 31 - 1) {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot store ${where} as its label must be a non-negative 32-bit integer: current value is ${s.label}`);
-  }
+  const { stored, cls } = storedLabel(spec.label, s.label, where);
+  return { label: stored, cls, meta: metaValues(spec, s, where) };
+}
+
+function metaValues(spec: DatasetSpec, s: SampleInput, where: string): MetaValue[] {
   if (!(s.data instanceof Uint8Array)) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot store ${where} as its data is not bytes (Uint8Array)`);
   }

@@ -5,6 +5,7 @@
  * into pixels on the GPU first (idct.ts) when the batch holds any.
  */
 import code from "../../shaders/preprocess/crop_resize_normalize.wgsl" with { type: "text" };
+import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
 import { isRandom, packImages, packLayout, planImage } from "./pack.ts";
@@ -16,6 +17,11 @@ import type { JpegCoefficients } from "./idct.ts";
 const kernel = new Kernel({
   name: "preprocess/crop_resize_normalize",
   code,
+  bindings: ["uniform", "read-only-storage", "storage"],
+});
+const maskKernel = new Kernel({
+  name: "preprocess/mask_nearest",
+  code: maskCode,
   bindings: ["uniform", "read-only-storage", "storage"],
 });
 const WORKGROUP = 64;
@@ -44,6 +50,22 @@ export interface PreprocessRunOptions {
    * preprocessor's own output buffers: a training tensor, say.
    */
   output?: GPUBuffer;
+  /**
+   * One mask per image (a blob label decoded by the read path: `Batch.masks`): each is cropped
+   * and mirrored with its image (the image's plan, scaled to the mask's size) and resampled by
+   * nearest neighbour into `PreprocessedBatch.masks`, a u32 tensor of the mask's first channel.
+   */
+  masks?: readonly DecodedImage[];
+}
+
+/** The masks of a batch on the GPU: u32 values, [n, h, w]. */
+export interface PreprocessedMasks {
+  /** Belongs to the preprocessor, like `PreprocessedBatch.buffer`. */
+  buffer: GPUBuffer;
+  shape: [number, number, number];
+  bytes: number;
+  /** Each mask's box, in its own pixels. */
+  plans: ImagePlan[];
 }
 
 /** One batch on the GPU. */
@@ -61,6 +83,8 @@ export interface PreprocessedBatch {
   bytes: number;
   /** What was done to each image. */
   plans: ImagePlan[];
+  /** With `PreprocessRunOptions.masks`: the masks, cropped and flipped as the images were. */
+  masks?: PreprocessedMasks;
 }
 
 /**
@@ -97,6 +121,17 @@ export class Preprocessor {
   /** The pipeline, compiled once per device and specialization (done by createPreprocessor). */
   compile(): Promise<unknown> {
     return kernel.compile(this.device, this.#constants);
+  }
+
+  /** The box of each mask: its image's plan in the mask's own pixels (a mask may be stored at another size). */
+  maskPlans(images: readonly { width: number; height: number }[], masks: readonly DecodedImage[], plans: readonly ImagePlan[]): ImagePlan[] {
+    if (masks.length !== images.length) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess masks as 'masks' must give one mask per image: current value is ${masks.length} masks for ${images.length} images`);
+    }
+    return masks.map((m, i) => {
+      const sx = m.width / images[i].width, sy = m.height / images[i].height, p = plans[i];
+      return { x: p.x * sx, y: p.y * sy, w: p.w * sx, h: p.h * sy, mirror: p.mirror };
+    });
   }
 
   /** GPU buffers created so far; constant once batches stop growing (see NOTE [ Staging ring ]). */
@@ -153,13 +188,20 @@ export class Preprocessor {
     const pack = packLayout(pixels);
     const coef = planCoefficients(images, pack);
     const coefAt = Math.ceil(pack.bytes / 256) * 256;
-    const upload = coef ? coefAt + coef.uploadBytes : pack.bytes;
+    const afterCoef = coef ? coefAt + coef.uploadBytes : pack.bytes;
     const outBytes = n * C * W * H * 4;
+    // Masks ride in the same upload, after the images (and coefficients), in the same packed form.
+    const masks = run.masks;
+    const maskPlans = masks ? this.maskPlans(pixels, masks, plans) : undefined;
+    const maskPack = masks ? packLayout(masks) : undefined;
+    const maskAt = Math.ceil(afterCoef / 256) * 256;
+    const upload = maskPack ? maskAt + maskPack.bytes : afterCoef;
 
     const slot = await this.#ring.acquire(upload);
     try {
       packImages(slot.bytes, pixels, plans, pack);
       if (coef) coef.write(slot.bytes.subarray(coefAt));
+      if (maskPack) packImages(slot.bytes.subarray(maskAt), masks!, maskPlans!, maskPack);
       const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
       if (run.output && run.output.size < outBytes) {
         throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess into 'output' as the batch needs ${outBytes} bytes: current value is ${run.output.size}`);
@@ -172,16 +214,25 @@ export class Preprocessor {
         coefBuf = slot.target("coefficients", coef.uploadBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
         copies.push({ from: coefAt, to: coefBuf, bytes: coef.uploadBytes });
       }
+      let maskIn: GPUBuffer | undefined, maskOut: GPUBuffer | undefined;
+      if (maskPack) {
+        maskIn = slot.target("mask-input", maskPack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+        maskOut = slot.target("mask-output", n * W * H * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
+        copies.push({ from: maskAt, to: maskIn, bytes: maskPack.bytes });
+      }
       this.#ring.commit(slot, encoder, copies);
       if (coef) {
         const planes = slot.target("planes", coef.planeBytes, GPUBufferUsage.STORAGE);
         await encodeCoefficients(this.device, encoder, coef, coefBuf!, planes, input);
       }
       await this.encode(encoder, input, output, n);
+      if (maskIn) await maskKernel.encode(this.device, encoder, [this.#params, maskIn, maskOut!], [Math.ceil((W * H) / WORKGROUP), n]);
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
       const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];
-      return { buffer: output, shape, layout, bytes: outBytes, plans };
+      const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans };
+      if (maskOut) out.masks = { buffer: maskOut, shape: [n, H, W], bytes: n * W * H * 4, plans: maskPlans! };
+      return out;
     } catch (e) {
       this.#ring.abandon(slot);
       throw e;

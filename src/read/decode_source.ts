@@ -121,7 +121,24 @@ export class DecodeSource implements ReadSource {
         // A lookup that fails leaves the id alone to name the sample: the decode error is the news.
         keyed.keyOf(id).catch(() => undefined).then((key) => done(new SampleDecodeError(id, key, this.name, e, verb)));
       };
-      const answer = (image: Image | undefined) => done(null, image ? { ...s, image } : s);
+      // A blob label (a mask) decodes beside the image, with the same decoder.
+      let mask: Image | Promise<Image> | undefined;
+      if (s.target instanceof Uint8Array && this.#decode) {
+        if (this.#transform || this.pool?.hasTransform) {
+          return failed(new CassetteError("ERR_UNSUPPORTED", "a transform module sees the image only, and its crops would leave the label's mask behind: crop and flip both on the GPU (createPreprocessor's run with masks)"));
+        }
+        try {
+          mask = this.#decoder.decode(this.#async ? new Uint8Array(s.target) : s.target); // a copy of its own to transfer (a driver's Buffer slices share a pool)
+          // Seen in `answer`; should the image fail first, its error is the one reported.
+          if (mask instanceof Promise) mask.catch(() => {});
+        } catch (e) {
+          return failed(maskError(e));
+        }
+      }
+      const answer = (image: Image | undefined) => {
+        if (!mask) return done(null, image ? { ...s, image } : s);
+        Promise.resolve(mask).then((m) => done(null, { ...s, image, mask: m }), (e) => failed(maskError(e)));
+      };
       if (this.pool) {
         // The pool sends a copy and keeps these bytes, to send again if the job is taken back.
         const job = this.pool.prepare({ bytes: s.data, options: this.#options, decode: this.#decode, id, label: s.label });
@@ -168,4 +185,10 @@ export class DecodeSource implements ReadSource {
     this.#decoder.close();
     return this.#inner.close();
   }
+}
+
+/** A mask that does not decode: the sample's error says it was the label, with the decoder's reason. */
+function maskError(e: unknown): CassetteError {
+  const code: ErrorCode = e instanceof CassetteError && e.code === "ERR_UNSUPPORTED" ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT";
+  return new CassetteError(code, `its label (a mask) ${(e as Error)?.message ?? String(e)}`, { cause: e });
 }

@@ -14,6 +14,7 @@
  * Requests beyond what the source takes wait here, in arrival order, until it drains.
  */
 import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
 import { open } from "./open.ts";
 import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
@@ -81,6 +82,7 @@ function flush(): void {
 
 function answered(seq: number, id: string, err: Error | null, s?: Sample): void {
   if (err || !s) failures.push(serialize(seq, id, err ?? new Error(`no answer for ${id}`)));
+  else if (s.target) failures.push(serialize(seq, id, new CassetteError("ERR_UNSUPPORTED", `Cannot read sample ${id} of ${source?.name} in a read worker as its label is not one integer (a ${s.target instanceof Float32Array ? "float vector" : "blob"}): the workers' packets carry one integer a sample; read it with workers: 0 (decodeWorkers still decode off the loader's thread)`)));
   else answers.push({ seq, s });
   // One packet per event-loop turn: every answer that a socket read completed goes together.
   flushTimer ??= setTimeout(flush, 0);

@@ -8,6 +8,8 @@ import type { Fetched, Source } from "../source/source.ts";
 export interface Sample extends Fetched {
   /** The decoded pixels, when the read path decodes (decode_source.ts, in a read worker or here). */
   image?: Image;
+  /** A blob label decoded with the image's decoder (src/dataset/label.ts): a segmentation mask, say. */
+  mask?: Image;
 }
 
 /** A source whose answers may carry pixels: what every wrapper in this folder takes and gives. */

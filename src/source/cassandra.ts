@@ -7,6 +7,7 @@ import { CassetteError } from "../errors.ts";
 import { sampleId } from "../dataset/sample_id.ts";
 import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
 import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../dataset/schema.ts";
+import { cqlLabel, readLabel } from "../dataset/label.ts";
 import cassandra from "cassandra-driver";
 import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
 import { parseStoreAddress, redact } from "./address.ts";
@@ -16,7 +17,7 @@ import { mapLimit } from "../util/map_limit.ts";
 import {
   type DatasetInfo,
   type MetaValue,
-  metaValues,
+  checkSample,
   type NatRow,
   type PutResult,
   sameSchema,
@@ -213,16 +214,18 @@ export class CassandraStore implements Store {
     const insData = `INSERT INTO ${ks}.${t.data} (id, label, data) VALUES (?, ?, ?)`;
     const insUuid = `INSERT INTO ${ks}.${t.byUuid} (id, key, label, size${cols.map((c) => `, ${c}`).join("")}) VALUES (?, ?, ?, ?${cols.map(() => ", ?").join("")})`;
     const insNat = `INSERT INTO ${ks}.${t.byNat} (${natCols.join(", ")}) VALUES (${natCols.map(() => "?").join(", ")})`;
-    const rows = samples.map((s) => ({ s, id: sampleId(spec.name, s.key), meta: metaValues(spec, s) })); // validate all first
+    const rows = samples.map((s) => ({ s, id: sampleId(spec.name, s.key), c: checkSample(spec, s) })); // validate all first
     const stored = opts.checked ? new Set<string>() : await this.existing(dataset, rows.map((r) => r.id));
     const fresh = rows.filter((r) => !stored.has(r.id));
-    await mapLimit(fresh, this.#opts.writeConcurrency ?? 64, async ({ s, id, meta }) => {
-      const byName: Record<string, unknown> = Object.fromEntries(cols.map((c, i) => [c, meta[i]]));
-      Object.assign(byName, { label: s.label, bucket: natBucket(id), id });
+    await mapLimit(fresh, this.#opts.writeConcurrency ?? 64, async ({ s, id, c }) => {
+      const meta = c.meta;
+      const byName: Record<string, unknown> = Object.fromEntries(cols.map((col, i) => [col, meta[i]]));
+      Object.assign(byName, { label: c.cls, bucket: natBucket(id), id });
+      const label = cqlLabel(spec.label, c.label);
       // One logged batch: the data row and both metadata rows land together or not at all.
       const batch = [
-        { query: insData, params: [id, s.label, Buffer.from(s.data.buffer, s.data.byteOffset, s.data.byteLength)] },
-        { query: insUuid, params: [id, s.key, s.label, s.data.length, ...meta] },
+        { query: insData, params: [id, label instanceof Uint8Array ? buffer(label) : label, buffer(s.data)] },
+        { query: insUuid, params: [id, s.key, c.cls, s.data.length, ...meta] },
         { query: insNat, params: natCols.map((c) => byName[c]) },
       ];
       // Written again after a failure another moment may not repeat (a node just killed: "batchlog
@@ -246,13 +249,16 @@ export class CassandraStore implements Store {
   }
 
   async get(dataset: string, ids: readonly string[]): Promise<StoredSample[]> {
-    const t = tables((await this.getDataset(dataset)).name);
+    const spec = await this.getDataset(dataset);
+    const t = tables(spec.name);
     const cql = `SELECT label, data FROM ${this.keyspace}.${t.data} WHERE id = ?`;
     return mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => {
       const row = (await this.#execute(cql, [id], qr)).first();
       if (!row) throw new CassetteError("ERR_STORE", `Cannot find sample ${id} of dataset '${dataset}' in ${this.address}`);
       const data: Uint8Array = row.data;
-      return { id, label: row.label, data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) };
+      const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+      if (spec.label.kind === "int") return { id, label: row.label, data: bytes };
+      return { id, data: bytes, ...readLabel(spec.label, row.label, `sample ${id} of '${dataset}' in ${this.address}`) };
     });
   }
 
@@ -324,4 +330,9 @@ function plain(v: unknown): MetaValue {
   if (v === null || v === undefined) return null;
   if (typeof v === "object" && "toNumber" in (v as object)) return (v as { toNumber(): number }).toNumber();
   return v as MetaValue;
+}
+
+/** The driver's blob type over the same memory. */
+function buffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }

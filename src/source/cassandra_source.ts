@@ -5,6 +5,7 @@
  * `driver` options, not reimplemented); this caps what is in flight and, by default, chooses
  * the connection each request goes out on by its measured rate (see `balance`).
  */
+import { type LabelSpec, readLabel } from "../dataset/label.ts";
 import { CassetteError } from "../errors.ts";
 import { tables } from "../dataset/schema.ts";
 import type { CassandraStore } from "./cassandra.ts";
@@ -25,6 +26,8 @@ export interface CassandraSourceOptions {
    *   in-flight count alone.
    */
   balance?: "rate" | "driver";
+  /** The dataset's label spec (openSource passes the stored one): how a row's label is read. */
+  label?: LabelSpec;
 }
 
 const BALANCED = Symbol("cassette.balanced");
@@ -104,6 +107,8 @@ export class CassandraSource implements Source {
   readonly #nodeChooser = new RateChooser(() => performance.now());
   /** The node each id in flight was first sent to: a second request avoids it. */
   readonly #firstHost = new Map<string, DriverHost>();
+  /** The dataset's label spec, where it is not one integer a row. */
+  readonly #label?: LabelSpec;
 
   constructor(store: CassandraStore, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}) {
     this.#store = store;
@@ -113,6 +118,7 @@ export class CassandraSource implements Source {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from Cassandra as 'balance' must be "rate" or "driver": current value is ${this.#balance}`);
     }
     this.#cql = `SELECT label, data FROM ${store.keyspace}.${tables(dataset).data} WHERE id = ?`;
+    this.#label = options.label;
     this.#keyspace = store.keyspace.toLowerCase(); // unquoted in CQL, so the metadata has it folded
     // More in flight than the pool's connections accept makes the driver fail requests with
     // BusyConnectionError: cap at connections × requests per connection × hosts.
@@ -202,7 +208,15 @@ export class CassandraSource implements Source {
         }
         const d: Uint8Array = row.data;
         const queried = r.info?.queriedHost;
-        done(null, { id, label: row.label, data: new Uint8Array(d.buffer, d.byteOffset, d.byteLength), conn: queried ? String(queried) : undefined });
+        const data = new Uint8Array(d.buffer, d.byteOffset, d.byteLength), conn = queried ? String(queried) : undefined;
+        if (!this.#label || this.#label.kind === "int") return done(null, { id, label: row.label, data, conn });
+        let label;
+        try {
+          label = readLabel(this.#label, row.label, `sample ${id} of '${this.#dataset}' in ${this.#store.address}`);
+        } catch (e) {
+          return done(e as Error);
+        }
+        done(null, { id, data, conn, ...label });
       },
       (err) => {
         this.#answered(id, host, nodeLane);

@@ -67,7 +67,8 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot export as 'concurrency' must be a positive integer: current value is ${concurrency}`);
   }
-  await store.getDataset(dataset); // names the datasets that exist when it does not
+  const spec = await store.getDataset(dataset); // names the datasets that exist when it does not
+  if (spec.label.kind !== "int") throw labelsNotExported(dataset, spec.label.kind, "an export's labels.json");
   const labels = new Map<string, number>();
   for await (const page of store.scanNat(dataset)) for (const r of page) labels.set(r.id, r.label);
   const ids = o.ids ? [...new Set(o.ids)] : [...labels.keys()];
@@ -231,6 +232,7 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
   const existing = pos;
   const writer = new ShardWriter(sink, { ...bounds, firstIndex: shards.length });
 
+  if (spec.label.kind !== "int") throw labelsNotExported(dataset, spec.label.kind, "WebDataset shards");
   const classes = spec.label.classes;
   let written = 0, bytes = 0;
   const total = order.length;
@@ -259,6 +261,11 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
     dataset, out: sink.where, format: "webdataset", prefix, seed, samples: order.length, written, existing, bytes,
     seconds: (runtime.now() - t0) / 1000, shards, index,
   };
+}
+
+/** Exports carry one integer label a sample (labels.json, .cls): other kinds are refused by name, not flattened. */
+function labelsNotExported(dataset: string, kind: string, where: string): CassetteError {
+  return new CassetteError("ERR_UNSUPPORTED", `Cannot export dataset '${dataset}' as its labels are of kind '${kind}' and ${where} hold one integer a sample: read it from its store`);
 }
 
 /** --shard-bytes: bytes, or a number with kB/MB/GB (powers of 1000) or KiB/MiB/GiB (of 1024). */

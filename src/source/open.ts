@@ -55,8 +55,8 @@ export async function openStore(address: string, options: OpenStoreOptions = {})
  * Cassandra requests are spread over connections (CassandraSourceOptions).
  */
 export async function openSource(store: Store, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}): Promise<Source> {
-  await store.getDataset(dataset); // a clear error now rather than per sample
+  const spec = await store.getDataset(dataset); // a clear error now rather than per sample
   if (store instanceof SqliteStore) return new SqliteSource(store, dataset, maxInFlight);
-  if (store instanceof CassandraStore) return new CassandraSource(store, dataset, maxInFlight, options);
+  if (store instanceof CassandraStore) return new CassandraSource(store, dataset, maxInFlight, { ...options, label: spec.label });
   throw new CassetteError("ERR_UNSUPPORTED", `Cannot read from store ${store.address}: it has no source`);
 }

@@ -12,8 +12,14 @@
 /** What a source answers for one id: the label travels with the bytes. */
 export interface Fetched {
   id: string;
+  /** The class (src/dataset/label.ts: -1 where the label is not a class). */
   label: number;
   data: Uint8Array;
+  /**
+   * Labels other than one integer (label.ts): a float vector (multi-hot over the classes, or the
+   * floats), or the label's bytes (a mask, which the read path decodes into `Sample.mask`).
+   */
+  target?: Float32Array | Uint8Array;
   /** Which connection or worker served it (for per-connection statistics), if known. */
   conn?: string;
 }

@@ -10,9 +10,10 @@ import { CassetteError } from "../errors.ts";
 import { sampleId } from "../dataset/sample_id.ts";
 import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
 import { SCHEMA_VERSION, SQLITE_REGISTRY, sqliteDatasetDdl, tables } from "../dataset/schema.ts";
+import { readLabel } from "../dataset/label.ts";
 import {
   type DatasetInfo,
-  metaValues,
+  checkSample,
   type NatRow,
   type PutResult,
   sameSchema,
@@ -132,17 +133,17 @@ export class SqliteStore implements Store {
 
   async put(dataset: string, samples: readonly SampleInput[]): Promise<PutResult> {
     const p = this.#prepared(dataset);
-    const rows = samples.map((s) => ({ s, id: sampleId(p.spec.name, s.key), meta: metaValues(p.spec, s) })); // validate all first
+    const rows = samples.map((s) => ({ s, id: sampleId(p.spec.name, s.key), c: checkSample(p.spec, s) })); // validate all first
     let written = 0, existing = 0;
     this.#transaction(() => {
-      for (const { s, id, meta } of rows) {
-        if (p.insertData.run(id, s.label, s.data).changes === 0) {
+      for (const { s, id, c } of rows) {
+        if (p.insertData.run(id, c.label, s.data).changes === 0) {
           existing++;
           continue;
         }
-        p.insertByUuid.run(id, s.key, s.label, s.data.length, ...meta);
-        const byName = Object.fromEntries(p.spec.columns.map((c, i) => [c.name, meta[i]]));
-        p.insertByNat.run(...p.natOrder.map((n) => (n === "label" ? s.label : n === "id" ? id : byName[n])) as SqliteValue[]);
+        p.insertByUuid.run(id, s.key, c.cls, s.data.length, ...c.meta);
+        const byName = Object.fromEntries(p.spec.columns.map((col, i) => [col.name, c.meta[i]]));
+        p.insertByNat.run(...p.natOrder.map((n) => (n === "label" ? c.cls : n === "id" ? id : byName[n])) as SqliteValue[]);
         written++;
       }
     });
@@ -155,12 +156,16 @@ export class SqliteStore implements Store {
 
   /** The stored samples among `ids`, in no particular order: missing ids are simply absent. */
   getSomeSync(dataset: string, ids: readonly string[]): StoredSample[] {
-    const t = tables(this.#prepared(dataset).spec.name);
+    const spec = this.#prepared(dataset).spec;
+    const t = tables(spec.name);
     const out: StoredSample[] = [];
+    const plain = spec.label.kind === "int";
     for (let i = 0; i < ids.length; i += IN_CHUNK) {
       const chunk = ids.slice(i, i + IN_CHUNK);
       for (const r of this.#select(t.data, "id, label, data", chunk.length).all(...chunk)) {
-        out.push({ id: r.id as string, label: Number(r.label), data: r.data as Uint8Array });
+        const id = r.id as string, data = r.data as Uint8Array;
+        if (plain) out.push({ id, label: Number(r.label), data });
+        else out.push({ id, data, ...readLabel(spec.label, r.label, `sample ${id} of '${dataset}' in ${this.address}`) });
       }
     }
     return out;

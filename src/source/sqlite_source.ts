@@ -5,6 +5,7 @@
  */
 import { runtime, type SqliteDatabase } from "../../runtime-adapters/index.ts";
 import { tables } from "../dataset/schema.ts";
+import type { StoredSample } from "../dataset/store.ts";
 import { storeError } from "./retryable.ts";
 import type { SqliteStore } from "./sqlite.ts";
 import { Capacity, type FetchCallback, type Source } from "./source.ts";
@@ -37,7 +38,7 @@ export class SqliteSource implements Source {
     this.#scheduled = false;
     const batch = this.#pending;
     this.#pending = [];
-    const found = new Map<string, { label: number; data: Uint8Array }>();
+    const found = new Map<string, StoredSample>();
     let error: Error | null = null;
     try {
       // getSomeSync returns what is stored; a missing id is answered below with its own error.
@@ -48,7 +49,7 @@ export class SqliteSource implements Source {
     for (const [id, done] of batch) {
       this.#cap.release();
       const s = found.get(id);
-      if (s) done(null, { id, label: s.label, data: s.data, conn: "sqlite" });
+      if (s) done(null, s.target ? { id, label: s.label, data: s.data, target: s.target, conn: "sqlite" } : { id, label: s.label, data: s.data, conn: "sqlite" });
       else done(error ?? storeError("ERR_STORE", `Cannot find sample ${id} of dataset '${this.#dataset}' in ${this.#store.address}`, false));
     }
   }

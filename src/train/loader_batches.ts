@@ -13,13 +13,18 @@
 import { CassetteError } from "../errors.ts";
 import type { EpochOptions, Loader } from "../loader.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
-import type { Preprocessor } from "../gpu/preprocess.ts";
+import type { PreprocessedMasks, Preprocessor } from "../gpu/preprocess.ts";
 import type { TrainBatch } from "./model.ts";
 
 /** A training batch that still knows its samples: for checkpoints and exactly-once checks. */
 export interface LoaderTrainBatch extends TrainBatch {
   ids: string[];
   labels: Int32Array<ArrayBuffer>;
+  /** Multi-label or float labels (src/dataset/label.ts): n × targetWidth, as the loader's Batch. */
+  targets?: Float32Array<ArrayBuffer>;
+  targetWidth?: number;
+  /** Blob labels: the masks, cropped and flipped with the images on the GPU (u32, [n, h, w]). */
+  masks?: PreprocessedMasks;
 }
 
 export interface LoaderBatchesOptions extends EpochOptions {
@@ -69,7 +74,10 @@ export async function* loaderBatches(
         }
       }
     }
-    const x = await pre.run(b.items, { epoch, ids: b.ids });
-    yield { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
+    const x = await pre.run(b.items, { epoch, ids: b.ids, masks: b.masks });
+    const out: LoaderTrainBatch = { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
+    if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
+    if (x.masks) out.masks = x.masks;
+    yield out;
   }
 }

@@ -319,7 +319,7 @@ for (const s of stores) {
         key: `k${i}`, label: i % 3, data: randomBytes(next, randomInt(next, 1, 5000)), meta: { patient: `P${i % 5}` },
       }));
       await store.put(name, samples);
-      const want = new Map(samples.map((x) => [sampleId(name, x.key), x]));
+      const want = new Map(samples.map((x) => [sampleId(name, x.key), { label: x.label as number, data: x.data }]));
       for (const order of ["ready", "strict"] as const) {
         const loader = new Loader({ store, dataset: name, ids: [...want.keys()], batchSize: 16, order, seed: 2 });
         for (let e = 0; e < 2; e++) {

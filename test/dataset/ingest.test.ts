@@ -11,6 +11,7 @@ import { freshSeed, randomBytes, rng } from "../_support/random.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { readIdxDataset } from "../../src/dataset/idx.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
+import { labelClasses } from "../../src/dataset/label.ts";
 import { openStore } from "../../src/source/open.ts";
 import type { Store } from "../../src/dataset/store.ts";
 import { CassetteError } from "../../src/errors.ts";
@@ -56,7 +57,7 @@ test("ImageFolder: real JPEGs stored, bad files reported by path and skipped; a 
     assert.match(byPath["arith.jpg"], /SOF9\) uses arithmetic coding, which cassette's decoder does not read \(jpegtran/);
     assert.match(byPath["twelve.jpg"], /SOF0\) uses 12-bit samples, which cassette's decoder does not read/);
     const spec = await store.getDataset("folder");
-    assert.ok(spec.label.classes!.every((c) => c.startsWith("class_")));
+    assert.ok(labelClasses(spec.label)!.every((c) => c.startsWith("class_")));
     const again = await ingest(store, root, { dataset: "folder" });
     assert.is(again.written, 0);
     assert.is(again.existing, 30);
@@ -135,7 +136,7 @@ test("manifest CSV: columns and types inferred, class names become labels, group
     assert.equal(spec.columns, [
       { name: "patient_id", type: "text" }, { name: "slide", type: "int" }, { name: "x", type: "float" }, { name: "note", type: "text" },
     ]);
-    assert.equal(spec.label.classes, ["normal", "tumor"]);
+    assert.equal(labelClasses(spec.label), ["normal", "tumor"]);
     const rows = [];
     for await (const page of store.scanNat("patches")) rows.push(...page);
     const first = rows.find((r) => r.id === sampleId("patches", "patches/p0.jpg"))!;
