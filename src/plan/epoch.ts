@@ -8,9 +8,21 @@
  *   rank 0 of 3 takes positions 0, 3, 6, 9:  a       d       g       j
  *   rank 1 of 3 takes positions 1, 4, 7:       b       e       h
  * The ranks' shards partition the epoch: every id is read by exactly one rank.
+ *
+ * With `groups` (the ids of each tar shard, in the order the shard holds them: a WebDataset
+ * source's `shards()`), the permutation is shard-aware, as webdataset's shard shuffle followed
+ * by its shuffle buffer, so a reader streams a few shards at a time and keeps few samples
+ * that arrived before they were asked for:
+ *
+ *   shards (seed, epoch):   F C H A | E B D G        shuffled, then cut into blocks of k (4)
+ *   block 0, merged:        f0 c0 f1 h0 a0 c1 a1 …  a random interleaving that keeps each
+ *                                                    shard's own order (each one is streamed)
+ *   shuffle buffer of b:    c0 f1 f0 a0 h0 …         a sample moves about b places at most
+ *   the plan:               block 0's samples, then block 1's, …; ranks stride as above
+ * Ids not in any group come last, shuffled, as one more block.
  */
 import { CassetteError } from "../errors.ts";
-import { rng, shuffle } from "./rng.ts";
+import { type Rng, rng, shuffle } from "./rng.ts";
 
 export interface EpochPlanOptions {
   seed: number;
@@ -26,7 +38,19 @@ export interface EpochPlanOptions {
    * rank's stride is planned, so the last batch may be short.
    */
   dropLast?: boolean;
+  /**
+   * The ids by shard, each group in its shard's stream order: plans shard by shard (see the
+   * file's doc). Ids of a group that are not in `ids` are left out. Default: no shards.
+   */
+  groups?: readonly (readonly string[])[];
+  /** With `groups`: shards whose samples are interleaved, read at once (default 4). */
+  shardBlock?: number;
+  /** With `groups`: samples of the shuffle buffer that reorders a block's merge (default 256; 1: none). */
+  shuffleBuffer?: number;
 }
+
+/** Salt of the shard-aware plan's PRNG stream: it draws differently from the flat permutation. */
+const SHARD_PLAN = 0x5a4d;
 
 export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[] {
   const rank = o.rank ?? 0, world = o.worldSize ?? 1;
@@ -38,8 +62,12 @@ export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[]
   if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
   // A value is shown short: an array passed by mistake would otherwise fill the screen.
   if (!Number.isInteger(o.epoch) || o.epoch < 0) bad(`'epoch' must be a non-negative integer: current value is ${String(o.epoch).slice(0, 40)}`);
-  const order = ids.slice();
-  if (o.shuffle ?? true) shuffle(order, rng(o.seed, o.epoch));
+  let order: string[];
+  if (o.groups) order = shardOrder(ids, o.groups, o.shuffle ?? true, o.shardBlock ?? 4, o.shuffleBuffer ?? 256, rng(o.seed, o.epoch, SHARD_PLAN), bad);
+  else {
+    order = ids.slice();
+    if (o.shuffle ?? true) shuffle(order, rng(o.seed, o.epoch));
+  }
   const mine: string[] = [];
   for (let i = rank; i < order.length; i += world) mine.push(order[i]);
   if (o.dropLast) {
@@ -47,4 +75,58 @@ export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[]
     mine.length = Math.floor(perRank / o.batchSize) * o.batchSize;
   }
   return mine;
+}
+
+/** The shard-aware permutation of `ids` (the file's doc); `shuffled` false keeps the groups' order. */
+function shardOrder(ids: readonly string[], groups: readonly (readonly string[])[], shuffled: boolean, k: number, b: number, r: Rng, bad: (why: string) => never): string[] {
+  if (!Number.isInteger(k) || k < 1) bad(`'shardBlock' must be a positive integer: current value is ${k}`);
+  if (!Number.isInteger(b) || b < 1) bad(`'shuffleBuffer' must be a positive integer: current value is ${b}`);
+  const wanted = new Set(ids);
+  const placed = new Set<string>();
+  const shards: string[][] = [];
+  for (const g of groups) {
+    const mine = g.filter((id) => wanted.has(id) && !placed.has(id));
+    for (const id of mine) placed.add(id);
+    if (mine.length) shards.push(mine);
+  }
+  const rest = ids.filter((id) => !placed.has(id));
+  if (!shuffled) return [...shards.flat(), ...rest];
+  shuffle(shards, r);
+  const out: string[] = [];
+  // Pushed one by one: a spread of a large array overflows the stack.
+  for (let s = 0; s < shards.length; s += k) for (const id of buffered(merge(shards.slice(s, s + k), r), b, r)) out.push(id);
+  for (const id of shuffle(rest, r)) out.push(id);
+  return out;
+}
+
+/** A uniformly random interleaving of `seqs` that keeps each one's order: the next id comes from a shard with probability ∝ what it has left. */
+function merge(seqs: string[][], r: Rng): string[] {
+  const at = seqs.map(() => 0);
+  let left = seqs.reduce((n, q) => n + q.length, 0);
+  const out: string[] = [];
+  while (left > 0) {
+    let pick = r.int(left);
+    let i = 0;
+    while (pick >= seqs[i].length - at[i]) pick -= seqs[i].length - at[i], i++;
+    out.push(seqs[i][at[i]++]);
+    left--;
+  }
+  return out;
+}
+
+/** webdataset's shuffle buffer: keep `b` samples, hand on a random one as each new one comes, the rest shuffled at the end. */
+function buffered(seq: string[], b: number, r: Rng): string[] {
+  if (b <= 1) return seq;
+  const buf: string[] = [];
+  const out: string[] = [];
+  for (const id of seq) {
+    if (buf.length < b) {
+      buf.push(id);
+      continue;
+    }
+    const j = r.int(b);
+    out.push(buf[j]);
+    buf[j] = id;
+  }
+  return out.concat(shuffle(buf, r));
 }
