@@ -197,6 +197,8 @@ export interface ShardInfo {
   name: string;
   samples: number;
   bytes: number;
+  /** Its samples' keys, in the order written (the index lists them: a reader knows its ids without reading shards). */
+  keys?: string[];
 }
 
 export interface ShardWriterOptions {
@@ -247,6 +249,7 @@ export class ShardWriter {
   #parts: Uint8Array[] = [];
   #bytes = 0;
   #samples = 0;
+  #keys: string[] = [];
   readonly written: ShardInfo[] = [];
 
   constructor(sink: ObjectSink, o: ShardWriterOptions) {
@@ -274,6 +277,7 @@ export class ShardWriter {
     for (const e of entries) this.#parts.push(tarEntry(e.name, e.data));
     this.#bytes += size;
     this.#samples++;
+    this.#keys.push(s.key);
     return closed;
   }
 
@@ -284,8 +288,9 @@ export class ShardWriter {
     const out = new Uint8Array(this.#bytes + 2 * 512);
     let at = 0;
     for (const p of this.#parts) out.set(p, at), at += p.length;
-    const info = { name: shardName(this.#prefix, this.#index), samples: this.#samples, bytes: out.length };
+    const info = { name: shardName(this.#prefix, this.#index), samples: this.#samples, bytes: out.length, keys: this.#keys };
     this.#parts = [];
+    this.#keys = [];
     this.#bytes = 0;
     this.#samples = 0;
     await this.#sink.put(info.name, out);
@@ -295,12 +300,52 @@ export class ShardWriter {
   }
 }
 
-/** The shard index `wids` (webdataset's indexed reader) opens: URLs relative to the index file. */
+/**
+ * The shard index `wids` (webdataset's indexed reader) opens: URLs relative to the index file.
+ * Each entry also lists its samples' `keys` in shard order, where known, so a reader knows
+ * every id and its shard without reading a shard (wids reads `url` and `nsamples` and ignores
+ * other fields).
+ */
 export function widsIndex(name: string, shards: readonly ShardInfo[]): string {
   return JSON.stringify({
     __kind__: "wids-shard-index-v1",
     wids_version: 1,
     name,
-    shardlist: shards.map((s) => ({ url: s.name, nsamples: s.samples, filesize: s.bytes })),
+    shardlist: shards.map((s) => ({ url: s.name, nsamples: s.samples, filesize: s.bytes, ...(s.keys ? { keys: s.keys } : {}) })),
   }, null, 1);
+}
+
+/** One shard of a wids index: its URL (relative to the index, or absolute), its sample count, and its keys when listed. */
+export interface IndexedShard {
+  url: string;
+  nsamples: number;
+  keys?: string[];
+}
+
+/** A wids shard index's shards (`where` names it in errors): `url` and `nsamples` as wids reads them, `keys` when there. */
+export function parseShardIndex(text: string, where: string): { name?: string; shards: IndexedShard[] } {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot read shard index ${where} as ${why}`);
+  };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return bad(`it is not JSON: ${(e as Error).message}`);
+  }
+  const list = (v as { shardlist?: unknown } | null)?.shardlist;
+  if (!Array.isArray(list)) return bad("it has no 'shardlist' array (a wids-shard-index-v1 file)");
+  const shards = list.map((s: { url?: unknown; nsamples?: unknown; keys?: unknown }, i): IndexedShard => {
+    if (typeof s?.url !== "string" || !s.url) bad(`shard ${i} has no 'url': current value is ${JSON.stringify(s?.url)}`);
+    if (!(Number.isSafeInteger(s.nsamples) && (s.nsamples as number) >= 0)) bad(`shard ${i}'s 'nsamples' must be a whole number: current value is ${JSON.stringify(s.nsamples)}`);
+    const out: IndexedShard = { url: s.url as string, nsamples: s.nsamples as number };
+    if (s.keys !== undefined) {
+      if (!Array.isArray(s.keys) || !s.keys.every((k) => typeof k === "string")) bad(`shard ${i}'s 'keys' must be an array of strings`);
+      if ((s.keys as string[]).length !== out.nsamples) bad(`shard ${i} lists ${(s.keys as string[]).length} keys for its ${out.nsamples} samples (nsamples)`);
+      out.keys = s.keys as string[];
+    }
+    return out;
+  });
+  const name = (v as { name?: unknown }).name;
+  return { ...(typeof name === "string" ? { name } : {}), shards };
 }

@@ -211,6 +211,7 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot resume the export into ${sink.where} as shard ${name} follows ${shards.length ? shards[shards.length - 1].name : "no shard 0"}: remove its shards or choose another --out`);
     }
     let n = 0, bytes = 0;
+    const keys: string[] = [];
     const sizes = async function* () {
       for await (const c of sink.read(name)) (bytes += c.length), yield c;
     };
@@ -221,12 +222,13 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
           `Cannot resume the export into ${sink.where} as ${name} holds sample ${s.key} where this export (dataset '${dataset}', seed ${seed}, these bounds) puts ${order[pos + n] ?? "none"}: remove its shards or choose another --out`,
         );
       }
+      keys.push(s.key);
       n++;
     }
     if (n > bounds.maxSamples || (n > 1 && bytes > bounds.maxShardBytes)) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot resume the export into ${sink.where} as ${name} (${n} samples, ${bytes} bytes) is over this export's bounds: remove its shards or choose another --out`);
     }
-    shards.push({ name, samples: n, bytes });
+    shards.push({ name, samples: n, bytes, keys });
     pos += n;
   }
   const existing = pos;
