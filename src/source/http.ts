@@ -48,6 +48,7 @@
 import undici from "undici/index.js";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
+import { readBoundedBody } from "../util/bounded_body.ts";
 import { checkDataset, LABELS_FILE, parseLabels } from "./file.ts";
 import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
 import { caWouldHelp, UNTRUSTED_CERT_CODES } from "./tls_trust.ts";
@@ -378,6 +379,63 @@ export async function readCa(ca: HttpSourceOptions["ca"], caFile: string | undef
     }
   }
   return ca === undefined ? undefined : (Array.isArray(ca) ? ca : [ca]).map((c) => (typeof c === "string" ? c : new TextDecoder().decode(c)));
+}
+
+/**
+ * A pool for objects read as streams (a WebDataset source's shards): `target`'s origin, CA and
+ * TLS name, with the source's timeouts and no pipelining (a request queued behind a paused body
+ * would wait for it).
+ */
+export async function streamPool(target: HttpTarget, opts: HttpSourceOptions, caFile?: string): Promise<UndiciPool> {
+  const connections = positive(opts.connections ?? 8, "connections", target.shown);
+  const timeout = positive(opts.timeoutMs ?? 30_000, "timeoutMs", target.shown);
+  const cas = await readCa(opts.ca, caFile, target.shown);
+  const connect = { ...(cas ? { ca: cas } : {}), ...(target.servername ? { servername: target.servername } : {}) };
+  return new Pool(target.origin, { connections, pipelining: 1, headersTimeout: timeout, bodyTimeout: timeout, ...(Object.keys(connect).length ? { connect } : {}) });
+}
+
+/**
+ * Object `path` (as sent, under `target`'s origin) from byte `start` on: one GET, with
+ * `Range: bytes=START-` past 0 and `target`'s headers (signed afresh), for objects read as a
+ * stream rather than whole into one buffer. Resolves once a 2xx has arrived, with its body's
+ * chunks; a server that ignores the Range (200) has the bytes before `start` skipped. Other
+ * answers are named as a sample's are (the target's `explain`, 404/410 ERR_STORE, 5xx
+ * retryable); a failure mid-body surfaces from the iteration, for the caller to name with its
+ * offset. `shown` is the object's URL for messages.
+ */
+export async function streamObject(pool: UndiciPool, target: HttpTarget, path: string, shown: string, start: number, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+  const headers: Record<string, string> = { ...target.headers?.("GET", path), ...(start > 0 ? { range: `bytes=${start}-` } : {}) };
+  let res: Awaited<ReturnType<UndiciPool["request"]>>;
+  try {
+    res = await pool.request({ path, method: "GET", headers, ...(signal ? { signal } : {}) });
+  } catch (e) {
+    if (untrusted(e)) throw untrustedError(`Cannot get ${shown}`, e);
+    throw storeError("ERR_STORE_UNREACHABLE", `Cannot get ${shown}${start > 0 ? ` from byte ${start}` : ""}: ${describe(e)}`, true, { cause: e });
+  }
+  const status = res.statusCode;
+  if (status === 206 || (status === 200 && start === 0)) return res.body as AsyncIterable<Uint8Array>;
+  if (status === 200) return skipped(res.body as AsyncIterable<Uint8Array>, start);
+  const body = await readBoundedBody(res.body, -1, 1 << 16, () => new Error("an error page over 64 KiB")).catch(() => new Uint8Array(0));
+  const named = target.explain?.({ status, headers: res.headers as Record<string, string | string[]>, body: body.subarray(0, ERROR_BODY_BYTES), url: shown });
+  if (named) throw named;
+  if (status === 404 || status === 410) throw storeError("ERR_STORE", `Cannot find ${shown}: it answered HTTP ${status}`, false);
+  const again = retryableStatus(status);
+  const e = storeError(again ? "ERR_STORE_UNREACHABLE" : "ERR_STORE", `Cannot get ${shown}${start > 0 ? ` from byte ${start}` : ""}: it answered HTTP ${status}`, again);
+  const after = retryAfter(res.headers["retry-after"]);
+  if (again && after !== undefined) e.retryAfterMs = after;
+  throw e;
+}
+
+/** `body` without its first `n` bytes. */
+async function* skipped(body: AsyncIterable<Uint8Array>, n: number): AsyncGenerator<Uint8Array> {
+  for await (const c of body) {
+    if (n >= c.length) {
+      n -= c.length;
+      continue;
+    }
+    yield n > 0 ? c.subarray(n) : c;
+    n = 0;
+  }
 }
 
 type Connect = (opts: object, cb: (err: Error | null, socket: Link["socket"] | null) => void) => void;

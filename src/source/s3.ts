@@ -190,6 +190,12 @@ export async function resolveS3(url: string, o: S3Options = {}): Promise<{ bucke
 
 /** Opens `s3://BUCKET/PREFIX` as a Source: labels.json read once, each sample one signed GET. */
 export async function openS3Source(url: string, o: S3Options = {}): Promise<HttpSource> {
+  const { target, opts, caFile } = await s3Target(url, o);
+  return openHttpTarget(target, opts, caFile);
+}
+
+/** `s3://BUCKET/PREFIX` as an HttpTarget: its requests signed, S3's errors named (the HTTP source's, and a shard set's streams). */
+export async function s3Target(url: string, o: S3Options = {}): Promise<{ target: HttpTarget; opts: S3Options; caFile?: string }> {
   const { bucket: b, opts, caFile } = await resolveS3(url, o);
   const target: HttpTarget = {
     origin: b.origin,
@@ -199,7 +205,7 @@ export async function openS3Source(url: string, o: S3Options = {}): Promise<Http
     explain: (a) => explainS3(a.status, a.headers, a.body, `Cannot get ${a.url}`, b),
   };
   if (b.servername) target.servername = b.servername;
-  return openHttpTarget(target, opts, caFile);
+  return { target, opts, ...(caFile !== undefined ? { caFile } : {}) };
 }
 
 /** The headers of one request to `b` (host included when it is not the origin's). */
