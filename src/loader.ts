@@ -29,6 +29,7 @@ import { assertUnique } from "./schedule/ledger.ts";
 import { EpochScheduler } from "./schedule/epochs.ts";
 import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
+import { type ShardGroups, shardGroups } from "./source/webdataset_source.ts";
 import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
 import { checkReadOptions } from "./read/open.ts";
@@ -206,7 +207,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
         maxPrefetchBytes: o.maxPrefetchBytes,
       },
       this.#read,
-      (epoch) => epochPlan(o.ids, { ...plan, epoch }),
+      (epoch) => epochPlan(o.ids, { ...plan, epoch, ...(this.#shards?.groups ? { groups: this.#shards.groups } : {}) }),
       this.#stats,
     );
   }
@@ -214,8 +215,19 @@ export class Loader<T = Sample> implements AsyncDisposable {
   /** Batches of epoch `epoch`: iterate with `for await`. One epoch at a time. */
   epoch(epoch: number, opts: EpochOptions = {}): AsyncIterableIterator<Batch<T>, undefined> {
     if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", "Cannot start an epoch as the loader is closed");
-    return this.#schedule.epoch(epoch, new Set(opts.skip ?? []), opts.readAhead);
+    const run = () => this.#schedule.epoch(epoch, new Set(opts.skip ?? []), opts.readAhead);
+    // A shard set is planned shard by shard (plan/epoch.ts `groups`); a wds: address's shards
+    // are known once its index is read, before the first epoch's plan.
+    const shards = this.#shards ??= shardGroups(this.options.store, this.options.dataset);
+    if (shards.groups || !shards.loading) return run();
+    const loading = shards.loading;
+    return (async function* (): AsyncGenerator<Batch<T>, undefined> {
+      await loading;
+      yield* run();
+      return undefined;
+    })();
   }
+  #shards?: ShardGroups;
 
   /** The source, opened on first use (with its decoding, hedging and retries). */
   source(): Promise<Source<Sample>> {

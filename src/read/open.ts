@@ -2,8 +2,9 @@
  * `open(address, { mode })`: the one way to open something by address.
  *
  *   mode "write"  →  a Store (sqlite:, cassandra://), made if missing: what ingest writes to
- *   mode "read"   →  a ReadSource for the Loader: any address (sqlite:, cassandra://, and
- *                    `cassette export`'s layout over http(s):// or file:), an open Store or a
+ *   mode "read"   →  a ReadSource for the Loader: any address (sqlite:, cassandra://,
+ *                    `cassette export`'s layout over http(s):// or file:, WebDataset shards
+ *                    by their index with wds:), an open Store or a
  *                    Source; with `workers` read in worker threads, with `decode` decoded
  *
  * The older names stay: `openStore` and `openSource` (src/source/open.ts: the address → Store
@@ -39,6 +40,7 @@ import type { CassandraStoreOptions } from "../source/cassandra.ts";
 import { type FileSourceOptions, openFileSource } from "../source/file.ts";
 import type { HttpSourceOptions } from "../source/http.ts";
 import type { S3Options } from "../source/s3.ts";
+import type { WebDatasetSourceOptions } from "../source/webdataset_source.ts";
 import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
 import { DecodeSource, type KeyedSource } from "./decode_source.ts";
@@ -56,6 +58,8 @@ export interface OpenReadOptions {
   file?: Omit<FileSourceOptions, "dataset">;
   /** For `s3://` addresses: endpoint, region, style, credentials, and the HTTP options (S3Options). */
   s3?: Omit<S3Options, "dataset">;
+  /** For `wds:` addresses: the early-sample bound, resumes, entry size (the index's own http/s3 options come from `http`, `s3`). */
+  wds?: Omit<WebDatasetSourceOptions, "dataset" | "http" | "s3">;
   /** For `cassandra://` addresses: driver options. */
   cassandra?: CassandraStoreOptions;
   /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
@@ -90,6 +94,9 @@ export function open(target: string | Store | Source, options: { mode: "read" } 
 export function open(target: string | Store | Source, options: OpenOptions): Promise<Store | ReadSource> {
   if (options?.mode === "write") {
     if (typeof target !== "string") throw new CassetteError("ERR_INVALID_OPTION", "Cannot open for writing as the target must be a store address");
+    if (parseStoreAddress(target).kind === "wds") {
+      throw new CassetteError("ERR_UNSUPPORTED", `Cannot open '${redact(target)}' for writing as WebDataset shards are read only: write them with cassette export --format webdataset (exportShards)`);
+    }
     return openStore(target, options);
   }
   if (options?.mode !== "read") {
@@ -183,6 +190,10 @@ async function openAddress(address: string, o: OpenReadOptions): Promise<Source>
     case "s3": {
       const { openS3Source } = await import("../source/s3.ts");
       return openS3Source(a.url, { ...o.s3, ...(maxInFlight ? { maxInFlight } : {}), dataset });
+    }
+    case "wds": {
+      const { openWebDatasetSource } = await import("../source/webdataset_source.ts");
+      return openWebDatasetSource(a.index, { ...o.wds, ...(maxInFlight ? { maxInFlight } : {}), dataset, ...(o.http ? { http: o.http } : {}), ...(o.s3 ? { s3: o.s3 } : {}) });
     }
     case "file":
       return openFileSource(a.dir, { ...o.file, ...(maxInFlight ? { maxInFlight } : {}), dataset });

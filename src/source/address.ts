@@ -11,6 +11,10 @@
  *                                the same layout in a bucket, signed with SigV4; the options
  *                                (and the HTTP ones) are read by source/s3.ts (parseS3Url)
  *   file:DIR
+ *   wds:INDEX                    WebDataset shards listed by a wids shard index (`cassette export
+ *                                --format webdataset` writes PREFIX.index.json): INDEX is a file
+ *                                path, an http(s):// URL or an s3:// address (with their options),
+ *                                read by source/webdataset_source.ts; read only
  */
 import { CassetteError } from "../errors.ts";
 
@@ -40,7 +44,9 @@ export type StoreAddress =
   }
   | { kind: "http"; url: string }
   | { kind: "s3"; url: string }
-  | { kind: "file"; dir: string };
+  | { kind: "file"; dir: string }
+  /** `wds:INDEX`: where the shard index is, as given (a path, an http(s):// URL, an s3:// address). */
+  | { kind: "wds"; index: string };
 
 const KEYSPACE = /^[A-Za-z][A-Za-z0-9_]{0,47}$/;
 
@@ -62,6 +68,11 @@ export function parseStoreAddress(address: string): StoreAddress {
     const dir = address.slice("file:".length).replace(/^\/\/(?=\/)/, "");
     if (!dir) bad("it names no folder (file:DIR)");
     return { kind: "file", dir };
+  }
+  if (address.startsWith("wds:")) {
+    const index = address.slice("wds:".length).replace(/^file:(\/\/(?=\/))?/, "");
+    if (!index) bad("it names no shard index (wds:PATH, wds:http(s)://…, wds:s3://…)");
+    return { kind: "wds", index };
   }
   if (/^https?:\/\//.test(address)) return { kind: "http", url: address.replace(/\/+$/, "") };
   if (address.startsWith("s3://")) return { kind: "s3", url: address };
@@ -125,7 +136,7 @@ export function parseStoreAddress(address: string): StoreAddress {
     if (requests !== undefined) out.requests = requests;
     return out;
   }
-  return bad("its scheme is none of sqlite:, cassandra://, http(s)://, s3://, file:");
+  return bad("its scheme is none of sqlite:, cassandra://, http(s)://, s3://, file:, wds:");
 }
 
 /** The address with any password hidden, for messages and logs. */

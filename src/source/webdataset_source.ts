@@ -1,0 +1,582 @@
+/**
+ * WebDataset shards as a Source: `wds:INDEX` names a wids shard index (PREFIX.index.json, as
+ * `cassette export --format webdataset` writes it) in a folder, over http(s):// or in an
+ * s3:// bucket (with that address's options); its shards are tar files beside it (URLs relative
+ * to the index). The index is read once, at open.
+ *
+ * Ids: an index whose shards list their `keys` (cassette's export does) gives each sample the
+ * id its key is (the store's UUID), so every id and its shard are known without reading a
+ * shard. A foreign index (url and nsamples only) gives the i-th sample of a shard the id
+ * `URL#i`, URL as the index lists it. A sample's label is its `.cls` (…, webdataset.ts's
+ * `sampleLabel`), its bytes its image entry's (`sampleImage`); a sample webdataset would refuse
+ * (no image, two of them, no label, a repeated entry) is a named error for that id, not retried.
+ *
+ * Samples are ready as a shard is parsed, not when it has arrived whole:
+ *
+ *   fetch(id) ─► its shard's stream open? ── no ──► GET the shard (from 0)
+ *                      │ yes                                │ chunks
+ *                      ▼                                    ▼
+ *                 wait for it ◄──── a parsed sample ◄── TarReader ─► SampleGrouper
+ *                                        │ nobody asked yet
+ *                                        ▼
+ *                   early samples (≤ maxEarlyBytes) ── full ─► the stream pauses (backpressure)
+ *
+ * Each shard is read once per epoch in the normal case: the Loader plans shard by shard
+ * (plan/epoch.ts `groups`, from `shards()`), so a shard's samples are asked for while it
+ * streams. The early map is bounded in bytes: when it is full the stream stops pulling (its
+ * connection's window closes), unless someone waits for a sample further on in that stream,
+ * in which case the oldest early samples are dropped to make room (`evicted`): a later fetch
+ * of one reads that sample alone, from its offset, with a Range request. So memory stays
+ * bounded and no fetch waits for ever, whatever order the ids come in (several ranks each
+ * streaming every shard, ids asked twice by a hedge).
+ *
+ * A broken stream (a reset connection, a 5xx or a timeout on the way) is resumed with
+ * `Range: bytes=N-`, N the offset where the first sample not yet handed on begins (the end of
+ * the previous sample's last entry), after a backoff, up to `retries` times without progress:
+ * samples already answered are not parsed again and none is skipped, so each fetch is answered
+ * once. Errors name the shard's URL and the offset.
+ *
+ * @example
+ * ```ts
+ * import { openWebDatasetSource } from "./webdataset_source.ts";
+ * try {
+ *   await openWebDatasetSource("/nonexistent/fm.index.json");
+ * } catch (e) {
+ *   console.log((e as { code: string }).code); // ERR_STORE
+ * }
+ * ```
+ */
+import { createReadStream } from "node:fs";
+import { dirname, isAbsolute, join } from "node:path";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+import { BLOCK, TarError, TarReader } from "../dataset/tar.ts";
+import { type IndexedShard, parseShardIndex, SampleGrouper, sampleImage, sampleLabel, type WdsSample } from "../dataset/webdataset.ts";
+import { readBoundedBody } from "../util/bounded_body.ts";
+// http.ts (and undici) is loaded only when an http(s):// or s3:// index is opened.
+import type { HttpSourceOptions, HttpTarget } from "./http.ts";
+import { isRetryable, storeError } from "./retryable.ts";
+import type { S3Options } from "./s3.ts";
+import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
+
+const MiB = 1 << 20;
+
+export interface WebDatasetSourceOptions {
+  /** The dataset expected: checked against the name cassette's export gives the index, when it has one. */
+  dataset?: string;
+  /**
+   * Bytes of samples parsed before anyone asked for them that are kept (default 64 MiB): past
+   * it a stream pauses, or drops the oldest when a fetch waits further on (see the file's doc).
+   */
+  maxEarlyBytes?: number;
+  /** Requests in flight before `fetch` answers false (default 4096: a fetch costs no connection). */
+  maxInFlight?: number;
+  /** Resumes of a broken shard stream without a sample between them (default 3), after 50 ms, doubled up to 2 s. */
+  retries?: number;
+  /** The largest tar entry (default 256 MiB), and the largest index (64 MiB). */
+  maxEntryBytes?: number;
+  /** For an http(s):// index: connections (one per shard streamed), timeouts, CA… */
+  http?: HttpSourceOptions;
+  /** For an s3:// index: endpoint, region, credentials, and the HTTP options. */
+  s3?: S3Options;
+}
+
+/** Figures of the shard streams, for tests and statistics. */
+export interface WebDatasetStats {
+  /** Shard streams started from their first byte. */
+  opened: number;
+  /** Streams resumed with a Range request after a failure. */
+  resumed: number;
+  /** Single samples read again from their offset (dropped from the early map, or asked twice). */
+  picked: number;
+  /** Early samples dropped to let a waited-for stream go on. */
+  evicted: number;
+  /** Bytes received from shards. */
+  bytes: number;
+  /** Bytes in the early map now, and the most it has held. */
+  earlyBytes: number;
+  maxEarlyBytes: number;
+}
+
+/** Where the shards are and how one is read from an offset. */
+interface Objects {
+  /** The index as messages show it. */
+  where: string;
+  /** The index, whole. */
+  index(): Promise<Uint8Array>;
+  /** A shard's location and how messages show it (`url` as the index lists it). */
+  locate(url: string): { at: string; shown: string };
+  /** The bytes of the shard at `at` from byte `start`. */
+  stream(at: string, shown: string, start: number, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
+  close(): Promise<void>;
+}
+
+interface Shard {
+  url: string;
+  at: string;
+  shown: string;
+  /** Ids in stream order. */
+  ids: string[];
+  /** Key → position, for an index with keys. */
+  pos?: Map<string, number>;
+  /** Where each sample begins (the end of the previous sample's last entry), once parsed. */
+  offsets: number[];
+  streams: Set<Stream>;
+}
+
+interface Stream {
+  shard: Shard;
+  /** Position of the next sample to hand on, and where it begins (a resume's Range). */
+  next: number;
+  resumeAt: number;
+  /** A single sample's read: stop after this position. */
+  until?: number;
+  closed: boolean;
+  attempts: number;
+  wake?: () => void;
+  abort: AbortController;
+}
+
+type Answer = { sample: Fetched; error?: undefined } | { error: Error; sample?: undefined };
+
+/** The ids by shard a Loader plans by, set once known; `loading` while a wds: index is read. */
+export interface ShardGroups {
+  groups?: string[][];
+  loading?: Promise<void>;
+}
+
+/**
+ * The ids by shard of `store` when it is a shard set: at once for an open source with
+ * `shards()`; for a `wds:` address once its index is read (a second, small read beside the
+ * source's own, since the read path wraps the source it opens); none for any other store.
+ */
+export function shardGroups(store: unknown, dataset?: string): ShardGroups {
+  const out: ShardGroups = {};
+  const has = store as { shards?: unknown } | null;
+  if (typeof has?.shards === "function") out.groups = (has.shards as () => string[][])();
+  else if (typeof store === "string" && store.startsWith("wds:")) {
+    out.loading = openWebDatasetSource(store.slice("wds:".length).replace(/^file:(\/\/(?=\/))?/, ""), { ...(dataset ? { dataset } : {}) }).then(async (src) => {
+      out.groups = src.shards();
+      await src.close();
+    });
+  }
+  return out;
+}
+
+/** Opens the shard set whose index is at `index` (a path, an http(s):// URL or an s3:// address); reads the index. */
+export async function openWebDatasetSource(index: string, o: WebDatasetSourceOptions = {}): Promise<WebDatasetSource> {
+  const positive = (v: number, name: string) => {
+    if (!Number.isSafeInteger(v) || v < 1) throw new CassetteError("ERR_INVALID_OPTION", `Cannot open wds:${index.replace(/\?.*$/, "")} as '${name}' must be a positive integer: current value is ${v}`);
+    return v;
+  };
+  positive(o.maxEarlyBytes ?? 64 * MiB, "maxEarlyBytes");
+  positive(o.maxInFlight ?? 4096, "maxInFlight");
+  positive(o.maxEntryBytes ?? 256 * MiB, "maxEntryBytes");
+  if (o.retries !== undefined && !(Number.isInteger(o.retries) && o.retries >= 0)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot open wds:${index.replace(/\?.*$/, "")} as 'retries' must be an integer ≥ 0: current value is ${o.retries}`);
+  }
+  const objects = index.startsWith("s3://") ? await s3Objects(index, o.s3 ?? {})
+    : /^https?:\/\//.test(index) ? await httpObjects(index, o.http ?? {})
+    : fileObjects(index);
+  try {
+    const where = objects.where;
+    const text = new TextDecoder().decode(await objects.index());
+    const parsed = parseShardIndex(text, where);
+    const dataset = /^(.*) \(seed -?\d+\)$/.exec(parsed.name ?? "")?.[1];
+    if (o.dataset !== undefined && dataset !== undefined && dataset !== o.dataset) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot open ${where} as dataset '${o.dataset}' as it holds dataset '${dataset}'`);
+    }
+    return new WebDatasetSource(where, o.dataset ?? dataset, parsed.shards, objects, o);
+  } catch (e) {
+    await objects.close().catch(() => {});
+    throw e;
+  }
+}
+
+export class WebDatasetSource implements Source {
+  readonly name: string;
+  readonly dataset?: string;
+  readonly #objects: Objects;
+  readonly #shards: Shard[];
+  readonly #byId = new Map<string, { shard: Shard; j: number }>();
+  readonly #cap: Capacity;
+  readonly #maxEarly: number;
+  readonly #retries: number;
+  readonly #maxEntry: number;
+  /** Fetches waiting for a sample, by id (a hedge may ask twice). */
+  readonly #pending = new Map<string, FetchCallback[]>();
+  /** Samples parsed before anyone asked, oldest first. */
+  readonly #early = new Map<string, { answer: Answer; bytes: number }>();
+  /** Ids dropped from the early map and not asked for since: a fetch reads them alone. */
+  readonly #evicted = new Set<string>();
+  readonly #stats: WebDatasetStats = { opened: 0, resumed: 0, picked: 0, evicted: 0, bytes: 0, earlyBytes: 0, maxEarlyBytes: 0 };
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  #closed = false;
+
+  /** @internal Use openWebDatasetSource. */
+  constructor(where: string, dataset: string | undefined, shards: IndexedShard[], objects: Objects, o: WebDatasetSourceOptions) {
+    this.name = dataset ? `${where} (${dataset})` : where;
+    if (dataset !== undefined) this.dataset = dataset;
+    this.#objects = objects;
+    this.#cap = new Capacity(o.maxInFlight ?? 4096);
+    this.#maxEarly = o.maxEarlyBytes ?? 64 * MiB;
+    this.#retries = o.retries ?? 3;
+    this.#maxEntry = o.maxEntryBytes ?? 256 * MiB;
+    this.#shards = shards.map((s) => {
+      const { at, shown } = objects.locate(s.url);
+      const ids = s.keys ?? Array.from({ length: s.nsamples }, (_, i) => `${s.url}#${i}`);
+      const shard: Shard = { url: s.url, at, shown, ids, offsets: [0], streams: new Set() };
+      if (s.keys) shard.pos = new Map(s.keys.map((k, i) => [k, i]));
+      ids.forEach((id, j) => {
+        if (this.#byId.has(id)) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot read shard index ${where} as sample '${id}' is listed twice (${this.#byId.get(id)!.shard.url} and ${s.url})`);
+        this.#byId.set(id, { shard, j });
+      });
+      return shard;
+    });
+  }
+
+  /** Every sample id the index lists, shard by shard. */
+  ids(): string[] {
+    return this.#shards.flatMap((s) => s.ids);
+  }
+
+  /** The ids of each shard, in stream order: what the Loader plans by (plan/epoch.ts `groups`). */
+  shards(): string[][] {
+    return this.#shards.map((s) => s.ids.slice());
+  }
+
+  stats(): WebDatasetStats {
+    return { ...this.#stats };
+  }
+
+  fetch(id: string, done: FetchCallback): boolean {
+    const more = this.#cap.take();
+    const answer = (a: Answer) => {
+      this.#cap.release();
+      if (a.error) done(a.error);
+      else done(null, a.sample);
+    };
+    const at = this.#byId.get(id);
+    if (this.#closed || !at) {
+      const error = this.#closed
+        ? storeError("ERR_STORE", `Cannot get sample ${id} from ${this.name} as the source is closed`, false)
+        : storeError("ERR_STORE", `Cannot find sample ${id} in ${this.name}: no shard of its index lists it`, false);
+      queueMicrotask(() => answer({ error }));
+      return more;
+    }
+    const early = this.#early.get(id);
+    if (early) {
+      this.#early.delete(id);
+      this.#stats.earlyBytes -= early.bytes;
+      queueMicrotask(() => answer(early.answer));
+      this.#wakeAll();
+      return more;
+    }
+    const waiting = this.#pending.get(id);
+    const cb: FetchCallback = (err, s) => answer(err ? { error: err } : { sample: s! });
+    if (waiting) waiting.push(cb);
+    else this.#pending.set(id, [cb]);
+    const { shard, j } = at;
+    const live = [...shard.streams].find((s) => !s.closed && s.next <= j && (s.until === undefined || j <= s.until));
+    const dropped = this.#evicted.delete(id);
+    if (live) live.wake?.(); // paused: it finds a waiter and makes room
+    else if (dropped || [...shard.streams].some((s) => !s.closed && s.until === undefined)) {
+      // Dropped from the early map, or passed by the shard's stream (asked again): read it alone.
+      this.#stats.picked++;
+      const known = shard.offsets[j];
+      this.#start(shard, known === undefined ? 0 : j, known ?? 0, j);
+    } else {
+      this.#stats.opened++;
+      this.#start(shard, 0, 0);
+    }
+    return more;
+  }
+
+  onDrain(listener: () => void): void {
+    this.#cap.onDrain(listener);
+  }
+
+  inFlight(): number {
+    return this.#cap.inFlight;
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const t of this.#timers) clearTimeout(t);
+    for (const shard of this.#shards) for (const s of shard.streams) this.#stop(s);
+    const error = storeError("ERR_STORE", `Cannot get a sample from ${this.name} as the source was closed`, false);
+    for (const [, cbs] of this.#pending) for (const cb of cbs) cb(error);
+    this.#pending.clear();
+    this.#early.clear();
+    this.#stats.earlyBytes = 0;
+    await this.#objects.close();
+  }
+
+  #start(shard: Shard, next: number, offset: number, until?: number): void {
+    const s: Stream = { shard, next, resumeAt: offset, closed: false, attempts: 0, abort: new AbortController() };
+    if (until !== undefined) s.until = until;
+    shard.streams.add(s);
+    this.#run(s).catch((e) => this.#fail(s, e instanceof Error ? e : new Error(String(e))));
+  }
+
+  #stop(s: Stream): void {
+    if (s.closed) return;
+    s.closed = true;
+    s.shard.streams.delete(s);
+    s.abort.abort();
+    s.wake?.();
+  }
+
+  /** Reads `s` to its end, resuming after retryable failures (see the file's doc). */
+  async #run(s: Stream): Promise<void> {
+    const shard = s.shard;
+    while (!s.closed) {
+      const base = s.resumeAt;
+      const reader = new TarReader({ shard: shard.shown, maxEntryBytes: this.#maxEntry });
+      const grouper = new SampleGrouper();
+      /** Where the sample being grouped begins, and where the entry after the last one read would. */
+      let begins = base, end = base;
+      try {
+        const body = await this.#objects.stream(shard.at, shard.shown, base, s.abort.signal);
+        for await (const chunk of body) {
+          if (s.closed) return;
+          this.#stats.bytes += chunk.length;
+          for (const e of reader.push(chunk)) {
+            const from = end;
+            end = base + e.dataOffset + Math.ceil(e.size / BLOCK) * BLOCK;
+            const done = grouper.push({ ...e, offset: base + e.offset, dataOffset: base + e.dataOffset });
+            if (!done) continue;
+            const start = begins;
+            begins = from;
+            await this.#deliver(s, done, start, from);
+            if (s.closed) return;
+          }
+        }
+        if (s.closed) return;
+        reader.end();
+        const last = grouper.end();
+        if (last) await this.#deliver(s, last, begins, end);
+        this.#finish(s, end);
+        return;
+      } catch (e) {
+        if (s.closed) return;
+        if (e instanceof TarError) {
+          return this.#fail(s, storeError(e.code, `Cannot read tar shard ${shard.shown} as ${e.reason} (offset ${base + e.offset})`, false, { cause: e }));
+        }
+        const err = e as Error & { code?: string };
+        const named = err instanceof CassetteError ? err : storeError("ERR_STORE_UNREACHABLE", `Cannot read shard ${shard.shown} at offset ${base + reader.offset}: ${describe(err)}`, true, { cause: err });
+        if (!isRetryable(named) || s.attempts >= this.#retries || this.#closed) return this.#fail(s, named);
+        // Resumed where the first sample not yet handed on begins: none twice, none lost.
+        s.attempts++;
+        this.#stats.resumed++;
+        const delay = Math.min(2000, 50 * 2 ** (s.attempts - 1)) * (0.5 + Math.random() / 2);
+        await new Promise<void>((r) => {
+          const t = setTimeout(() => (this.#timers.delete(t), r()), delay);
+          this.#timers.add(t);
+          s.wake = () => (clearTimeout(t), this.#timers.delete(t), r());
+        });
+        s.wake = undefined;
+      }
+    }
+  }
+
+  /** A sample of `s`'s shard was parsed: answer its fetches, or keep it early; then keep the early map in bounds. */
+  async #deliver(s: Stream, w: WdsSample, start: number, resumeAt: number): Promise<void> {
+    const shard = s.shard;
+    const j = shard.pos ? shard.pos.get(w.key) : s.next;
+    s.resumeAt = resumeAt;
+    s.attempts = 0; // progress: a later failure starts its retries afresh
+    if (j === undefined) return; // a sample the index does not list: nobody can ask for it
+    shard.offsets[j] = start;
+    const id = shard.ids[j];
+    const answer = this.#answerOf(shard, id, w, start);
+    // s.next moves past j once the sample is handed on or kept: a fetch of it while this
+    // stream waits for room finds the stream, and wakes it, rather than reading it again.
+    s.next = Math.max(s.next, j);
+    if (this.#answerWaiting(id, answer)) return this.#passed(s, j);
+    if (s.until === undefined && !this.#early.has(id)) {
+      const bytes = answer.sample ? answer.sample.data.length : 256;
+      // Room first: a full map pauses this stream, or, when someone waits further on in it,
+      // loses its oldest sample rather than stall. A sample alone over the bound still goes in.
+      while (!s.closed && this.#stats.earlyBytes > 0 && this.#stats.earlyBytes + bytes > this.#maxEarly && !this.#pending.has(id)) {
+        if (this.#waited(s)) {
+          const [oldest, e] = this.#early.entries().next().value!;
+          this.#early.delete(oldest);
+          this.#evicted.add(oldest);
+          this.#stats.earlyBytes -= e.bytes;
+          this.#stats.evicted++;
+          continue;
+        }
+        await new Promise<void>((r) => (s.wake = r));
+        s.wake = undefined;
+      }
+      if (s.closed) return;
+      if (!this.#answerWaiting(id, answer)) { // else asked for while the stream waited
+        this.#early.set(id, { answer, bytes });
+        this.#stats.earlyBytes += bytes;
+        this.#stats.maxEarlyBytes = Math.max(this.#stats.maxEarlyBytes, this.#stats.earlyBytes);
+      }
+    }
+    this.#passed(s, j);
+  }
+
+  /** `s` has handed on sample j; a single sample's read ends with it. */
+  #passed(s: Stream, j: number): void {
+    s.next = Math.max(s.next, j + 1);
+    if (s.until !== undefined && j >= s.until) this.#stop(s);
+  }
+
+  /** Answers the fetches waiting for `id`, if any (each its own copy of the bytes, when a hedge asked twice). */
+  #answerWaiting(id: string, answer: Answer): boolean {
+    const cbs = this.#pending.get(id);
+    if (!cbs) return false;
+    this.#pending.delete(id);
+    for (const cb of cbs) {
+      if (answer.error) cb(answer.error);
+      else cb(null, { ...answer.sample, data: cbs.length > 1 ? answer.sample.data.slice() : answer.sample.data });
+    }
+    return true;
+  }
+
+  /** Whether a fetch waits for a sample that `s` has still to parse. */
+  #waited(s: Stream): boolean {
+    for (const id of this.#pending.keys()) {
+      const at = this.#byId.get(id)!;
+      if (at.shard === s.shard && at.j >= s.next && (s.until === undefined || at.j <= s.until)) return true;
+    }
+    return false;
+  }
+
+  #wakeAll(): void {
+    for (const shard of this.#shards) for (const s of shard.streams) s.wake?.();
+  }
+
+  #answerOf(shard: Shard, id: string, w: WdsSample, start: number): Answer {
+    const bad = (why: string): Answer => ({
+      error: storeError("ERR_MALFORMED_INPUT", `Cannot read sample '${w.key}'${w.key === id ? "" : ` (id ${id})`} of shard ${shard.shown} (offset ${start}) as ${why}`, false),
+    });
+    if (w.problems.length) return bad(w.problems.join("; "));
+    const image = sampleImage(w);
+    if ("reason" in image) return bad(image.reason);
+    const label = sampleLabel(w);
+    if ("reason" in label) return bad(label.reason);
+    return { sample: { id, label: label.label, data: image.entry.data } };
+  }
+
+  /** The stream ended at `end`: fetches that waited on it for a sample it did not hold are told so. */
+  #finish(s: Stream, end: number): void {
+    this.#stop(s);
+    this.#failWaiters(s, (id) => storeError("ERR_STORE", `Cannot find sample ${id} in shard ${s.shard.shown}: the shard ended at offset ${end} without it`, false));
+  }
+
+  #fail(s: Stream, err: Error): void {
+    this.#stop(s);
+    this.#failWaiters(s, () => err);
+  }
+
+  /** Answers with an error each fetch waiting on `s` that no other stream of the shard will serve. */
+  #failWaiters(s: Stream, error: (id: string) => Error): void {
+    for (const [id, cbs] of [...this.#pending]) {
+      const at = this.#byId.get(id)!;
+      if (at.shard !== s.shard || at.j < s.next || (s.until !== undefined && at.j > s.until)) continue;
+      if ([...s.shard.streams].some((o) => !o.closed && o.next <= at.j && (o.until === undefined || at.j <= o.until))) continue;
+      this.#pending.delete(id);
+      const e = error(id);
+      for (const cb of cbs) cb(e);
+    }
+  }
+}
+
+/** An undici/Node error's message with its code. */
+function describe(e: unknown): string {
+  const err = e as { message?: string; code?: string; cause?: { code?: string } };
+  const code = err?.code ?? err?.cause?.code;
+  const msg = err?.message || String(e);
+  return code && !msg.includes(code) ? `${msg} (${code})` : msg;
+}
+
+// --- where the shards are ---------------------------------------------------------------------
+
+/** The index and its shards in a folder: shard URLs relative to the index's folder, or absolute paths. */
+function fileObjects(index: string): Objects {
+  const dir = dirname(index);
+  return {
+    where: index,
+    index: async () => {
+      try {
+        return await runtime.readFile(index);
+      } catch (e) {
+        throw storeError("ERR_STORE", `Cannot open shard index ${index}: ${describe(e)}`, false, { cause: e });
+      }
+    },
+    locate: (url) => {
+      const at = isAbsolute(url) ? url : join(dir, url);
+      return { at, shown: at };
+    },
+    stream: (at, shown, start) =>
+      new Promise((resolve, reject) => {
+        const f = createReadStream(at, { start, highWaterMark: 1 << 16 });
+        f.once("open", () => resolve(f as AsyncIterable<Uint8Array>));
+        f.once("error", (e: Error & { code?: string }) => {
+          reject(storeError(e.code === "ENOENT" ? "ERR_STORE" : "ERR_STORE_UNREACHABLE", `Cannot find shard ${shown}: ${describe(e)}`, e.code !== "ENOENT", { cause: e }));
+        });
+      }),
+    close: async () => {},
+  };
+}
+
+/** An http(s):// index: its shards on the same origin, read through http.ts's target, pool and answers. */
+async function httpObjects(index: string, o: HttpSourceOptions): Promise<Objects> {
+  const { parseHttpUrl } = await import("./http.ts");
+  const { origin, prefix, auth, params, caFile, shown } = parseHttpUrl(index);
+  const opts = { ...params, ...o };
+  if (auth && origin.startsWith("http:") && !opts.allowInsecureAuth) {
+    throw new CassetteError("ERR_INSECURE_AUTH", `Cannot open ${shown} with the credentials in its URL as plain http:// would send the password readable to anyone on the path: use https://, or allow it with insecureauth=1 in the address`);
+  }
+  const basic = auth ? { authorization: `Basic ${auth}` } : undefined;
+  const target: HttpTarget = { origin, prefix: prefix.replace(/\/[^/]*$/, ""), shown: shown.replace(/\/[^/]*$/, ""), ...(basic ? { headers: () => basic } : {}) };
+  return targetObjects(target, prefix, opts, caFile, (url) => {
+    const u = new URL(url, `${origin}${prefix}`);
+    if (u.origin !== origin) throw new CassetteError("ERR_UNSUPPORTED", `Cannot read shard ${url} of ${shown} as it is on another origin (${u.origin}): shards must be beside their index`);
+    return u.pathname;
+  });
+}
+
+/** An s3:// index: its shards are keys beside it in the bucket, each GET signed (s3.ts's target). */
+async function s3Objects(index: string, o: S3Options): Promise<Objects> {
+  const { s3Target } = await import("./s3.ts");
+  const { uriEncode } = await import("./sigv4.ts");
+  const [path, query = ""] = index.split("?", 2);
+  const slash = path.lastIndexOf("/");
+  if (slash <= "s3://".length) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address 'wds:${path}' as it names no index object (wds:s3://BUCKET/PREFIX/NAME.index.json)`);
+  const { target, opts, caFile } = await s3Target(`${path.slice(0, slash)}${query ? `?${query}` : ""}`, o);
+  const name = path.slice(slash + 1);
+  return targetObjects(target, `${target.prefix}/${uriEncode(decodeURIComponent(name), true)}`, opts, caFile, (url) => {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith("/")) throw new CassetteError("ERR_UNSUPPORTED", `Cannot read shard ${url} of ${target.shown}/${name} as it is not a key relative to the index`);
+    return `${target.prefix}/${uriEncode(url, true)}`;
+  });
+}
+
+async function targetObjects(target: HttpTarget, indexPath: string, opts: HttpSourceOptions, caFile: string | undefined, path: (url: string) => string): Promise<Objects> {
+  const { streamObject, streamPool } = await import("./http.ts");
+  // A connection per shard streamed: a block of shards, the next epoch's read ahead, single samples.
+  const pool = await streamPool(target, { ...opts, connections: opts.connections ?? 16 }, caFile);
+  const maxIndex = opts.maxLabelsBytes ?? 64 * MiB;
+  const shownOf = (p: string) => `${target.shown}${decodeURIComponent(p.slice(target.prefix.length))}`;
+  return {
+    where: shownOf(indexPath),
+    index: async () => {
+      const where = shownOf(indexPath);
+      const body = await streamObject(pool, target, indexPath, where, 0);
+      return await readBoundedBody(body as AsyncIterable<Uint8Array> & { destroy(): void }, -1, maxIndex, (why) =>
+        storeError("ERR_TOO_LARGE", `Cannot read shard index ${where} as ${why}, over the ${maxIndex}-byte limit (maxLabelsBytes)`, false));
+    },
+    locate: (url) => {
+      const p = path(url);
+      return { at: p, shown: shownOf(p) };
+    },
+    stream: (at, shown, start, signal) => streamObject(pool, target, at, shown, start, signal),
+    close: () => pool.destroy(),
+  };
+}
