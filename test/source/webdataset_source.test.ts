@@ -82,17 +82,24 @@ test("a folder's shards: the index lists every id by shard; the Loader reads eac
   await expectError(open(`wds:${join(tmp, "none.index.json")}`, { mode: "read" }), "ERR_STORE", /Cannot open shard index .*none\.index\.json/);
 });
 
-test("over HTTP (nginx) and S3 (versitygw): the same epochs, shards streamed through the HTTP source's machinery", async () => {
-  if (web) await readTwoEpochs(new Loader({ store: `wds:${web.url}/fm.index.json`, ids, batchSize: 8, seed: 3 }));
-  if (s3) {
-    const [base, query] = s3.url("cassette-wds", "shards").split("?");
-    const source = await open(`wds:${base}/fm.index.json?${query}`, { mode: "read", s3: { credentials: s3.credentials } }) as WebDatasetSource;
-    assert.match(source.name, /^s3:\/\/cassette-wds\/shards\/fm\.index\.json \(fm\)$/);
-    await readTwoEpochs(new Loader({ store: source, ids, batchSize: 8, seed: 4, readAhead: false }));
-    assert.is(source.stats().opened, 10);
-    await expectError(open(`wds:${base}/fm.index.json?${query}`, { mode: "read", s3: { credentials: { ...s3.credentials, secretAccessKey: "wrong" } } }), "ERR_STORE_AUTH", /SignatureDoesNotMatch/);
-  }
-}, { skip: NO_NGINX && NO_S3 });
+test("over HTTP (nginx): the same epochs, the shards streamed through the HTTP source's target and pool", async () => {
+  const source = await open(`wds:${web!.url}/fm.index.json`, { mode: "read" }) as WebDatasetSource;
+  assert.match(source.name, /^http:\/\/127\.0\.0\.1:\d+\/data\/fm\.index\.json \(fm\)$/);
+  await readTwoEpochs(new Loader({ store: source, ids, batchSize: 8, seed: 3, readAhead: false }));
+  assert.is(source.stats().opened, 10);
+  // By address too, and a missing index is named.
+  await readTwoEpochs(new Loader({ store: `wds:${web!.url}/fm.index.json`, ids, batchSize: 8, seed: 3 }));
+  await expectError(open(`wds:${web!.url}/none.index.json`, { mode: "read" }), "ERR_STORE", /Cannot find http:\/\/127\.0\.0\.1:\d+\/data\/none\.index\.json: it answered HTTP 404/);
+}, { skip: NO_NGINX });
+
+test("over S3 (versitygw): the same epochs, each shard GET signed; a wrong secret is ERR_STORE_AUTH", async () => {
+  const [base, query] = s3!.url("cassette-wds", "shards").split("?");
+  const source = await open(`wds:${base}/fm.index.json?${query}`, { mode: "read", s3: { credentials: s3!.credentials } }) as WebDatasetSource;
+  assert.match(source.name, /^s3:\/\/cassette-wds\/shards\/fm\.index\.json \(fm\)$/);
+  await readTwoEpochs(new Loader({ store: source, ids, batchSize: 8, seed: 4, readAhead: false }));
+  assert.is(source.stats().opened, 10);
+  await expectError(open(`wds:${base}/fm.index.json?${query}`, { mode: "read", s3: { credentials: { ...s3!.credentials, secretAccessKey: "wrong" } } }), "ERR_STORE_AUTH", /SignatureDoesNotMatch/);
+}, { skip: NO_S3 });
 
 test("a stream reset mid-shard resumes with a Range request from the last whole sample: every id once, no shard read again from its start", async () => {
   // 80 kB/s: a 12-sample shard takes a while, so the reset lands inside one.
