@@ -147,6 +147,35 @@ test("the early-sample map keeps to maxEarlyBytes: streams pause, or drop their 
   assert.ok(loose.stats().maxEarlyBytes > bound, `a loose map holds more: ${loose.stats().maxEarlyBytes}`);
 });
 
+test("two ranks, each streaming every shard for its half, within a tight bound: together every id once, none twice; an id asked twice at once is answered twice", async () => {
+  const seen: string[][] = [];
+  for (const rank of [0, 1]) {
+    const source = await open(`wds:${INDEX}`, { mode: "read", wds: { maxEarlyBytes: 4000 } }) as WebDatasetSource;
+    const loader = new Loader({ store: source, ids, batchSize: 6, seed: 8, rank, worldSize: 2 });
+    try {
+      const mine: string[] = [];
+      for await (const b of loader.epoch(0)) mine.push(...b.ids);
+      seen.push(mine);
+      assert.ok(source.stats().maxEarlyBytes <= 4000, JSON.stringify(source.stats()));
+    } finally {
+      await loader.close();
+    }
+  }
+  assert.is(seen[0].length + seen[1].length, ids.length);
+  assert.equal([...seen[0], ...seen[1]].sort(), ids.slice().sort(), "the ranks partition the epoch");
+
+  const source = await openWebDatasetSource(INDEX);
+  try {
+    const id = index.shardlist[2].keys[5];
+    const twice = await Promise.all([0, 1].map(() => new Promise<Uint8Array>((resolve, reject) => source.fetch(id, (e, s) => (e ? reject(e) : resolve(s!.data))))));
+    for (const d of twice) assert.equal(d, want.get(id)!.data);
+    assert.ok(twice[0] !== twice[1], "each its own buffer");
+    assert.is(source.inFlight(), 0);
+  } finally {
+    await source.close();
+  }
+});
+
 test("a foreign index (url and nsamples only) gives URL#i ids; a sample without its image is a named error naming its key and shard", async () => {
   writeFileSync(join(dir, "foreign.index.json"), JSON.stringify({ shardlist: index.shardlist.map((s) => ({ url: s.url, nsamples: s.nsamples })) }));
   const foreign = await openWebDatasetSource(join(dir, "foreign.index.json"));
