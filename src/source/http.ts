@@ -395,16 +395,18 @@ export async function streamPool(target: HttpTarget, opts: HttpSourceOptions, ca
 }
 
 /**
- * Object `path` (as sent, under `target`'s origin) from byte `start` on: one GET, with
- * `Range: bytes=START-` past 0 and `target`'s headers (signed afresh), for objects read as a
+ * Object `path` (as sent, under `target`'s origin) from byte `start` on, to byte `end`
+ * (inclusive) when given: one GET, with `Range: bytes=START-[END]` past 0 or with an end, and
+ * `target`'s headers (signed afresh), for objects read as a
  * stream rather than whole into one buffer. Resolves once a 2xx has arrived, with its body's
  * chunks; a server that ignores the Range (200) has the bytes before `start` skipped. Other
  * answers are named as a sample's are (the target's `explain`, 404/410 ERR_STORE, 5xx
  * retryable); a failure mid-body surfaces from the iteration, for the caller to name with its
  * offset. `shown` is the object's URL for messages.
  */
-export async function streamObject(pool: UndiciPool, target: HttpTarget, path: string, shown: string, start: number, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
-  const headers: Record<string, string> = { ...target.headers?.("GET", path), ...(start > 0 ? { range: `bytes=${start}-` } : {}) };
+export async function streamObject(pool: UndiciPool, target: HttpTarget, path: string, shown: string, start: number, signal?: AbortSignal, end?: number): Promise<AsyncIterable<Uint8Array>> {
+  const headers: Record<string, string> = { ...target.headers?.("GET", path) };
+  if (start > 0 || end !== undefined) headers.range = `bytes=${start}-${end ?? ""}`;
   let res: Awaited<ReturnType<UndiciPool["request"]>>;
   try {
     res = await pool.request({ path, method: "GET", headers, ...(signal ? { signal } : {}) });
@@ -413,8 +415,8 @@ export async function streamObject(pool: UndiciPool, target: HttpTarget, path: s
     throw storeError("ERR_STORE_UNREACHABLE", `Cannot get ${shown}${start > 0 ? ` from byte ${start}` : ""}: ${describe(e)}`, true, { cause: e });
   }
   const status = res.statusCode;
-  if (status === 206 || (status === 200 && start === 0)) return res.body as AsyncIterable<Uint8Array>;
-  if (status === 200) return skipped(res.body as AsyncIterable<Uint8Array>, start);
+  if (status === 206 || (status === 200 && start === 0 && end === undefined)) return res.body as AsyncIterable<Uint8Array>;
+  if (status === 200) return skipped(res.body as AsyncIterable<Uint8Array>, start, end);
   const body = await readBoundedBody(res.body, -1, 1 << 16, () => new Error("an error page over 64 KiB")).catch(() => new Uint8Array(0));
   const named = target.explain?.({ status, headers: res.headers as Record<string, string | string[]>, body: body.subarray(0, ERROR_BODY_BYTES), url: shown });
   if (named) throw named;
@@ -426,15 +428,14 @@ export async function streamObject(pool: UndiciPool, target: HttpTarget, path: s
   throw e;
 }
 
-/** `body` without its first `n` bytes. */
-async function* skipped(body: AsyncIterable<Uint8Array>, n: number): AsyncGenerator<Uint8Array> {
+/** Bytes `start` to `end` (inclusive; default: its end) of `body`. */
+async function* skipped(body: AsyncIterable<Uint8Array>, start: number, end = Infinity): AsyncGenerator<Uint8Array> {
+  let at = 0;
   for await (const c of body) {
-    if (n >= c.length) {
-      n -= c.length;
-      continue;
-    }
-    yield n > 0 ? c.subarray(n) : c;
-    n = 0;
+    const from = Math.max(0, start - at), to = Math.min(c.length, end + 1 - at);
+    at += c.length;
+    if (from < to) yield c.subarray(from, to);
+    if (at > end) return;
   }
 }
 

@@ -26,7 +26,7 @@
  * streams. The early map is bounded in bytes: when it is full the stream stops pulling (its
  * connection's window closes), unless someone waits for a sample further on in that stream,
  * in which case the oldest early samples are dropped to make room (`evicted`): a later fetch
- * of one reads that sample alone, from its offset, with a Range request. So memory stays
+ * of one reads that sample alone, its bytes only, with a Range request. So memory stays
  * bounded and no fetch waits for ever, whatever order the ids come in (several ranks each
  * streaming every shard, ids asked twice by a hedge).
  *
@@ -106,8 +106,8 @@ interface Objects {
   index(): Promise<Uint8Array>;
   /** A shard's location and how messages show it (`url` as the index lists it). */
   locate(url: string): { at: string; shown: string };
-  /** The bytes of the shard at `at` from byte `start`. */
-  stream(at: string, shown: string, start: number, signal: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
+  /** The bytes of the shard at `at` from byte `start` (to `end`, inclusive, when given). */
+  stream(at: string, shown: string, start: number, signal: AbortSignal, end?: number): Promise<AsyncIterable<Uint8Array>>;
   close(): Promise<void>;
 }
 
@@ -129,8 +129,9 @@ interface Stream {
   /** Position of the next sample to hand on, and where it begins (a resume's Range). */
   next: number;
   resumeAt: number;
-  /** A single sample's read: stop after this position. */
+  /** A single sample's read: stop after this position, and the last byte to ask for when known. */
   until?: number;
+  end?: number;
   closed: boolean;
   attempts: number;
   wake?: () => void;
@@ -283,8 +284,8 @@ export class WebDatasetSource implements Source {
     else if (dropped || [...shard.streams].some((s) => !s.closed && s.until === undefined)) {
       // Dropped from the early map, or passed by the shard's stream (asked again): read it alone.
       this.#stats.picked++;
-      const known = shard.offsets[j];
-      this.#start(shard, known === undefined ? 0 : j, known ?? 0, j);
+      const known = shard.offsets[j], after = shard.offsets[j + 1];
+      this.#start(shard, known === undefined ? 0 : j, known ?? 0, j, known !== undefined && after !== undefined ? after - 1 : undefined);
     } else {
       this.#stats.opened++;
       this.#start(shard, 0, 0);
@@ -313,9 +314,10 @@ export class WebDatasetSource implements Source {
     await this.#objects.close();
   }
 
-  #start(shard: Shard, next: number, offset: number, until?: number): void {
+  #start(shard: Shard, next: number, offset: number, until?: number, end?: number): void {
     const s: Stream = { shard, next, resumeAt: offset, closed: false, attempts: 0, abort: new AbortController() };
     if (until !== undefined) s.until = until;
+    if (end !== undefined) s.end = end;
     shard.streams.add(s);
     this.#run(s).catch((e) => this.#fail(s, e instanceof Error ? e : new Error(String(e))));
   }
@@ -338,7 +340,7 @@ export class WebDatasetSource implements Source {
       /** Where the sample being grouped begins, and where the entry after the last one read would. */
       let begins = base, end = base;
       try {
-        const body = await this.#objects.stream(shard.at, shard.shown, base, s.abort.signal);
+        const body = await this.#objects.stream(shard.at, shard.shown, base, s.abort.signal, s.end);
         for await (const chunk of body) {
           if (s.closed) return;
           this.#stats.bytes += chunk.length;
@@ -514,9 +516,9 @@ function fileObjects(index: string): Objects {
       const at = isAbsolute(url) ? url : join(dir, url);
       return { at, shown: at };
     },
-    stream: (at, shown, start) =>
+    stream: (at, shown, start, _signal, end) =>
       new Promise((resolve, reject) => {
-        const f = createReadStream(at, { start, highWaterMark: 1 << 16 });
+        const f = createReadStream(at, { start, ...(end !== undefined ? { end } : {}), highWaterMark: 1 << 16 });
         f.once("open", () => resolve(f as AsyncIterable<Uint8Array>));
         f.once("error", (e: Error & { code?: string }) => {
           reject(storeError(e.code === "ENOENT" ? "ERR_STORE" : "ERR_STORE_UNREACHABLE", `Cannot find shard ${shown}: ${describe(e)}`, e.code !== "ENOENT", { cause: e }));
@@ -576,7 +578,7 @@ async function targetObjects(target: HttpTarget, indexPath: string, opts: HttpSo
       const p = path(url);
       return { at: p, shown: shownOf(p) };
     },
-    stream: (at, shown, start, signal) => streamObject(pool, target, at, shown, start, signal),
+    stream: (at, shown, start, signal, end) => streamObject(pool, target, at, shown, start, signal, end),
     close: () => pool.destroy(),
   };
 }

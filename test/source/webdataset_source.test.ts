@@ -87,6 +87,11 @@ test("over HTTP (nginx): the same epochs, the shards streamed through the HTTP s
   assert.match(source.name, /^http:\/\/127\.0\.0\.1:\d+\/data\/fm\.index\.json \(fm\)$/);
   await readTwoEpochs(new Loader({ store: source, ids, batchSize: 8, seed: 3, readAhead: false }));
   assert.is(source.stats().opened, 10);
+  // A tight bound: samples read alone by a Range with both ends (HTTP 206).
+  const tight = await open(`wds:${web!.url}/fm.index.json`, { mode: "read", wds: { maxEarlyBytes: 3000 } }) as WebDatasetSource;
+  await readTwoEpochs(new Loader({ store: tight, ids, batchSize: 8, seed: 6, readAhead: false }));
+  const st = tight.stats(), total = exported.shards.reduce((n, s) => n + s.bytes, 0);
+  assert.ok(st.picked > 0 && st.bytes < 3 * total, JSON.stringify(st));
   // By address too, and a missing index is named.
   await readTwoEpochs(new Loader({ store: `wds:${web!.url}/fm.index.json`, ids, batchSize: 8, seed: 3 }));
   await expectError(open(`wds:${web!.url}/none.index.json`, { mode: "read" }), "ERR_STORE", /Cannot find http:\/\/127\.0\.0\.1:\d+\/data\/none\.index\.json: it answered HTTP 404/);
@@ -141,6 +146,8 @@ test("the early-sample map keeps to maxEarlyBytes: streams pause, or drop their 
   assert.is(st.earlyBytes <= bound, true);
   assert.ok(st.evicted > 0 && st.picked > 0, `samples dropped, then read alone: ${JSON.stringify(st)}`);
   assert.is(st.opened, 10, "each shard still streamed once an epoch");
+  const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
+  assert.ok(st.bytes < 3 * total, `a sample read alone is its bytes only: ${st.bytes} for two epochs of ${total}`);
   // And without a tight bound the same read holds more than that at once.
   const loose = await open(`wds:${INDEX}`, { mode: "read" }) as WebDatasetSource;
   await readTwoEpochs(new Loader({ store: loose, ids, batchSize: 8, seed: 6 }));
