@@ -122,6 +122,8 @@ interface Shard {
   /** Where each sample begins (the end of the previous sample's last entry), once parsed. */
   offsets: number[];
   streams: Set<Stream>;
+  /** Where its bytes stopped being a tar (the same bytes fail the same way): samples from `next` on are that error. */
+  broken?: { next: number; error: Error };
 }
 
 interface Stream {
@@ -273,11 +275,16 @@ export class WebDatasetSource implements Source {
       this.#wakeAll();
       return more;
     }
+    const { shard, j } = at;
+    if (shard.broken && j >= shard.broken.next && !this.#evicted.has(id)) {
+      const { error } = shard.broken;
+      queueMicrotask(() => answer({ error }));
+      return more;
+    }
     const waiting = this.#pending.get(id);
     const cb: FetchCallback = (err, s) => answer(err ? { error: err } : { sample: s! });
     if (waiting) waiting.push(cb);
     else this.#pending.set(id, [cb]);
-    const { shard, j } = at;
     const live = [...shard.streams].find((s) => !s.closed && s.next <= j && (s.until === undefined || j <= s.until));
     const dropped = this.#evicted.delete(id);
     if (live) live.wake?.(); // paused: it finds a waiter and makes room
@@ -364,7 +371,13 @@ export class WebDatasetSource implements Source {
       } catch (e) {
         if (s.closed) return;
         if (e instanceof TarError) {
-          return this.#fail(s, storeError(e.code, `Cannot read tar shard ${shard.shown} as ${e.reason} (offset ${base + e.offset})`, false, { cause: e }));
+          // The sample being grouped has its entries whole: kept, as what precedes a break always is.
+          const held = grouper.end();
+          if (held) await this.#deliver(s, held, begins, end);
+          if (s.closed) return;
+          const error = storeError(e.code, `Cannot read tar shard ${shard.shown} as ${e.reason} (offset ${base + e.offset})`, false, { cause: e });
+          if (!shard.broken || s.next < shard.broken.next) shard.broken = { next: s.next, error };
+          return this.#fail(s, error);
         }
         const err = e as Error & { code?: string };
         const named = err instanceof CassetteError ? err : storeError("ERR_STORE_UNREACHABLE", `Cannot read shard ${shard.shown} at offset ${base + reader.offset}: ${describe(err)}`, true, { cause: err });

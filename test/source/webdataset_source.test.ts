@@ -216,6 +216,27 @@ test("a foreign index (url and nsamples only) gives URL#i ids; a sample without 
   } finally {
     await bad.close();
   }
+
+  // A shard whose bytes stop being a tar after its first sample: the samples before are read,
+  // the rest are the tar error, naming the shard and the offset, without reading it again.
+  const good = readFileSync(join(dir, index.shardlist[1].url));
+  const keys = index.shardlist[1].keys;
+  const second = good.indexOf(Buffer.from(`${keys[1]}.`));
+  const broken = Buffer.from(good);
+  broken[second + 148] ^= 1; // the checksum of the second sample's first header
+  writeFileSync(join(dir, "broken-000000.tar"), broken);
+  writeFileSync(join(dir, "broken.index.json"), JSON.stringify({ shardlist: [{ url: "broken-000000.tar", nsamples: keys.length, keys }] }));
+  const torn = await openWebDatasetSource(join(dir, "broken.index.json"));
+  try {
+    const ask = (id: string) => new Promise<Error | number>((resolve) => torn.fetch(id, (e, s) => resolve(e ?? s!.label)));
+    const answers = await Promise.all(keys.slice(0, 3).map(ask));
+    assert.is(answers[0], want.get(keys[0])!.label, "the sample before the break");
+    for (const e of answers.slice(1)) assert.match((e as Error).message, new RegExp(`Cannot read tar shard .*broken-000000\\.tar as the header has a bad checksum.*\\(offset ${second}\\)`));
+    assert.match(String(((await ask(keys[9])) as Error).message), /bad checksum/, "a later sample: the same error");
+    assert.is(torn.stats().opened, 1, "read once");
+  } finally {
+    await torn.close();
+  }
 });
 
 test("the shard-aware plan: a permutation, each block of k shards read together, reproducible from (seed, epoch), new each epoch, ranks partition it; without groups the plan is unchanged", () => {
