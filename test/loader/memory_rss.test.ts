@@ -68,7 +68,7 @@ test("maxPrefetchBytes counts decoded pixels: JPEGs of 1024×768 decoded in two 
   try {
     const next = rng(freshSeed());
     await store.createDataset({ version: 1, name: "px", columns: [], groupBy: [], label: { kind: "int" } });
-    // Eight smooth images (small files, ~2.4 MB of pixels each), each stored under 15 keys.
+    // Eight smooth images (small files, ~2.4 MB of pixels each), each stored under 25 keys.
     const [w, h] = [1024, 768];
     const files = Array.from({ length: 8 }, () => {
       const px = new Uint8Array(w * h * 3);
@@ -81,9 +81,9 @@ test("maxPrefetchBytes counts decoded pixels: JPEGs of 1024×768 decoded in two 
       }
       return cjpeg(px, w, h, 3);
     });
-    await store.put("px", Array.from({ length: 120 }, (_, i) => ({ key: `p${i}`, label: 0, data: files[i % 8] })));
+    await store.put("px", Array.from({ length: 200 }, (_, i) => ({ key: `p${i}`, label: 0, data: files[i % 8] })));
     await store.close();
-    const growth = (maxPrefetchBytes?: number) => childGrowth(address, "px", 120, maxPrefetchBytes, true);
+    const growth = (maxPrefetchBytes?: number) => childGrowth(address, "px", 200, maxPrefetchBytes, true);
     const bounded = growth(BOUND);
     const free = growth();
     console.log(`  RSS growth, decoding in 2 workers: ${bounded.toFixed(0)} MB with maxPrefetchBytes ${BOUND / MB} MB, ${free.toFixed(0)} MB without`);
