@@ -75,17 +75,16 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     return;
   }
   let b = gid.y;
-  let rec = b * 8u;
-  let offset = src[rec];
-  let width = src[rec + 1u];
-  let height = src[rec + 2u];
-  let flags = src[rec + 3u];
-  let crop = vec4<f32>(bitcast<f32>(src[rec + 4u]), bitcast<f32>(src[rec + 5u]), bitcast<f32>(src[rec + 6u]), bitcast<f32>(src[rec + 7u]));
-  let channels = flags & 0xfu;
+  let r = record(b); // shaders/preprocess/record.wgsl
+  let offset = r.offset;
+  let width = r.width;
+  let height = r.height;
+  let crop = r.crop;
+  let channels = r.channels;
 
   let oy = pixel / outW;
   var ox = pixel % outW;
-  if ((flags & 0x100u) != 0u) {
+  if (r.mirror) {
     ox = outW - 1u - ox;
   }
   let ax = axis(ox, crop.x, crop.z, outW, width);

@@ -43,20 +43,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     return;
   }
   let b = gid.y;
-  let rec = b * 8u;
-  let offset = src[rec];
-  let width = src[rec + 1u];
-  let height = src[rec + 2u];
-  let flags = src[rec + 3u];
-  let crop = vec4<f32>(bitcast<f32>(src[rec + 4u]), bitcast<f32>(src[rec + 5u]), bitcast<f32>(src[rec + 6u]), bitcast<f32>(src[rec + 7u]));
-  let channels = flags & 0xfu;
+  let r = record(b); // shaders/preprocess/record.wgsl
 
   let oy = pixel / outW;
   var ox = pixel % outW;
-  if ((flags & 0x100u) != 0u) {
+  if (r.mirror) {
     ox = outW - 1u - ox;
   }
-  let x = nearest(ox, crop.x, crop.z, outW, width);
-  let y = nearest(oy, crop.y, crop.w, outH, height);
-  dst[b * outW * outH + pixel] = byteAt(offset + (y * width + x) * channels);
+  let x = nearest(ox, r.crop.x, r.crop.z, outW, r.width);
+  let y = nearest(oy, r.crop.y, r.crop.w, outH, r.height);
+  dst[b * outW * outH + pixel] = byteAt(r.offset + (y * r.width + x) * r.channels);
 }

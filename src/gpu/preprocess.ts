@@ -6,6 +6,7 @@
  */
 import code from "../../shaders/preprocess/crop_resize_normalize.wgsl" with { type: "text" };
 import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "text" };
+import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
 import { isRandom, packImages, packLayout, planImage } from "./pack.ts";
@@ -16,12 +17,12 @@ import type { JpegCoefficients } from "./idct.ts";
 
 const kernel = new Kernel({
   name: "preprocess/crop_resize_normalize",
-  code,
+  code: recordCode + code,
   bindings: ["uniform", "read-only-storage", "storage"],
 });
 const maskKernel = new Kernel({
   name: "preprocess/mask_nearest",
-  code: maskCode,
+  code: recordCode + maskCode,
   bindings: ["uniform", "read-only-storage", "storage"],
 });
 const WORKGROUP = 64;
