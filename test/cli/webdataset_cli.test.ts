@@ -83,7 +83,8 @@ function sourceShards(seed: number): { folder: string; samples: Made[] } {
   };
   for (let i = 0; i < 16; i++) {
     const shard = i < 8 ? 0 : 1;
-    const key = `img/s${i}`, label = randomInt(next, 0, 3);
+    // Every class at least once: ingest records a label map only when labels 0…max are all named.
+    const key = `img/s${i}`, label = i < CLASSES.length ? (i + seed) % CLASSES.length : randomInt(next, 0, 3);
     const w = randomInt(next, 4, 12), h = randomInt(next, 4, 12);
     const pixels = randomBytes(next, w * h * 3);
     const ext = i % 3 === 0 ? "png" : "jpg";

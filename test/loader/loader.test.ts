@@ -384,15 +384,16 @@ test("prefetch auto does not deepen for a consumer that starves for CPU, not dat
   for (let e = 0; e < 3; e++) for await (const _ of warm.epoch(e));
   await warm.close();
   const loader = new Loader({ store: await setup(), ids, batchSize: 5, prefetch: "auto", maxPrefetch: 60, seed: 2 });
-  for (let e = 0; e < 4; e++) {
+  for (let e = 0; e < 6; e++) {
     for await (const _ of loader.epoch(e)) {
       const until = performance.now() + 20;
       while (performance.now() < until);
     }
   }
-  // A probe or two may pass on noise (a busy machine, a JIT warming up); the old rule went on
-  // deepening at every wait (to 20 here).
-  assert.ok(loader.stats().prefetch <= 13, `the window stays near 8 batches: ${loader.stats().prefetch}`);
+  // Probes are judged on a wall-clock rate, so on a machine busy with other tests a probe or two
+  // may pass on noise (8 → 10 → 13 → 16; one in CI came to 16); the old rule went on deepening
+  // at every wait (to 23 here), and one that never stopped probing came to 31.
+  assert.ok(loader.stats().prefetch <= 16, `the window stays near 8 batches: ${loader.stats().prefetch}`);
   await loader.close();
 });
 
