@@ -2,7 +2,8 @@
  * The CQL checks cassandra.sh needs for a cluster of local nodes (run with the repository's bun):
  *
  *   bun tools/cassandra/ring.ts joined HOST PORT OTHER,…   wait until every OTHER node sees HOST
- *                                                          at its current gossip generation, NORMAL
+ *                                                          at its current gossip generation, NORMAL,
+ *                                                          and the peers tables list them both ways
  *   bun tools/cassandra/ring.ts info HOST PORT             {"hostId","generation"} of HOST
  *
  * A node that answers CQL has finished its own start-up, but another node may still hold the
@@ -49,13 +50,34 @@ async function info(h: string): Promise<{ hostId: string; generation: number }> 
   }
 }
 
-/** What `other` knows of `h`: its gossip generation and status there, or why not. */
-async function seenBy(other: string, h: string): Promise<{ generation?: number; status?: string; error?: string }> {
+/** The addresses in `c`'s node's peers table: what a driver connected there learns of the cluster. */
+async function peersOf(c: cassandra.Client): Promise<string[]> {
+  const rows = await c.execute("SELECT peer FROM system.peers_v2").catch(() => c.execute("SELECT peer FROM system.peers"));
+  return rows.rows.map((r) => r.peer.toString());
+}
+
+/**
+ * What `other` knows of `h`: its gossip generation and status there, and whether `h` is in its
+ * peers table, or why not. Gossip can say NORMAL before the peers table lists the node, and a
+ * driver counts the cluster's nodes from that table (a keyspace made then got RF 2 of 3 nodes).
+ */
+async function seenBy(other: string, h: string): Promise<{ generation?: number; status?: string; listed?: boolean; error?: string }> {
   const c = client(other);
   try {
     const rows = (await c.execute("SELECT address, generation, status_with_port FROM system_views.gossip_info")).rows;
     const row = rows.find((r) => r.address.toString() === h);
-    return row ? { generation: row.generation, status: row.status_with_port } : {};
+    return row ? { generation: row.generation, status: row.status_with_port, listed: (await peersOf(c)).includes(h) } : {};
+  } catch (e) {
+    return { error: (e as Error).message };
+  } finally {
+    await c.shutdown();
+  }
+}
+
+async function ownPeers(): Promise<{ peers: string[] } | { error: string }> {
+  const c = client(host);
+  try {
+    return { peers: await peersOf(c) };
   } catch (e) {
     return { error: (e as Error).message };
   } finally {
@@ -73,9 +95,15 @@ const me = await info(host);
 let last = "";
 for (;;) {
   const views = await Promise.all(peers.map(async (p) => [p, await seenBy(p, host)] as const));
-  const behind = views.filter(([, v]) => v.generation !== me.generation || !/^NORMAL/.test(v.status ?? ""));
-  if (behind.length === 0) break;
-  last = behind.map(([p, v]) => `${p} ${v.error ?? (v.generation === undefined ? "has not heard of it" : `sees generation ${v.generation}, ${v.status}`)}`).join("; ");
+  const behind = views.filter(([, v]) => v.generation !== me.generation || !/^NORMAL/.test(v.status ?? "") || !v.listed);
+  // And the other way: the node's own peers table lists every other one.
+  const own = await ownPeers();
+  const unlisted = "error" in own ? [] : peers.filter((p) => !own.peers.includes(p));
+  if (behind.length === 0 && unlisted.length === 0 && !("error" in own)) break;
+  last = [
+    ...behind.map(([p, v]) => `${p} ${v.error ?? (v.generation === undefined ? "has not heard of it" : v.listed ? `sees generation ${v.generation}, ${v.status}` : "does not list it in system.peers yet")}`),
+    ...("error" in own ? [`${host}: ${own.error}`] : unlisted.map((p) => `${host} does not list ${p} in system.peers yet`)),
+  ].join("; ");
   if (Date.now() > deadline) {
     console.error(`cannot see ${host} joined (generation ${me.generation}, host id ${me.hostId}): ${last}`);
     process.exit(1);
