@@ -24,9 +24,10 @@
  * ```
  */
 import { CassetteError } from "./errors.ts";
-import { type EpochPlanOptions, epochPlan } from "./plan/epoch.ts";
+import { epochPlan } from "./plan/epoch.ts";
 import { assertUnique } from "./schedule/ledger.ts";
 import { EpochScheduler } from "./schedule/epochs.ts";
+import { checkResumeState, HandedOver, type LoaderState, type PlanIdentity, resumed } from "./schedule/resume.ts";
 import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
 import { type ShardGroups, shardGroups } from "./source/webdataset_source.ts";
@@ -39,7 +40,7 @@ import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 import { isTransformModule, type TransformModule } from "./decode/transform.ts";
 
-export type { LoaderStats, SkippedSample };
+export type { LoaderState, LoaderStats, SkippedSample };
 
 export interface LoaderOptions<T = Sample> {
   /**
@@ -147,11 +148,17 @@ export interface LoaderOptions<T = Sample> {
    * samples queued behind it go to other workers; it joins a later batch (default true).
    */
   slowLane?: boolean;
+  /**
+   * Continue from `loader.state()` of an earlier run with the same ids and plan options: the
+   * first `epoch(state.epoch)` reads only the samples not handed over then (whatever order
+   * they left in); a state from other ids, seed, rank or batch options is refused by name.
+   */
+  resume?: LoaderState;
   signal?: AbortSignal;
 }
 
 export interface EpochOptions {
-  /** Ids already handed over in an interrupted run of this epoch (from checkpointed batch.ids): they are not read again. */
+  /** Ids already handed over in an interrupted run of this epoch: they are not read again (`resume` does this from a `state()`). */
   skip?: Iterable<string>;
   /** Read ahead into epoch `epoch + 1` near this epoch's end (default: the loader's `readAhead`). */
   readAhead?: boolean;
@@ -195,10 +202,8 @@ export class Loader<T = Sample> implements AsyncDisposable {
     assertUnique(o.ids, "Cannot create a Loader");
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
+    if (o.resume !== undefined) this.#resume = checkResumeState(o.resume, this.#identity());
     this.#read = new ReadPath({ ...o, transform: module, seed: o.seed }, () => this.#schedule.drained());
-    const plan: Omit<EpochPlanOptions, "epoch"> = {
-      seed: o.seed ?? 0, rank: o.rank, worldSize: o.worldSize, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast,
-    };
     this.#schedule = new EpochScheduler<Sample, T>(
       {
         batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", signal: o.signal,
@@ -207,7 +212,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
         maxPrefetchBytes: o.maxPrefetchBytes,
       },
       this.#read,
-      (epoch) => epochPlan(o.ids, { ...plan, epoch, ...(this.#shards?.groups ? { groups: this.#shards.groups } : {}) }),
+      (epoch) => this.#planOf(epoch),
       this.#stats,
     );
   }
@@ -215,19 +220,60 @@ export class Loader<T = Sample> implements AsyncDisposable {
   /** Batches of epoch `epoch`: iterate with `for await`. One epoch at a time. */
   epoch(epoch: number, opts: EpochOptions = {}): AsyncIterableIterator<Batch<T>, undefined> {
     if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", "Cannot start an epoch as the loader is closed");
-    const run = () => this.#schedule.epoch(epoch, new Set(opts.skip ?? []), opts.readAhead);
     // A shard set is planned shard by shard (plan/epoch.ts `groups`); a wds: address's shards
     // are known once its index is read, before the first epoch's plan.
     const shards = this.#shards ??= shardGroups(this.options.store, this.options.dataset);
-    if (shards.groups || !shards.loading) return run();
+    const start = () => {
+      // What this epoch hands over is recorded for state(); a resume's epoch starts from the
+      // state's record and leaves its samples out.
+      const from = this.#resume?.epoch === epoch ? this.#resume : undefined;
+      const handed = from ? resumed(from, this.#planOf(epoch)) : new HandedOver(epoch, this.#planOf(epoch));
+      const skip = new Set(opts.skip ?? []);
+      if (from) for (const id of handed.ids()) skip.add(id);
+      const run = this.#schedule.epoch(epoch, skip, opts.readAhead);
+      if (from) this.#resume = undefined;
+      this.#handed = handed;
+      return tracked(run, handed);
+    };
+    if (shards.groups || !shards.loading) return start();
     const loading = shards.loading;
     return (async function* (): AsyncGenerator<Batch<T>, undefined> {
       await loading;
-      yield* run();
+      yield* start();
       return undefined;
     })();
   }
   #shards?: ShardGroups;
+  #resume?: LoaderState;
+  #handed?: HandedOver;
+
+  /** The plan of `epoch` (the last two kept: the scheduler and state() ask for the same ones). */
+  #planOf(epoch: number): string[] {
+    const hit = this.#plans.find((p) => p.epoch === epoch);
+    if (hit) return hit.plan;
+    const plan = epochPlan(this.options.ids, { ...this.#identity(), epoch, ...(this.#shards?.groups ? { groups: this.#shards.groups } : {}) });
+    this.#plans = [{ epoch, plan }, ...this.#plans.slice(0, 1)];
+    return plan;
+  }
+  #plans: { epoch: number; plan: string[] }[] = [];
+
+  #identity(): PlanIdentity {
+    const o = this.options;
+    return { seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false };
+  }
+
+  /**
+   * Where the loader stands, as a small JSON-able value for a checkpoint: the epoch in progress
+   * and a bitmap over its plan of the samples handed over so far (once an epoch's iteration
+   * has ended, the next epoch with none). `new Loader({ …, resume: state })` continues there.
+   * Take it between batches: a batch counts as handed over once the loop has it.
+   */
+  state(): LoaderState {
+    const h = this.#handed;
+    if (!h) return this.#resume ?? new HandedOver(0, this.#planOf(0)).state(this.#identity());
+    if (h.finished) return new HandedOver(h.epoch + 1, this.#planOf(h.epoch + 1)).state(this.#identity());
+    return h.state(this.#identity());
+  }
 
   /** The source, opened on first use (with its decoding, hedging and retries). */
   source(): Promise<Source<Sample>> {
@@ -266,4 +312,14 @@ export class Loader<T = Sample> implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** An epoch's batches, each recorded as handed over as it leaves; the record ends with them. */
+async function* tracked<T>(run: AsyncIterable<Batch<T>>, handed: HandedOver): AsyncGenerator<Batch<T>, undefined> {
+  for await (const b of run) {
+    handed.mark(b.ids);
+    yield b;
+  }
+  handed.finished = true;
+  return undefined;
 }
