@@ -406,6 +406,59 @@ export class Sequential {
     this.#evalStats.buffer.destroy();
     for (const b of this.#history) b.destroy();
   }
+
+  // --- Prediction (`cassette predict`, src/train/predict.ts) ------------------------------------
+  // The eval forward without the loss: the eval program also adds softmax cross-entropy against
+  // the batch's labels, which an unlabeled sample has not. The logits are read back once per
+  // batch, and the softmax is taken here in f64: the read-back is n × classes values either way,
+  // and no kernel is needed for it. The programs hold only uniform buffers (the tensors are the
+  // batch plan's); destroy() does not free them yet, the device's end does.
+
+  readonly #predictPrograms = new Map<number, Promise<Program>>();
+
+  /**
+   * Each sample's class probabilities (the softmax of its logits) in eval mode (batch norm uses
+   * its running statistics): n × classes values, row by row. One submit and one read-back per
+   * call; calls may overlap (their submits keep call order), so a caller can prepare the next
+   * batch while this one runs. The batch's labels are not read.
+   */
+  async predictStep(b: TrainBatch): Promise<Float32Array<ArrayBuffer>> {
+    const plan = await this.#plan(b.n);
+    let program = this.#predictPrograms.get(b.n);
+    if (!program) {
+      program = Program.build(this.device, plan.layers.flatMap((l) => l.eval), `predict-${b.n}`);
+      this.#predictPrograms.set(b.n, program);
+      program.catch(() => this.#predictPrograms.delete(b.n));
+    }
+    const forward = await program;
+    const logits = plan.layers[plan.layers.length - 1].y;
+    const readback = this.device.createBuffer({ label: "model/predict-readback", size: logits.bytes, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.MAP_READ });
+    try {
+      const encoder = this.device.createCommandEncoder();
+      this.#load(encoder, plan, b);
+      forward.encode(encoder);
+      encoder.copyBufferToBuffer(logits.buffer, logits.offset, readback, 0, logits.bytes);
+      this.device.queue.submit([encoder.finish()]);
+      await readback.mapAsync(GPUMapMode.READ);
+      return this.#softmaxRows(new Float32Array(readback.getMappedRange().slice(0)), b.n);
+    } finally {
+      readback.destroy();
+    }
+  }
+
+  /** Row-wise softmax of n × classes logits, in f64 (the row's max subtracted first), as f32. */
+  #softmaxRows(z: Float32Array, n: number): Float32Array<ArrayBuffer> {
+    const c = this.classes, out = new Float32Array(n * c);
+    for (let r = 0; r < n; r++) {
+      const row = r * c;
+      let top = -Infinity;
+      for (let k = 0; k < c; k++) if (z[row + k] > top) top = z[row + k];
+      let sum = 0;
+      for (let k = 0; k < c; k++) sum += Math.exp(z[row + k] - top);
+      for (let k = 0; k < c; k++) out[row + k] = Math.exp(z[row + k] - top) / sum;
+    }
+    return out;
+  }
 }
 
 /**
