@@ -75,7 +75,59 @@ export interface Store {
   /** Every row of metadata_by_nat, in pages. */
   scanNat(dataset: string): AsyncIterable<NatRow[]>;
   info(dataset: string): Promise<DatasetInfo>;
+  /** The keys the samples among `ids` were ingested from (metadata_by_uuid); an id not stored is absent. */
+  keysOf(dataset: string, ids: readonly string[]): Promise<Map<string, string>>;
+  /**
+   * Writes predictions to `table` (made when missing, in the schema PREDICTION_COLUMNS names),
+   * keyed by id: a row already there for an id is replaced. ERR_INVALID_OPTION for a bad table
+   * name (checkPredictionTable), ERR_STORE when the table exists with other columns.
+   */
+  putPredictions(table: string, rows: readonly PredictionRow[]): Promise<void>;
+  /** Every row of a predictions table, in pages, in no particular order; ERR_STORE when it does not exist. */
+  scanPredictions(table: string): AsyncIterable<PredictionRow[]>;
   close(): Promise<void>;
+}
+
+/** One sample's prediction: a row of a predictions table, or a line of `cassette predict --out`. */
+export interface PredictionRow {
+  id: string;
+  dataset: string;
+  /** The key it was ingested from, where the store keeps it. */
+  key: string | null;
+  /** The top-k classes, most probable first (ties: the lower class first). */
+  classes: number[];
+  /** Their probabilities (f32 values), in the same order. */
+  probs: number[];
+  /** The stored class, or null where the sample has none. */
+  label: number | null;
+  /** "sha256:HEX" of the weights file that predicted it. */
+  weights: string;
+  /** When it was predicted (ISO 8601, milliseconds: what a Cassandra timestamp keeps). */
+  at: string;
+}
+
+/** A predictions table's columns, in order (SQLite and Cassandra alike; types differ). */
+export const PREDICTION_COLUMNS = ["id", "dataset", "key", "classes", "probs", "label", "weights", "at"] as const;
+
+/**
+ * Unquoted-safe in CQL and SQL, lower case (Cassandra folds unquoted names), within
+ * Cassandra's 48 characters; not cassette's own tables' prefixes.
+ */
+const TABLE_NAME = /^[a-z][a-z0-9_]{0,47}$/;
+
+/** Throws ERR_INVALID_OPTION naming `table` and the rule when it cannot name a predictions table. */
+export function checkPredictionTable(table: string, where: string): string {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot use '${table}' as a predictions table in ${where} as ${why}`);
+  };
+  if (!TABLE_NAME.test(table)) bad("a table name must be a lower-case letter then up to 47 lower-case letters, digits or _ (a CQL and SQL identifier)");
+  if (table.startsWith("ds_") || table.startsWith("cassette_")) bad("names starting ds_ or cassette_ are cassette's own tables");
+  return table;
+}
+
+/** The default predictions table of a dataset: predictions_<name>, with every other character as _. */
+export function defaultPredictionTable(dataset: string): string {
+  return `predictions_${dataset.toLowerCase().replace(/[^a-z0-9]/g, "_")}`;
 }
 
 /** A sample checked for storing: its label as the data table holds it, its class, its column values. */

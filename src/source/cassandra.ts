@@ -15,10 +15,13 @@ import { racePreparation } from "./cassandra_prepare.ts";
 import { isRetryable } from "./retryable.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import {
+  checkPredictionTable,
   type DatasetInfo,
   type MetaValue,
   checkSample,
   type NatRow,
+  PREDICTION_COLUMNS,
+  type PredictionRow,
   type PutResult,
   sameSchema,
   type SampleInput,
@@ -293,6 +296,73 @@ export class CassandraStore implements Store {
       pageState = r.pageState ?? undefined;
     } while (pageState);
     return { spec, count, perLabel, bytes };
+  }
+
+  async keysOf(dataset: string, ids: readonly string[]): Promise<Map<string, string>> {
+    const t = tables((await this.getDataset(dataset)).name);
+    const cql = `SELECT key FROM ${this.keyspace}.${t.byUuid} WHERE id = ?`;
+    // Single-partition reads, many in flight: what the cluster serves best (an IN over ids asks one coordinator for all).
+    const keys = await mapLimit(ids, this.#opts.readConcurrency ?? 256, async (id) => (await this.#execute(cql, [id], qr)).first()?.key as string | undefined);
+    const out = new Map<string, string>();
+    ids.forEach((id, i) => keys[i] !== undefined && out.set(id, keys[i]!));
+    return out;
+  }
+
+  /** Top-k lists as list<int> and list<float>; an INSERT is an upsert, so a re-run replaces each id's row. */
+  async putPredictions(table: string, rows: readonly PredictionRow[]): Promise<void> {
+    checkPredictionTable(table, this.address);
+    await this.#execute(
+      `CREATE TABLE IF NOT EXISTS ${this.keyspace}."${table}" (id uuid PRIMARY KEY, dataset text, key text, classes list<int>, ` +
+        `probs list<float>, label int, weights text, at timestamp)`,
+    );
+    await this.#predictionColumns(table);
+    const cql = `INSERT INTO ${this.keyspace}."${table}" (${PREDICTION_COLUMNS.join(", ")}) VALUES (${PREDICTION_COLUMNS.map(() => "?").join(", ")})`;
+    await mapLimit(rows, this.#opts.writeConcurrency ?? 64, async (r) => {
+      const params = [r.id, r.dataset, r.key, r.classes, r.probs, r.label, r.weights, new Date(r.at)];
+      for (let attempt = 1;; attempt++) {
+        try {
+          return await this.#execute(cql, params, { prepare: true, isIdempotent: true });
+        } catch (cause) {
+          if (attempt < WRITE_ATTEMPTS && isRetryable(cause)) {
+            await new Promise((res) => setTimeout(res, 250 * 2 ** attempt));
+            continue;
+          }
+          if (cause instanceof CassetteError) throw cause;
+          throw new CassetteError("ERR_STORE", `Cannot write the prediction of sample ${r.id} to '${table}' in ${this.address}: ${(cause as Error).message}`, { cause });
+        }
+      }
+    });
+  }
+
+  async *scanPredictions(table: string): AsyncIterable<PredictionRow[]> {
+    checkPredictionTable(table, this.address);
+    await this.#predictionColumns(table);
+    let pageState: string | undefined;
+    do {
+      const r = await this.#execute(`SELECT ${PREDICTION_COLUMNS.join(", ")} FROM ${this.keyspace}."${table}"`, [], { ...qr, fetchSize: PAGE, pageState });
+      yield r.rows.map((row) => ({
+        id: row.id.toString(), dataset: row.dataset, key: row.key ?? null, classes: row.classes ?? [], probs: row.probs ?? [],
+        label: row.label ?? null, weights: row.weights, at: (row.at as Date).toISOString(),
+      }));
+      pageState = r.pageState ?? undefined;
+    } while (pageState);
+  }
+
+  /** Checks that `table` exists with a predictions table's columns: another table of that name is not written to. */
+  async #predictionColumns(table: string): Promise<void> {
+    const r = await this.#execute(
+      "SELECT column_name FROM system_schema.columns WHERE keyspace_name = ? AND table_name = ?",
+      [this.keyspace.toLowerCase(), table],
+      qr,
+    );
+    const cols = r.rows.map((row) => row.column_name as string).sort();
+    if (cols.length === 0) throw new CassetteError("ERR_STORE", `Cannot read predictions table '${table}' in ${this.address}: there is no such table`);
+    if (cols.join() !== [...PREDICTION_COLUMNS].sort().join()) {
+      throw new CassetteError(
+        "ERR_STORE",
+        `Cannot use table '${table}' in ${this.address} for predictions as it exists with other columns (${cols.join(", ")}; predictions have ${PREDICTION_COLUMNS.join(", ")}): name another table`,
+      );
+    }
   }
 
   close(): Promise<void> {

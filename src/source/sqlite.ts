@@ -12,9 +12,12 @@ import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } f
 import { SCHEMA_VERSION, SQLITE_REGISTRY, sqliteDatasetDdl, tables } from "../dataset/schema.ts";
 import { readLabel } from "../dataset/label.ts";
 import {
+  checkPredictionTable,
   type DatasetInfo,
   checkSample,
   type NatRow,
+  PREDICTION_COLUMNS,
+  type PredictionRow,
   type PutResult,
   sameSchema,
   type SampleInput,
@@ -215,6 +218,62 @@ export class SqliteStore implements Store {
       bytes += Number(r.b);
     }
     return { spec: p.spec, count, perLabel, bytes };
+  }
+
+  async keysOf(dataset: string, ids: readonly string[]): Promise<Map<string, string>> {
+    const t = tables(this.#prepared(dataset).spec.name);
+    const out = new Map<string, string>();
+    for (let i = 0; i < ids.length; i += IN_CHUNK) {
+      const chunk = ids.slice(i, i + IN_CHUNK);
+      for (const r of this.#select(t.byUuid, "id, key", chunk.length).all(...chunk)) out.set(r.id as string, r.key as string);
+    }
+    return out;
+  }
+
+  /** Top-k lists are JSON arrays (SQLite has no list type); one transaction per call. */
+  async putPredictions(table: string, rows: readonly PredictionRow[]): Promise<void> {
+    checkPredictionTable(table, this.address);
+    try {
+      this.#db.exec(
+        `CREATE TABLE IF NOT EXISTS "${table}" (id TEXT PRIMARY KEY, dataset TEXT NOT NULL, key TEXT, classes TEXT NOT NULL, ` +
+          `probs TEXT NOT NULL, label INTEGER, weights TEXT NOT NULL, at TEXT NOT NULL)`,
+      );
+    } catch (cause) {
+      throw new CassetteError("ERR_STORE", `Cannot make predictions table '${table}' in ${this.address}: ${(cause as Error).message}`, { cause });
+    }
+    this.#predictionColumns(table);
+    const insert = this.#db.prepare(`INSERT OR REPLACE INTO "${table}" (${PREDICTION_COLUMNS.join(", ")}) VALUES (${PREDICTION_COLUMNS.map(() => "?").join(", ")})`);
+    this.#transaction(() => {
+      for (const r of rows) insert.run(r.id, r.dataset, r.key, JSON.stringify(r.classes), JSON.stringify(r.probs), r.label, r.weights, r.at);
+    });
+  }
+
+  async *scanPredictions(table: string): AsyncIterable<PredictionRow[]> {
+    checkPredictionTable(table, this.address);
+    this.#predictionColumns(table);
+    const page = this.#db.prepare(`SELECT * FROM "${table}" WHERE id > ? ORDER BY id LIMIT ${SCAN_PAGE}`);
+    for (let after = "";;) {
+      const rows = page.all(after);
+      if (rows.length === 0) return;
+      yield rows.map((r) => ({
+        id: r.id as string, dataset: r.dataset as string, key: (r.key ?? null) as string | null,
+        classes: JSON.parse(r.classes as string), probs: JSON.parse(r.probs as string),
+        label: r.label === null || r.label === undefined ? null : Number(r.label), weights: r.weights as string, at: r.at as string,
+      }));
+      after = rows[rows.length - 1].id as string;
+    }
+  }
+
+  /** Checks that `table` exists with a predictions table's columns: another table of that name is not overwritten. */
+  #predictionColumns(table: string): void {
+    const cols = this.#db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table).map((r) => r.name as string);
+    if (cols.length === 0) throw new CassetteError("ERR_STORE", `Cannot read predictions table '${table}' in ${this.address}: there is no such table`);
+    if (cols.join() !== PREDICTION_COLUMNS.join()) {
+      throw new CassetteError(
+        "ERR_STORE",
+        `Cannot use table '${table}' in ${this.address} for predictions as it exists with other columns (${cols.join(", ")}; predictions have ${PREDICTION_COLUMNS.join(", ")}): name another table`,
+      );
+    }
   }
 
   async close(): Promise<void> {
