@@ -14,6 +14,7 @@
  * Run it with `bun run train.ts`, `deno task train` or `node train.ts` (Node ≥ 22.18, which
  * runs TypeScript; the kernels' loader hooks are registered below).
  */
+import { appendFileSync } from "node:fs";
 import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import process from "node:process";
 import { runtime } from "./runtime-adapters/index.ts";
@@ -30,7 +31,7 @@ import { Loader } from "./src/loader.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import type { TrainBatch } from "./src/train/model.ts";
-import { fit, type EpochReport } from "./src/train/fit.ts";
+import { carried, fit, type EpochReport } from "./src/train/fit.ts";
 import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
@@ -46,8 +47,12 @@ const { createPreprocessor } = await import("./src/gpu/preprocess.ts");
 const { createModel } = await import("./src/train/model.ts");
 const { MODELS } = await import("./src/train/models.ts");
 const { GpuDataset } = await import("./src/train/gpu_dataset.ts");
+const { readCheckpoint, restoreCheckpoint, saveCheckpoint, CHECKPOINT_FILE } = await import("./src/train/checkpoint.ts");
+type Checkpoint = Awaited<ReturnType<typeof readCheckpoint>>;
 
 const DEFAULT_STORE = "sqlite:data/fashion-mnist.sqlite";
+/** Steps between checkpoints: on a GPU a few seconds of training, and a checkpoint of the default models costs milliseconds. */
+const DEFAULT_EVERY = 200;
 
 const HELP = `usage: bun run train.ts [options]   (or: deno task train …, node train.ts …)
 
@@ -89,6 +94,19 @@ last batch is short when the batch size does not divide them (the model line say
                       upper bound of the loader-fed run
   --out DIR           where metrics.jsonl and the plots go (default data/runs/train-<time>)
   --save FILE         save the weights to FILE after every epoch (replaced atomically)
+  --checkpoint DIR    save a checkpoint into DIR (checkpoint.cstw: the weights, Adam's moments
+                      and step, the loader's place in the epoch, the epochs done, this run's
+                      options; and weights.cstw) every --every steps and at each epoch's end,
+                      each written whole then renamed over the last: a run killed at any
+                      moment keeps its last checkpoint
+  --every N           steps between checkpoints (default ${DEFAULT_EVERY})
+  --resume DIR        continue the run whose checkpoint is in DIR with the samples of its epoch
+                      not yet trained on, then its other epochs; its options come from the
+                      checkpoint (options given as well must agree with them) and it goes on
+                      checkpointing into DIR. In strict order the weights come out as an
+                      uninterrupted run's, bit for bit on the same adapter
+  --trace-ids FILE    append a line per step to FILE: {"epoch","step","ids"} (for checking that
+                      every sample is trained on once per epoch across a resume)
   --backend NAME      WebGPU backend: dawn, or builtin (Deno only)
   --on-error POLICY   a sample that cannot be read or decoded after its retries: throw (default:
                       stop, naming it) or skip (train on the rest; each epoch reports how many
@@ -103,7 +121,10 @@ last batch is short when the batch size does not divide them (the model line say
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
   "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
+  "checkpoint", "every", "resume", "trace-ids",
 ];
+/** Options a resumed run may give differently from the checkpoint's (they do not change what is trained). */
+const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help"]);
 
 interface Run {
   json: boolean;
@@ -127,6 +148,12 @@ interface Run {
   save?: string;
   backend?: "dawn" | "builtin";
   onError: "throw" | "skip";
+  checkpoint?: string;
+  every: number;
+  resume?: string;
+  traceIds?: string;
+  /** The options given on the command line (their Run field names): a resume checks them against the checkpoint's. */
+  given: string[];
 }
 
 function options(): Run | undefined {
@@ -171,12 +198,50 @@ function options(): Run | undefined {
     save: str("save"),
     backend: backend as Run["backend"],
     onError,
+    checkpoint: str("checkpoint") ?? str("resume"),
+    every: int("every", str("every") ?? String(DEFAULT_EVERY), 1),
+    resume: str("resume"),
+    traceIds: str("trace-ids"),
+    given: [...o.keys()].filter((k) => !FREE_ON_RESUME.has(k)),
   };
 }
 
+/** The Run fields a checkpoint records, by option name. */
+const RECORDED: Record<string, keyof Run> = {
+  store: "address", dataset: "dataset", idx: "idx", split: "split", model: "model", epochs: "epochs", batch: "batch", lr: "lr",
+  seed: "seed", limit: "limit", order: "order", prefetch: "prefetch", "latency-ms": "latencyMs", "jitter-ms": "jitterMs",
+  workers: "workers", out: "out", save: "save", backend: "backend", "on-error": "onError", "no-io": "noIo",
+};
+
+/**
+ * A resumed run: the checkpoint's options, with this command line's free ones (--json, --every,
+ * …); an option given that the checkpoint recorded otherwise is refused by name.
+ */
+function resumedRun(now: Run, c: Checkpoint): Run {
+  const was = c.run.options as Partial<Run>;
+  for (const flag of now.given) {
+    const k = RECORDED[flag];
+    if (!k) continue;
+    if (JSON.stringify(now[k]) !== JSON.stringify(was[k])) {
+      bad(`'--${flag}' is ${JSON.stringify(now[k])} here but ${JSON.stringify(was[k] ?? null)} in the checkpoint ${c.path}: give --resume alone, or the same value`);
+    }
+  }
+  return { ...now, ...(was as Run), json: now.json, checkpoint: now.checkpoint, every: now.every, resume: now.resume, traceIds: now.traceIds, given: now.given };
+}
+
+/** What a checkpoint records of the run: the options that decide what is trained, resolved. */
+function recordedOptions(run: Run, modelName: string, epochs: number, workers: number): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of Object.values(RECORDED)) out[k] = run[k];
+  return { ...out, model: modelName, epochs, workers };
+}
+
 async function main(): Promise<number> {
-  const run = options();
-  if (!run) return 0;
+  const given = options();
+  if (!given) return 0;
+  const resume = given.resume ? await readCheckpoint(given.resume) : undefined;
+  const run = resume ? resumedRun(given, resume) : given;
+  if (run.checkpoint && run.noIo) bad("'--checkpoint' needs the loader: with --no-io there is no loader state to keep");
   // On stderr (stdout is for --json) in the terminal's own colour: Bun prints console.error red.
   const log = (s: string) => run.json || say(s);
 
@@ -193,6 +258,10 @@ async function main(): Promise<number> {
   const spec = MODELS[modelName];
   const [C, H, W] = spec.input;
   log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: small defaults)" : ""}`);
+  if (resume) {
+    const r = resume.run;
+    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${epochs}, ${r.loader.handed} of its ${r.loader.planned} samples trained, step ${r.step} (written ${r.time})`);
+  }
 
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
   const loaders: Loader<DecodedImage>[] = [];
@@ -226,17 +295,17 @@ async function main(): Promise<number> {
     // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
     const decodeOptions = C === 1 ? { grey: true } : {};
     const decode = (s: Sample) => s.image!;
-    const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean }) => {
+    const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"] }) => {
       const l = new Loader<DecodedImage>({
         store: workers > 0 ? readAddress : readStore!, workers, decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
-        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode, onError: run.onError,
+        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode, onError: run.onError, resume: o.resume,
       });
       loaders.push(l);
       return l;
     };
     // Every epoch trains on every sample: the last batch is short when the batch size does not
     // divide them (its program is compiled once, below). The test split is read in plan order, whole.
-    const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false });
+    const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false, resume: resume?.run.loader });
     const evalBatch = Math.max(run.batch, 500);
     const testLoader = test.length ? loader(test, { order: "strict", shuffle: false, batch: evalBatch, dropLast: false }) : undefined;
     const pre = await createPreprocessor(device, {
@@ -245,6 +314,7 @@ async function main(): Promise<number> {
       std: C === 1 ? [FASHION_MNIST_STD] : [0.229, 0.224, 0.225],
     });
     const model = createModel(device, modelName, { seed: run.seed, optimizer: { kind: "adam", lr: run.lr } });
+    if (resume) await restoreCheckpoint(model, resume);
     const classes = model.classes;
 
     let trainBatches: (e: number) => AsyncIterable<TrainBatch>;
@@ -267,14 +337,16 @@ async function main(): Promise<number> {
       trainBatches = (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: false });
       testBatches = te && (() => te.batches(0, { batch: evalBatch, shuffle: false }));
     } else {
-      trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes, readAhead: e + 1 < epochs }), trainLoader, e, (n) => (displaced = n));
+      trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes, readAhead: e + 1 < epochs }), trainLoader, e, (n, ids) => ((displaced = n), (stepIds = ids)), e === startEpoch ? resume?.run.loader.handed ?? 0 : 0);
       testBatches = testLoader && (() => loaderBatches(testLoader, pre, 0, { classes }));
     }
 
     // Metrics and plots, rewritten after every epoch.
     await mkdir(run.out, { recursive: true });
     const metricsPath = `${run.out}/metrics.jsonl`;
-    await writeFile(metricsPath, "");
+    // A resumed run's file holds the checkpoint's whole epochs (a line the killed run wrote
+    // after its last checkpoint is written again, once, when its epoch ends here).
+    await writeFile(metricsPath, (resume?.run.reports ?? []).map((r) => JSON.stringify({ model: modelName, ...r }) + "\n").join(""));
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
     log(`model    ${modelName} (${describeModel(modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
       `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${epochs} epochs, ` +
@@ -288,15 +360,25 @@ async function main(): Promise<number> {
     const nTrain = train.length;
     let bar = progress("epoch 1", nTrain, run.json);
     let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
-    let loaderWait0 = 0, displaced = 0, testSkipped0 = 0;
-    const reports: EpochReport[] = [];
+    let loaderWait0 = 0, displaced = 0, testSkipped0 = 0, stepIds: string[] = [];
+    const reports: EpochReport[] = [...(resume?.run.reports ?? [])];
+    const startEpoch = resume?.run.epoch ?? 0;
+    let step = resume?.run.step ?? 0;
+    // Checkpoints: the run's options, resolved; the loader's state after each step's batch.
+    const recorded = recordedOptions(run, modelName, epochs, workers);
+    const checkpoint = async (epoch: number, partial?: EpochReportPart) => {
+      await saveCheckpoint(run.checkpoint!, model, {
+        options: recorded, epoch, step, loader: trainLoader.state(), reports, partial, seed: run.seed, time: new Date().toISOString(),
+      });
+    };
     // Ctrl-C or a kill: once the epoch being written (metrics, plots, weights) is on disk, say
     // what is kept and exit; the proxy process exits with us (tools/proxy/process.ts).
     let writing: Promise<unknown> = Promise.resolve();
     const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
       await writing.catch(() => {});
       say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${epochs}; the ${reports.length} whole epoch(s) before it are in ` +
-        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}`);
+        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}` +
+        (run.checkpoint ? `; the last checkpoint is in ${run.checkpoint}: --resume ${run.checkpoint} goes on from it` : ""));
       runtime.exit(signal === "SIGINT" ? 130 : 143);
     };
     process.on("SIGINT", () => void interrupted("SIGINT"));
@@ -304,6 +386,8 @@ async function main(): Promise<number> {
     const t0 = runtime.now();
     await fit(model, {
       epochs,
+      startEpoch,
+      carry: resume?.run.partial,
       train: (e) => {
         bar = progress(`epoch ${e + 1}/${epochs}`, nTrain, run.json);
         latest = "";
@@ -312,7 +396,9 @@ async function main(): Promise<number> {
         return trainBatches(e);
       },
       test: testBatches,
-      onStep: (_e, samples, elapsedMs, waitedMs) => {
+      onStep: (e, samples, elapsedMs, waitedMs) => {
+        step++;
+        if (run.traceIds) appendFileSync(run.traceIds, JSON.stringify({ epoch: e, step, ids: stepIds }) + "\n");
         // Loss and accuracy need a read-back from the GPU: every 2 s at most, in the background.
         if (!polling && runtime.now() - lastPoll > 2000) {
           polling = true;
@@ -325,15 +411,27 @@ async function main(): Promise<number> {
           share = (100 * (run.noIo ? waitedMs : 1000 * (trainLoader.stats().waitSeconds - loaderWait0))) / elapsedMs;
         }
         bar.update(samples, `${latest}${latest ? " · " : ""}wait ${share.toFixed(0)}%`);
+        if (run.checkpoint && step % run.every === 0) {
+          // What this epoch trained so far, an interrupted run's part included; the wait is the
+          // loader's, as the epoch's report measures it.
+          const carry = e === startEpoch ? resume?.run.partial : undefined;
+          writing = model.peekTrainMetrics().then((m) =>
+            checkpoint(e, carried(carry, {
+              ...m, samples: samples - (carry?.samples ?? 0), seconds: elapsedMs / 1000, waitedSeconds: trainLoader.stats().waitSeconds - loaderWait0,
+            }))
+          );
+          return writing as Promise<void>;
+        }
       },
       onEpoch: async (r) => {
         const ls = trainLoader.stats();
         const testSkipped = testLoader?.skipped(0) ?? 0; // every evaluation reads its epoch 0
         // The share of the epoch the training loop waited for the loader (fetch + decode); with
         // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
+        const carriedWait = r.epoch - 1 === startEpoch ? resume?.run.partial?.waitedSeconds ?? 0 : 0;
         const report = run.noIo ? { ...r } : {
           ...r,
-          waitShare: Math.min(1, (ls.waitSeconds - loaderWait0) / r.seconds),
+          waitShare: Math.min(1, (ls.waitSeconds - loaderWait0 + carriedWait) / r.seconds),
           outOfPlanShare: r.samples ? displaced / r.samples : 0,
           // Samples left out after their retries (--on-error skip): training, then the test split.
           skipped: trainLoader.skipped(r.epoch - 1),
@@ -349,12 +447,14 @@ async function main(): Promise<number> {
           await writePlots(run.out, modelName, reports);
           // Weights after every epoch (replaced atomically): a run cut short keeps its last epoch.
           if (run.save) await model.save(run.save);
+          if (run.checkpoint) await checkpoint(r.epoch);
         })();
         await writing;
       },
     });
     const totalS = (runtime.now() - t0) / 1000;
     if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
+    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${run.every} steps and after each epoch)`);
     await model.destroy();
     for (const d of held) await d.destroy();
     pre.destroy();
@@ -374,6 +474,7 @@ async function main(): Promise<number> {
       batch: run.batch,
       lr: run.lr,
       seed: run.seed,
+      resumedFrom: resume ? { path: resume.path, epoch: resume.run.epoch + 1, step: resume.run.step, trained: resume.run.loader.handed } : undefined,
       trainSamples: train.length,
       testSamples: test.length,
       seconds: totalS,
@@ -397,19 +498,22 @@ async function main(): Promise<number> {
   }
 }
 
+type EpochReportPart = Parameters<typeof carried>[0];
+
 /**
  * Counts the samples a batch carries that the epoch's plan puts in another batch: how much
  * ready order reordered (0 in strict order), reported per epoch as `outOfPlanShare`.
  */
-async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Loader<DecodedImage>, epoch: number, report: (n: number) => void) {
+async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Loader<DecodedImage>, epoch: number, report: (n: number, ids: string[]) => void, handed = 0) {
   const o = l.options;
   const plan = epochPlan(o.ids, { seed: o.seed ?? 0, epoch, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast, rank: o.rank, worldSize: o.worldSize });
   const at = new Map(plan.map((id, i) => [id, Math.floor(i / o.batchSize)]));
-  let k = 0, n = 0;
+  // A resumed epoch's batches start where the checkpoint's handed-over samples end.
+  let k = Math.round(handed / o.batchSize), n = 0;
   for await (const b of batches) {
     for (const id of b.ids) if (at.get(id) !== k) n++;
     k++;
-    report(n);
+    report(n, b.ids);
     yield b;
   }
 }

@@ -36,12 +36,45 @@ export interface FitOptions {
   /** Called after each epoch (progress output, metrics files). */
   onEpoch?: (r: EpochReport) => void | Promise<void>;
   /**
-   * Called after each step is submitted, with the epoch's sample count so far, and the
-   * milliseconds since the epoch began and those of them spent waiting for batches.
+   * Called after each step is submitted, with the epoch's sample count so far (an interrupted
+   * run's included, with `carry`), and the milliseconds since the epoch began and those of them
+   * spent waiting for batches (this run's). A promise is awaited (a checkpoint): the time it
+   * takes is left out of the epoch's `seconds`.
    */
-  onStep?: (epoch: number, samples: number, elapsedMs: number, waitedMs: number) => void;
+  onStep?: (epoch: number, samples: number, elapsedMs: number, waitedMs: number) => void | Promise<void>;
   /** Learning rate per epoch (a schedule); default: the optimizer's. */
   lr?: (epoch: number) => number;
+  /** The first epoch to train (0-based; default 0): a resumed run starts at its checkpoint's. */
+  startEpoch?: number;
+  /** What an interrupted run trained of `startEpoch` before its checkpoint: its report counts both runs. */
+  carry?: EpochCarry;
+}
+
+/** An epoch's training so far: what a checkpoint keeps of the epoch in progress. */
+export interface EpochCarry {
+  samples: number;
+  seconds: number;
+  waitedSeconds: number;
+  /** Mean training loss and accuracy over `samples` (each step's forward pass, before its update). */
+  loss: number;
+  accuracy: number;
+  stepLoss: number[];
+}
+
+/** An epoch's figures so far: `carry` (an interrupted run's) followed by this run's. */
+export function carried(carry: EpochCarry | undefined, now: { samples: number; seconds: number; waitedSeconds: number } & TrainMetrics): EpochCarry {
+  const c = carry ?? { samples: 0, seconds: 0, waitedSeconds: 0, loss: 0, accuracy: 0, stepLoss: [] };
+  const rows = now.samples + c.samples;
+  // Means weighted by samples; a part of no samples weighs nothing (its mean is NaN).
+  const mean = (a: number, na: number, b: number, nb: number) => (na === 0 ? b : nb === 0 ? a : (a * na + b * nb) / (na + nb));
+  return {
+    samples: rows,
+    seconds: c.seconds + now.seconds,
+    waitedSeconds: c.waitedSeconds + now.waitedSeconds,
+    loss: mean(c.loss, c.samples, now.loss, now.samples),
+    accuracy: mean(c.accuracy, c.samples, now.accuracy, now.samples),
+    stepLoss: [...c.stepLoss, ...now.stepLoss],
+  };
 }
 
 /**
@@ -68,14 +101,21 @@ export interface FitOptions {
  * ```
  */
 export async function fit(model: Sequential, o: FitOptions): Promise<EpochReport[]> {
+  // Reports from `startEpoch` on (a resumed run's earlier epochs are its checkpoint's).
   if (!Number.isInteger(o.epochs) || o.epochs < 1) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot train as 'epochs' must be a positive integer: current value is ${o.epochs}`);
   }
   const reports: EpochReport[] = [];
   await model.takeTrainMetrics(); // start the epoch's sums from zero
-  for (let epoch = 0; epoch < o.epochs; epoch++) {
+  const start = o.startEpoch ?? 0;
+  // startEpoch = epochs: a run resumed from its last epoch's checkpoint has nothing left to train.
+  if (!Number.isInteger(start) || start < 0 || start > o.epochs) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot train as 'startEpoch' must be an integer from 0 to ${o.epochs}: current value is ${o.startEpoch}`);
+  }
+  for (let epoch = start; epoch < o.epochs; epoch++) {
     if (o.lr) model.optimizer.lr = o.lr(epoch);
-    let samples = 0, waited = 0;
+    const carry = epoch === start ? o.carry : undefined;
+    let samples = 0, waited = 0, paused = 0;
     const t0 = runtime.now();
     const source = o.train(epoch);
     const it = (Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : source[Symbol.iterator]()) as AsyncIterator<TrainBatch> | Iterator<TrainBatch>;
@@ -86,23 +126,29 @@ export async function fit(model: Sequential, o: FitOptions): Promise<EpochReport
       if (r.done) break;
       await model.trainStep(r.value);
       samples += r.value.n;
-      o.onStep?.(epoch, samples, runtime.now() - t0, waited);
+      const p = o.onStep?.(epoch, (carry?.samples ?? 0) + samples, runtime.now() - t0 - paused, waited);
+      if (p) {
+        const p0 = runtime.now();
+        await p;
+        paused += runtime.now() - p0;
+      }
     }
-    const train: TrainMetrics = await model.takeTrainMetrics(); // waits for the GPU
-    const seconds = (runtime.now() - t0) / 1000;
+    const mine = await model.takeTrainMetrics(); // waits for the GPU
+    const seconds = (runtime.now() - t0 - paused) / 1000;
+    const train = carried(carry, { ...mine, samples, seconds, waitedSeconds: waited / 1000 });
     const e0 = runtime.now();
     const test = o.test ? await model.evaluate(o.test()) : { loss: NaN, accuracy: NaN };
     const report: EpochReport = {
       epoch: epoch + 1,
-      seconds,
-      imagesPerSec: samples / seconds,
+      seconds: train.seconds,
+      imagesPerSec: train.samples / train.seconds,
       loss: train.loss,
       trainAccuracy: train.accuracy,
       testAccuracy: test.accuracy,
       testLoss: test.loss,
-      waitShare: seconds > 0 ? waited / 1000 / seconds : 0,
+      waitShare: train.seconds > 0 ? train.waitedSeconds / train.seconds : 0,
       evalSeconds: (runtime.now() - e0) / 1000,
-      samples,
+      samples: train.samples,
       stepLoss: train.stepLoss,
     };
     reports.push(report);

@@ -24,7 +24,7 @@ import { Program } from "./program.ts";
 import type { Dispatch } from "./program.ts";
 import { softmaxXent } from "./ops/softmax_xent.ts";
 import { createTensor, Tensor, TensorArena } from "./tensor.ts";
-import { decodeWeights, encodeWeights } from "./weights.ts";
+import { decodeWeights, encodeWeights, type WeightHeader } from "./weights.ts";
 import { modelSpec } from "./models.ts";
 
 // The spec lives with the layers (models.ts builds on it without importing this file).
@@ -314,6 +314,14 @@ export class Sequential {
    * its update), and each of those steps' own loss.
    */
   async takeTrainMetrics(): Promise<TrainMetrics> {
+    const m = await this.peekTrainMetrics();
+    this.#steps = 0;
+    this.#clear(this.#trainStats);
+    return m;
+  }
+
+  /** What `takeTrainMetrics` would give, without starting the sums again (for a checkpoint mid-epoch). */
+  async peekTrainMetrics(): Promise<TrainMetrics> {
     const m = await this.#metrics(this.#trainStats);
     // A step's loss is the difference of consecutive snapshots of the running sums.
     const stepLoss: number[] = [];
@@ -327,8 +335,6 @@ export class Sequential {
         loss0 = loss, rows0 = rows;
       }
     }
-    this.#steps = 0;
-    this.#clear(this.#trainStats);
     return { ...m, stepLoss };
   }
 
@@ -361,32 +367,49 @@ export class Sequential {
     return ts.map((t) => cache.get(t.buffer)!.slice(t.offset / 4, t.offset / 4 + t.size));
   }
 
-  /** Writes the weights (parameters and batch-norm statistics) to a file (format: weights.ts). */
-  async save(path: string | URL): Promise<void> {
+  /** The weights (parameters, then state such as batch-norm statistics) with their header (weights.ts). */
+  async weights(): Promise<{ header: WeightHeader; values: Float32Array[] }> {
     const slots = [...this.#params.flat(), ...this.#state.flat()];
     const values = await this.#read(slots.map((s) => s.value));
-    const header = { format: "cassette-weights" as const, version: 1 as const, model: this.spec, tensors: slots.map((s) => ({ name: s.spec.name, shape: s.spec.shape })) };
-    // Written beside the target and renamed over it: a run killed mid-save keeps the last whole file.
-    const target = path instanceof URL ? fileURLToPath(path) : path;
-    const tmp = `${target}.${process.pid}.tmp`;
-    await runtime.writeFile(tmp, encodeWeights(header, values));
-    await rename(tmp, target);
+    return {
+      header: { format: "cassette-weights", version: 1, model: this.spec, tensors: slots.map((s) => ({ name: s.spec.name, shape: s.spec.shape, dtype: "f32" })) },
+      values,
+    };
+  }
+
+  /** Writes the weights (parameters and batch-norm statistics) to a file (format: weights.ts). */
+  async save(path: string | URL): Promise<void> {
+    const { header, values } = await this.weights();
+    await writeAtomically(path, encodeWeights(header, values));
   }
 
   /** Reads weights saved by `save` from a model of the same layers; optimizer state starts afresh. */
   async load(path: string | URL): Promise<void> {
     const { header, values } = decodeWeights(await runtime.readFile(path), String(path));
+    await this.setWeights(header, values, String(path));
+  }
+
+  /**
+   * Puts weights into the model: `header` must list this model's tensors (names, shapes, dtype)
+   * and describe the same model; the first difference is named.
+   */
+  async setWeights(header: Pick<WeightHeader, "model" | "tensors">, values: Float32Array[], where: string): Promise<void> {
     const slots = [...this.#params.flat(), ...this.#state.flat()];
     const mismatch = (why: string): never => {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot load weights from ${String(path)} into this model as ${why}`);
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot load weights from ${where} into this model as ${why}`);
     };
+    // The tensors first (the message names the one that differs), then the rest of the spec
+    // (an activation, say, changes no shape).
     if (header.tensors.length !== slots.length) mismatch(`the file has ${header.tensors.length} tensors: the model has ${slots.length}`);
     header.tensors.forEach((t, i) => {
       const s = slots[i].spec;
       if (t.name !== s.name || t.shape.join() !== s.shape.join()) mismatch(`tensor ${i} is ${t.name} [${t.shape}] in the file: the model has ${s.name} [${s.shape}]`);
+      if ((t.dtype ?? "f32") !== "f32") mismatch(`tensor ${t.name} is ${t.dtype} in the file: the model's are f32`);
     });
+    const theirs = JSON.stringify(header.model), ours = JSON.stringify(this.spec);
+    if (header.model !== undefined && theirs !== ours) mismatch(`the file's model is ${theirs}: this model is ${ours}`);
     await this.flush();
-    slots.forEach((s, i) => this.device.queue.writeBuffer(s.value.buffer, s.value.offset, values[i]));
+    slots.forEach((s, i) => this.device.queue.writeBuffer(s.value.buffer, s.value.offset, values[i] as Float32Array<ArrayBuffer>));
   }
 
   /** Frees every buffer of the model. */
@@ -477,4 +500,12 @@ export class Sequential {
  */
 export function createModel(device: GPUDevice, spec: ModelSpec | string, o: CreateModelOptions = {}): Sequential {
   return Sequential.create(device, typeof spec === "string" ? modelSpec(spec) : spec, o);
+}
+
+/** Written beside the target and renamed over it: a run killed mid-write keeps the last whole file. */
+export async function writeAtomically(path: string | URL, bytes: Uint8Array): Promise<void> {
+  const target = path instanceof URL ? fileURLToPath(path) : path;
+  const tmp = `${target}.${process.pid}.tmp`;
+  await runtime.writeFile(tmp, bytes);
+  await rename(tmp, target);
 }

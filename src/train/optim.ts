@@ -5,6 +5,7 @@
  * defaults do when no parameter groups are given.
  */
 import { CassetteError } from "../errors.ts";
+import { readBuffer } from "../gpu/buffers.ts";
 import type { Dispatch } from "./program.ts";
 import { Tensor, TENSOR_USAGE } from "./tensor.ts";
 import { adamw, adamwParams } from "./ops/adamw.ts";
@@ -80,6 +81,28 @@ export class Optimizer {
       };
       this.#device.queue.writeBuffer(this.#uniform, 0, adamwParams(this.#count, h, this.step));
     }
+  }
+
+  /** Names of the state tensors (`readState` order): Adam's moments, or SGD's velocity. */
+  get stateNames(): string[] {
+    return this.spec.kind === "sgd" ? ["optimizer/velocity"] : ["optimizer/m", "optimizer/v"];
+  }
+
+  /** The state a resumed run needs to take the next step exactly as this one would: its tensors and the step count. Call after the model's flush. */
+  async readState(): Promise<{ step: number; lr: number; tensors: Float32Array<ArrayBuffer>[] }> {
+    const tensors = await Promise.all(this.#state.map(async (b) => new Float32Array(await readBuffer(this.#device, b))));
+    return { step: this.step, lr: this.#lr, tensors };
+  }
+
+  /** Restores what `readState` gave (from a checkpoint). */
+  writeState(s: { step: number; lr: number; tensors: Float32Array<ArrayBuffer>[] }, where: string): void {
+    if (s.tensors.length !== this.#state.length || s.tensors.some((t, i) => t.byteLength !== this.#state[i].size)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot restore the ${this.spec.kind} optimizer from ${where} as it holds ${s.tensors.length} tensors of ${s.tensors.map((t) => t.length)} values: this one has ${this.#state.length} of ${this.#count}`);
+    }
+    if (!Number.isInteger(s.step) || s.step < 0) throw new CassetteError("ERR_INVALID_OPTION", `Cannot restore the optimizer from ${where} as its step must be an integer ≥ 0: current value is ${s.step}`);
+    s.tensors.forEach((t, i) => this.#device.queue.writeBuffer(this.#state[i], 0, t));
+    this.step = s.step;
+    this.#lr = s.lr;
   }
 
   destroy(): void {

@@ -7,18 +7,25 @@
  *   └────────────┴──────────────┴─────────────────────┴─────────┴──────────────────────────┘
  *
  * The header names the model and lists every tensor (parameters, then state such as batch
- * norm's running statistics) with its shape, so a file loads only into a model of the same
- * architecture, and the error says which tensor differs.
+ * norm's running statistics) with its shape and dtype, so a file loads only into a model of the
+ * same architecture, and the error says which tensor differs. A checkpoint (checkpoint.ts) is
+ * the same container with format "cassette-checkpoint": the model's tensors, the optimizer's,
+ * and the run's state in its header.
  */
 import { CassetteError } from "../errors.ts";
 
 const MAGIC = "CSTWGT01";
 
+export type WeightFormat = "cassette-weights" | "cassette-checkpoint";
+
 export interface WeightHeader {
-  format: "cassette-weights";
+  format: WeightFormat;
   version: 1;
   model: unknown;
-  tensors: { name: string; shape: number[] }[];
+  /** dtype is "f32" (the only one written; files from before it was recorded have none). */
+  tensors: { name: string; shape: number[]; dtype?: "f32" }[];
+  /** Anything else the container carries (a checkpoint's run state). */
+  [more: string]: unknown;
 }
 
 export function encodeWeights(header: WeightHeader, values: Float32Array[]): Uint8Array {
@@ -35,7 +42,7 @@ export function encodeWeights(header: WeightHeader, values: Float32Array[]): Uin
   return out;
 }
 
-export function decodeWeights(bytes: Uint8Array, where: string): { header: WeightHeader; values: Float32Array<ArrayBuffer>[] } {
+export function decodeWeights(bytes: Uint8Array, where: string, format: WeightFormat = "cassette-weights"): { header: WeightHeader; values: Float32Array<ArrayBuffer>[] } {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot load weights from ${where} as ${why}`);
   };
@@ -49,9 +56,14 @@ export function decodeWeights(bytes: Uint8Array, where: string): { header: Weigh
   } catch {
     return bad("its header is not JSON");
   }
-  if (header.format !== "cassette-weights" || header.version !== 1) bad(`its header is not cassette-weights version 1`);
+  if (header.format !== format || header.version !== 1) {
+    bad(`its header is ${JSON.stringify(header.format)} version ${header.version}, not ${format} version 1` +
+      (header.format === "cassette-checkpoint" ? " (a checkpoint: its folder is what --resume takes)" : ""));
+  }
+  if (!Array.isArray(header.tensors)) bad("its header lists no tensors");
   let at = Math.ceil((12 + len) / 4) * 4;
   const values = header.tensors.map((t) => {
+    if ((t.dtype ?? "f32") !== "f32") bad(`tensor ${t.name} has dtype ${JSON.stringify(t.dtype)}: this cassette reads f32`);
     const n = t.shape.reduce((a, b) => a * b, 1);
     if (at + n * 4 > bytes.length) bad(`tensor ${t.name} [${t.shape}] runs past the end of the file (${bytes.length} bytes)`);
     const v = new Float32Array(n);
