@@ -25,7 +25,7 @@ export { open, openReadSource } from "./read/open.ts";
 export type { OpenOptions, OpenReadOptions } from "./read/open.ts";
 export { openSource, openStore } from "./source/open.ts";
 export type { OpenStoreOptions } from "./source/open.ts";
-export type { DatasetInfo, NatRow, SampleInput, Store, StoredSample } from "./dataset/store.ts";
+export type { DatasetInfo, NatRow, PredictionRow, SampleInput, Store, StoredSample } from "./dataset/store.ts";
 export type { Column, DatasetSpec } from "./dataset/spec.ts";
 export type { LabelSpec, LabelValue } from "./dataset/label.ts";
 export { ingest } from "./dataset/ingest.ts";

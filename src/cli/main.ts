@@ -11,9 +11,10 @@ import * as id from "./id.ts";
 import * as info from "./info.ts";
 import * as ingest from "./ingest.ts";
 import * as splits from "./splits.ts";
+import * as predict from "./predict.ts";
 import * as read from "./read.ts";
 
-const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, export: exportCmd, id, info, ingest, read, splits };
+const commands: Record<string, { run(argv: string[]): number | Promise<number>; help: string }> = { cassandra, export: exportCmd, id, info, ingest, predict, read, splits };
 
 const help = `cassette: a deep-learning data loader for Deno, Bun and Node
 
@@ -25,6 +26,7 @@ commands:
   splits --store URL --dataset NAME --ratios 7,2,1 --out FILE    splits from metadata
   read --store URL --dataset NAME [--split FILE[:INDEX]]     the tight loop: MB/s, batch times
   export --store URL --dataset NAME --out DIR   samples as DIR/<id> + labels.json (file:, http://)
+  predict --store URL --dataset NAME --weights FILE [--out-table T | --out F.jsonl]   a trained model's top-k per sample, accuracy
   cassandra start|stop|restart|status   local test/dev Cassandra nodes (127.0.0.N:9042; --nodes 3: a cluster)
   id DATASET KEY…               the portable sample id of a key
 

@@ -17,3 +17,5 @@ export { trainInGpu } from "./train_in_gpu.ts";
 export type { TrainInGpuOptions } from "./train_in_gpu.ts";
 export { loaderBatches } from "./loader_batches.ts";
 export type { LoaderBatchesOptions, LoaderTrainBatch } from "./loader_batches.ts";
+export { loadModel, predict, topK } from "./predict.ts";
+export type { LoadedModel, PredictedBatch, PredictOptions } from "./predict.ts";

@@ -1,0 +1,253 @@
+/**
+ * `cassette predict`: a trained model over stored images (src/train/predict.ts), its top-k per
+ * sample into a predictions table of the store, a JSONL file, or both; accuracy and a confusion
+ * matrix where the samples have labels.
+ */
+import { open as openFile, rename, rm } from "node:fs/promises";
+import process from "node:process";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { CassetteError } from "../errors.ts";
+import { loadSplit } from "../dataset/splits.ts";
+import { labelClasses } from "../dataset/label.ts";
+import { checkPredictionTable, defaultPredictionTable, type PredictionRow, type Store } from "../dataset/store.ts";
+import { datasetNeeded, open } from "../read/open.ts";
+import type { ReadSource } from "../read/sample.ts";
+import { parseStoreAddress, redact } from "../source/address.ts";
+import { openStore } from "../source/open.ts";
+import { progress } from "../observe/progress.ts";
+import { deviceInfo, requestDevice } from "../gpu/device.ts";
+import { intOption, parseArgs, required, usageError } from "./args.ts";
+
+export const help = `usage: cassette predict --store URL --dataset NAME --weights FILE [--split FILE[:INDEX|:NAME]]
+                        [--out-table NAME] [--out FILE.jsonl] [options]
+
+Runs the model of a weights file (train.ts --save FILE writes one; its header names the
+model, so the file is enough) over the samples of a split, or of the whole dataset, through
+the loader and GPU path train.ts evaluates with: decode, resize and normalize on the GPU, the
+model's eval forward (batch norm with its running statistics), softmax. Each sample is
+predicted exactly once. Where samples have labels it prints the accuracy (top-1 and top-k)
+and a confusion matrix (rows: the label, columns: the prediction).
+
+Nothing is written unless asked, so predict may read a store it cannot write:
+  --out-table NAME     one row per sample in table NAME of the store (sqlite: and cassandra://
+                       only; made when missing), keyed by id: a re-run replaces each row.
+                       Columns: id, dataset, key, classes, probs (the top-k, most probable
+                       first), label (null where none), weights (sha256 of the file), at (time
+                       of the run). A name is a lower-case letter, then up to 47 lower-case
+                       letters, digits or _; the usual one is predictions_<dataset>
+  --out FILE.jsonl     one JSON object a line, with the same fields (replaced whole, atomically)
+
+  --store URL          sqlite:PATH, cassandra://HOST/KEYSPACE, or what cassette read reads
+                       (http(s)://, s3://, file:, wds:; these hold no tables: use --out)
+  --dataset NAME       needed for sqlite: and cassandra://
+  --weights FILE       the weights (format: src/train/weights.ts)
+  --model NAME         check that the file holds this named model (mlp, cnn, cnn-bn)
+  --split FILE[:INDEX|:NAME]  the ids (default: every sample the store lists)
+  --limit N            only the first N ids
+  --top-k K            classes kept per sample (default 5, at most the model's classes)
+  --batch B            samples per batch (default 256)
+  --workers N          read and decode in N worker threads (default 0: in this thread)
+  --prefetch K|auto    batches of requests in flight (default auto)
+  --json               print { store, dataset, weights, digest, model, samples, labelled,
+                       accuracy, topKAccuracy, k, seconds, samplesPerSec, table, out,
+                       adapter, classes, confusion } instead of the summary (accuracy and
+                       confusion are null where no sample has a label)`;
+
+const VALUED = ["store", "dataset", "split", "weights", "model", "out-table", "out", "top-k", "batch", "limit", "workers", "prefetch"];
+
+export async function run(argv: string[]): Promise<number> {
+  const { positional, options } = parseArgs(argv, "predict", VALUED);
+  if (options.has("help")) return void console.log(help), 0;
+  if (positional.length) usageError("predict", `takes no positional arguments: got '${positional[0]}'`);
+  const json = options.has("json");
+  const address = required(options, "predict", "store");
+  const weights = required(options, "predict", "weights");
+  let dataset = options.get("dataset") as string | undefined;
+  const why = datasetNeeded(address, dataset);
+  if (why) usageError("predict", `needs --dataset: ${why}`);
+  const kind = parseStoreAddress(address).kind;
+  const holdsTables = kind === "sqlite" || kind === "cassandra";
+  const table = options.get("out-table") as string | undefined;
+  const out = options.get("out") as string | undefined;
+  // Named before the device, the store or the model are opened.
+  if (table !== undefined) {
+    if (!holdsTables) {
+      throw new CassetteError(
+        "ERR_UNSUPPORTED",
+        `Cannot write predictions to table '${table}' of ${redact(address)} as a ${kind} store holds no tables (only sqlite: and cassandra:// do): write them to a file with --out FILE.jsonl`,
+      );
+    }
+    checkPredictionTable(table, redact(address));
+  }
+  const positive = (name: string) => {
+    const v = intOption(options, "predict", name);
+    if (v !== undefined && v < 1) usageError("predict", `--${name} must be a positive integer: current value is ${v}`);
+    return v;
+  };
+  const topK = positive("top-k"), batch = positive("batch"), limit = positive("limit");
+  const workers = intOption(options, "predict", "workers") ?? 0;
+  if (workers < 0) usageError("predict", `--workers must be ≥ 0: current value is ${workers}`);
+  const prefetchOpt = options.get("prefetch");
+  const prefetch = prefetchOpt === undefined || prefetchOpt === "auto" ? "auto" : positive("prefetch");
+  const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
+  if (split && dataset !== undefined && split.file.dataset !== dataset) usageError("predict", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
+
+  // From source under Node the kernels' .wgsl text needs the loader hooks (as train.ts and
+  // cassette read --preprocess do); the bundle (dist/) inlines it.
+  if (runtime.name === "node" && import.meta.url.endsWith(".ts")) await import("../../runtime-adapters/node_hooks.mjs");
+  const { loadModel, predict, describeSpec } = await import("../train/predict.ts");
+
+  const device = await requestDevice();
+  let store: Store | undefined, source: ReadSource | undefined;
+  let loaded: Awaited<ReturnType<typeof loadModel>> | undefined;
+  try {
+    loaded = await loadModel(device, weights, { name: options.get("model") as string | undefined });
+    const { model } = loaded;
+    if (topK !== undefined && topK > model.classes) usageError("predict", `--top-k must be at most the model's ${model.classes} classes: current value is ${topK}`);
+    // A store with tables is opened once: it answers the keys, the class names and the writes,
+    // and the Loader reads from it (read workers open their own).
+    let classNames: string[] | undefined;
+    let ids: string[];
+    if (holdsTables) {
+      store = await openStore(address, { create: false });
+      const spec = await store.getDataset(dataset!);
+      classNames = labelClasses(spec.label);
+      if (classNames && classNames.length !== model.classes) {
+        throw new CassetteError(
+          "ERR_INVALID_OPTION",
+          `Cannot predict dataset '${dataset}' with weights file '${weights}' as its model has ${model.classes} classes: the dataset names ${classNames.length} (${classNames.slice(0, 5).join(", ")}${classNames.length > 5 ? ", …" : ""})`,
+        );
+      }
+      if (split) ids = split.split.ids;
+      else {
+        ids = [];
+        for await (const page of store.scanNat(dataset!)) for (const r of page) ids.push(r.id);
+      }
+    } else {
+      source = await open(address, { mode: "read", dataset });
+      dataset ??= source.dataset;
+      if (split && dataset !== undefined && split.file.dataset !== dataset) usageError("predict", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
+      if (split) ids = split.split.ids;
+      else if (source.ids) ids = await source.ids();
+      else throw new CassetteError("ERR_INVALID_OPTION", `Cannot predict from ${redact(address)} without sample ids as it cannot list them: pass --split FILE`);
+    }
+    if (limit !== undefined) ids = ids.slice(0, limit);
+    if (ids.length === 0) throw new CassetteError("ERR_INVALID_OPTION", `Cannot predict dataset '${dataset}' of ${redact(address)} as there are no samples to predict`);
+    const datasetName = dataset ?? split?.file.dataset ?? "";
+
+    const startedAt = new Date().toISOString();
+    const C = model.classes;
+    const confusion = Array.from({ length: C }, () => new Array<number>(C).fill(0));
+    let samples = 0, labelled = 0, hits = 0, topHits = 0, k = 0;
+    const tmp = out && `${out}.${process.pid}.tmp`;
+    const file = tmp ? await openFile(tmp, "w") : undefined;
+    // One write to the table outstanding while the next batch runs.
+    let writing: Promise<void> = Promise.resolve();
+    const bar = progress("predict", ids.length, json);
+    const t0 = runtime.now();
+    try {
+      const readFrom = workers > 0 ? address : (store ?? source!);
+      source = undefined; // the Loader closes a source it is given
+      for await (const b of predict(model, { store: readFrom, dataset, ids, batchSize: batch, topK, workers, prefetch })) {
+        k = b.k;
+        const rows: PredictionRow[] = b.ids.map((id, i) => {
+          const label = b.labels[i] >= 0 ? b.labels[i] : null;
+          const classes = Array.from(b.classes.subarray(i * k, i * k + k));
+          if (label !== null) {
+            labelled++;
+            confusion[label][classes[0]]++;
+            if (classes[0] === label) hits++;
+            if (classes.includes(label)) topHits++;
+          }
+          // wds: ids are the shards' keys themselves; export layouts keep no keys.
+          const key = kind === "wds" ? id : null;
+          return { id, dataset: datasetName, key, classes, probs: Array.from(b.probs.subarray(i * k, i * k + k)), label, weights: loaded!.digest, at: startedAt };
+        });
+        samples += rows.length;
+        // The keys and the writes of this batch go on while the next one is read and predicted.
+        await writing;
+        writing = (async () => {
+          if (store) {
+            const keys = await store.keysOf(dataset!, b.ids);
+            for (const r of rows) r.key = keys.get(r.id) ?? null;
+          }
+          if (table) await store!.putPredictions(table, rows);
+          if (file) await file.write(rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+        })();
+        writing.catch(() => {}); // awaited before the next batch's and at the end
+        bar.update(samples);
+      }
+      await writing;
+      bar.done();
+      if (file) {
+        await file.close();
+        await rename(tmp!, out!);
+      }
+    } catch (e) {
+      await writing.catch(() => {});
+      if (file) {
+        await file.close().catch(() => {});
+        await rm(tmp!, { force: true });
+      }
+      throw e;
+    }
+    const seconds = (runtime.now() - t0) / 1000;
+    const info = deviceInfo(device);
+    const report = {
+      store: redact(address), dataset: dataset ?? null, weights, digest: loaded.digest, model: loaded.name ?? describeSpec(model.spec),
+      samples, labelled, accuracy: labelled ? hits / labelled : null, topKAccuracy: labelled ? topHits / labelled : null, k,
+      seconds, samplesPerSec: samples / seconds, table: table ?? null, out: out ?? null,
+      adapter: info ? `${info.backend}: ${info.adapter}` : null,
+      classes: classNames ?? null, confusion: labelled ? confusion : null,
+    };
+    if (json) console.log(JSON.stringify(report));
+    else printSummary(report, holdsTables ? defaultPredictionTable(datasetName) : undefined);
+    return 0;
+  } finally {
+    await source?.close().catch(() => {});
+    await loaded?.model.destroy();
+    await store?.close();
+    device.destroy();
+  }
+}
+
+interface Summary {
+  store: string;
+  dataset: string | null;
+  weights: string;
+  model: string;
+  samples: number;
+  labelled: number;
+  accuracy: number | null;
+  topKAccuracy: number | null;
+  k: number;
+  seconds: number;
+  samplesPerSec: number;
+  table: string | null;
+  out: string | null;
+  classes: string[] | null;
+  confusion: number[][] | null;
+}
+
+function printSummary(r: Summary, suggestTable: string | undefined): void {
+  console.log(`predicted ${r.samples} samples of ${r.dataset ?? "the dataset"} (${r.store}) with ${r.weights} (${r.model}) in ${r.seconds.toFixed(2)} s: ${r.samplesPerSec.toFixed(0)} samples/s`);
+  if (r.accuracy !== null) {
+    console.log(`  accuracy ${(100 * r.accuracy).toFixed(2)} % (top-${r.k} ${(100 * r.topKAccuracy!).toFixed(2)} %) over ${r.labelled} labelled samples`);
+  } else console.log("  no sample has a label: no accuracy");
+  const wrote = [r.table && `table ${r.table}`, r.out].filter(Boolean);
+  if (wrote.length) console.log(`  top-${r.k} per sample written to ${wrote.join(" and ")}`);
+  else console.log(`  nothing written (--out-table ${suggestTable ?? "NAME"}${suggestTable ? "" : " needs sqlite: or cassandra://"} or --out FILE.jsonl keeps them)`);
+  // A matrix wider than a terminal helps no one: past 20 classes it is in --json only.
+  if (r.confusion && r.confusion.length <= 20) console.log(confusionText(r.confusion, r.classes));
+  else if (r.confusion) console.log(`  confusion matrix of ${r.confusion.length} classes: see --json`);
+}
+
+/** The matrix with a column per predicted class; rows and columns by number, names listed after. */
+function confusionText(m: number[][], names: string[] | null): string {
+  const C = m.length;
+  const w = Math.max(4, ...m.flat().map((v) => String(v).length + 1));
+  const lines = ["  confusion (rows: label, columns: predicted; right: the row's share on the diagonal)", `  ${"".padStart(6)}${m.map((_, j) => String(j).padStart(w)).join("")}   right`];
+  m.forEach((row, i) => lines.push(`  ${String(i).padStart(4)}  ${row.map((v) => String(v).padStart(w)).join("")}   ${row.reduce((a, v) => a + v, 0) ? `${((100 * row[i]) / row.reduce((a, v) => a + v, 0)).toFixed(0)} %` : ""}`));
+  if (names) lines.push(`  classes: ${names.slice(0, C).map((n, i) => `${i} ${n}`).join(", ")}`);
+  return lines.join("\n");
+}
