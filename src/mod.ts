@@ -37,7 +37,7 @@ export type { Split, SplitFile, SplitParams } from "./dataset/splits.ts";
 export { epochPlan } from "./plan/epoch.ts";
 export type { EpochPlanOptions } from "./plan/epoch.ts";
 export { Loader } from "./loader.ts";
-export type { EpochOptions, LoaderOptions, LoaderStats, SkippedSample } from "./loader.ts";
+export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, SkippedSample } from "./loader.ts";
 export type { Batch } from "./assemble/batch.ts";
 export type { Source } from "./source/source.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";
