@@ -17,7 +17,9 @@ die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
 # requires ("shaderUniform*ArrayDynamicIndexing required"); Mesa 25's lavapipe has them.
 # gcc and libjpeg62-turbo-dev: libjpeg-turbo's C library, for the JPEG bench's peer
 # (bench/jpeg/turbo_loop.c) and the CMYK/YCCK encoder of the decoder tests (cmyk_encode.c).
-APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs imagemagick python3-png gcc libc6-dev libjpeg62-turbo-dev openjdk-17-jdk-headless maven ca-certificates xz-utils)
+# chromium: the headless browser that the dashboard's tests open the page in
+# (test/_support/browser.ts drives it over the DevTools protocol; no driver package needed).
+APT_PKGS=(nginx dataset-fashion-mnist libjpeg-turbo-progs imagemagick python3-png gcc libc6-dev libjpeg62-turbo-dev openjdk-17-jdk-headless maven ca-certificates xz-utils chromium)
 BACKPORTS_PKGS=(mesa-vulkan-drivers libvulkan1)
 if [ "${SKIP_APT:-0}" != 1 ]; then
   step "system packages (apt)"; s=$SECONDS
