@@ -6,6 +6,7 @@ import type { ReadSource, Sample } from "../read/sample.ts";
 import { redact } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
 import { percentiles } from "../observe/stats.ts";
+import { type Dashboard, frameFromStats, startDashboard } from "../observe/dashboard.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import type { Batch } from "../assemble/batch.ts";
@@ -51,6 +52,13 @@ ${preprocessHelp}
   --step-ms S          after each batch, wait S ms (a training step that leaves the loader's
                        thread free), as a consumer does; batch times exclude it
   --series             with --json: batchAtMs, each batch's hand-over in ms from the start
+  --dashboard [PORT]   serve a live dashboard of the read at http://127.0.0.1:PORT/ (default:
+                       any free port; the URL is printed on stderr): images/s, the wait share,
+                       batch times, throughput per connection, window depth, retries, hedges,
+                       skips, workers, updated 5 times a second; /metrics has the same figures
+                       in Prometheus' text format. It closes when the read ends.
+  --dashboard-host HOST  listen on HOST instead of 127.0.0.1 (loopback: this machine only); on
+                       another address anyone who can reach it sees the figures
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, waitMs (the same, the wait inside the
                        loader only: batchMs less --step-ms and preprocessing), errors,
@@ -59,8 +67,13 @@ ${preprocessHelp}
                        batchMs, readback, adapter, … } (share: of the read's seconds)`;
 
 export async function run(argv: string[]): Promise<number> {
-  const { options } = parseArgs(argv, "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
+  // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
+  const args = argv.map((a, i) => (a === "--dashboard" && !/^\d+$/.test(argv[i + 1] ?? "") ? "--dashboard=0" : a));
+  const { options } = parseArgs(args, "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
+  const dashboardPort = options.has("dashboard") ? intOption(options, "read", "dashboard") : undefined;
+  if (dashboardPort !== undefined && (dashboardPort < 0 || dashboardPort > 65535)) usageError("read", `--dashboard must be a port 0…65535: current value is ${dashboardPort}`);
+  if (options.has("dashboard-host") && dashboardPort === undefined) usageError("read", "--dashboard-host needs --dashboard");
   const json = options.has("json");
   const grey = options.has("grey");
   const pre = preprocessRequest(options, grey, intOption(options, "read", "seed"));
@@ -99,6 +112,8 @@ export async function run(argv: string[]): Promise<number> {
     throw e;
   }
   let closeSource = true;
+  let dashboard: Dashboard | undefined;
+  let dashboardTimer: ReturnType<typeof setInterval> | undefined;
   try {
     dataset ??= source.dataset;
     let ids: string[];
@@ -117,6 +132,11 @@ export async function run(argv: string[]): Promise<number> {
     }
     const workerSource = await reading;
     reading = undefined; // the Loader closes it from here on
+    // Before the loader exists, so that a port in use stops the read before it starts.
+    dashboard = dashboardPort === undefined ? undefined : await startDashboard({
+      port: dashboardPort, host: options.get("dashboard-host") as string | undefined, title: `cassette read ${dataset ?? redact(address)}`,
+    });
+    if (dashboard) console.error(`dashboard: ${dashboard.url}`);
     const loader = new Loader({
       // The workers decode where they read: the Loader takes their samples as they come.
       store: workerSource ?? source, dataset, decode: !workerSource && decode && { grey }, ids, order, onError,
@@ -134,11 +154,30 @@ export async function run(argv: string[]): Promise<number> {
     if (stepMs < 0) usageError("read", `--step-ms must be ≥ 0: current value is ${stepMs}`);
     const series = options.has("series") ? [] as number[] : undefined;
     const t0 = runtime.now();
+    // The dashboard's figures: the loader's stats, this thread's epoch and clock, and the batch
+    // times since the last frame (its histogram; the stats keep only percentiles).
+    let epochNow = 0;
+    let lastHandOver = t0;
+    const batchTimes: number[] = [];
+    const frame = (done: boolean, seconds = (runtime.now() - t0) / 1000) => {
+      const s = loader.stats();
+      return frameFromStats(s, { epoch: epochNow, seconds, batchTimesMs: batchTimes.splice(0), done, ...(!s.prepare && { workers }) });
+    };
+    if (dashboard) {
+      dashboard.update(frame(false));
+      dashboardTimer = setInterval(() => dashboard!.update(frame(false)), DASHBOARD_EVERY_MS);
+    }
     try {
       for (let e = 0; e < epochs; e++) {
         const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), json);
         let n = 0;
+        epochNow = e;
         for await (const b of loader.epoch(e, { readAhead: e + 1 < epochs })) {
+          if (dashboard) {
+            const now = runtime.now();
+            batchTimes.push(now - lastHandOver);
+            lastHandOver = now;
+          }
           if (stage) await stage.run(b, e);
           series?.push(Math.round((runtime.now() - t0) * 100) / 100);
           // A training step that does not hold the loader's thread (as the peers' --step-ms).
@@ -150,6 +189,7 @@ export async function run(argv: string[]): Promise<number> {
       // Submitted is not done: the read ends when the last tensor exists.
       await stage?.finish();
     } finally {
+      clearInterval(dashboardTimer);
       await loader.close();
     }
     const s = loader.stats();
@@ -162,6 +202,8 @@ export async function run(argv: string[]): Promise<number> {
       ...(series && { batchAtMs: series }),
       ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
     };
+    // The last frame carries the report's own figures; closing sends it before the streams end.
+    dashboard?.update(frame(true, report.seconds));
     if (json) console.log(JSON.stringify(report));
     else {
       console.log(`read ${s.samples} samples, ${(s.bytes / 1e6).toFixed(1)} MB in ${report.seconds.toFixed(2)} s (${order} order)`);
@@ -178,11 +220,16 @@ export async function run(argv: string[]): Promise<number> {
     }
     return s.errors ? 1 : 0;
   } finally {
+    clearInterval(dashboardTimer);
+    await dashboard?.close();
     stage?.destroy();
     if (closeSource) await source.close();
     await reading?.then((s) => s.close(), () => {});
   }
 }
+
+/** How often the dashboard gets the loader's figures during a read. */
+const DASHBOARD_EVERY_MS = 200;
 
 /**
  * The GPU half of `read --preprocess`: each batch's decoded images become the tensor a trainer
