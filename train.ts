@@ -36,7 +36,8 @@ import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches
 import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
 import { startProxyProcess, type ProxyProcess } from "./tools/proxy/process.ts";
-import { parseArgs } from "./src/cli/args.ts";
+import { optionalValue, parseArgs } from "./src/cli/args.ts";
+import { type Dashboard, type DashboardFrame, frameFromStats, startDashboard } from "./src/observe/dashboard.ts";
 
 // The modules below import WGSL kernels as text, which Node does only through the loader hooks
 // of runtime-adapters/node_hooks.mjs. `node train.ts` has not registered them (`node --import
@@ -105,6 +106,12 @@ last batch is short when the batch size does not divide them (the model line say
                       checkpoint (options given as well must agree with them) and it goes on
                       checkpointing into DIR. In strict order the weights come out as an
                       uninterrupted run's, bit for bit on the same adapter
+  --dashboard [PORT]  serve a live dashboard of the run at http://127.0.0.1:PORT/ (default: any
+                      free port; the URL is printed on stderr): loss and accuracy curves,
+                      images/s, the wait share, batch times, throughput per connection, window
+                      depth, retries, hedges, skips, workers; /metrics has the same figures in
+                      Prometheus' text format. It stops when the run ends
+  --dashboard-host H  listen on H instead of 127.0.0.1 (loopback: this machine only)
   --trace-ids FILE    append a line per step to FILE: {"epoch","step","ids"} (for checking that
                       every sample is trained on once per epoch across a resume)
   --backend NAME      WebGPU backend: dawn, or builtin (Deno only)
@@ -121,10 +128,10 @@ last batch is short when the batch size does not divide them (the model line say
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
   "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
-  "checkpoint", "every", "resume", "trace-ids",
+  "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host",
 ];
 /** Options a resumed run may give differently from the checkpoint's (they do not change what is trained). */
-const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help"]);
+const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help", "dashboard", "dashboard-host"]);
 
 interface Run {
   json: boolean;
@@ -152,12 +159,13 @@ interface Run {
   every: number;
   resume?: string;
   traceIds?: string;
+  dashboard?: { port: number; host?: string };
   /** The options given on the command line (their Run field names): a resume checks them against the checkpoint's. */
   given: string[];
 }
 
 function options(): Run | undefined {
-  const { options: o } = parseArgs(runtime.args(), "train.ts", OPTIONS, ["no-io"]);
+  const { options: o } = parseArgs(optionalValue(runtime.args(), "dashboard", "0"), "train.ts", OPTIONS, ["no-io"]);
   if (o.has("help")) return void console.log(HELP);
   const str = (k: string) => (o.has(k) ? String(o.get(k)) : undefined);
   const order = str("order") ?? "ready";
@@ -202,8 +210,17 @@ function options(): Run | undefined {
     every: int("every", str("every") ?? String(DEFAULT_EVERY), 1),
     resume: str("resume"),
     traceIds: str("trace-ids"),
+    dashboard: dashboardOption(str("dashboard"), str("dashboard-host")),
     given: [...o.keys()].filter((k) => !FREE_ON_RESUME.has(k)),
   };
+}
+
+function dashboardOption(port: string | undefined, host: string | undefined): Run["dashboard"] {
+  if (port === undefined) {
+    if (host !== undefined) bad("'--dashboard-host' needs --dashboard");
+    return undefined;
+  }
+  return { port: int("dashboard", port, 0), host };
 }
 
 /** The Run fields a checkpoint records, by option name. */
@@ -226,7 +243,7 @@ function resumedRun(now: Run, c: Checkpoint): Run {
       bad(`'--${flag}' is ${JSON.stringify(now[k])} here but ${JSON.stringify(was[k] ?? null)} in the checkpoint ${c.path}: give --resume alone, or the same value`);
     }
   }
-  return { ...now, ...(was as Run), json: now.json, checkpoint: now.checkpoint, every: now.every, resume: now.resume, traceIds: now.traceIds, given: now.given };
+  return { ...now, ...(was as Run), json: now.json, checkpoint: now.checkpoint, every: now.every, resume: now.resume, traceIds: now.traceIds, dashboard: now.dashboard, given: now.given };
 }
 
 /** What a checkpoint records of the run: the options that decide what is trained, resolved. */
@@ -265,6 +282,7 @@ async function main(): Promise<number> {
 
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
   const loaders: Loader<DecodedImage>[] = [];
+  let dashboard: Dashboard | undefined, dashboardTimer: ReturnType<typeof setInterval> | undefined;
   try {
     store = await openRunStore(run);
     const ing = await ensureDataset(store, run, log);
@@ -384,6 +402,28 @@ async function main(): Promise<number> {
     process.on("SIGINT", () => void interrupted("SIGINT"));
     process.on("SIGTERM", () => void interrupted("SIGTERM"));
     const t0 = runtime.now();
+    // The dashboard's figures: the loader's, this loop's step and samples, the last losses.
+    let trained = reports.reduce((a, r) => a + r.samples, 0), epochTrained = resume?.run.partial?.samples ?? 0, lastHandOver = t0;
+    const trainedBefore = trained + epochTrained; // by the run this one resumes
+    const live: { loss?: number; accuracy?: number } = {};
+    const batchTimes: number[] = [];
+    const frame = (done: boolean): DashboardFrame => {
+      const last = reports.at(-1);
+      const extra: Partial<DashboardFrame> = {
+        seconds: (runtime.now() - t0) / 1000, epoch: Math.min(epochs, reports.length + (done ? 0 : 1)), step, samples: trained + epochTrained,
+        imagesPerSec: (trained + epochTrained - trainedBefore) / Math.max(1e-3, (runtime.now() - t0) / 1000),
+        loss: { train: live.loss ?? last?.loss, test: last?.testLoss },
+        accuracy: { train: live.accuracy ?? last?.trainAccuracy, test: last?.testAccuracy },
+        batchTimesMs: batchTimes.splice(0), done,
+      };
+      return run.noIo ? { waitShare: 0, ...extra } as DashboardFrame : frameFromStats(trainLoader.stats(), { ...extra, ...(workers ? { workers } : {}) });
+    };
+    if (run.dashboard) {
+      dashboard = await startDashboard({ ...run.dashboard, title: `train.ts: ${modelName} on ${run.dataset}` });
+      say(`dashboard ${dashboard.url}`); // with --json too: stderr, and the only way to find the page
+      dashboard.update(frame(false));
+      dashboardTimer = setInterval(() => dashboard!.update(frame(false)), 250);
+    }
     await fit(model, {
       epochs,
       startEpoch,
@@ -391,6 +431,7 @@ async function main(): Promise<number> {
       train: (e) => {
         bar = progress(`epoch ${e + 1}/${epochs}`, nTrain, run.json);
         latest = "";
+        live.loss = live.accuracy = undefined;
         share = 0;
         loaderWait0 = trainLoader.stats().waitSeconds;
         return trainBatches(e);
@@ -398,11 +439,16 @@ async function main(): Promise<number> {
       test: testBatches,
       onStep: (e, samples, elapsedMs, waitedMs) => {
         step++;
+        epochTrained = samples;
+        const now = runtime.now();
+        batchTimes.push(now - lastHandOver);
+        lastHandOver = now;
         if (run.traceIds) appendFileSync(run.traceIds, JSON.stringify({ epoch: e, step, ids: stepIds }) + "\n");
         // Loss and accuracy need a read-back from the GPU: every 2 s at most, in the background.
-        if (!polling && runtime.now() - lastPoll > 2000) {
+        // With a dashboard open every half second, for its loss curve.
+        if (!polling && runtime.now() - lastPoll > (dashboard ? 500 : 2000)) {
           polling = true;
-          model.trainMetrics().then((m) => (latest = `loss ${m.loss.toFixed(3)} · acc ${(100 * m.accuracy).toFixed(1)}%`))
+          model.trainMetrics().then((m) => ((live.loss = m.loss), (live.accuracy = m.accuracy), (latest = `loss ${m.loss.toFixed(3)} · acc ${(100 * m.accuracy).toFixed(1)}%`)))
             .finally(() => ((polling = false), (lastPoll = runtime.now())));
         }
         // stats() sorts every batch time so far: refresh the share twice a second, not per step.
@@ -439,6 +485,9 @@ async function main(): Promise<number> {
         };
         testSkipped0 = testSkipped;
         reports.push(report);
+        trained += report.samples;
+        epochTrained = 0;
+        live.loss = live.accuracy = undefined;
         const skipped = "skipped" in report && report.skipped + report.testSkipped > 0 ? ` · skipped ${report.skipped} + ${report.testSkipped} test` : "";
         bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +
           `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%${skipped}`);
@@ -453,6 +502,8 @@ async function main(): Promise<number> {
       },
     });
     const totalS = (runtime.now() - t0) / 1000;
+    clearInterval(dashboardTimer);
+    dashboard?.update(frame(true));
     if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
     if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${run.every} steps and after each epoch)`);
     await model.destroy();
@@ -490,6 +541,8 @@ async function main(): Promise<number> {
     }
     return 0;
   } finally {
+    clearInterval(dashboardTimer);
+    await dashboard?.close();
     for (const l of loaders) await l.close();
     if (readStore && readStore !== store) await readStore.close();
     await store?.close();

@@ -40,6 +40,14 @@ export function parseArgs(argv: string[], command: string, valued: string[], fla
   return { positional, options };
 }
 
+/**
+ * An option whose value may be left out (`--dashboard` or `--dashboard 8080`): a bare one,
+ * not followed by a value matching `value`, is given `fallback`. Run on argv before parseArgs.
+ */
+export function optionalValue(argv: string[], name: string, fallback: string, value = /^\d+$/): string[] {
+  return argv.map((a, i) => (a === `--${name}` && !value.test(argv[i + 1] ?? "") ? `--${name}=${fallback}` : a));
+}
+
 function splitOnce(s: string): [string, string | undefined] {
   const i = s.indexOf("=");
   return i < 0 ? [s, undefined] : [s.slice(0, i), s.slice(i + 1)];

@@ -13,7 +13,7 @@ import type { Batch } from "../assemble/batch.ts";
 import type { Preprocessor } from "../gpu/preprocess.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
-import { intOption, numberOption, parseArgs, required, usageError } from "./args.ts";
+import { intOption, numberOption, optionalValue, parseArgs, required, usageError } from "./args.ts";
 import { PREPROCESS_FLAGS, PREPROCESS_VALUED, preprocessHelp, preprocessRequest, type PreprocessRequest } from "./preprocess_args.ts";
 import { readFile, writeFile } from "node:fs/promises";
 
@@ -68,8 +68,7 @@ ${preprocessHelp}
 
 export async function run(argv: string[]): Promise<number> {
   // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
-  const args = argv.map((a, i) => (a === "--dashboard" && !/^\d+$/.test(argv[i + 1] ?? "") ? "--dashboard=0" : a));
-  const { options } = parseArgs(args, "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
+  const { options } = parseArgs(optionalValue(argv, "dashboard", "0"), "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const dashboardPort = options.has("dashboard") ? intOption(options, "read", "dashboard") : undefined;
   if (dashboardPort !== undefined && (dashboardPort < 0 || dashboardPort > 65535)) usageError("read", `--dashboard must be a port 0…65535: current value is ${dashboardPort}`);
