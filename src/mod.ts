@@ -52,3 +52,5 @@ export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
 export type { PreprocessedBatch, PreprocessedMasks, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
+export { frameFromStats, startDashboard } from "./observe/dashboard.ts";
+export type { Dashboard, DashboardFrame, DashboardOptions } from "./observe/dashboard.ts";
