@@ -140,12 +140,16 @@ export async function run(argv: string[]): Promise<number> {
     const confusion = Array.from({ length: C }, () => new Array<number>(C).fill(0));
     let samples = 0, labelled = 0, hits = 0, topHits = 0, k = 0;
     const tmp = out && `${out}.${process.pid}.tmp`;
-    const file = tmp ? await openFile(tmp, "w") : undefined;
+    const file = tmp ? await openFile(tmp, "w").catch((cause) => {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot write --out file '${out}': ${(cause as Error).message}`, { cause });
+    }) : undefined;
     // One write to the table outstanding while the next batch runs.
     let writing: Promise<void> = Promise.resolve();
     const bar = progress("predict", ids.length, json);
     const t0 = runtime.now();
     try {
+      // Read workers open the address themselves: the source here only listed the ids.
+      if (workers > 0) await source?.close();
       const readFrom = workers > 0 ? address : (store ?? source!);
       source = undefined; // the Loader closes a source it is given
       for await (const b of predict(model, { store: readFrom, dataset, ids, batchSize: batch, topK, workers, prefetch })) {
@@ -167,7 +171,7 @@ export async function run(argv: string[]): Promise<number> {
         // The keys and the writes of this batch go on while the next one is read and predicted.
         await writing;
         writing = (async () => {
-          if (store) {
+          if (store && (table || file)) {
             const keys = await store.keysOf(dataset!, b.ids);
             for (const r of rows) r.key = keys.get(r.id) ?? null;
           }
