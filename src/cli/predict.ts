@@ -16,10 +16,10 @@ import { parseStoreAddress, redact } from "../source/address.ts";
 import { openStore } from "../source/open.ts";
 import { progress } from "../observe/progress.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
-import { intOption, parseArgs, required, usageError } from "./args.ts";
+import { intOption, optionalValue, parseArgs, required, usageError } from "./args.ts";
 
 export const help = `usage: cassette predict --store URL --dataset NAME --weights FILE [--split FILE[:INDEX|:NAME]]
-                        [--out-table NAME] [--out FILE.jsonl] [options]
+                        [--out-table [NAME]] [--out FILE.jsonl] [options]
 
 Runs the model of a weights file (train.ts --save FILE writes one; its header names the
 model, so the file is enough) over the samples of a split, or of the whole dataset, through
@@ -29,12 +29,13 @@ predicted exactly once. Where samples have labels it prints the accuracy (top-1 
 and a confusion matrix (rows: the label, columns: the prediction).
 
 Nothing is written unless asked, so predict may read a store it cannot write:
-  --out-table NAME     one row per sample in table NAME of the store (sqlite: and cassandra://
-                       only; made when missing), keyed by id: a re-run replaces each row.
+  --out-table [NAME]   one row per sample in table NAME (default predictions_<dataset>) of the
+                       store (sqlite: and cassandra:// only; made when missing), keyed by id:
+                       a re-run replaces each row.
                        Columns: id, dataset, key, classes, probs (the top-k, most probable
                        first), label (null where none), weights (sha256 of the file), at (time
                        of the run). A name is a lower-case letter, then up to 47 lower-case
-                       letters, digits or _; the usual one is predictions_<dataset>
+                       letters, digits or _, not starting ds_ or cassette_
   --out FILE.jsonl     one JSON object a line, with the same fields (replaced whole, atomically)
 
   --store URL          sqlite:PATH, cassandra://HOST/KEYSPACE, or what cassette read reads
@@ -56,7 +57,8 @@ Nothing is written unless asked, so predict may read a store it cannot write:
 const VALUED = ["store", "dataset", "split", "weights", "model", "out-table", "out", "top-k", "batch", "limit", "workers", "prefetch"];
 
 export async function run(argv: string[]): Promise<number> {
-  const { positional, options } = parseArgs(argv, "predict", VALUED);
+  // A bare --out-table names the default table (a name never starts with "-").
+  const { positional, options } = parseArgs(optionalValue(argv, "out-table", "", /^[^-]/), "predict", VALUED);
   if (options.has("help")) return void console.log(help), 0;
   if (positional.length) usageError("predict", `takes no positional arguments: got '${positional[0]}'`);
   const json = options.has("json");
@@ -67,14 +69,15 @@ export async function run(argv: string[]): Promise<number> {
   if (why) usageError("predict", `needs --dataset: ${why}`);
   const kind = parseStoreAddress(address).kind;
   const holdsTables = kind === "sqlite" || kind === "cassandra";
-  const table = options.get("out-table") as string | undefined;
+  const given = options.get("out-table") as string | undefined;
+  const table = given === "" && holdsTables ? defaultPredictionTable(dataset!) : given;
   const out = options.get("out") as string | undefined;
   // Named before the device, the store or the model are opened.
   if (table !== undefined) {
     if (!holdsTables) {
       throw new CassetteError(
         "ERR_UNSUPPORTED",
-        `Cannot write predictions to table '${table}' of ${redact(address)} as a ${kind} store holds no tables (only sqlite: and cassandra:// do): write them to a file with --out FILE.jsonl`,
+        `Cannot write predictions to ${table ? `table '${table}'` : "a table"} of ${redact(address)} as a ${kind} store holds no tables (only sqlite: and cassandra:// do): write them to a file with --out FILE.jsonl`,
       );
     }
     checkPredictionTable(table, redact(address));
@@ -240,7 +243,7 @@ function printSummary(r: Summary, suggestTable: string | undefined): void {
   } else console.log("  no sample has a label: no accuracy");
   const wrote = [r.table && `table ${r.table}`, r.out].filter(Boolean);
   if (wrote.length) console.log(`  top-${r.k} per sample written to ${wrote.join(" and ")}`);
-  else console.log(`  nothing written (--out-table ${suggestTable ?? "NAME"}${suggestTable ? "" : " needs sqlite: or cassandra://"} or --out FILE.jsonl keeps them)`);
+  else console.log(`  nothing written (${suggestTable ? `--out-table, into ${suggestTable}, ` : ""}or --out FILE.jsonl keeps them)`);
   // A matrix wider than a terminal helps no one: past 20 classes it is in --json only.
   if (r.confusion && r.confusion.length <= 20) console.log(confusionText(r.confusion, r.classes));
   else if (r.confusion) console.log(`  confusion matrix of ${r.confusion.length} classes: see --json`);

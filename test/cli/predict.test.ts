@@ -128,8 +128,9 @@ test("cassette predict writes every sample's top-k to a SQLite table and a JSONL
     assert.equal(byId(table), byId(rows), "the table's rows equal the JSONL's");
 
     // A re-run replaces each id's row (a later time), adds none.
-    const again = ok(cassette("predict", "--store", store, "--dataset", "fm", "--weights", weights, "--top-k", "3", "--out-table", "predictions_fm", "--limit", "100", "--json"), "re-run");
-    assert.is(JSON.parse(again.out).samples, 100);
+    // A bare --out-table is predictions_<dataset>.
+    const again = ok(cassette("predict", "--store", store, "--dataset", "fm", "--weights", weights, "--top-k", "3", "--out-table", "--limit", "100", "--json"), "re-run");
+    assert.equal([JSON.parse(again.out).samples, JSON.parse(again.out).table], [100, "predictions_fm"]);
     const after = await tableRows(s, "predictions_fm");
     assert.is(after.length, 300, "no duplicates");
     assert.is(after.filter((x) => x.at !== rows[0].at).length, 100, "the 100 predicted again carry the new run's time");
@@ -147,6 +148,8 @@ test("cassette predict from cassette export's folder (file:) predicts what it pr
   const refused = cassette("predict", "--store", `file:${folder}`, "--weights", weights, "--out-table", "predictions_fm");
   assert.is(refused.code, 2);
   assert.match(refused.err, /Cannot write predictions to table 'predictions_fm' of file:.* as a file store holds no tables.*--out FILE\.jsonl \[ERR_UNSUPPORTED\]/);
+  const bare = cassette("predict", "--store", `file:${folder}`, "--weights", weights, "--out-table");
+  assert.match(bare.err, /Cannot write predictions to a table of file:.* as a file store holds no tables/);
   const fromFile = join(dir, "file.jsonl");
   ok(cassette("predict", "--store", `file:${folder}`, "--weights", weights, "--top-k", "3", "--out", fromFile), "predict file:");
   const a = byId(readJsonl(fromFile)), b = byId(readJsonl(first));
@@ -183,7 +186,7 @@ test("cassette predict refuses by name: another model's weights, a bad table nam
   fail(["--weights", weights, "--top-k", "11"], /--top-k must be at most the model's 10 classes: current value is 11/);
   const help = ok(cassette("predict", "--help"), "--help");
   assert.match(help.out, /usage: cassette predict/);
-  assert.match(help.out, /--out-table NAME/);
+  assert.match(help.out, /--out-table \[NAME\]/);
   assert.match(ok(cassette("--help"), "--help").out, /predict --store URL/);
 }, { timeoutMs: 90_000 });
 
