@@ -423,6 +423,8 @@ export class Sequential {
       for (const t of plan.owned) t.buffer.destroy();
     }
     this.#plans.clear();
+    for (const p of this.#predictPrograms.values()) (await p.catch(() => undefined))?.destroy();
+    this.#predictPrograms.clear();
     this.optimizer.destroy();
     for (const b of this.#buffers) b.destroy();
     this.#trainStats.buffer.destroy();
