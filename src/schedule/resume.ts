@@ -11,17 +11,21 @@
  */
 import { CassetteError } from "../errors.ts";
 
-export interface LoaderState {
-  format: "cassette-loader-state";
-  version: 1;
-  /** The epoch to continue (the one in progress, or the next once an epoch has ended). */
-  epoch: number;
+/** The options a state must agree on to apply to a loader: what decides the plan. */
+export interface PlanIdentity {
   seed: number;
   rank: number;
   worldSize: number;
   shuffle: boolean;
   batchSize: number;
   dropLast: boolean;
+}
+
+export interface LoaderState extends PlanIdentity {
+  format: "cassette-loader-state";
+  version: 1;
+  /** The epoch to continue (the one in progress, or the next once an epoch has ended). */
+  epoch: number;
   /** Samples in this rank's plan of `epoch`. */
   planned: number;
   /** A 64-bit digest (hex) of the plan's ids in order (`planDigest`). */
@@ -30,16 +34,6 @@ export interface LoaderState {
   handed: number;
   /** Base64 of a bitmap over the plan's positions: bit i (byte i >> 3, bit i & 7) set = handed over. */
   bitmap: string;
-}
-
-/** The options a state must agree on to apply to a loader. */
-export interface PlanIdentity {
-  seed: number;
-  rank: number;
-  worldSize: number;
-  shuffle: boolean;
-  batchSize: number;
-  dropLast: boolean;
 }
 
 /** A digest of the plan's ids in order: 64 bits as two 32-bit lanes, no BigInt. */

@@ -2,7 +2,7 @@ import * as assert from "uvu/assert";
 import { afterAll, test } from "../_support/harness.ts";
 import { testDevice } from "../_support/gpu.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
-import { sequentialEvalRef } from "../reference/train/sequential_eval.ts";
+import { sequentialForwardRef } from "../reference/train/sequential.ts";
 import { batchNorm, conv2d, dense, globalAvgPool, maxPool } from "../../src/train/layers.ts";
 import type { LayerSpec } from "../../src/train/layers.ts";
 import { createModel } from "../../src/train/model.ts";
@@ -76,7 +76,7 @@ for (const [name, spec] of Object.entries(SPECS)) {
       bs.forEach((b, i) => {
         const p = got[i];
         assert.is(p.length, b.n * C, `batch ${i}: n × classes values`);
-        const want = softmaxRef(sequentialEvalRef(spec.layers as LayerSpec[], spec.input, params, state, b.x, b.n), b.n, C);
+        const want = softmaxRef(sequentialForwardRef(spec.layers as LayerSpec[], spec.input, params, b.x, b.n, state), b.n, C);
         for (let j = 0; j < p.length; j++) {
           assert.ok(Math.abs(p[j] - want[j]) <= 2e-5, `batch ${i} [${Math.floor(j / C)}, ${j % C}]: ${p[j]} vs ${want[j]} (seed ${seed})`);
         }

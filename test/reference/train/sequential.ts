@@ -1,7 +1,8 @@
 /**
  * CPU reference of a whole Sequential model in f64, composed from the per-kernel references:
- * training-mode forward (batch norm with batch statistics) and the mean softmax cross-entropy.
- * Backward passes are checked against central differences of this.
+ * the forward in training mode (batch norm with the batch's statistics) or eval mode (with its
+ * running statistics, the state a weights file carries), and the mean softmax cross-entropy.
+ * Backward passes are checked against central differences of the loss.
  */
 import type { LayerSpec } from "../../../src/train/layers.ts";
 import { gemmRef } from "./gemm.ts";
@@ -15,9 +16,20 @@ import { softmaxXentRef } from "./softmax_xent.ts";
 export function sequentialLossRef(
   layers: LayerSpec[], input: number[], params: ArrayLike<number>[], x: ArrayLike<number>, labels: ArrayLike<number>, B: number,
 ): number {
+  const logits = sequentialForwardRef(layers, input, params, x, B);
+  return softmaxXentRef(logits, labels, B, logits.length / B).loss / B;
+}
+
+/**
+ * Logits [B, classes] of x [B, ...input]. Without `state`, training mode; with it (the batch-norm
+ * layers' running [mean | var] vectors, in layer order), eval mode.
+ */
+export function sequentialForwardRef(
+  layers: LayerSpec[], input: number[], params: ArrayLike<number>[], x: ArrayLike<number>, B: number, state?: ArrayLike<number>[],
+): Float64Array {
   let shape = input.slice();
   let v: ArrayLike<number> = x;
-  let p = 0;
+  let p = 0, s = 0;
   for (const l of layers) {
     switch (l.kind) {
       case "dense": {
@@ -51,12 +63,15 @@ export function sequentialLossRef(
         break;
       case "batchnorm": {
         const C = shape[0], I = shape.slice(1).reduce((a, b) => a * b, 1);
-        const { mean, variance } = batchnormStatsRef(v, B, C, I);
+        const running = state?.[s++];
+        const { mean, variance } = running
+          ? { mean: Array.from({ length: C }, (_, c) => running[c]), variance: Array.from({ length: C }, (_, c) => running[C + c]) }
+          : batchnormStatsRef(v, B, C, I);
         v = batchnormApplyRef(v, C, I, mean, variance, params[p], params[p + 1], l.eps ?? 1e-5, l.relu);
         p += 2;
         break;
       }
     }
   }
-  return softmaxXentRef(v, labels, B, shape[0]).loss / B;
+  return Float64Array.from(v);
 }
