@@ -18,14 +18,13 @@
 import { join } from "node:path";
 import undici from "undici/index.js";
 import { runtime } from "../runtime-adapters/index.ts";
-import { ingest } from "../src/dataset/ingest.ts";
 import { exportDataset } from "../src/source/export.ts";
-import { openStore } from "../src/source/open.ts";
 import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";
 import { startNginx } from "../test/_support/nginx.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
+import { FASHION_MNIST, fashionMnistStore } from "./_lib/fashion_store.ts";
 import { startProxyProcess } from "../tools/proxy/process.ts";
 
 const args = benchArgs({
@@ -43,13 +42,10 @@ const inflight = args.int("inflight", connections * pipelining * 4);
 const batchSize = args.int("batch", 128);
 const rtt = args.has("rtt") ? args.num("rtt", 0) : undefined;
 const prefetch = args.int("prefetch", 8);
-const DATASET = "fashion-mnist";
+const DATASET = FASHION_MNIST;
 
 const root = join(runtime.cwd(), ".tmp", "bench-http");
-const store = await openStore(`sqlite:${join(root, "fm.sqlite")}`);
-await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: perSplit });
-const ids: string[] = [];
-for await (const page of store.scanNat(DATASET)) for (const r of page) if ((r.meta.idx as number) < perSplit) ids.push(r.id);
+const { store, ids } = await fashionMnistStore(root, perSplit);
 const exported = await exportDataset(store, DATASET, join(root, "export"));
 await store.close();
 const web = await startNginx({ root: join(root, "export") });

@@ -17,9 +17,7 @@
 import { join } from "node:path";
 import undici from "undici/index.js";
 import { runtime } from "../runtime-adapters/index.ts";
-import { ingest } from "../src/dataset/ingest.ts";
 import { exportDataset } from "../src/source/export.ts";
-import { openStore } from "../src/source/open.ts";
 import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";
 import { S3Client } from "../src/source/s3.ts";
@@ -27,6 +25,7 @@ import { sha256Hex, signV4 } from "../src/source/sigv4.ts";
 import { NO_S3, startS3Server } from "../test/_support/s3_server.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
+import { FASHION_MNIST, fashionMnistStore } from "./_lib/fashion_store.ts";
 import { startProxyProcess } from "../tools/proxy/process.ts";
 
 const args = benchArgs({
@@ -48,14 +47,11 @@ const inflight = args.int("inflight", connections * pipelining * 4);
 const batchSize = args.int("batch", 128);
 const rtt = args.has("rtt") ? args.num("rtt", 0) : undefined;
 const rttSamples = args.int("rtt-samples", 1000);
-const DATASET = "fashion-mnist";
+const DATASET = FASHION_MNIST;
 const BUCKET = "bench";
 
 const root = join(runtime.cwd(), ".tmp", "bench-s3");
-const store = await openStore(`sqlite:${join(root, "fm.sqlite")}`);
-await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: perSplit });
-const ids: string[] = [];
-for await (const page of store.scanNat(DATASET)) for (const r of page) if ((r.meta.idx as number) < perSplit) ids.push(r.id);
+const { store, ids } = await fashionMnistStore(root, perSplit);
 const server = await startS3Server();
 const { credentials } = server;
 const s3url = server.url(BUCKET, "fm");

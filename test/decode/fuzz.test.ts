@@ -3,6 +3,7 @@ import { test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
 import { createJpegDecoder, type JpegScale } from "../../src/decode/jpeg.ts";
 import { JpegError } from "../../src/decode/jpeg_error.ts";
+import { fuzzLoop } from "../_support/fuzz.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { compare } from "../reference/jpeg_compare.ts";
 import { djpegRef, jpegBytes } from "./_fixtures.ts";
@@ -57,34 +58,23 @@ test(`fuzz: ${ITERATIONS} seeded mutations of corpus files give a JpegError or a
   const seed = freshSeed();
   const next = rng(seed);
   const files = SEEDS.map((f) => jpegBytes(f));
-  let errors = 0, images = 0, slowest = 0;
-  const reasons = new Map<string, number>();
-  for (let i = 0; i < ITERATIONS; i++) {
+  const { images, errors, reasons, slowest } = fuzzLoop(ITERATIONS, seed, JpegError, MAX_MS, (i) => {
     const bytes = mutate(files[i % files.length], next);
     const scale = ([1, 1, 1, 0.5, 0.25, 0.125] as JpegScale[])[randomInt(next, 0, 5)];
     const coefficients = next() < 0.15;
-    const t0 = runtime.now();
-    try {
-      if (coefficients) {
-        const c = jpeg.decodeCoefficients(bytes, { maxPixels: 4e6 });
-        for (const comp of c.components) assert.is(comp.coefficients.length, comp.blocksW * comp.blocksH * 64);
-      } else {
-        const img = jpeg.decode(bytes, { scale, maxPixels: 4e6 });
-        assert.is(img.data.length, img.width * img.height * img.channels, `iteration ${i}: output size (seed ${seed})`);
-      }
-      images++;
-    } catch (e) {
-      if (!(e instanceof JpegError)) {
-        throw new Error(`iteration ${i} (seed ${seed}): ${(e as Error)?.stack ?? e} — not a JpegError`);
-      }
-      assert.ok(e.reason !== "unknown" && e.offset >= 0 && e.offset <= bytes.length, `iteration ${i}: ${e.message} (seed ${seed})`);
-      reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
-      errors++;
-    }
-    const ms = runtime.now() - t0;
-    slowest = Math.max(slowest, ms);
-    assert.ok(ms < MAX_MS, `iteration ${i} took ${ms.toFixed(0)} ms (seed ${seed})`);
-  }
+    return {
+      bytes,
+      decode: () => {
+        if (coefficients) {
+          const c = jpeg.decodeCoefficients(bytes, { maxPixels: 4e6 });
+          for (const comp of c.components) assert.is(comp.coefficients.length, comp.blocksW * comp.blocksH * 64);
+        } else {
+          const img = jpeg.decode(bytes, { scale, maxPixels: 4e6 });
+          assert.is(img.data.length, img.width * img.height * img.channels, `iteration ${i}: output size (seed ${seed})`);
+        }
+      },
+    };
+  });
   console.log(`    ${images} images, ${errors} errors (${[...reasons].map(([r, n]) => `${r} ${n}`).join(", ")}); slowest ${slowest.toFixed(1)} ms; seed ${seed}`);
   assert.ok(errors > ITERATIONS / 10 && images > ITERATIONS / 10, "the mutations reach both outcomes");
   // After all that, the instance still decodes correctly.

@@ -7,6 +7,7 @@ import { buildPng, chunk, chunkOffsets, concat, crc32, ihdr, SIGNATURE, zlib } f
 import { expectedPixels, imageValues, type PngColorType, type PngSamples, SAMPLES_PER_PIXEL } from "../reference/png_expect.ts";
 import { createPngDecoder } from "../../src/decode/png.ts";
 import { PngError } from "../../src/decode/png_error.ts";
+import { fuzzLoop } from "../_support/fuzz.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 // Mutated and cut PNGs must give a PngError or an image, never another exception, a crash or a
@@ -96,26 +97,17 @@ test(`fuzz: ${ITERATIONS} seeded mutations of pypng files give a PngError or an 
   const seed = freshSeed();
   const next = rng(seed);
   const seeds = seedFiles(next);
-  let errors = 0, images = 0, slowest = 0;
-  const reasons = new Map<string, number>();
-  for (let i = 0; i < ITERATIONS; i++) {
+  const { images, errors, reasons, slowest } = fuzzLoop(ITERATIONS, seed, PngError, MAX_MS, (i) => {
     const bytes = mutate(seeds[i % seeds.length].bytes, next);
     const options = { grey: next() < 0.2, depth16: next() < 0.3, maxPixels: 1e6 };
-    const t0 = runtime.now();
-    try {
-      const img = png.decode(bytes, options);
-      assert.is(img.data.length, img.width * img.height * img.channels * (img.bitDepth / 8), `iteration ${i}: output size (seed ${seed})`);
-      images++;
-    } catch (e) {
-      if (!(e instanceof PngError)) throw new Error(`iteration ${i} (seed ${seed}): ${(e as Error)?.stack ?? e}, not a PngError`);
-      assert.ok(e.reason !== "unknown" && e.offset >= 0 && e.offset <= bytes.length, `iteration ${i}: ${e.message} (seed ${seed})`);
-      reasons.set(e.reason, (reasons.get(e.reason) ?? 0) + 1);
-      errors++;
-    }
-    const ms = runtime.now() - t0;
-    slowest = Math.max(slowest, ms);
-    assert.ok(ms < MAX_MS, `iteration ${i} took ${ms.toFixed(0)} ms (seed ${seed})`);
-  }
+    return {
+      bytes,
+      decode: () => {
+        const img = png.decode(bytes, options);
+        assert.is(img.data.length, img.width * img.height * img.channels * (img.bitDepth / 8), `iteration ${i}: output size (seed ${seed})`);
+      },
+    };
+  });
   console.log(`    ${images} images, ${errors} errors (${[...reasons].sort((a, b) => b[1] - a[1]).map(([r, n]) => `${r} ${n}`).join(", ")}); slowest ${slowest.toFixed(1)} ms; seed ${seed}`);
   assert.ok(errors > ITERATIONS / 10 && images > ITERATIONS / 10, "the mutations reach both outcomes");
   assert.ok(reasons.size >= 10, `the mutations reach many checks: ${[...reasons.keys()]}`);
