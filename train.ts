@@ -31,7 +31,7 @@ import { Loader } from "./src/loader.ts";
 import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import type { TrainBatch } from "./src/train/model.ts";
-import { carried, fit, type EpochReport } from "./src/train/fit.ts";
+import { carried, type EpochCarry, fit, type EpochReport } from "./src/train/fit.ts";
 import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
@@ -384,7 +384,7 @@ async function main(): Promise<number> {
     let step = resume?.run.step ?? 0;
     // Checkpoints: the run's options, resolved; the loader's state after each step's batch.
     const recorded = recordedOptions(run, modelName, epochs, workers);
-    const checkpoint = async (epoch: number, partial?: EpochReportPart) => {
+    const checkpoint = async (epoch: number, partial?: EpochCarry) => {
       await saveCheckpoint(run.checkpoint!, model, {
         options: recorded, epoch, step, loader: trainLoader.state(), reports, partial, seed: run.seed, time: new Date().toISOString(),
       });
@@ -440,9 +440,12 @@ async function main(): Promise<number> {
       onStep: (e, samples, elapsedMs, waitedMs) => {
         step++;
         epochTrained = samples;
-        const now = runtime.now();
-        batchTimes.push(now - lastHandOver);
-        lastHandOver = now;
+        if (dashboard) {
+          // Batch times for its histogram, taken by the next frame (none kept without one).
+          const now = runtime.now();
+          batchTimes.push(now - lastHandOver);
+          lastHandOver = now;
+        }
         if (run.traceIds) appendFileSync(run.traceIds, JSON.stringify({ epoch: e, step, ids: stepIds }) + "\n");
         // Loss and accuracy need a read-back from the GPU: every 2 s at most, in the background.
         // With a dashboard open every half second, for its loss curve.
@@ -550,8 +553,6 @@ async function main(): Promise<number> {
     device.destroy();
   }
 }
-
-type EpochReportPart = Parameters<typeof carried>[0];
 
 /**
  * Counts the samples a batch carries that the epoch's plan puts in another batch: how much
