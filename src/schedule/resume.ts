@@ -54,13 +54,19 @@ export function planDigest(plan: readonly string[]): string {
   return (a >>> 0).toString(16).padStart(8, "0") + (b >>> 0).toString(16).padStart(8, "0");
 }
 
-/** Which plan positions of one epoch were handed over, recorded as batches leave the loader. */
+/**
+ * Which plan positions of one epoch were handed over, recorded as batches leave the loader.
+ * A batch is only kept by reference when it leaves; the id → position map and the bits are made
+ * when a state is asked for, so a loader nobody checkpoints pays nothing per epoch.
+ */
 export class HandedOver {
   readonly epoch: number;
   readonly #plan: readonly string[];
   #positions?: Map<string, number>;
   readonly #bits: Uint8Array;
   #count = 0;
+  /** Batches' ids handed over since the bits were last brought up to date. */
+  #pending: (readonly string[])[] = [];
   /** The epoch's iteration ended (every sample handed over or given up on). */
   finished = false;
 
@@ -70,38 +76,44 @@ export class HandedOver {
     this.#bits = new Uint8Array((plan.length + 7) >> 3);
     if (bits) {
       this.#bits.set(bits);
-      for (let i = 0; i < plan.length; i++) if (this.has(i)) this.#count++;
+      for (let i = 0; i < plan.length; i++) if (this.#has(i)) this.#count++;
     }
   }
 
-  has(pos: number): boolean {
+  #has(pos: number): boolean {
     return (this.#bits[pos >> 3] & (1 << (pos & 7))) !== 0;
   }
 
   /** The ids of a batch just handed over. */
   mark(ids: readonly string[]): void {
-    // The id → position map is built once per epoch, on the first batch.
+    this.#pending.push(ids);
+  }
+
+  /** Sets the bits of the batches handed over since the last call. */
+  #fold(): void {
+    if (this.#pending.length === 0) return;
     const at = this.#positions ??= new Map(this.#plan.map((id, i) => [id, i]));
-    for (const id of ids) {
-      const pos = at.get(id);
-      if (pos === undefined || this.has(pos)) continue;
-      this.#bits[pos >> 3] |= 1 << (pos & 7);
-      this.#count++;
+    for (const ids of this.#pending) {
+      for (const id of ids) {
+        const pos = at.get(id);
+        if (pos === undefined || this.#has(pos)) continue;
+        this.#bits[pos >> 3] |= 1 << (pos & 7);
+        this.#count++;
+      }
     }
+    this.#pending = [];
   }
 
   /** The ids handed over, for the epoch run to leave out. */
   ids(): Set<string> {
+    this.#fold();
     const out = new Set<string>();
-    for (let i = 0; i < this.#plan.length; i++) if (this.has(i)) out.add(this.#plan[i]);
+    for (let i = 0; i < this.#plan.length; i++) if (this.#has(i)) out.add(this.#plan[i]);
     return out;
   }
 
-  get count(): number {
-    return this.#count;
-  }
-
   state(identity: PlanIdentity): LoaderState {
+    this.#fold();
     return {
       format: "cassette-loader-state", version: 1, epoch: this.epoch, ...identity,
       planned: this.#plan.length, plan: planDigest(this.#plan), handed: this.#count, bitmap: toBase64(this.#bits),
