@@ -91,6 +91,13 @@ last batch is short when the batch size does not divide them (the model line say
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
                       across connections, never within one)
+  --transform MODULE  a transform module (a path or URL exporting transform(sample, options,
+                      ctx), src/decode/transform.ts) run on each decoded sample where samples are
+                      decoded, off the training thread: in the decode pool, where a sample slower
+                      than most keeps running in the slow lane and joins a later batch, or in the
+                      read workers with --workers. E.g. src/decode/transforms/random_resized_crop.ts
+  --transform-options JSON
+                      the options handed to every call of --transform's function (default none)
   --no-io             train on the same pixels held on the GPU (read and decoded once): the
                       upper bound of the loader-fed run
   --out DIR           where metrics.jsonl and the plots go (default data/runs/train-<time>)
@@ -128,7 +135,7 @@ last batch is short when the batch size does not divide them (the model line say
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
   "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
-  "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host",
+  "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host", "transform", "transform-options",
 ];
 /** Options a resumed run may give differently from the checkpoint's (they do not change what is trained). */
 const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help", "dashboard", "dashboard-host"]);
@@ -151,6 +158,8 @@ interface Run {
   latencyMs: number;
   jitterMs: number;
   noIo: boolean;
+  /** A transform module and its options (--transform, --transform-options). */
+  transform?: { module: string; options?: unknown };
   out: string;
   save?: string;
   backend?: "dawn" | "builtin";
@@ -202,6 +211,7 @@ function options(): Run | undefined {
     latencyMs,
     jitterMs,
     noIo: o.has("no-io"),
+    transform: transformOption(str("transform"), str("transform-options")),
     out: str("out") ?? `data/runs/train-${stamp}`,
     save: str("save"),
     backend: backend as Run["backend"],
@@ -213,6 +223,20 @@ function options(): Run | undefined {
     dashboard: dashboardOption(str("dashboard"), str("dashboard-host")),
     given: [...o.keys()].filter((k) => !FREE_ON_RESUME.has(k)),
   };
+}
+
+function transformOption(module: string | undefined, options: string | undefined): Run["transform"] {
+  if (module === undefined) {
+    if (options !== undefined) bad("'--transform-options' needs --transform");
+    return undefined;
+  }
+  if (module === "") bad("'--transform' must name a module (a path or URL): current value is empty");
+  if (options === undefined) return { module };
+  try {
+    return { module, options: JSON.parse(options) };
+  } catch (e) {
+    return bad(`'--transform-options' must be JSON: current value is ${options} (${(e as Error).message})`);
+  }
 }
 
 function dashboardOption(port: string | undefined, host: string | undefined): Run["dashboard"] {
@@ -228,6 +252,7 @@ const RECORDED: Record<string, keyof Run> = {
   store: "address", dataset: "dataset", idx: "idx", split: "split", model: "model", epochs: "epochs", batch: "batch", lr: "lr",
   seed: "seed", limit: "limit", order: "order", prefetch: "prefetch", "latency-ms": "latencyMs", "jitter-ms": "jitterMs",
   workers: "workers", out: "out", save: "save", backend: "backend", "on-error": "onError", "no-io": "noIo",
+  transform: "transform", "transform-options": "transform",
 };
 
 /**
@@ -259,6 +284,7 @@ async function main(): Promise<number> {
   const resume = given.resume ? await readCheckpoint(given.resume) : undefined;
   const run = resume ? resumedRun(given, resume) : given;
   if (run.checkpoint && run.noIo) bad("'--checkpoint' needs the loader: with --no-io there is no loader state to keep");
+  if (run.transform && run.noIo) bad("'--transform' needs the loader: with --no-io the pixels are read once and held on the GPU, so a per-sample transform would run once, not every epoch");
   // On stderr (stdout is for --json) in the terminal's own colour: Bun prints console.error red.
   const log = (s: string) => run.json || say(s);
 
@@ -313,17 +339,21 @@ async function main(): Promise<number> {
     // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
     const decodeOptions = C === 1 ? { grey: true } : {};
     const decode = (s: Sample) => s.image!;
-    const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"] }) => {
+    const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"]; train?: boolean }) => {
       const l = new Loader<DecodedImage>({
         store: workers > 0 ? readAddress : readStore!, workers, decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
-        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, transform: decode, onError: run.onError, resume: o.resume,
+        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, onError: run.onError, resume: o.resume,
+        // --transform runs on the training samples only (evaluation sees the images as stored). A
+        // module's answer becomes the sample's image and the batch carries samples (their pixels
+        // found by loaderBatches); the closure answers the image itself.
+        transform: (o.train && run.transform) || decode,
       });
       loaders.push(l);
       return l;
     };
     // Every epoch trains on every sample: the last batch is short when the batch size does not
     // divide them (its program is compiled once, below). The test split is read in plan order, whole.
-    const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false, resume: resume?.run.loader });
+    const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false, resume: resume?.run.loader, train: true });
     const evalBatch = Math.max(run.batch, 500);
     const testLoader = test.length ? loader(test, { order: "strict", shuffle: false, batch: evalBatch, dropLast: false }) : undefined;
     const pre = await createPreprocessor(device, {
@@ -368,7 +398,8 @@ async function main(): Promise<number> {
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
     log(`model    ${modelName} (${describeModel(modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
       `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${epochs} epochs, ` +
-      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${workers ? `${workers} read workers` : "read in this thread"}`) + `; metrics in ${run.out}/`);
+      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${workers ? `${workers} read workers` : "read in this thread"}` +
+        (run.transform ? `, transform ${run.transform.module} ${workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
     const tc = runtime.now();
     const testN = test.length ? [evalBatch, ...(test.length % evalBatch ? [test.length % evalBatch] : [])] : [];

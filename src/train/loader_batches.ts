@@ -7,11 +7,16 @@
  *   (fetch + decode,     ids, labels, items      (one upload,          read by the model's next
  *    exactly once)                                one dispatch)          submit, in queue order)
  *
+ * The items are the decoded images themselves (a closure transform that answers them) or the
+ * samples carrying them as `image` (the loader's `decode`, or a transform module, whose answer
+ * becomes the sample's image): a sample without pixels is an error naming it.
+ *
  * The preprocessor's output buffer is rewritten `depth` batches later (3 by default); the model
  * copies `x` in the submit that follows this yield, so no batch is overwritten before use.
  */
 import { CassetteError } from "../errors.ts";
 import type { EpochOptions, Loader } from "../loader.ts";
+import type { Sample } from "../read/sample.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
 import type { PreprocessedMasks, Preprocessor } from "../gpu/preprocess.ts";
 import type { TrainBatch } from "./model.ts";
@@ -57,12 +62,12 @@ export interface LoaderBatchesOptions extends EpochOptions {
  * ```
  */
 export async function* loaderBatches(
-  loader: Loader<DecodedImage>,
+  loader: Loader<DecodedImage> | Loader<Sample>,
   pre: Preprocessor,
   epoch: number,
   o: LoaderBatchesOptions = {},
 ): AsyncGenerator<LoaderTrainBatch> {
-  for await (const b of loader.epoch(epoch, o)) {
+  for await (const b of (loader as Loader<DecodedImage | Sample>).epoch(epoch, o)) {
     if (o.classes !== undefined) {
       for (let i = 0; i < b.labels.length; i++) {
         const y = b.labels[i];
@@ -74,10 +79,20 @@ export async function* loaderBatches(
         }
       }
     }
-    const x = await pre.run(b.items, { epoch, ids: b.ids, masks: b.masks });
+    const x = await pre.run(b.items.map((item, i) => pixelsOf(item, b.ids[i])), { epoch, ids: b.ids, masks: b.masks });
     const out: LoaderTrainBatch = { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
     if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
     if (x.masks) out.masks = x.masks;
     yield out;
   }
+}
+
+/** A batch item's pixels: the image itself, or the sample's decoded `image`. */
+export function pixelsOf(item: DecodedImage | Sample, id: string): DecodedImage {
+  if ("width" in item) return item;
+  if (item.image) return item.image;
+  throw new CassetteError(
+    "ERR_INVALID_OPTION",
+    `Cannot preprocess sample ${id} as it has no pixels: give the Loader 'decode', a transform module, or a transform that answers the decoded image`,
+  );
 }

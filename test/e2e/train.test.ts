@@ -132,6 +132,40 @@ test("train.ts --save writes weights, and bad options fail with an error that na
   assert.ok(help.stdout.includes("--no-io") && help.stdout.includes("--latency-ms"));
 }, { timeoutMs: 400_000 });
 
+test("train.ts --transform runs a module on every training sample once an epoch in the decode pool (slow ones in the slow lane), never on the test samples; its bad uses are named", () => {
+  const seen = join(dir, "transform-seen.txt"), trace = join(dir, "transform-trace.jsonl");
+  const options = { file: seen, keepImage: true, fastMs: 0.2, slowMs: [20, 40], slowShare: 0.2 };
+  const module = join(ROOT, "test/fixtures/transforms/record.ts");
+  const r = train("--store", store, "--limit", "200", "--batch", "32", "--epochs", "2", "--model", "mlp", "--transform", module,
+    "--transform-options", JSON.stringify(options), "--trace-ids", trace, "--out", join(dir, "transform"), "--json");
+  const trained = new Map<string, number>();
+  for (const line of readFileSync(trace, "utf8").trim().split("\n")) {
+    const { epoch, ids } = JSON.parse(line) as { epoch: number; ids: string[] };
+    for (const id of ids) trained.set(`${epoch} ${id}`, (trained.get(`${epoch} ${id}`) ?? 0) + 1);
+  }
+  assert.is(trained.size, 2 * 200, "every training sample in each epoch");
+  assert.ok([...trained.values()].every((n) => n === 1), "once each");
+  const counts = new Map<string, number>();
+  for (const id of readFileSync(seen, "utf8").trim().split("\n")) counts.set(id, (counts.get(id) ?? 0) + 1);
+  const trainIds = new Set([...trained.keys()].map((k) => k.split(" ")[1]));
+  assert.equal([...counts.keys()].sort(), [...trainIds].sort(), "the transform saw the training samples, and no test sample");
+  assert.ok([...counts.values()].every((n) => n === 2), "once an epoch each");
+  const prepare = r.loader.prepare as { jobs: number; slowLane: number };
+  assert.is(prepare.jobs, 400, "the decode pool ran every training sample's job");
+  assert.ok(prepare.slowLane > 0, `a fifth of the samples cost 100× the rest: some took the slow lane (${prepare.slowLane})`);
+  assert.ok(r.epochs.every((e: { testAccuracy: number }) => e.testAccuracy > 0.4), "it still learns");
+
+  const fails = (args: string[], text: string) => {
+    const f = spawnTrain(["--store", store, "--limit", "64", "--epochs", "1", ...args, "--out", join(dir, "bad")]);
+    assert.ok(f.status !== 0, `${args.join(" ")} fails`);
+    assert.ok(f.stderr.includes(text), `stderr names the problem (${text}): ${f.stderr}`);
+  };
+  fails(["--transform-options", "{}"], "'--transform-options' needs --transform");
+  fails(["--transform", module, "--transform-options", "{nope"], "'--transform-options' must be JSON: current value is {nope");
+  fails(["--transform", module, "--no-io"], "'--transform' needs the loader");
+  fails(["--transform", join(dir, "no-such-module.ts")], "no-such-module.ts");
+}, { timeoutMs: 400_000 });
+
 test("train.ts prints its progress and information on stderr in the terminal's colour (Bun's console.error is red), and says the size of the short last batch", () => {
   // FORCE_COLOR makes Bun colour console.error as on a terminal.
   const r = spawnTrain(["--store", store, "--limit", "100", "--batch", "64", "--epochs", "1", "--model", "mlp", "--out", join(dir, "colour")], { env: { FORCE_COLOR: "1" } });
