@@ -15,14 +15,23 @@
  * --strict-no-io runs strict order as train.ts --no-io, which trains exactly as the loader-fed
  * strict run (the same permutation and pixels: test/e2e/train.test.ts holds their losses equal)
  * without its waiting.
+ *
+ * --transform MODULE [--transform-options JSON] runs a transform module on every training
+ * sample in the decode pool (train.ts --transform): with a heavy-tailed one (bench/minato's
+ * spin: one sample in ten costs 20–60 ms of CPU) ready order's slow lane sends the slow samples
+ * to later batches, and this compares its accuracy with strict order's (MINATOLoader §5.6):
+ *
+ *   bun bench/train_order.bench.ts --store sqlite:data/fashion-mnist.sqlite --latency-ms 0 --jitter-ms 0 \
+ *     --limit 4096 --batch 32 --transform test/fixtures/transforms/spin.ts \
+ *     --transform-options '{"keepImage":true,"fastMs":0.2,"slowMs":[20,60],"slowShare":0.1}'
  */
 import { ensureStore, runTrain, type TrainEpoch } from "./_lib/train_run.ts";
 import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
   program: "bench/train_order.bench.ts",
-  usage: "usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--prefetch K] [--strict-no-io] [--store URL] [--quick] [--json]",
-  valued: ["model", "epochs", "seeds", "first-seed", "limit", "store", "latency-ms", "jitter-ms", "prefetch"],
+  usage: "usage: bun bench/train_order.bench.ts [--model mlp] [--epochs E] [--seeds S] [--first-seed F] [--limit N] [--latency-ms MS] [--jitter-ms J] [--prefetch K] [--strict-no-io] [--store URL] [--batch B] [--transform MODULE [--transform-options JSON]] [--quick] [--json]",
+  valued: ["model", "epochs", "seeds", "first-seed", "limit", "store", "latency-ms", "jitter-ms", "prefetch", "batch", "transform", "transform-options"],
   flags: ["strict-no-io", "quick"],
 });
 const quick = args.has("quick");
@@ -39,22 +48,32 @@ await ensureStore(store);
 const latency = args.str("latency-ms", "10"), jitter = args.str("jitter-ms", "10");
 const prefetch = args.str("prefetch", "");
 const strictNoIo = args.has("strict-no-io");
+const batch = args.str("batch", "");
+const transform = args.str("transform", "");
+const transformOptions = args.str("transform-options", "");
+if (transformOptions && !transform) args.fail("'--transform-options' needs --transform");
+if (transform && strictNoIo) args.fail("'--transform' needs the loader in both orders: drop --strict-no-io");
+// Passed to train.ts as given, in both orders (it names a bad module or JSON).
+const extra = [...(batch ? ["--batch", batch] : []), ...(transform ? ["--transform", transform] : []), ...(transformOptions ? ["--transform-options", transformOptions] : [])];
 const log = (s: string) => json || console.log(s);
 
 log(`${model}, ${epochs} epochs, seeds ${firstSeed}…${firstSeed + seeds - 1}, ${limit || "all"} training images, ${store} through the proxy at ${latency} ± ${jitter} ms each way` +
-  `${prefetch ? `, window ${prefetch} batches` : ""}${strictNoIo ? "; strict order as --no-io" : ""}`);
+  `${prefetch ? `, window ${prefetch} batches` : ""}${strictNoIo ? "; strict order as --no-io" : ""}` +
+  `${batch ? `, batch ${batch}` : ""}${transform ? `, transform ${transform} ${transformOptions}` : ""}`);
 const runs: Record<string, TrainEpoch[][]> = { ready: [], strict: [] };
 for (let seed = firstSeed; seed < firstSeed + seeds; seed++) {
   for (const order of ["ready", "strict"]) {
     const io = order === "strict" && strictNoIo ? ["--no-io"] : ["--order", order, "--latency-ms", latency, "--jitter-ms", jitter, ...(prefetch ? ["--prefetch", prefetch] : [])];
     const r = runTrain(["--store", store, "--model", model, "--epochs", String(epochs), "--seed", String(seed), ...io,
-      "--out", `.tmp/bench-train-order/${model}-${order}-${seed}`, ...(limit ? ["--limit", limit] : [])]);
+      "--out", `.tmp/bench-train-order/${model}-${order}-${seed}`, ...(limit ? ["--limit", limit] : []), ...extra]);
     runs[order].push(r.epochs);
     const last = r.epochs.at(-1)!;
+    const prep = (r.loader as { prepare?: { slowLane?: number; thresholdMs?: number } } | undefined)?.prepare;
     log(`  seed ${seed} ${order.padEnd(6)}: test accuracy ${r.epochs.map((e) => (100 * e.testAccuracy).toFixed(2)).join(" → ")} %` +
       ` · ${(r.epochs.reduce((a, e) => a + e.imagesPerSec, 0) / r.epochs.length).toFixed(0)} img/s` +
       ` · ${(100 * (r.epochs.reduce((a, e) => a + (e.outOfPlanShare ?? 0), 0) / r.epochs.length)).toFixed(0)} % of samples out of plan` +
-      ` · loss ${last.loss.toFixed(4)}`);
+      ` · loss ${last.loss.toFixed(4)}` +
+      (prep?.slowLane !== undefined ? ` · slow lane ${prep.slowLane} (deadline ${prep.thresholdMs?.toFixed(1)} ms)` : ""));
   }
 }
 const stats = (xs: number[]) => {
@@ -71,4 +90,4 @@ for (const order of ["ready", "strict"]) {
 }
 const d = (summary.ready as { testAccuracy: { mean: number } }).testAccuracy.mean - (summary.strict as { testAccuracy: { mean: number } }).testAccuracy.mean;
 log(`  ready − strict: ${(100 * d).toFixed(2)} points`);
-if (json) console.log(JSON.stringify({ model, epochs, seeds, firstSeed, limit: limit || "all", store, latencyMs: latency, jitterMs: jitter, prefetch: prefetch || "auto", strictNoIo, summary, runs }));
+if (json) console.log(JSON.stringify({ model, epochs, seeds, firstSeed, limit: limit || "all", store, latencyMs: latency, jitterMs: jitter, prefetch: prefetch || "auto", strictNoIo, batch: batch || "default", transform: transform || undefined, transformOptions: transformOptions || undefined, summary, runs }));
