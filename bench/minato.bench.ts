@@ -7,15 +7,29 @@
  *   ready-nolane   ready order, the same pool, no slow lane
  *   ready-lane     ready order, the same pool, the slow lane (NOTE [ Slow lane ], src/decode/pool.ts)
  *   ready-auto     the defaults: ready order, the slow lane, the pool sized as it goes
+ *   ready-lane-1w  (--consumer cpu only) the slow lane on one fixed worker, a core left to the step
  *
- * The heavy tail is a transform module that spins the CPU (test/fixtures/transforms/spin.ts):
- * one sample in ten (by a hash of its id, so every contender gets the same ones) for 50–150 ms,
- * the rest 2 ms — the shape of the paper's Table 2 (p90 ≫ median), stated rather than drawn
- * from images so that every contender pays exactly the same cost per sample. (A mix of large
- * photos and crops through the built-in random-resized-crop is the real-cost version; not yet.)
+ Two heavy tails (--tail):
  *
- *   bun bench/minato.bench.ts [--samples N] [--batch B] [--step-ms S] [--prefetch P] [--epochs E]
- *                             [--rounds R] [--out DIR] [--quick] [--json]
+ *   spin    (default) a transform module that spins the CPU (test/fixtures/transforms/spin.ts):
+ *           one sample in ten (by a hash of its id, so every contender gets the same ones) for
+ *           50–150 ms, the rest 2 ms — the shape of the paper's Table 2 (p90 ≫ median), stated
+ *           rather than drawn from images so that every contender pays exactly the same cost.
+ *   photos  the real-cost version: one sample in ten is an 8–16 Mpx photo (bench/minato/
+ *           make_photos.sh), the rest 224×224 crops (bench/jpeg/make_inputs.sh), all through
+ *           the built-in random-resized-crop module at 224 (src/decode/transforms/
+ *           random_resized_crop.ts: the box drawn on the header's size, then the scaled decode
+ *           that still covers it). The cost of each sample is measured on this thread before
+ *           the run and printed (its percentiles): it depends on the box drawn, not only the file.
+ *
+ * The consumer (--consumer) sleeps through its step (a GPU's step: the thread and the cores are
+ * free), or, with `cpu`, spins this thread for it: a CPU adapter's step (lavapipe), where the
+ * training competes with the decode workers for the same cores, the case the pool's scaler
+ * must shrink for (NOTE [ Worker scaling ], src/decode/pool.ts).
+ *
+ *   bun bench/minato.bench.ts [--tail spin|photos] [--consumer sleep|cpu] [--samples N] [--batch B]
+ *                             [--step-ms S] [--prefetch P] [--epochs E] [--rounds R] [--out DIR]
+ *                             [--quick] [--json]
  *
  * Per contender: samples/s, the consumer's wait as a share of its step time, batch time
  * p50/p99 (hand-over to hand-over, step included), the slow lane's counts, the workers over
@@ -23,51 +37,113 @@
  * should look like random draws in every order. Figures: an SVG of each contender's batch
  * times (the paper's timelines) and one of the workers over time.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { runtime } from "../runtime-adapters/index.ts";
 import { Loader, type LoaderStats } from "../src/loader.ts";
 import { openStore } from "../src/source/open.ts";
 import { ingest } from "../src/dataset/ingest.ts";
 import { lineChart } from "../src/observe/svg.ts";
+import { createJpegDecoder } from "../src/decode/jpeg.ts";
+import { rng } from "../src/plan/rng.ts";
+import { transform as randomResizedCrop } from "../src/decode/transforms/random_resized_crop.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { printTable } from "./_lib/compare.ts";
 
 const args = benchArgs({
   program: "bench/minato.bench.ts",
-  usage: "usage: bun bench/minato.bench.ts [--samples N] [--batch B] [--step-ms S] [--prefetch P] [--epochs E] [--rounds R] [--out DIR] [--quick] [--json]",
-  valued: ["samples", "batch", "step-ms", "prefetch", "epochs", "rounds", "out"],
+  usage: "usage: bun bench/minato.bench.ts [--tail spin|photos] [--consumer sleep|cpu] [--samples N] [--batch B] [--step-ms S] [--prefetch P] [--epochs E] [--rounds R] [--out DIR] [--quick] [--json]",
+  valued: ["tail", "consumer", "samples", "batch", "step-ms", "prefetch", "epochs", "rounds", "out"],
   flags: ["quick"],
 });
 const quick = args.has("quick");
+const tail = args.str("tail", "spin");
+if (tail !== "spin" && tail !== "photos") args.fail(`'--tail' must be spin or photos: current value is ${tail}`);
+const consumer = args.str("consumer", "sleep");
+if (consumer !== "sleep" && consumer !== "cpu") args.fail(`'--consumer' must be sleep or cpu: current value is ${consumer}`);
 const samples = args.int("samples", quick ? 320 : 960);
 const B = args.int("batch", 8);
 const stepMs = args.num("step-ms", 80);
 const prefetch = args.int("prefetch", 2);
 const epochs = args.int("epochs", 2);
 const rounds = args.int("rounds", quick ? 1 : 3);
-const outDir = args.str("out", join(import.meta.dirname ?? ".", "minato/figures"));
+const outDir = args.str("out", join(import.meta.dirname ?? ".", "minato/figures", tail === "spin" && consumer === "sleep" ? "" : `${tail}-${consumer}`));
 const json = args.has("json");
 
 const SPIN = new URL("../test/fixtures/transforms/spin.ts", import.meta.url).href;
-const TAIL = { fastMs: 2, slowMs: [50, 150], slowShare: 0.1 };
+const RRC = new URL("../src/decode/transforms/random_resized_crop.ts", import.meta.url).href;
+const TRANSFORM = tail === "spin"
+  ? { module: SPIN, options: { fastMs: 2, slowMs: [50, 150], slowShare: 0.1 } }
+  : { module: RRC, options: { size: 224 } };
+const TAIL_TEXT = tail === "spin" ? "1 in 10 samples 50–150 ms of CPU, else 2 ms" : "1 in 10 samples an 8–16 Mpx photo, else a 224² crop, random-resized-crop to 224";
 const CONTENDERS = [
   { name: "strict-fixed", o: { order: "strict" as const, decodeWorkers: 2, slowLane: false } },
   { name: "ready-nolane", o: { decodeWorkers: 2, slowLane: false } },
   { name: "ready-lane", o: { decodeWorkers: 2 } },
   { name: "ready-auto", o: {} },
+  // Training on the same cores: is one worker, leaving a core to the step, the better fixed pool?
+  ...(consumer === "cpu" ? [{ name: "ready-lane-1w", o: { decodeWorkers: 1 } }] : []),
 ];
 
 const address = `sqlite:${join(".tmp", "bench-minato.sqlite")}`;
 mkdirSync(".tmp", { recursive: true });
 const store = await openStore(address);
+const DATASET = tail === "spin" ? "fm" : `photos-${samples}`;
 // Ingest resumes: what is stored already is skipped.
-await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: Math.max(samples, 960) });
+if (tail === "spin") await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: Math.max(samples, 960) });
+else await ingest(store, photoFolder(samples), { dataset: DATASET });
 const ids: string[] = [];
 const labelOf = new Map<string, number>();
-for await (const page of store.scanNat("fm")) for (const r of page) if (ids.length < samples) ids.push(r.id);
-for (const s of await store.get("fm", ids)) labelOf.set(s.id, s.label);
+for await (const page of store.scanNat(DATASET)) for (const r of page) if (ids.length < samples) ids.push(r.id);
+const costs: number[] = [];
+{
+  const jpeg = tail === "photos" ? await createJpegDecoder() : undefined;
+  const draw = rng(7);
+  for (const s of await store.get(DATASET, ids)) {
+    labelOf.set(s.id, s.label);
+    if (jpeg) {
+      // What each sample costs through the transform alone, on this thread: the tail measured.
+      const t0 = runtime.now();
+      randomResizedCrop({ id: s.id, label: s.label, data: s.data }, TRANSFORM.options, { decode: (b, o) => jpeg.decode(b, o), random: () => draw.next() });
+      costs.push(runtime.now() - t0);
+    }
+  }
+}
 await store.close();
+/** The p-th percentiles (nearest rank) of `xs`. */
+function quantiles(xs: number[], ps: number[]): number[] {
+  const sorted = xs.slice().sort((a, b) => a - b);
+  return ps.map((p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
+}
+if (costs.length) {
+  const p = quantiles(costs, [50, 90, 99]);
+  console.log(`measured cost per sample (random-resized-crop to 224, this thread): p50 ${p[0].toFixed(1)} ms, p90 ${p[1].toFixed(1)}, p99 ${p[2].toFixed(1)}, max ${Math.max(...costs).toFixed(1)}; ` +
+    `${costs.filter((c) => c > 10 * p[0]).length} of ${costs.length} samples over 10× the median`);
+}
+
+/**
+ * An ImageFolder of `n` samples (links to the files, ten classes): sample i is class ⌊i / 10⌋ mod
+ * 10 and one of the nine large photos when i mod 10 = 3 (one in ten in every class), else one
+ * of the 200 crops. Links give each sample its own path, so its own key and id.
+ */
+function photoFolder(n: number): string {
+  const here = import.meta.dirname ?? "bench";
+  execFileSync("bash", [join(here, "minato/make_photos.sh")], { stdio: ["ignore", "ignore", "inherit"] });
+  const dir = join(".tmp", `bench-minato-photos-${n}`);
+  if (existsSync(join(dir, ".done"))) return dir;
+  rmSync(dir, { recursive: true, force: true });
+  const list = (d: string) => readdirSync(d).filter((f) => f.endsWith(".jpg")).sort().map((f) => join(d, f));
+  const large = list(join(here, "minato/data/large")), crops = list(join(here, "jpeg/data/crops"));
+  for (let i = 0; i < n; i++) {
+    const cls = join(dir, `c${Math.floor(i / 10) % 10}`);
+    mkdirSync(cls, { recursive: true });
+    const file = i % 10 === 3 ? large[Math.floor(i / 10) % large.length] : crops[i % crops.length];
+    symlinkSync(resolve(file), join(cls, `${String(i).padStart(5, "0")}.jpg`));
+  }
+  writeFileSync(join(dir, ".done"), "");
+  return dir;
+}
 
 interface Result {
   stats: LoaderStats;
@@ -79,7 +155,7 @@ interface Result {
 }
 
 async function runOnce(o: object): Promise<Result> {
-  const loader = new Loader({ store: address, dataset: "fm", ids, batchSize: B, prefetch, readAhead: true, seed: 7, transform: { module: SPIN, options: TAIL }, ...o });
+  const loader = new Loader({ store: address, dataset: DATASET, ids, batchSize: B, prefetch, readAhead: true, seed: 7, transform: TRANSFORM, ...o });
   const gaps: number[] = [], composition: number[][] = [];
   let last = runtime.now(), steps = 0;
   try {
@@ -90,7 +166,8 @@ async function runOnce(o: object): Promise<Result> {
         const counts = new Array(10).fill(0);
         for (const id of b.ids) counts[labelOf.get(id) ?? 0]++;
         composition.push(counts);
-        await new Promise((r) => setTimeout(r, stepMs)); // the training step (a GPU's: the thread is free)
+        if (consumer === "sleep") await new Promise((r) => setTimeout(r, stepMs)); // the training step (a GPU's: the thread is free)
+        else for (const until = runtime.now() + stepMs; runtime.now() < until;); // a CPU adapter's: this thread busy
         steps++;
         last = runtime.now();
       }
@@ -141,7 +218,7 @@ const rows = CONTENDERS.map((c) => {
   };
 });
 const base = rows[0];
-printTable(`Heavy-tailed preprocessing (1 in 10 samples 50–150 ms of CPU, else 2 ms), batch ${B}, step ${stepMs} ms, prefetch ${prefetch}, ${samples} samples × ${epochs} epochs`, "samples/s",
+printTable(`Heavy-tailed preprocessing (${TAIL_TEXT}), batch ${B}, ${consumer === "cpu" ? "CPU-bound " : ""}step ${stepMs} ms, prefetch ${prefetch}, ${samples} samples × ${epochs} epochs`, "samples/s",
   rows.map((r) => ({ name: r.name, best: r.best, median: r.samplesPerSec, spread: 0, ratio: r.best / base.best })).sort((a, b) => b.best - a.best), base.name, rounds);
 console.log(`\n${"contender".padEnd(13)} ${"wait/step".padStart(9)} ${"batch p50".padStart(9)} ${"p99".padStart(6)} ${"p99/p50".padStart(7)} ${"slow".padStart(5)} ${"taken".padStart(6)} ${"deadline".padStart(8)}  chi² z (classes × batches)  workers`);
 for (const r of rows) {
@@ -170,4 +247,4 @@ writeFileSync(join(outDir, "workers.svg"), lineChart({
   series: [{ name: "ready-auto", points: lane.workers.flatMap(([t, n], i, a) => [[t / 1000, n], ...(i + 1 < a.length ? [[a[i + 1][0] / 1000, n]] : [])] as [number, number][]) }],
 }));
 console.log(`\nfigures: ${outDir}/batch-times.svg, workers.svg`);
-if (json) console.log(JSON.stringify({ samples, batch: B, stepMs, prefetch, epochs, rounds, rows: rows.map(({ gaps, ...r }) => r), targets: Object.fromEntries(targets) }));
+if (json) console.log(JSON.stringify({ tail, consumer, costMs: costs.length ? quantiles(costs, [50, 90, 99]) : undefined, samples, batch: B, stepMs, prefetch, epochs, rounds, rows: rows.map(({ gaps, ...r }) => r), targets: Object.fromEntries(targets) }));
