@@ -191,19 +191,28 @@ export function idct8Low(blk: usize, qf: usize, dst: usize, stride: i32): void {
   store8x8(dst, stride);
 }
 
+// 2^23: added to an integral f32 in 0…255, it leaves the integer in the low mantissa bits.
+const MAGIC: f32 = 8388608;
+
+/**
+ * Samples 0…255 of four results: clamp(trunc(x), 0, 255), as i32 lanes. In f32 first (clamp,
+ * then floor, which is trunc on x ≥ 0), then the integer read from the mantissa after adding
+ * 2^23: a few single instructions, where i32x4.trunc_sat_f32x4_s is a sequence (it handles NaN
+ * and overflow, which cannot occur here). The same integers as trunc_sat and saturation.
+ */
+// @ts-ignore: decorator
+@inline function toSample(x: v128): v128 {
+  const c = f32x4.floor(f32x4.pmax(f32x4.pmin(x, f32x4.splat(255)), f32x4.splat(0)));
+  return i32x4.sub(f32x4.add(c, f32x4.splat(MAGIC)), i32x4.splat(0x4b000000));
+}
+
 /** Rounds, clamps and stores the 8 result rows in U. */
 // @ts-ignore: decorator
 @inline function store8x8(dst: usize, stride: i32): void {
   // Row y = U + y·32 (lanes x 0–3) and U + y·32 + 16 (x 4–7).
   for (let y = 0; y < 8; y += 2) {
-    const a = i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>y << 5))),
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>y << 5) + 16)),
-    );
-    const b = i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>(y + 1) << 5))),
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>(y + 1) << 5) + 16)),
-    );
+    const a = i16x8.narrow_i32x4_s(toSample(v128.load(U + (<usize>y << 5))), toSample(v128.load(U + (<usize>y << 5) + 16)));
+    const b = i16x8.narrow_i32x4_s(toSample(v128.load(U + (<usize>(y + 1) << 5))), toSample(v128.load(U + (<usize>(y + 1) << 5) + 16)));
     const bytes = i8x16.narrow_i16x8_u(a, b);
     v128.store_lane<i64>(dst + <usize>(y * stride), bytes, 0);
     v128.store_lane<i64>(dst + <usize>((y + 1) * stride), bytes, 1);
