@@ -5,7 +5,7 @@
  * group, the median paired ratio time(A) ÷ time(B) (above 1: B is faster) with its interquartile
  * range, and checks that A and B hand out the same pixels (a hash of every row they emit).
  *
- *   node_modules/.bin/bun bench/jpeg_ab.ts --a /tmp/base.wasm [--b wasm/build/jpeg.wasm] [--rounds 15] [--only crops,large]
+ *   node_modules/.bin/bun bench/jpeg_ab.ts --a /tmp/base.wasm [--b wasm/build/jpeg.wasm] [--rounds 15] [--only crops,large] [--scale 1]
  *
  * Inputs: bench/jpeg/make_inputs.sh's groups (crops, large, progressive, gray) and 2000
  * Fashion-MNIST 28×28 as ingest stores them, decoded grey (fmnist-grey), as bench/jpeg.bench.ts.
@@ -26,13 +26,16 @@ const args = benchArgs({
   --a A.wasm    the baseline build (e.g. a copy of wasm/build/jpeg.wasm before a change)
   --b B.wasm    the build to compare (default wasm/build/jpeg.wasm)
   --rounds R    paired rounds (default 15)
-  --only LIST   comma-separated groups: crops, large, progressive, gray, fmnist-grey`,
-  valued: ["a", "b", "rounds", "only"],
+  --only LIST   comma-separated groups: crops, large, progressive, gray, fmnist-grey
+  --scale S     decode at 1/2^S of the size, S = 0…3 (default 0: full size)`,
+  valued: ["a", "b", "rounds", "only", "scale"],
 });
 const HERE = fileURLToPath(new URL("./", import.meta.url));
 const pathA = args.str("a") ?? args.fail("needs --a A.wasm");
 const pathB = args.str("b", `${HERE}../wasm/build/jpeg.wasm`);
 const ROUNDS = args.int("rounds", 15);
+const SCALE = args.int("scale", 0, 0);
+if (SCALE > 3) args.fail(`--scale must be 0…3: current value is ${SCALE}`);
 const GROUPS = ["crops", "large", "progressive", "gray", "fmnist-grey"];
 const only = (args.str("only") ?? GROUPS.join(",")).split(",");
 for (const g of only) if (!GROUPS.includes(g)) args.fail(`--only takes ${GROUPS.join(", ")}: current value has ${g}`);
@@ -54,7 +57,7 @@ async function load(path: string): Promise<Build> {
       w.reset();
       const p = w.alloc(bytes.length);
       new Uint8Array(w.memory.buffer, p, bytes.length).set(bytes);
-      const rc = w.decode(p, bytes.length, 0, 1e9, mode);
+      const rc = w.decode(p, bytes.length, SCALE, 1e9, mode);
       if (rc !== 0) throw new Error(`${path}: decode failed with code ${rc}`);
     },
   };
@@ -117,7 +120,7 @@ const q = (xs: number[], f: number) => {
   return s[Math.min(s.length - 1, Math.max(0, Math.round(f * (s.length - 1))))];
 };
 
-console.log(`A = ${pathA}\nB = ${pathB}\n${ROUNDS} paired rounds, process CPU time; ratio A ÷ B above 1: B is faster\n`);
+console.log(`A = ${pathA}\nB = ${pathB}\n${ROUNDS} paired rounds at scale 1/${1 << SCALE}, process CPU time; ratio A ÷ B above 1: B is faster\n`);
 console.log("| group | A ms/round (median) | B ms/round (median) | A ÷ B median (IQR) | same pixels |\n|---|---:|---:|---:|---|");
 for (const group of only) {
   const inputs = group === "fmnist-grey" ? await fmnist() : files(group).map((f) => new Uint8Array(readFileSync(f)));
