@@ -191,19 +191,28 @@ export function idct8Low(blk: usize, qf: usize, dst: usize, stride: i32): void {
   store8x8(dst, stride);
 }
 
+// 2^23: added to an integral f32 in 0…255, it leaves the integer in the low mantissa bits.
+const MAGIC: f32 = 8388608;
+
+/**
+ * Samples 0…255 of four results: clamp(trunc(x), 0, 255), as i32 lanes. In f32 first (clamp,
+ * then floor, which is trunc on x ≥ 0), then the integer read from the mantissa after adding
+ * 2^23: a few single instructions, where i32x4.trunc_sat_f32x4_s is a sequence (it handles NaN
+ * and overflow, which cannot occur here). The same integers as trunc_sat and saturation.
+ */
+// @ts-ignore: decorator
+@inline function toSample(x: v128): v128 {
+  const c = f32x4.floor(f32x4.pmax(f32x4.pmin(x, f32x4.splat(255)), f32x4.splat(0)));
+  return i32x4.sub(f32x4.add(c, f32x4.splat(MAGIC)), i32x4.splat(0x4b000000));
+}
+
 /** Rounds, clamps and stores the 8 result rows in U. */
 // @ts-ignore: decorator
 @inline function store8x8(dst: usize, stride: i32): void {
   // Row y = U + y·32 (lanes x 0–3) and U + y·32 + 16 (x 4–7).
   for (let y = 0; y < 8; y += 2) {
-    const a = i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>y << 5))),
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>y << 5) + 16)),
-    );
-    const b = i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>(y + 1) << 5))),
-      i32x4.trunc_sat_f32x4_s(v128.load(U + (<usize>(y + 1) << 5) + 16)),
-    );
+    const a = i16x8.narrow_i32x4_s(toSample(v128.load(U + (<usize>y << 5))), toSample(v128.load(U + (<usize>y << 5) + 16)));
+    const b = i16x8.narrow_i32x4_s(toSample(v128.load(U + (<usize>(y + 1) << 5))), toSample(v128.load(U + (<usize>(y + 1) << 5) + 16)));
     const bytes = i8x16.narrow_i16x8_u(a, b);
     v128.store_lane<i64>(dst + <usize>(y * stride), bytes, 0);
     v128.store_lane<i64>(dst + <usize>((y + 1) * stride), bytes, 1);
@@ -259,30 +268,42 @@ function buildReduced(): void {
   reducedReady = true;
 }
 
-const R: usize = memory.data(8 * 16, 16);
+// Between the two stages of idctReduced: RT[x] (lanes v = 0…3 at RT + x·32, 4…7 at + 16), then
+// R[v] (lanes x) at R + v·32, its transpose.
+const RT: usize = memory.data(8 * 16, 16);
+const R: usize = memory.data(8 * 32, 16);
 
 /** N×N output (N = 4 or 2): box-filtered IDCT of the whole block (see above). */
 export function idctReduced(blk: usize, qf: usize, dst: usize, stride: i32, n: i32): void {
   if (!reducedReady) buildReduced();
   const m = n == 4 ? M4 : M2;
-  // R[v] (lanes x) = Σu D(v,u) M[u][x]; D(v,u) is at transposed index u·8 + v.
-  for (let v = 0; v < 8; v++) {
-    let acc = f32x4.splat(0);
-    for (let u = 0; u < 8; u++) {
-      const i = <usize>(u * 8 + v);
-      let d = <f32>load<i16>(blk + (i << 1)) * load<f32>(qf + (i << 2));
-      if (i == 0) d += 257; // level shift and rounding, as in idct8
-      acc = f32x4.add(acc, f32x4.mul(f32x4.splat(d), v128.load(m + (<usize>u << 4))));
-    }
-    v128.store(R + (<usize>v << 4), acc);
+  // R[v][x] = Σu D(v,u) M[u][x], summed in the order u = 0…7 from +0 (as it always was: the
+  // bytes depend on it), with vectors over v: D's rows u as idct8 loads them, dequantized once.
+  for (let u = 0; u < 8; u++) {
+    v128.store(T + (<usize>u << 5), row(blk, qf, u, false));
+    v128.store(T + (<usize>u << 5) + 16, row(blk, qf, u, true));
   }
+  v128.store(T, f32x4.add(v128.load(T), f32x4(257, 0, 0, 0))); // level shift and rounding, as in idct8
+  for (let x = 0; x < n; x++) {
+    let lo = f32x4.splat(0);
+    let hi = f32x4.splat(0);
+    for (let u = 0; u < 8; u++) {
+      const w = v128.load32_splat(m + ((<usize>(u * 4 + x)) << 2));
+      lo = f32x4.add(lo, f32x4.mul(v128.load(T + (<usize>u << 5)), w));
+      hi = f32x4.add(hi, f32x4.mul(v128.load(T + (<usize>u << 5) + 16), w));
+    }
+    v128.store(RT + (<usize>x << 5), lo);
+    v128.store(RT + (<usize>x << 5) + 16, hi);
+  }
+  transpose4(RT, R); //       x 0–3, v 0–3 → v 0–3, lanes x (lanes ≥ n unused)
+  transpose4(RT + 16, R + 128); // x 0–3, v 4–7 → v 4–7
   // out[y] (lanes x) = Σv M[v][y] R[v]
   for (let y = 0; y < n; y++) {
     let acc = f32x4.splat(0);
     for (let v = 0; v < 8; v++) {
-      acc = f32x4.add(acc, f32x4.mul(f32x4.splat(load<f32>(m + ((<usize>(v * 4 + y)) << 2))), v128.load(R + (<usize>v << 4))));
+      acc = f32x4.add(acc, f32x4.mul(v128.load32_splat(m + ((<usize>(v * 4 + y)) << 2)), v128.load(R + (<usize>v << 5))));
     }
-    const i = i32x4.trunc_sat_f32x4_s(acc);
+    const i = toSample(acc);
     const b = i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(i, i), i16x8.narrow_i32x4_s(i, i));
     if (n == 4) v128.store_lane<i32>(dst + <usize>(y * stride), b, 0);
     else v128.store_lane<i16>(dst + <usize>(y * stride), b, 0);
