@@ -36,6 +36,10 @@
  * CPU: on a CPU WebGPU adapter training runs on these cores; a second, not one period, as a step
  * that does not wait for one period is common even when the pool is just enough; the slack, as
  * a machine busy with other work must not starve the pool that is just enough).
+ * While the slow lane has been used in the last 4 s, neither rule goes under two workers: with one,
+ * the jobs queued behind a slow sample have nowhere to go, and a tail that costs half a worker on
+ * average still holds a batch for a whole slow sample (bench/minato.bench.ts --tail photos: the
+ * pool shrank to one and p99 went from 1.2× to 2.4× the median).
  * Bounds `minWorkers` … `maxWorkers` (default 1 … cores). (A spare started beside each worker
  * in the slow lane was tried: a worker takes ~50 ms to start, and the churn cost more than it
  * gave; the scaler sees a lasting shortfall as a backlog anyway.)
@@ -143,6 +147,8 @@ export interface ScalePeriod {
   idleWorkers: number;
   /** A consumer reports its waits (`demand`). */
   consumer: boolean;
+  /** The fewest workers the period could shrink to: minWorkers, or two while the slow lane was used lately. */
+  floor: number;
 }
 
 /** The pool's figures (`Loader.stats().prepare`). */
@@ -195,6 +201,8 @@ const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./worker.ts", "decode/work
 const SLOTS = 4096;
 export const RUNNING = -1;
 const WINDOW = 256, WARMUP = 32, FLOOR_MS = 1, PERIOD_MS = 250;
+/** How long after a job took the slow lane the scaler keeps a second worker for it (NOTE [ Worker scaling ]). */
+const LANE_HOLD_MS = 4000;
 
 /** Starts the workers and resolves when each has its decoder (and transform) loaded. */
 export async function createDecodePool(options: DecodePoolOptions = {}): Promise<JpegDecodePool> {
@@ -249,6 +257,8 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   readonly #periods: ScalePeriod[] = [];
   #jobs = 0;
   #slowLane = 0;
+  /** When a job last took the slow lane (runtime.now()). */
+  #laneAt = -Infinity;
   #stolen = 0;
 
   constructor(options: DecodePoolOptions = {}) {
@@ -497,6 +507,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         if (now - Atomics.load(this.#claims, s * 2 + 1) <= this.#deadline) break;
         slot.slowJob = job.id;
         this.#slowLane++;
+        this.#laneAt = runtime.now();
         const back: Pending[] = [];
         for (const other of slot.inFlight.values()) {
           const o = other.req.slot;
@@ -587,14 +598,15 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     this.#idlePeriods = idleWorkers > 1 ? this.#idlePeriods + 1 : 0;
     this.#starvedPeriods = idleCores < 0.25 && this.#consumerSeen && waited < 0.01 && idleWorkers >= 0.5 ? this.#starvedPeriods + 1 : 0;
     const from = this.#target;
+    const floor = now - this.#laneAt < LANE_HOLD_MS ? Math.min(this.#max, Math.max(this.#min, 2)) : this.#min;
     if (backlog && waited > 0.05 && idleCores >= 0.5 && this.#target < this.#max) this.resize(this.#target + 1);
-    else if (this.#target > this.#min && (this.#idlePeriods >= 4 || this.#starvedPeriods >= 4)) {
+    else if (this.#target > floor && (this.#idlePeriods >= 4 || this.#starvedPeriods >= 4)) {
       this.#idlePeriods = this.#starvedPeriods = 0;
       this.resize(this.#target - 1);
     }
     this.#periods.push({
       t: Math.round(performance.timeOrigin + performance.now() - this.#base), workers: from, to: this.#target, backlog, waited: round3(waited),
-      idleCores: round3(Math.min(idleCores, cpu.cores)), idleWorkers: round3(idleWorkers), consumer: this.#consumerSeen,
+      idleCores: round3(Math.min(idleCores, cpu.cores)), idleWorkers: round3(idleWorkers), consumer: this.#consumerSeen, floor,
     });
     if (this.#periods.length > 400) this.#periods.splice(0, 200);
     this.#periodStart = now;
