@@ -215,32 +215,96 @@ function restart(): bool {
 /**
  * One block of a sequential scan (F.2.2.1, F.2.2.2) into `dst`, which holds zeros.
  * Returns the zig-zag index of the last non-zero coefficient (0 when only the DC may be).
+ *
+ * The bit reader's state lives in locals here (globals cost a load and a store each use); it
+ * goes back to huffman.ts on the way out and around the careful refill. A refill when fewer
+ * than 32 bits are left covers one code (≤ 16 bits) and its magnitude (≤ 15).
  */
 function sequential(dst: usize, c: i32): i32 {
-  const pred = F.cget(c, F.F_PRED) + dcDiff(c);
+  let buf = H.bitbuf;
+  let cnt = H.bitcnt;
+  let p = H.pos;
+  const end = F.srcEnd;
+  // DC (F.2.2.1)
+  if (cnt < 32) {
+    const v = H.plain8(p, end);
+    if (v != <u64>-1) {
+      buf |= v >> <u64>cnt;
+      p += <usize>((63 - cnt) >> 3);
+      cnt |= 56;
+    } else {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      H.refill();
+      buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+    }
+  }
+  const dcs = F.cget(c, F.F_TD);
+  let diff = 0;
+  let e = H.fastEntry(dcs, buf);
+  if (e != 0) {
+    diff = e >> 16;
+  } else {
+    e = H.peekSym(dcs, buf);
+    const t = e & 255;
+    if (e == 0 || t > 15) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+      return 0;
+    }
+    e >>= 8;
+    if (t != 0) {
+      diff = H.extend(<i32>((buf << <u64>e) >> <u64>(64 - t)), t);
+      e += t;
+    }
+  }
+  buf <<= <u64>(e & 255);
+  cnt -= e & 255;
+  const pred = F.cget(c, F.F_PRED) + diff;
   F.cset(c, F.F_PRED, pred);
   store<i16>(dst, <i16>pred);
+  // AC (F.2.2.2)
   const slot = 4 + F.cget(c, F.F_TA);
   let last = 0;
   let k = 1;
   while (k < 64) {
-    H.ensure(32); // one code (≤ 16 bits) and its magnitude (≤ 15) per iteration
-    const f = H.fastAC(slot);
+    if (cnt < 32) {
+      const v = H.plain8(p, end);
+      if (v != <u64>-1) {
+        buf |= v >> <u64>cnt;
+        p += <usize>((63 - cnt) >> 3);
+        cnt |= 56;
+      } else {
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+        H.refill();
+        buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+      }
+    }
+    let f = H.fastEntry(slot, buf);
     if (f != 0) {
-      k += (f >> 8) & 15;
-      H.consume(f & 255);
+      k += (f >> 8) & 255;
+      buf <<= <u64>(f & 255);
+      cnt -= f & 255;
       if (k > 63) {
+        if ((f & H.FAST_EOB) != 0) break;
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
         fail(E_BAD_COEFFICIENT, H.bitOffset());
-        break;
+        return last;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(f >> 16));
       last = k;
       k++;
       continue;
     }
-    const rs = H.decodeSym(slot);
-    const s = rs & 15;
-    const r = rs >> 4;
+    f = H.peekSym(slot, buf);
+    if (f == 0) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+      return last;
+    }
+    buf <<= <u64>(f >> 8);
+    cnt -= f >> 8;
+    const s = f & 15;
+    const r = (f >> 4) & 15;
     if (s == 0) {
       if (r != 15) break; // EOB
       k += 16; // ZRL
@@ -248,13 +312,19 @@ function sequential(dst: usize, c: i32): i32 {
     }
     k += r;
     if (k > 63) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
       fail(E_BAD_COEFFICIENT, H.bitOffset());
-      break;
+      return last;
     }
-    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>H.receiveExtend(s));
+    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>H.extend(<i32>(buf >> <u64>(64 - s)), s));
+    buf <<= <u64>s;
+    cnt -= s;
     last = k;
     k++;
   }
+  H.bitbuf = buf;
+  H.bitcnt = cnt;
+  H.pos = p;
   return last;
 }
 
@@ -280,43 +350,80 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
   const se = F.se;
   const al = F.al;
   let k = F.ss;
+  let buf = H.bitbuf;
+  let cnt = H.bitcnt;
+  let p = H.pos;
+  const end = F.srcEnd;
+  let top = <i32>load<u8>(lp);
   while (k <= se) {
-    H.ensure(32);
-    const f = H.fastAC(slot);
+    if (cnt < 32) {
+      const v = H.plain8(p, end);
+      if (v != <u64>-1) {
+        buf |= v >> <u64>cnt;
+        p += <usize>((63 - cnt) >> 3);
+        cnt |= 56;
+      } else {
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+        H.refill();
+        buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+      }
+    }
+    let f = H.fastEntry(slot, buf);
     if (f != 0) {
-      k += (f >> 8) & 15;
-      H.consume(f & 255);
+      k += (f >> 8) & 255;
+      buf <<= <u64>(f & 255);
+      cnt -= f & 255;
       if (k > se) {
+        if ((f & H.FAST_EOB) != 0) break; // EOB0: this block alone
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
         fail(E_BAD_COEFFICIENT, H.bitOffset());
         return;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
-      if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
+      if (k > top) top = k;
       k++;
       continue;
     }
-    const rs = H.decodeSym(slot);
-    const s = rs & 15;
-    const r = rs >> 4;
+    f = H.peekSym(slot, buf);
+    if (f == 0) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+      return;
+    }
+    buf <<= <u64>(f >> 8);
+    cnt -= f >> 8;
+    const s = f & 15;
+    const r = (f >> 4) & 15;
     if (s == 0) {
       if (r < 15) {
         // EOBr: this block and 2^r − 1 + RECEIVE(r) more end here (G.1.2.2, Table G.1).
         eobrun = (1 << r) - 1;
-        if (r != 0) eobrun += H.receive(r);
-        return;
+        if (r != 0) {
+          eobrun += <i32>(buf >> <u64>(64 - r));
+          buf <<= <u64>r;
+          cnt -= r;
+        }
+        break;
       }
       k += 16;
       continue;
     }
     k += r;
     if (k > se) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
       fail(E_BAD_COEFFICIENT, H.bitOffset());
       return;
     }
-    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.receiveExtend(s) << al));
-    if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
+    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
+    buf <<= <u64>s;
+    cnt -= s;
+    if (k > top) top = k;
     k++;
   }
+  store<u8>(lp, <u8>top);
+  H.bitbuf = buf;
+  H.bitcnt = cnt;
+  H.pos = p;
 }
 
 /**
