@@ -264,10 +264,12 @@ function sequential(dst: usize, c: i32): i32 {
   store<i16>(dst, <i16>pred);
   // AC (F.2.2.2)
   const slot = 4 + F.cget(c, F.F_TA);
+  const fast = H.fastTable(slot);
   let last = 0;
   let k = 1;
   while (k < 64) {
-    if (cnt < 32) {
+    // A FAST entry uses at most LOOKAHEAD bits; the careful path below wants 31.
+    if (cnt < 16) {
       const v = H.plain8(p, end);
       if (v != <u64>-1) {
         buf |= v >> <u64>cnt;
@@ -279,7 +281,7 @@ function sequential(dst: usize, c: i32): i32 {
         buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
       }
     }
-    let f = H.fastEntry(slot, buf);
+    let f = H.fastAt(fast, buf);
     if (f != 0) {
       k += (f >> 8) & 255;
       buf <<= <u64>(f & 255);
@@ -294,6 +296,11 @@ function sequential(dst: usize, c: i32): i32 {
       last = k;
       k++;
       continue;
+    }
+    if (cnt < 32) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      H.refill();
+      buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
     }
     f = H.peekSym(slot, buf);
     if (f == 0) {
@@ -430,6 +437,7 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
  * Progressive AC, refinement (G.1.2.3). Coefficients already non-zero get one correction bit
  * each, in order, as the decoder passes them; new coefficients are ±1 (scaled by 2^Al) and
  * land after `r` zero-history coefficients. An EOB run refines what is left of the band.
+ * The bit reader lives in locals, as in sequential().
  */
 function acRefine(dst: usize, c: i32, lp: usize): void {
   const slot = 4 + F.cget(c, F.F_TA);
@@ -437,23 +445,72 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
   const p1 = 1 << F.al;
   const m1 = -1 << F.al;
   let k = F.ss;
+  let buf = H.bitbuf;
+  let cnt = H.bitcnt;
+  let p = H.pos;
+  const end = F.srcEnd;
   if (eobrun == 0) {
     while (k <= se) {
-      H.ensure(32);
-      const rs = H.decodeSym(slot);
-      let r = rs >> 4;
-      const s = rs & 15;
+      if (cnt < 32) {
+        const v = H.plain8(p, end);
+        if (v != <u64>-1) {
+          buf |= v >> <u64>cnt;
+          p += <usize>((63 - cnt) >> 3);
+          cnt |= 56;
+        } else {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          H.refill();
+          buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+        }
+      }
+      let r = 0;
       let value = 0;
-      if (s != 0) {
-        if (s != 1) {
+      let f = H.fastEntry(slot, buf);
+      if (f != 0) {
+        // A new coefficient (its sign bit included) or EOB0, in one lookup.
+        buf <<= <u64>(f & 255);
+        cnt -= f & 255;
+        if ((f & H.FAST_EOB) != 0) {
+          eobrun = 1;
+          break;
+        }
+        const v = f >> 16;
+        if (v != 1 && v != -1) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
           fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
           return;
         }
-        value = H.receive(1) ? p1 : m1;
-      } else if (r != 15) {
-        eobrun = 1 << r;
-        if (r != 0) eobrun += H.receive(r);
-        break; // the rest of this band is refined below, as part of the run
+        value = v > 0 ? p1 : m1;
+        r = (f >> 8) & 15;
+      } else {
+        f = H.peekSym(slot, buf);
+        if (f == 0) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+          return;
+        }
+        buf <<= <u64>(f >> 8);
+        cnt -= f >> 8;
+        r = (f >> 4) & 15;
+        const s = f & 15;
+        if (s != 0) {
+          if (s != 1) {
+            H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+            fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
+            return;
+          }
+          value = <i32>(buf >> 63) ? p1 : m1;
+          buf <<= 1;
+          cnt--;
+        } else if (r != 15) {
+          eobrun = 1 << r;
+          if (r != 0) {
+            eobrun += <i32>(buf >> <u64>(64 - r));
+            buf <<= <u64>r;
+            cnt -= r;
+          }
+          break; // the rest of this band is refined below, as part of the run
+        }
       }
       // Skip r zero-history coefficients (ZRL: 16, the last one included), refining the
       // non-zero ones on the way; `value` goes into the zero coefficient where the run ends.
@@ -461,7 +518,15 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
         const z = dst + <usize>load<u8>(ZZT + k);
         const cur = <i32>load<i16>(z);
         if (cur != 0) {
-          if (H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
+          if (cnt < 1) {
+            H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+            H.refill();
+            buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+          }
+          const bit = <i32>(buf >> 63);
+          buf <<= 1;
+          cnt--;
+          if (bit && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
         } else {
           if (r == 0) break;
           r--;
@@ -470,6 +535,7 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
       }
       if (value != 0) {
         if (k > se) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
           fail(E_BAD_COEFFICIENT, H.bitOffset());
           return;
         }
@@ -484,9 +550,22 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
     while (k <= stop) {
       const z = dst + <usize>load<u8>(ZZT + k);
       const cur = <i32>load<i16>(z);
-      if (cur != 0 && H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
+      if (cur != 0) {
+        if (cnt < 1) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          H.refill();
+          buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+        }
+        const bit = <i32>(buf >> 63);
+        buf <<= 1;
+        cnt--;
+        if (bit && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
+      }
       k++;
     }
     eobrun--;
   }
+  H.bitbuf = buf;
+  H.bitcnt = cnt;
+  H.pos = p;
 }
