@@ -35,11 +35,13 @@ const SCRATCH: usize = memory.data(64 * 2 + 16, 16);
 let eobrun: i32 = 0;
 
 /**
- * Per component, a pointer to one u8 per block: the zig-zag index of its last non-zero AC
- * coefficient so far (progressive only). Refinement scans stop there: past it every
- * coefficient is zero and has no correction bit to read (G.1.2.3).
+ * Per component, a pointer to one u64 per block (progressive only): bit k is set once the AC
+ * coefficient at zig-zag index k is non-zero. Refinement scans (G.1.2.3) read a correction bit
+ * for each non-zero coefficient they pass and count zero ones to place new coefficients: the
+ * mask gives both without loading the coefficients, and its top bit is the block's last
+ * non-zero coefficient, which bounds the IDCT (decoder.ts).
  */
-export const LAST: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+export const NZ: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
 let nextRst: i32 = 0;
 
 // @ts-ignore: decorator
@@ -187,7 +189,7 @@ function restart(): bool {
   } else if (kind == 1) dcFirst(coefAt(c, bx, by), c);
   else if (kind == 2) dcRefine(coefAt(c, bx, by));
   else {
-    const lp = <usize>load<u32>(LAST + (<usize>c << 2)) + <usize>(by * F.cget(c, F.F_BW) + bx);
+    const lp = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * F.cget(c, F.F_BW) + bx) << 3);
     if (kind == 3) acFirst(coefAt(c, bx, by), c, lp);
     else acRefine(coefAt(c, bx, by), c, lp);
   }
@@ -348,7 +350,7 @@ function dcRefine(dst: usize): void {
 }
 
 /** Progressive AC, first scan of a band (G.1.2.2): like F.2.2.2 plus end-of-band runs. */
-function acFirst(dst: usize, c: i32, lp: usize): void {
+function acFirst(dst: usize, c: i32, mp: usize): void {
   if (eobrun > 0) {
     eobrun--;
     return;
@@ -361,7 +363,7 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
   let cnt = H.bitcnt;
   let p = H.pos;
   const end = F.srcEnd;
-  let top = <i32>load<u8>(lp);
+  let nz = load<u64>(mp);
   while (k <= se) {
     if (cnt < 32) {
       const v = H.plain8(p, end);
@@ -387,7 +389,7 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
         return;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
-      if (k > top) top = k;
+      nz |= <u64>1 << <u64>k;
       k++;
       continue;
     }
@@ -424,10 +426,10 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
     store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
     buf <<= <u64>s;
     cnt -= s;
-    if (k > top) top = k;
+    nz |= <u64>1 << <u64>k;
     k++;
   }
-  store<u8>(lp, <u8>top);
+  store<u64>(mp, nz);
   H.bitbuf = buf;
   H.bitcnt = cnt;
   H.pos = p;
@@ -437,18 +439,20 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
  * Progressive AC, refinement (G.1.2.3). Coefficients already non-zero get one correction bit
  * each, in order, as the decoder passes them; new coefficients are ±1 (scaled by 2^Al) and
  * land after `r` zero-history coefficients. An EOB run refines what is left of the band.
- * The bit reader lives in locals, as in sequential().
+ * The block's non-zero mask (NZ) finds where a run ends and which coefficients take a bit, so
+ * only those are visited; the bit reader lives in locals, as in sequential().
  */
-function acRefine(dst: usize, c: i32, lp: usize): void {
+function acRefine(dst: usize, c: i32, mp: usize): void {
   const slot = 4 + F.cget(c, F.F_TA);
   const se = F.se;
   const p1 = 1 << F.al;
-  const m1 = -1 << F.al;
   let k = F.ss;
   let buf = H.bitbuf;
   let cnt = H.bitcnt;
   let p = H.pos;
   const end = F.srcEnd;
+  let nz = load<u64>(mp);
+  const upToSe = <u64>-1 >> <u64>(63 - se); // bits 0…se
   if (eobrun == 0) {
     while (k <= se) {
       if (cnt < 32) {
@@ -480,7 +484,7 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
           fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
           return;
         }
-        value = v > 0 ? p1 : m1;
+        value = v > 0 ? p1 : -p1;
         r = (f >> 8) & 15;
       } else {
         f = H.peekSym(slot, buf);
@@ -499,7 +503,7 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
             fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
             return;
           }
-          value = <i32>(buf >> 63) ? p1 : m1;
+          value = <i32>(buf >> 63) ? p1 : -p1;
           buf <<= 1;
           cnt--;
         } else if (r != 15) {
@@ -512,27 +516,26 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
           break; // the rest of this band is refined below, as part of the run
         }
       }
-      // Skip r zero-history coefficients (ZRL: 16, the last one included), refining the
-      // non-zero ones on the way; `value` goes into the zero coefficient where the run ends.
-      while (k <= se) {
-        const z = dst + <usize>load<u8>(ZZT + k);
-        const cur = <i32>load<i16>(z);
-        if (cur != 0) {
-          if (cnt < 1) {
-            H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
-            H.refill();
-            buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
-          }
-          const bit = <i32>(buf >> 63);
-          buf <<= 1;
-          cnt--;
-          if (bit && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
-        } else {
-          if (r == 0) break;
-          r--;
+      // The run ends at the (r+1)-th zero-history coefficient from k (ZRL: the 16th, passed
+      // too); every non-zero one before it takes a correction bit. None left: the band's end.
+      const band = (<u64>-1 << <u64>k) & upToSe;
+      let zeros = ~nz & band;
+      for (let i = 0; i < r; i++) zeros &= zeros - 1;
+      const at = zeros != 0 ? <i32>ctz(zeros) : se + 1;
+      const before = ((<u64>1 << <u64>(at - 1)) << 1) - 1; // bits 0…at−1 (at ≥ 1)
+      let m = nz & band & before;
+      while (m != 0) {
+        if (cnt < 1) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          H.refill();
+          buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
         }
-        k++;
+        refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+        buf <<= 1;
+        cnt--;
+        m &= m - 1;
       }
+      k = at;
       if (value != 0) {
         if (k > se) {
           H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
@@ -540,32 +543,41 @@ function acRefine(dst: usize, c: i32, lp: usize): void {
           return;
         }
         store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>value);
-        if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
+        nz |= <u64>1 << <u64>k;
       }
       k++;
     }
   }
   if (eobrun > 0) {
-    const stop = min(se, <i32>load<u8>(lp));
-    while (k <= stop) {
-      const z = dst + <usize>load<u8>(ZZT + k);
-      const cur = <i32>load<i16>(z);
-      if (cur != 0) {
-        if (cnt < 1) {
-          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
-          H.refill();
-          buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
-        }
-        const bit = <i32>(buf >> 63);
-        buf <<= 1;
-        cnt--;
-        if (bit && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
+    // Every non-zero coefficient left in the band takes a correction bit.
+    let m = k > se ? 0 : nz & (<u64>-1 << <u64>k) & upToSe; // (k = 64 would shift by 0)
+    while (m != 0) {
+      if (cnt < 1) {
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+        H.refill();
+        buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
       }
-      k++;
+      refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+      buf <<= 1;
+      cnt--;
+      m &= m - 1;
     }
     eobrun--;
   }
+  store<u64>(mp, nz);
   H.bitbuf = buf;
   H.bitcnt = cnt;
   H.pos = p;
+}
+
+/**
+ * A correction bit for the non-zero coefficient at `z` (G.1.2.3): when set, and the
+ * coefficient lacks this bit, its magnitude grows by `p1`. Branch-free: the bits are noise.
+ */
+// @ts-ignore: decorator
+@inline function refine(z: usize, bit: i32, p1: i32): void {
+  const cur = <i32>load<i16>(z);
+  const sign = cur >> 31;
+  const grow = -(bit & <i32>((cur & p1) == 0));
+  store<i16>(z, <i16>(cur + (((p1 ^ sign) - sign) & grow)));
 }
