@@ -11,10 +11,6 @@
 //                      (F.2.2.1, F.2.2.2: RECEIVE(SSSS), EXTEND) fit in LOOKAHEAD bits together,
 //                      one lookup decodes them. 0 where they do not (then LUT, then the walk).
 //
-//   PAIR    2^LOOKAHEAD × u64  AC slots only: the FAST entry in the low half and, when the bits
-//                      after it hold a second whole value within the same LOOKAHEAD, that one's
-//                      FAST entry in the high half (else 0): two coefficients for one lookup.
-//
 //   FAST entry    bit 31            16 15             8 7              0
 //     AC value      ├── value (i16) ──┼── run (0–15) ───┼── bits used ───┤
 //     AC EOB        ├────── 0 ────────┼────── 0x80 ─────┼── bits used ───┤  k + 0x80 leaves the block
@@ -39,7 +35,7 @@ import * as F from "./frame";
 import { fail, E_BAD_HUFFMAN_CODE, E_BAD_HUFFMAN_TABLE } from "./errors";
 
 /** Bits resolved by one table lookup. */
-export const LOOKAHEAD = 10;
+export const LOOKAHEAD = 11;
 const LUT_SIZE = 1 << LOOKAHEAD;
 
 const LUT: usize = memory.data(8 * LUT_SIZE * 2, 16);
@@ -47,7 +43,6 @@ const MAXCODE: usize = memory.data(8 * 18 * 4, 16);
 const VALOFF: usize = memory.data(8 * 18 * 4, 16);
 const VALS: usize = memory.data(8 * 256, 16);
 export const FAST: usize = memory.data(8 * LUT_SIZE * 4, 16);
-export const PAIR: usize = memory.data(4 * LUT_SIZE * 8, 16);
 /** The run field of an AC FAST entry for EOB (end of block; in a progressive scan, EOB0). */
 export const FAST_EOB = 0x8000;
 export let tablesDefined: i32 = 0; // bit s set once slot s is defined
@@ -140,20 +135,6 @@ function buildFast(slot: i32): void {
     }
     store<i32>(fast + (<usize>i << 2), f);
   }
-  if (slot < 4) return;
-  const pair = PAIR + ((<usize>(slot - 4)) << (LOOKAHEAD + 3));
-  for (let i = 0; i < LUT_SIZE; i++) {
-    const f = load<i32>(fast + (<usize>i << 2));
-    let g = 0;
-    const used = f & 255;
-    if (f != 0 && (f & FAST_EOB) == 0 && used < LOOKAHEAD) {
-      // The next word's entry depends only on its first `used2` bits: known when they are
-      // among the LOOKAHEAD − used bits this index still holds.
-      g = load<i32>(fast + (<usize>((i << used) & (LUT_SIZE - 1)) << 2));
-      if ((g & 255) > LOOKAHEAD - used) g = 0;
-    }
-    store<u64>(pair + (<usize>i << 3), (<u64><u32>g << 32) | <u64><u32>f);
-  }
 }
 
 /** Slot `slot`'s FAST table (for fastAt). */
@@ -172,12 +153,6 @@ function buildFast(slot: i32): void {
 // @ts-ignore: decorator
 @inline export function fastEntry(slot: i32, buf: u64): i32 {
   return fastAt(fastTable(slot), buf);
-}
-
-/** The PAIR entry of AC slot `slot` (4–7) for the bits at the top of `buf`. */
-// @ts-ignore: decorator
-@inline export function pairEntry(slot: i32, buf: u64): u64 {
-  return load<u64>(PAIR + ((<usize>(slot - 4)) << (LOOKAHEAD + 3)) + (<usize>(buf >> <u64>(64 - LOOKAHEAD)) << 3));
 }
 
 /**
