@@ -33,6 +33,8 @@ export const QF: usize = memory.data(F.MAX_COMPONENTS * 256, 16);
 const SCRATCH: usize = memory.data(64 * 2 + 16, 16);
 
 let eobrun: i32 = 0;
+/** Bits Ss…Se: the spectral band of the current scan, as in NZ. */
+let bandMask: u64 = 0;
 
 /**
  * Per component, a pointer to one u64 per block (progressive only): bit k is set once the AC
@@ -90,6 +92,7 @@ export function decodeScan(direct: bool): i32 {
     down = (ch + 7) >> 3;
   }
   const kind = !prog ? 0 : F.ss == 0 ? (F.ah == 0 ? 1 : 2) : F.ah == 0 ? 3 : 4;
+  bandMask = (<u64>-1 << <u64>F.ss) & (<u64>-1 >> <u64>(63 - F.se)); // zig-zag ss…se
   const interval = F.restartInterval;
   let left = interval;
   for (let my = 0; my < down; my++) {
@@ -188,10 +191,12 @@ function restart(): bool {
     }
   } else if (kind == 1) dcFirst(coefAt(c, bx, by), c);
   else if (kind == 2) dcRefine(coefAt(c, bx, by));
+  else if (kind == 3 && eobrun > 0) eobrun--; // inside an EOB run: nothing to read (G.1.2.2)
   else {
-    const lp = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * F.cget(c, F.F_BW) + bx) << 3);
-    if (kind == 3) acFirst(coefAt(c, bx, by), c, lp);
-    else acRefine(coefAt(c, bx, by), c, lp);
+    const mp = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * F.cget(c, F.F_BW) + bx) << 3);
+    if (kind == 3) acFirst(coefAt(c, bx, by), c, mp);
+    else if (eobrun > 0 && (load<u64>(mp) & bandMask) == 0) eobrun--; // no bit to read either (G.1.2.3)
+    else acRefine(coefAt(c, bx, by), c, mp);
   }
 }
 
