@@ -8,7 +8,7 @@
 // at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
 import * as F from "./frame";
 import * as M from "./markers";
-import { decodeScan, QF, LAST } from "./scan";
+import { decodeScan, QF, NZ } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "../common/memory";
 import { idctBlock } from "./idct";
@@ -80,11 +80,11 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       F.cset(c, F.F_COEF, <i32>p);
     }
     if (F.progressive) {
-      const n = <u64>bw * <u64>bh;
+      const n = <u64>bw * <u64>bh * 8;
       const p = allocChecked(n);
       if (p == 0) return errorCode();
       memory.fill(p, 0, <usize>n);
-      store<u32>(LAST + (<usize>c << 2), <u32>p);
+      store<u32>(NZ + (<usize>c << 2), <u32>p);
     }
     if (pixels && !(F.lumaOnly && c > 0)) {
       O.planUpsampling(c);
@@ -191,12 +191,14 @@ function idctAll(): void {
     const plane = <usize>F.cget(c, F.F_PLANE);
     const qf = QF + (<usize>c << 8);
     let blk = <usize>F.cget(c, F.F_COEF);
-    let last = <usize>load<u32>(LAST + (<usize>c << 2)); // zig-zag index of the last non-zero AC
+    let nz = <usize>load<u32>(NZ + (<usize>c << 2)); // each block's non-zero AC coefficients
     for (let by = 0; by < bh; by++) {
       for (let bx = 0; bx < bw; bx++) {
-        idctBlock(blk, qf, plane + <usize>(by * bs * stride + bx * bs), stride, bs, <i32>load<u8>(last));
+        const m = load<u64>(nz);
+        const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
+        idctBlock(blk, qf, plane + <usize>(by * bs * stride + bx * bs), stride, bs, last);
         blk += 128;
-        last++;
+        nz += 8;
       }
     }
   }

@@ -2,21 +2,31 @@
 // (F.1.2.3 byte stuffing, B.1.1.2 markers).
 //
 // Tables. Eight slots: DC tables 0–3 are slots 0–3, AC tables 0–3 are slots 4–7. Each slot has
-//   LUT     512 × u16  the first LOOKAHEAD bits → (code length << 8) | symbol, 0 if the code is
-//                      longer (then the MAXCODE/VALOFF walk of F.2.2.3, Figure F.16, decides)
+//   LUT     2^LOOKAHEAD × u16  the first LOOKAHEAD bits → (code length << 8) | symbol, 0 if the
+//                      code is longer (then the MAXCODE/VALOFF walk of F.2.2.3, Figure F.16, decides)
 //   MAXCODE 18 × i32   largest code of each length, -1 if none (F.2.2.3, Figure F.15)
 //   VALOFF  18 × i32   VALPTR(l) − MINCODE(l): symbol index = code + VALOFF(l)
 //   VALS    256 × u8   HUFFVAL in order of increasing code length (B.2.4.2)
-// AC slots also have FAST, 512 × i32: when a code and the magnitude bits that follow it
-// (F.2.2.2: RECEIVE(SSSS), EXTEND) fit in LOOKAHEAD bits together, the entry holds the whole
-// coefficient: (value << 16) | (run << 8) | total bits. One lookup then decodes one coefficient.
+//   FAST    2^LOOKAHEAD × i32  whole values: when a code and the magnitude bits that follow it
+//                      (F.2.2.1, F.2.2.2: RECEIVE(SSSS), EXTEND) fit in LOOKAHEAD bits together,
+//                      one lookup decodes them. 0 where they do not (then LUT, then the walk).
+//
+//   FAST entry    bit 31            16 15             8 7              0
+//     AC value      ├── value (i16) ──┼── run (0–15) ───┼── bits used ───┤
+//     AC EOB        ├────── 0 ────────┼────── 0x80 ─────┼── bits used ───┤  k + 0x80 leaves the block
+//     DC            ├── diff (i16) ───┼─────── 0 ───────┼── bits used ───┤  diff may be 0
 //
 // Bit buffer. 64 bits, left-aligned: the next bit of the stream is bit 63 of `bitbuf`, and
 // `bitcnt` bits are valid. Refills add whole bytes below them:
 //
 //   bit 63                                                              bit 0
-//   ├──── bitcnt valid bits ────┼── next byte goes here ──┼── zero ────────┤
+//   ├──── bitcnt valid bits ────┼── next byte goes here ──┼── zero or ahead ──┤
 //
+// Below the valid bits the buffer holds zeros or the stream's own next bits, already in place
+// (the bulk refill ORs in 8 bytes and counts only the whole ones that fit): a later refill ORs
+// the same bits onto them, so they never need clearing.
+// The hot loops in scan.ts keep the buffer in locals and refill 8 bytes at a time while those
+// hold no 0xFF (refillFast, below); any 0xFF, and the end of the data, go through `refill`.
 // When the reader meets a marker (0xFF then a non-zero byte) or the end of the input it does
 // not pass it: it feeds zero bytes and counts them in `padBytes`. Consuming any of those zero
 // bits means the scan ran short, which `overran()` reports at the end of each restart interval
@@ -24,15 +34,17 @@
 import * as F from "./frame";
 import { fail, E_BAD_HUFFMAN_CODE, E_BAD_HUFFMAN_TABLE } from "./errors";
 
-/** Bits resolved by one table lookup. 9 keeps the tables at 1 KiB and covers most codes. */
-export const LOOKAHEAD = 9;
+/** Bits resolved by one table lookup. */
+export const LOOKAHEAD = 11;
 const LUT_SIZE = 1 << LOOKAHEAD;
 
 const LUT: usize = memory.data(8 * LUT_SIZE * 2, 16);
 const MAXCODE: usize = memory.data(8 * 18 * 4, 16);
 const VALOFF: usize = memory.data(8 * 18 * 4, 16);
 const VALS: usize = memory.data(8 * 256, 16);
-const FAST: usize = memory.data(4 * LUT_SIZE * 4, 16);
+export const FAST: usize = memory.data(8 * LUT_SIZE * 4, 16);
+/** The run field of an AC FAST entry for EOB (end of block; in a progressive scan, EOB0). */
+export const FAST_EOB = 0x8000;
 export let tablesDefined: i32 = 0; // bit s set once slot s is defined
 /**
  * What each slot was last built from (n, then BITS and HUFFVAL), kept across images: most
@@ -55,7 +67,7 @@ export function resetTables(): void {
  */
 export function buildTable(slot: i32, counts: usize, vals: usize, n: i32, at: i32): i32 {
   const src = SOURCE + <usize>slot * SOURCE_SIZE;
-  if ((builtValid & (1 << slot)) != 0 && load<i32>(src) == n && memory.compare(src + 4, counts, 16) == 0 && memory.compare(src + 20, vals, n) == 0) {
+  if ((builtValid & (1 << slot)) != 0 && load<i32>(src) == n && same(src + 4, counts, 16) && same(src + 20, vals, n)) {
     tablesDefined |= 1 << slot; // the same table as last built: its lookup tables stand
     return 0;
   }
@@ -87,7 +99,7 @@ export function buildTable(slot: i32, counts: usize, vals: usize, n: i32, at: i3
     code <<= 1;
   }
   store<i32>(maxcode + (17 << 2), 0x7fffffff); // sentinel: the walk stops at 16 bits anyway
-  if (slot >= 4) buildFast(slot);
+  buildFast(slot);
   tablesDefined |= 1 << slot;
   store<i32>(src, n);
   memory.copy(src + 4, counts, 16);
@@ -96,23 +108,86 @@ export function buildTable(slot: i32, counts: usize, vals: usize, n: i32, at: i3
   return 0;
 }
 
+/**
+ * Whether `n` bytes at `a` and `b` are equal, 8 at a time at any alignment (memory.compare
+ * goes byte by byte unless both share an alignment, and a DHT in the input seldom does: for a
+ * 28×28 image that byte loop cost about 4 % of the decode).
+ */
+function same(a: usize, b: usize, n: i32): bool {
+  let i = 0;
+  for (; i + 8 <= n; i += 8) if (load<u64>(a + <usize>i) != load<u64>(b + <usize>i)) return false;
+  for (; i < n; i++) if (load<u8>(a + <usize>i) != load<u8>(b + <usize>i)) return false;
+  return true;
+}
+
 function buildFast(slot: i32): void {
   const lut = LUT + ((<usize>slot) << (LOOKAHEAD + 1));
-  const fast = FAST + ((<usize>(slot - 4)) << (LOOKAHEAD + 2));
+  const fast = FAST + ((<usize>slot) << (LOOKAHEAD + 2));
   for (let i = 0; i < LUT_SIZE; i++) {
     const e = <i32>load<u16>(lut + (<usize>i << 1));
     let f = 0;
     if (e != 0) {
       const len = e >> 8;
-      const r = (e >> 4) & 15;
-      const s = e & 15;
-      if (s != 0 && len + s <= LOOKAHEAD) {
-        const bits = (i >> (LOOKAHEAD - len - s)) & ((1 << s) - 1);
-        f = (extend(bits, s) << 16) | (r << 8) | (len + s);
+      const sym = e & 255;
+      if (slot < 4) {
+        // DC: the symbol is the magnitude category (F.2.2.1); ≥ 16 is left to the careful path.
+        if (sym == 0) f = len;
+        else if (sym < 16 && len + sym <= LOOKAHEAD) {
+          const bits = (i >> (LOOKAHEAD - len - sym)) & ((1 << sym) - 1);
+          f = (extend(bits, sym) << 16) | (len + sym);
+        }
+      } else {
+        const r = sym >> 4;
+        const s = sym & 15;
+        if (s != 0 && len + s <= LOOKAHEAD) {
+          const bits = (i >> (LOOKAHEAD - len - s)) & ((1 << s) - 1);
+          f = (extend(bits, s) << 16) | (r << 8) | (len + s);
+        } else if (sym == 0) f = FAST_EOB | len;
       }
     }
     store<i32>(fast + (<usize>i << 2), f);
   }
+}
+
+/** Slot `slot`'s FAST table (for fastAt). */
+// @ts-ignore: decorator
+@inline export function fastTable(slot: i32): usize {
+  return FAST + ((<usize>slot) << (LOOKAHEAD + 2));
+}
+
+/** The FAST entry of `table` for the bits at the top of `buf`; 0 if none. */
+// @ts-ignore: decorator
+@inline export function fastAt(table: usize, buf: u64): i32 {
+  return load<i32>(table + (<usize>(buf >> <u64>(64 - LOOKAHEAD)) << 2));
+}
+
+/** The FAST entry of `slot` for the bits at the top of `buf`; 0 if none. */
+// @ts-ignore: decorator
+@inline export function fastEntry(slot: i32, buf: u64): i32 {
+  return fastAt(fastTable(slot), buf);
+}
+
+/**
+ * DECODE (F.2.2.3) of the code at the top of `buf` (at least 16 valid bits) without consuming
+ * it: (code length << 8) | symbol, or 0 when no code of the table matches.
+ */
+// @ts-ignore: decorator
+@inline export function peekSym(slot: i32, buf: u64): i32 {
+  const e = <i32>load<u16>(LUT + ((<usize>slot) << (LOOKAHEAD + 1)) + (<usize>(buf >> <u64>(64 - LOOKAHEAD)) << 1));
+  return e != 0 ? e : peekLong(slot, buf);
+}
+
+/** Codes longer than LOOKAHEAD bits: the MAXCODE walk of Figure F.16; 0 if none matches. */
+function peekLong(slot: i32, buf: u64): i32 {
+  const maxcode = MAXCODE + <usize>slot * 72;
+  for (let l = LOOKAHEAD + 1; l <= 16; l++) {
+    const code = <i32>(buf >> <u64>(64 - l));
+    if (code <= load<i32>(maxcode + (l << 2))) {
+      const idx = code + load<i32>(VALOFF + <usize>slot * 72 + (l << 2));
+      return (l << 8) | <i32>load<u8>(VALS + ((<usize>slot) << 8) + <usize>(idx & 255));
+    }
+  }
+  return 0;
 }
 
 // ─── the bit reader ───────────────────────────────────────────────────────────────────────────
@@ -165,6 +240,18 @@ export function refill(): void {
     bitbuf |= b << <u64>(56 - bitcnt);
     bitcnt += 8;
   }
+}
+
+/**
+ * The 8 bytes at `p`, most significant first, when they all lie before `end` and none is 0xFF;
+ * otherwise all ones (no data word is: it would hold 0xFF bytes), for `refill` to handle.
+ */
+// @ts-ignore: decorator
+@inline export function plain8(p: usize, end: usize): u64 {
+  if (p + 8 > end) return <u64>-1;
+  const v = bswap<u64>(load<u64>(p));
+  const nv = ~v;
+  return ((nv - 0x0101010101010101) & v & 0x8080808080808080) == 0 ? v : <u64>-1;
 }
 
 /** True when decoding consumed bits past the end of the entropy-coded segment. */
@@ -237,10 +324,4 @@ function decodeLong(slot: i32): i32 {
   fail(E_BAD_HUFFMAN_CODE, bitOffset());
   consume(16);
   return 0;
-}
-
-/** The FAST entry for the next LOOKAHEAD bits of AC slot `slot` (4–7); 0 if none. */
-@inline export function fastAC(slot: i32): i32 {
-  const look = <usize>(bitbuf >> <u64>(64 - LOOKAHEAD));
-  return load<i32>(FAST + ((<usize>(slot - 4)) << (LOOKAHEAD + 2)) + (look << 2));
 }

@@ -33,13 +33,17 @@ export const QF: usize = memory.data(F.MAX_COMPONENTS * 256, 16);
 const SCRATCH: usize = memory.data(64 * 2 + 16, 16);
 
 let eobrun: i32 = 0;
+/** Bits Ss…Se: the spectral band of the current scan, as in NZ. */
+let bandMask: u64 = 0;
 
 /**
- * Per component, a pointer to one u8 per block: the zig-zag index of its last non-zero AC
- * coefficient so far (progressive only). Refinement scans stop there: past it every
- * coefficient is zero and has no correction bit to read (G.1.2.3).
+ * Per component, a pointer to one u64 per block (progressive only): bit k is set once the AC
+ * coefficient at zig-zag index k is non-zero. Refinement scans (G.1.2.3) read a correction bit
+ * for each non-zero coefficient they pass and count zero ones to place new coefficients: the
+ * mask gives both without loading the coefficients, and its top bit is the block's last
+ * non-zero coefficient, which bounds the IDCT (decoder.ts).
  */
-export const LAST: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+export const NZ: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
 let nextRst: i32 = 0;
 
 // @ts-ignore: decorator
@@ -88,6 +92,7 @@ export function decodeScan(direct: bool): i32 {
     down = (ch + 7) >> 3;
   }
   const kind = !prog ? 0 : F.ss == 0 ? (F.ah == 0 ? 1 : 2) : F.ah == 0 ? 3 : 4;
+  bandMask = (<u64>-1 << <u64>F.ss) & (<u64>-1 >> <u64>(63 - F.se)); // zig-zag ss…se
   const interval = F.restartInterval;
   let left = interval;
   for (let my = 0; my < down; my++) {
@@ -186,10 +191,12 @@ function restart(): bool {
     }
   } else if (kind == 1) dcFirst(coefAt(c, bx, by), c);
   else if (kind == 2) dcRefine(coefAt(c, bx, by));
+  else if (kind == 3 && eobrun > 0) eobrun--; // inside an EOB run: nothing to read (G.1.2.2)
   else {
-    const lp = <usize>load<u32>(LAST + (<usize>c << 2)) + <usize>(by * F.cget(c, F.F_BW) + bx);
-    if (kind == 3) acFirst(coefAt(c, bx, by), c, lp);
-    else acRefine(coefAt(c, bx, by), c, lp);
+    const mp = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * F.cget(c, F.F_BW) + bx) << 3);
+    if (kind == 3) acFirst(coefAt(c, bx, by), c, mp);
+    else if (eobrun > 0 && (load<u64>(mp) & bandMask) == 0) eobrun--; // no bit to read either (G.1.2.3)
+    else acRefine(coefAt(c, bx, by), c, mp);
   }
 }
 
@@ -215,32 +222,103 @@ function restart(): bool {
 /**
  * One block of a sequential scan (F.2.2.1, F.2.2.2) into `dst`, which holds zeros.
  * Returns the zig-zag index of the last non-zero coefficient (0 when only the DC may be).
+ *
+ * The bit reader's state lives in locals here (globals cost a load and a store each use); it
+ * goes back to huffman.ts on the way out and around the careful refill. A refill when fewer
+ * than 32 bits are left covers one code (≤ 16 bits) and its magnitude (≤ 15).
  */
 function sequential(dst: usize, c: i32): i32 {
-  const pred = F.cget(c, F.F_PRED) + dcDiff(c);
+  let buf = H.bitbuf;
+  let cnt = H.bitcnt;
+  let p = H.pos;
+  const end = F.srcEnd;
+  // DC (F.2.2.1)
+  if (cnt < 32) {
+    const v = H.plain8(p, end);
+    if (v != <u64>-1) {
+      buf |= v >> <u64>cnt;
+      p += <usize>((63 - cnt) >> 3);
+      cnt |= 56;
+    } else {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      H.refill();
+      buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+    }
+  }
+  const dcs = F.cget(c, F.F_TD);
+  let diff = 0;
+  let e = H.fastEntry(dcs, buf);
+  if (e != 0) {
+    diff = e >> 16;
+  } else {
+    e = H.peekSym(dcs, buf);
+    const t = e & 255;
+    if (e == 0 || t > 15) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+      return 0;
+    }
+    e >>= 8;
+    if (t != 0) {
+      diff = H.extend(<i32>((buf << <u64>e) >> <u64>(64 - t)), t);
+      e += t;
+    }
+  }
+  buf <<= <u64>(e & 255);
+  cnt -= e & 255;
+  const pred = F.cget(c, F.F_PRED) + diff;
   F.cset(c, F.F_PRED, pred);
   store<i16>(dst, <i16>pred);
+  // AC (F.2.2.2)
   const slot = 4 + F.cget(c, F.F_TA);
+  const fast = H.fastTable(slot);
   let last = 0;
   let k = 1;
   while (k < 64) {
-    H.ensure(32); // one code (≤ 16 bits) and its magnitude (≤ 15) per iteration
-    const f = H.fastAC(slot);
+    // A FAST entry uses at most LOOKAHEAD bits; the careful path below wants 31.
+    if (cnt < 16) {
+      const v = H.plain8(p, end);
+      if (v != <u64>-1) {
+        buf |= v >> <u64>cnt;
+        p += <usize>((63 - cnt) >> 3);
+        cnt |= 56;
+      } else {
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+        H.refill();
+        buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+      }
+    }
+    let f = H.fastAt(fast, buf);
     if (f != 0) {
-      k += (f >> 8) & 15;
-      H.consume(f & 255);
+      k += (f >> 8) & 255;
+      buf <<= <u64>(f & 255);
+      cnt -= f & 255;
       if (k > 63) {
+        if ((f & H.FAST_EOB) != 0) break;
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
         fail(E_BAD_COEFFICIENT, H.bitOffset());
-        break;
+        return last;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(f >> 16));
       last = k;
       k++;
       continue;
     }
-    const rs = H.decodeSym(slot);
-    const s = rs & 15;
-    const r = rs >> 4;
+    if (cnt < 32) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      H.refill();
+      buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+    }
+    f = H.peekSym(slot, buf);
+    if (f == 0) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+      return last;
+    }
+    buf <<= <u64>(f >> 8);
+    cnt -= f >> 8;
+    const s = f & 15;
+    const r = (f >> 4) & 15;
     if (s == 0) {
       if (r != 15) break; // EOB
       k += 16; // ZRL
@@ -248,13 +326,19 @@ function sequential(dst: usize, c: i32): i32 {
     }
     k += r;
     if (k > 63) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
       fail(E_BAD_COEFFICIENT, H.bitOffset());
-      break;
+      return last;
     }
-    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>H.receiveExtend(s));
+    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>H.extend(<i32>(buf >> <u64>(64 - s)), s));
+    buf <<= <u64>s;
+    cnt -= s;
     last = k;
     k++;
   }
+  H.bitbuf = buf;
+  H.bitcnt = cnt;
+  H.pos = p;
   return last;
 }
 
@@ -271,7 +355,7 @@ function dcRefine(dst: usize): void {
 }
 
 /** Progressive AC, first scan of a band (G.1.2.2): like F.2.2.2 plus end-of-band runs. */
-function acFirst(dst: usize, c: i32, lp: usize): void {
+function acFirst(dst: usize, c: i32, mp: usize): void {
   if (eobrun > 0) {
     eobrun--;
     return;
@@ -280,106 +364,225 @@ function acFirst(dst: usize, c: i32, lp: usize): void {
   const se = F.se;
   const al = F.al;
   let k = F.ss;
+  let buf = H.bitbuf;
+  let cnt = H.bitcnt;
+  let p = H.pos;
+  const end = F.srcEnd;
+  let nz = load<u64>(mp);
   while (k <= se) {
-    H.ensure(32);
-    const f = H.fastAC(slot);
+    if (cnt < 32) {
+      const v = H.plain8(p, end);
+      if (v != <u64>-1) {
+        buf |= v >> <u64>cnt;
+        p += <usize>((63 - cnt) >> 3);
+        cnt |= 56;
+      } else {
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+        H.refill();
+        buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+      }
+    }
+    let f = H.fastEntry(slot, buf);
     if (f != 0) {
-      k += (f >> 8) & 15;
-      H.consume(f & 255);
+      k += (f >> 8) & 255;
+      buf <<= <u64>(f & 255);
+      cnt -= f & 255;
       if (k > se) {
+        if ((f & H.FAST_EOB) != 0) break; // EOB0: this block alone
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
         fail(E_BAD_COEFFICIENT, H.bitOffset());
         return;
       }
       store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
-      if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
+      nz |= <u64>1 << <u64>k;
       k++;
       continue;
     }
-    const rs = H.decodeSym(slot);
-    const s = rs & 15;
-    const r = rs >> 4;
+    f = H.peekSym(slot, buf);
+    if (f == 0) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+      fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+      return;
+    }
+    buf <<= <u64>(f >> 8);
+    cnt -= f >> 8;
+    const s = f & 15;
+    const r = (f >> 4) & 15;
     if (s == 0) {
       if (r < 15) {
         // EOBr: this block and 2^r − 1 + RECEIVE(r) more end here (G.1.2.2, Table G.1).
         eobrun = (1 << r) - 1;
-        if (r != 0) eobrun += H.receive(r);
-        return;
+        if (r != 0) {
+          eobrun += <i32>(buf >> <u64>(64 - r));
+          buf <<= <u64>r;
+          cnt -= r;
+        }
+        break;
       }
       k += 16;
       continue;
     }
     k += r;
     if (k > se) {
+      H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
       fail(E_BAD_COEFFICIENT, H.bitOffset());
       return;
     }
-    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.receiveExtend(s) << al));
-    if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
+    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
+    buf <<= <u64>s;
+    cnt -= s;
+    nz |= <u64>1 << <u64>k;
     k++;
   }
+  store<u64>(mp, nz);
+  H.bitbuf = buf;
+  H.bitcnt = cnt;
+  H.pos = p;
 }
 
 /**
  * Progressive AC, refinement (G.1.2.3). Coefficients already non-zero get one correction bit
  * each, in order, as the decoder passes them; new coefficients are ±1 (scaled by 2^Al) and
  * land after `r` zero-history coefficients. An EOB run refines what is left of the band.
+ * The block's non-zero mask (NZ) finds where a run ends and which coefficients take a bit, so
+ * only those are visited; the bit reader lives in locals, as in sequential().
  */
-function acRefine(dst: usize, c: i32, lp: usize): void {
+function acRefine(dst: usize, c: i32, mp: usize): void {
   const slot = 4 + F.cget(c, F.F_TA);
   const se = F.se;
   const p1 = 1 << F.al;
-  const m1 = -1 << F.al;
   let k = F.ss;
+  let buf = H.bitbuf;
+  let cnt = H.bitcnt;
+  let p = H.pos;
+  const end = F.srcEnd;
+  let nz = load<u64>(mp);
+  const upToSe = <u64>-1 >> <u64>(63 - se); // bits 0…se
   if (eobrun == 0) {
     while (k <= se) {
-      H.ensure(32);
-      const rs = H.decodeSym(slot);
-      let r = rs >> 4;
-      const s = rs & 15;
+      if (cnt < 32) {
+        const v = H.plain8(p, end);
+        if (v != <u64>-1) {
+          buf |= v >> <u64>cnt;
+          p += <usize>((63 - cnt) >> 3);
+          cnt |= 56;
+        } else {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          H.refill();
+          buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+        }
+      }
+      let r = 0;
       let value = 0;
-      if (s != 0) {
-        if (s != 1) {
+      let f = H.fastEntry(slot, buf);
+      if (f != 0) {
+        // A new coefficient (its sign bit included) or EOB0, in one lookup.
+        buf <<= <u64>(f & 255);
+        cnt -= f & 255;
+        if ((f & H.FAST_EOB) != 0) {
+          eobrun = 1;
+          break;
+        }
+        const v = f >> 16;
+        if (v != 1 && v != -1) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
           fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
           return;
         }
-        value = H.receive(1) ? p1 : m1;
-      } else if (r != 15) {
-        eobrun = 1 << r;
-        if (r != 0) eobrun += H.receive(r);
-        break; // the rest of this band is refined below, as part of the run
-      }
-      // Skip r zero-history coefficients (ZRL: 16, the last one included), refining the
-      // non-zero ones on the way; `value` goes into the zero coefficient where the run ends.
-      while (k <= se) {
-        const z = dst + <usize>load<u8>(ZZT + k);
-        const cur = <i32>load<i16>(z);
-        if (cur != 0) {
-          if (H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
-        } else {
-          if (r == 0) break;
-          r--;
+        value = v > 0 ? p1 : -p1;
+        r = (f >> 8) & 15;
+      } else {
+        f = H.peekSym(slot, buf);
+        if (f == 0) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          fail(E_BAD_HUFFMAN_CODE, H.bitOffset());
+          return;
         }
-        k++;
+        buf <<= <u64>(f >> 8);
+        cnt -= f >> 8;
+        r = (f >> 4) & 15;
+        const s = f & 15;
+        if (s != 0) {
+          if (s != 1) {
+            H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+            fail(E_BAD_COEFFICIENT, H.bitOffset()); // only ±1 can be new in a refinement
+            return;
+          }
+          value = <i32>(buf >> 63) ? p1 : -p1;
+          buf <<= 1;
+          cnt--;
+        } else if (r != 15) {
+          eobrun = 1 << r;
+          if (r != 0) {
+            eobrun += <i32>(buf >> <u64>(64 - r));
+            buf <<= <u64>r;
+            cnt -= r;
+          }
+          break; // the rest of this band is refined below, as part of the run
+        }
       }
+      // The run ends at the (r+1)-th zero-history coefficient from k (ZRL: the 16th, passed
+      // too); every non-zero one before it takes a correction bit. None left: the band's end.
+      const band = (<u64>-1 << <u64>k) & upToSe;
+      let zeros = ~nz & band;
+      for (let i = 0; i < r; i++) zeros &= zeros - 1;
+      const at = zeros != 0 ? <i32>ctz(zeros) : se + 1;
+      const before = ((<u64>1 << <u64>(at - 1)) << 1) - 1; // bits 0…at−1 (at ≥ 1)
+      let m = nz & band & before;
+      while (m != 0) {
+        if (cnt < 1) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+          H.refill();
+          buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+        }
+        refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+        buf <<= 1;
+        cnt--;
+        m &= m - 1;
+      }
+      k = at;
       if (value != 0) {
         if (k > se) {
+          H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
           fail(E_BAD_COEFFICIENT, H.bitOffset());
           return;
         }
         store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>value);
-        if (k > <i32>load<u8>(lp)) store<u8>(lp, <u8>k);
+        nz |= <u64>1 << <u64>k;
       }
       k++;
     }
   }
   if (eobrun > 0) {
-    const stop = min(se, <i32>load<u8>(lp));
-    while (k <= stop) {
-      const z = dst + <usize>load<u8>(ZZT + k);
-      const cur = <i32>load<i16>(z);
-      if (cur != 0 && H.getBit() && (cur & p1) == 0) store<i16>(z, <i16>(cur >= 0 ? cur + p1 : cur + m1));
-      k++;
+    // Every non-zero coefficient left in the band takes a correction bit.
+    let m = k > se ? 0 : nz & (<u64>-1 << <u64>k) & upToSe; // (k = 64 would shift by 0)
+    while (m != 0) {
+      if (cnt < 1) {
+        H.bitbuf = buf; H.bitcnt = cnt; H.pos = p;
+        H.refill();
+        buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
+      }
+      refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+      buf <<= 1;
+      cnt--;
+      m &= m - 1;
     }
     eobrun--;
   }
+  store<u64>(mp, nz);
+  H.bitbuf = buf;
+  H.bitcnt = cnt;
+  H.pos = p;
+}
+
+/**
+ * A correction bit for the non-zero coefficient at `z` (G.1.2.3): when set, and the
+ * coefficient lacks this bit, its magnitude grows by `p1`. Branch-free: the bits are noise.
+ */
+// @ts-ignore: decorator
+@inline function refine(z: usize, bit: i32, p1: i32): void {
+  const cur = <i32>load<i16>(z);
+  const sign = cur >> 31;
+  const grow = -(bit & <i32>((cur & p1) == 0));
+  store<i16>(z, <i16>(cur + (((p1 ^ sign) - sign) & grow)));
 }
