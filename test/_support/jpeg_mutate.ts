@@ -167,7 +167,7 @@ const STRUCTURE: Record<string, (parts: JpegPart[], next: Next) => boolean> = {
     if (kind <= 1 && nc > 0 && b.length >= 6 + 3 * nc) {
       // Odd sampling: one component's H or V, or both, to a value a ratio cannot divide.
       const c = randomInt(next, 0, nc - 1);
-      const hv = () => pick(next, [0, 1, 2, 3, 4, 5, 15]);
+      const hv = () => pick(next, [1, 2, 3, 4, 1, 2, 3, 4, 0, 5, 15]); // mostly legal values, whose ratios may not divide
       b[6 + 3 * c + 1] = kind === 0 ? (hv() << 4) | hv() : (b[6 + 3 * c + 1] & 0xf0) | hv();
     } else if (kind === 2 && nc > 0 && b.length >= 6 + 3 * nc) {
       const c = randomInt(next, 0, nc - 1);
