@@ -168,7 +168,8 @@ else {
   console.log(`\n${result.inputs} inputs in ${result.seconds} s: ${result.rate} inputs/s; ${result.images} images, ${result.errors} named errors; ${result.crashes} crashes, ${result.hangs} hangs (bound ${maxMs} ms; slowest ${result.slowestMs} ms; ${result.slowOnceNotAgain} over it once, not on rerun)`);
   for (const f of formats) {
     console.log(`\n${f} errors by reason:`);
-    for (const [r, n] of sorted(reasons[f])) console.log(`  ${r.padEnd(20)} ${String(n).padStart(10)}  ${(n / Math.max(1, result.errors) * 100).toFixed(1).padStart(5)} %`);
+    const all = [...reasons[f].values()].reduce((a, b) => a + b, 0);
+    for (const [r, n] of sorted(reasons[f])) console.log(`  ${r.padEnd(20)} ${String(n).padStart(10)}  ${(n / Math.max(1, all) * 100).toFixed(1).padStart(5)} %`);
   }
   for (const f of finds) console.log(`${f.kind} ${f.format} input ${f.i}: ${f.detail} → ${f.file}`);
 }
