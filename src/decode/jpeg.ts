@@ -136,6 +136,7 @@ class WasmJpegDecoder implements JpegDecoder {
   #rowBytes = 0;
   /** Rows received: all of them, or the decode failed. */
   #got = 0;
+  #sized = false;
   constructor(w: JpegExports) {
     this.#w = w;
   }
@@ -157,20 +158,24 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 
   /**
-   * The module's row sink: the first strip sizes the image (a target too small is refused
-   * here, before any row is written: the throw unwinds the module, which the next decode
-   * resets), and each is copied to its place.
+   * The module's row sink. Its first call, with no rows, comes once the output's size is known
+   * and before any scan is decoded (wasm/jpeg/output.ts, announceOutput): it sizes the image,
+   * and a target too small is refused there (the throw unwinds the module, which the next
+   * decode resets). Then each strip is copied to its place.
    */
   #rows(ptr: number, y0: number, n: number): void {
     const w = this.#w;
-    if (this.#got === 0) {
+    if (!this.#sized) {
+      this.#sized = true;
       this.#rowBytes = w.outWidth() * w.outChannels();
       const bytes = this.#rowBytes * w.outHeight();
-      if (!this.#into) this.#out = new Uint8Array(bytes);
-      else if (this.#at + bytes > this.#out!.length) {
+      if (this.#into && this.#at + bytes > this.#out!.length) {
         throw new TargetTooSmallError("JPEG", { width: w.outWidth(), height: w.outHeight(), channels: w.outChannels() }, this.#at, this.#out!.length);
       }
     }
+    if (n === 0) return;
+    // decode()'s array is made with the first rows, not before: a file that fails in its scan costs none.
+    this.#out ??= new Uint8Array(this.#rowBytes * w.outHeight());
     this.#out!.set(new Uint8Array(w.memory.buffer, ptr, n * this.#rowBytes), this.#at + y0 * this.#rowBytes);
     this.#got += n;
   }
@@ -184,6 +189,7 @@ class WasmJpegDecoder implements JpegDecoder {
     this.#at = at;
     this.#into = out !== undefined;
     this.#got = 0;
+    this.#sized = false;
     let rc: number, rows: number;
     try {
       rc = w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS);

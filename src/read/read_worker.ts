@@ -33,14 +33,17 @@ let saturated = false;
 const waiting: [number, string][] = []; // [seq, id] not yet handed to the source
 let head = 0;
 
+const MIN_PACKET = 4096;
+
 /**
  * The packet being filled: the buffer that is transferred at the flush. Images are decoded into
- * it as they arrive; one that does not fit grows it (the decoder names the size it needs before
- * writing) and is decoded again. Its size starts at the last packet's, so that a steady stream
- * neither grows nor transfers much unused room.
+ * it as they arrive; one that does not fit grows it and is decoded again (a JPEG decoder names
+ * the size it needs from the headers, before the scan: a misfit costs little; a PNG's is known
+ * after inflating). Its size starts at the last packet's, so that a steady stream neither grows
+ * nor transfers much unused room.
  */
 class PacketArena implements PixelSink {
-  buf = new ArrayBuffer(64 << 10);
+  buf = new ArrayBuffer(MIN_PACKET);
   u8 = new Uint8Array(this.buf);
   at = 0;
   /** Images that lie in the arena, by where they start. */
@@ -75,7 +78,7 @@ class PacketArena implements PixelSink {
   take(): ArrayBuffer {
     const buf = this.buf;
     const used = this.at;
-    this.buf = new ArrayBuffer(Math.max(64 << 10, used));
+    this.buf = new ArrayBuffer(Math.max(MIN_PACKET, used));
     this.u8 = new Uint8Array(this.buf);
     this.at = 0;
     this.placed.clear();

@@ -107,6 +107,14 @@ test("JPEG decodeInto: a target too small is a TargetTooSmallError naming both s
     assert.is(jpeg.decodeInto(bytes, target, 5).bytes, n);
     assert.ok(equalBytes(target.subarray(5), img.data));
   }
+  // The size is checked as soon as the headers give it, before the scan is decoded: a file cut
+  // inside its scan is too small for the target, not truncated.
+  const whole = jpegBytes("flower_420_q75.jpg");
+  let sos = 0;
+  while (!(whole[sos] === 0xff && whole[sos + 1] === 0xda)) sos++;
+  const cut = whole.slice(0, sos + 40);
+  assert.throws(() => jpeg.decode(cut), (e: Error) => e instanceof JpegError);
+  assert.throws(() => jpeg.decodeInto(cut, new Uint8Array(10), 0), (e: Error) => e instanceof TargetTooSmallError);
   // Bad targets and offsets are named, before the input is looked at.
   for (const [target, offset] of [[new Uint8Array(10), -1], [new Uint8Array(10), 11], [new Uint8Array(10), 1.5], [[1, 2, 3] as unknown as Uint8Array, 0]] as const) {
     assert.throws(() => jpeg.decodeInto(new Uint8Array([1, 2]), target, offset), (e: Error) => e instanceof CassetteError && !(e instanceof JpegError) && /into the target/.test(e.message));
