@@ -79,7 +79,7 @@ if (formats.includes("png")) {
 
 interface Find { i: number; kind: "crash" | "hang"; format: string; detail: string; file: string }
 const reasons = { jpeg: new Map<string, number>(), png: new Map<string, number>() };
-const totals = { inputs: 0, images: 0, errors: 0, crashes: 0, hangs: 0, slowerReruns: 0, slowest: 0 };
+const totals = { inputs: 0, images: 0, errors: 0, crashes: 0, hangs: 0, slowerReruns: 0, slowest: 0, slowestAt: -1 };
 const finds: Find[] = [];
 const progress = new Int32Array(new SharedArrayBuffer(4));
 const t0 = runtime.now();
@@ -131,7 +131,7 @@ function runWorker(from: number, end: number): Promise<number> {
         totals.inputs += tally.images + tally.errors + tally.crashes;
         totals.images += tally.images;
         totals.errors += tally.errors;
-        totals.slowest = Math.max(totals.slowest, tally.slowest);
+        if (tally.slowest > totals.slowest) (totals.slowest = tally.slowest), (totals.slowestAt = tally.slowestAt);
         totals.slowerReruns += tally.slowOnce;
         for (const [r, n] of tally.reasons as [string, number][]) reasons[format as Format].set(r, (reasons[format as Format].get(r) ?? 0) + n);
         if (runtime.now() > deadline) finish(m.end);
@@ -160,12 +160,12 @@ const sorted = (m: Map<string, number>) => [...m].sort((a, b) => b[1] - a[1]);
 const result = {
   seed, first, last: at - 1, inputs: totals.inputs, seconds: Math.round(seconds), rate: Math.round(totals.inputs / seconds),
   images: totals.images, errors: totals.errors, crashes: totals.crashes, hangs: totals.hangs,
-  slowestMs: Math.round(totals.slowest * 10) / 10, slowOnceNotAgain: totals.slowerReruns,
+  slowestMs: Math.round(totals.slowest * 10) / 10, slowestInput: totals.slowestAt, slowOnceNotAgain: totals.slowerReruns,
   reasons: { jpeg: Object.fromEntries(sorted(reasons.jpeg)), png: Object.fromEntries(sorted(reasons.png)) }, finds,
 };
 if (json) console.log(JSON.stringify(result));
 else {
-  console.log(`\n${result.inputs} inputs in ${result.seconds} s: ${result.rate} inputs/s; ${result.images} images, ${result.errors} named errors; ${result.crashes} crashes, ${result.hangs} hangs (bound ${maxMs} ms; slowest ${result.slowestMs} ms; ${result.slowOnceNotAgain} over it once, not on rerun)`);
+  console.log(`\n${result.inputs} inputs in ${result.seconds} s: ${result.rate} inputs/s; ${result.images} images, ${result.errors} named errors; ${result.crashes} crashes, ${result.hangs} hangs (bound ${maxMs} ms; slowest ${result.slowestMs} ms, input ${result.slowestInput}; ${result.slowOnceNotAgain} over it once, not on rerun)`);
   for (const f of formats) {
     console.log(`\n${f} errors by reason:`);
     const all = [...reasons[f].values()].reduce((a, b) => a + b, 0);

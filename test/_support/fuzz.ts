@@ -13,6 +13,8 @@ export interface FuzzTally {
   /** Errors by reason. */
   reasons: Map<string, number>;
   slowest: number;
+  /** The input that took `slowest`. */
+  slowestAt: number;
   /** Inputs that threw something else, or failed an assertion (only counted with `onFailure`). */
   crashes: number;
   /** Inputs over the time bound (only counted with `onFailure`). */
@@ -44,7 +46,7 @@ export function fuzzLoop(
   onFailure?: (f: FuzzFailure) => void,
   first = 0,
 ): FuzzTally {
-  const tally: FuzzTally = { images: 0, errors: 0, reasons: new Map(), slowest: 0, crashes: 0, hangs: 0, slowOnce: 0 };
+  const tally: FuzzTally = { images: 0, errors: 0, reasons: new Map(), slowest: 0, slowestAt: -1, crashes: 0, hangs: 0, slowOnce: 0 };
   for (let i = first; i < n; i++) {
     const { bytes, decode } = iteration(i);
     const t0 = runtime.now();
@@ -78,7 +80,7 @@ export function fuzzLoop(
       }
       if (ms < maxMs) tally.slowOnce++;
     }
-    tally.slowest = Math.max(tally.slowest, ms);
+    if (ms > tally.slowest) (tally.slowest = ms), (tally.slowestAt = i);
     if (ms >= maxMs && onFailure) {
       tally.hangs++;
       onFailure({ i, bytes, kind: "hang", detail: `took ${ms.toFixed(0)} ms, over the bound of ${maxMs} ms` });
