@@ -163,11 +163,17 @@ const STRUCTURE: Record<string, (parts: JpegPart[], next: Next) => boolean> = {
     if (!q) return false;
     const b = q.body!.slice();
     const nc = b[5];
-    const kind = randomInt(next, 0, 6);
-    if (kind <= 1 && nc > 0 && b.length >= 6 + 3 * nc) {
+    const kind = randomInt(next, 0, 7);
+    if (kind === 7 && nc > 1 && b.length >= 6 + 3 * nc) {
+      // Ratios that do not divide (3 against 2, across or down): legal factors, no integer upsampling.
+      const a = randomInt(next, 0, nc - 1), c = (a + randomInt(next, 1, nc - 1)) % nc;
+      const shift = next() < 0.5 ? 4 : 0, mask = shift ? 0x0f : 0xf0;
+      b[6 + 3 * a + 1] = (b[6 + 3 * a + 1] & mask) | (3 << shift);
+      b[6 + 3 * c + 1] = (b[6 + 3 * c + 1] & mask) | (2 << shift);
+    } else if (kind <= 1 && nc > 0 && b.length >= 6 + 3 * nc) {
       // Odd sampling: one component's H or V, or both, to a value a ratio cannot divide.
       const c = randomInt(next, 0, nc - 1);
-      const hv = () => pick(next, [1, 2, 3, 4, 1, 2, 3, 4, 0, 5, 15]); // mostly legal values, whose ratios may not divide
+      const hv = () => pick(next, [0, 1, 2, 3, 4, 5, 15]);
       b[6 + 3 * c + 1] = kind === 0 ? (hv() << 4) | hv() : (b[6 + 3 * c + 1] & 0xf0) | hv();
     } else if (kind === 2 && nc > 0 && b.length >= 6 + 3 * nc) {
       const c = randomInt(next, 0, nc - 1);
