@@ -128,7 +128,7 @@ class WasmJpegDecoder implements JpegDecoder {
   #closed = false;
   /**
    * Where the image being decoded goes, strip by strip from the module (#rows): a fresh array
-   * sized at the first strip (decode), or the caller's (decodeInto, #into set).
+   * made with the first rows (decode), or the caller's from #at (decodeInto, #into set).
    */
   #out: Uint8Array | undefined;
   #at = 0;
@@ -176,7 +176,7 @@ class WasmJpegDecoder implements JpegDecoder {
     if (n === 0) return;
     // decode()'s array is made with the first rows, not before: a file that fails in its scan costs none.
     this.#out ??= new Uint8Array(this.#rowBytes * w.outHeight());
-    this.#out!.set(new Uint8Array(w.memory.buffer, ptr, n * this.#rowBytes), this.#at + y0 * this.#rowBytes);
+    this.#out.set(new Uint8Array(w.memory.buffer, ptr, n * this.#rowBytes), this.#at + y0 * this.#rowBytes);
     this.#got += n;
   }
 
