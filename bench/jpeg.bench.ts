@@ -14,6 +14,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
+import process from "node:process";
 import { fileURLToPath } from "node:url";
 import jpegjs from "jpeg-js";
 import { compare, printTable, type Contender, type Row } from "./_lib/compare.ts";
@@ -31,14 +32,16 @@ const args = benchArgs({
   prints Mpx/s with ratios; then the worker pool with 1 and 2 workers.
 
   --quick       3 rounds instead of 11, 60 crops instead of 200
-  --only GROUP  crops | large | progressive | gray | grey-out | pool
+  --only GROUP  crops | large | progressive | gray | grey-out | into | pool
+                (into: decode() against decodeInto() into one reused buffer, paired round by
+                round in process CPU time, on the crops, the large photos and Fashion-MNIST)
   --no-pool     skip the worker-pool comparison`,
   valued: ["only"],
   flags: ["quick", "no-pool"],
 });
 const quick = args.has("quick");
 const only = args.str("only");
-const ONLY = ["crops", "large", "progressive", "gray", "grey-out", "pool"];
+const ONLY = ["crops", "large", "progressive", "gray", "grey-out", "into", "pool"];
 if (only !== undefined && !ONLY.includes(only)) args.fail(`--only must be one of ${ONLY.join(", ")}: current value is ${only}`);
 const ROUNDS = quick ? 3 : 11;
 
@@ -54,6 +57,19 @@ function files(group: string): string[] {
 // ─── peers ────────────────────────────────────────────────────────────────────────────────────
 
 const cassette = await createJpegDecoder();
+/** decodeInto's target, reused: as large as the largest image of the run. */
+let target = new Uint8Array(0);
+function intoAll(inputs: Uint8Array[]): void {
+  for (const b of inputs) cassette.decodeInto(b, target, 0);
+}
+function sizeTarget(inputs: Uint8Array[]): void {
+  let most = 0;
+  for (const b of inputs) {
+    const img = cassette.decode(b);
+    most = Math.max(most, img.data.length);
+  }
+  if (most > target.length) target = new Uint8Array(most);
+}
 
 /** Megapixels of output in one pass over `inputs` (each contender's work per round). */
 function megapixels(inputs: Uint8Array[]): number {
@@ -111,8 +127,10 @@ for (const [group, title] of GROUPS) {
   const list = files(group);
   const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
   const mpx = megapixels(inputs);
+  sizeTarget(inputs);
   const contenders: Contender[] = [
     { name: "cassette (wasm)", run: () => { for (const b of inputs) cassette.decode(b); }, work: mpx, baseline: true },
+    { name: "cassette into", run: () => intoAll(inputs), work: mpx },
     { name: "jpeg-js", run: () => { for (const b of inputs) jpegjs.decode(b, { useTArray: true, formatAsRGBA: false, maxMemoryUsageInMB: 4096 }); }, work: mpx },
     { name: "@jsquash/jpeg", run: async () => { for (const b of inputs) await jsquash.default(b.buffer as ArrayBuffer); }, work: mpx },
     { name: "sharp", run: async () => { for (const b of inputs) await sharp(b).raw().toBuffer(); }, work: mpx },
@@ -137,23 +155,9 @@ for (const [group, title] of GROUPS) {
 
 if (!only || only === "grey-out") {
   const sets: Array<[string, string[]]> = [["200 × 224×224 q90 4:2:0 crops", files("crops")]];
-  // Fashion-MNIST as ingest stores it (three equal components, jpeg-js q90), when Debian's
-  // dataset-fashion-mnist is installed.
-  const idx = "/usr/share/datasets/fashion-mnist/";
-  if (existsSync(idx)) {
-    const { readIdxDataset } = await import("../src/dataset/idx.ts");
-    const { encodeGrey } = await import("../src/dataset/ingest.ts");
-    const train = (await readIdxDataset(idx))[0];
-    const dir = `${HERE}data/fmnist/`;
-    mkdirSync(dir, { recursive: true });
-    const names: string[] = [];
-    for (let i = 0; i < 2000; i++) {
-      const name = `${dir}${String(i).padStart(4, "0")}.jpg`;
-      if (!existsSync(name)) writeFileSync(name, encodeGrey(train.images.subarray(i * 784, (i + 1) * 784), 28, 28, 90));
-      names.push(name);
-    }
-    sets.push(["2000 Fashion-MNIST 28×28 as ingest stores them (3 equal components, jpeg-js q90)", names]);
-  }
+  // Fashion-MNIST as ingest stores it, when Debian's dataset-fashion-mnist is installed.
+  const fm = await fashionMnist();
+  if (fm.length) sets.push(["2000 Fashion-MNIST 28×28 as ingest stores them (3 equal components, jpeg-js q90)", fm]);
   for (const [title, list] of sets) {
     const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
     const mpx = megapixels(inputs);
@@ -168,6 +172,68 @@ if (!only || only === "grey-out") {
       rows.sort((a, b) => b.best - a.best);
       printTable(`grey out, ${title}, with libjpeg-turbo (C, JCS_GRAYSCALE, timed inside its own process)`, "Mpx/s", rows, "cassette, grey: true", ROUNDS);
     }
+  }
+}
+
+// ─── decode vs decodeInto ─────────────────────────────────────────────────────────────────────
+// What a fresh array per image costs: decode() against decodeInto() into one buffer reused
+// (a packet, a batch), alternating round by round in one process, timed in process CPU time
+// (the machine is shared: wall time moves more); the paired ratio per round, median and quartiles.
+
+/** Fashion-MNIST as ingest stores it (three equal components, jpeg-js q90); [] without Debian's dataset-fashion-mnist. */
+async function fashionMnist(): Promise<string[]> {
+  const idx = "/usr/share/datasets/fashion-mnist/";
+  if (!existsSync(idx)) return [];
+  const { readIdxDataset } = await import("../src/dataset/idx.ts");
+  const { encodeGrey } = await import("../src/dataset/ingest.ts");
+  const train = (await readIdxDataset(idx))[0];
+  const dir = `${HERE}data/fmnist/`;
+  mkdirSync(dir, { recursive: true });
+  const names: string[] = [];
+  for (let i = 0; i < 2000; i++) {
+    const name = `${dir}${String(i).padStart(4, "0")}.jpg`;
+    if (!existsSync(name)) writeFileSync(name, encodeGrey(train.images.subarray(i * 784, (i + 1) * 784), 28, 28, 90));
+    names.push(name);
+  }
+  return names;
+}
+
+if (only === "into") {
+  const cpuMs = () => {
+    const u = process.cpuUsage();
+    return (u.user + u.system) / 1000;
+  };
+  const sets: Array<[string, string[], number]> = [
+    ["224×224 crops", files("crops"), 1], ["large photos", files("large"), 1], ["progressive", files("progressive"), 1],
+    ["Fashion-MNIST 28×28", await fashionMnist(), 4],
+  ];
+  const rounds = quick ? 9 : 31;
+  for (const [title, list, reps] of sets) {
+    if (!list.length) continue;
+    const inputs = list.map((f) => new Uint8Array(readFileSync(f)));
+    sizeTarget(inputs);
+    const mpx = megapixels(inputs) * reps;
+    const a = () => { for (let r = 0; r < reps; r++) for (const b of inputs) cassette.decode(b); };
+    const b = () => { for (let r = 0; r < reps; r++) intoAll(inputs); };
+    a(), b(); // warm
+    const ratios: number[] = [], ta: number[] = [], tb: number[] = [];
+    for (let r = 0; r < rounds; r++) {
+      // Alternate which goes first, so neither always follows the other's garbage.
+      const order = r % 2 === 0 ? [a, b] : [b, a];
+      const t: number[] = [];
+      for (const f of order) {
+        const t0 = cpuMs();
+        f();
+        t.push(cpuMs() - t0);
+      }
+      const [da, db] = r % 2 === 0 ? t : [t[1], t[0]];
+      ta.push(da), tb.push(db), ratios.push(da / db);
+    }
+    const q = (xs: number[], p: number) => xs.slice().sort((x, y) => x - y)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+    console.log(`\ndecode vs decodeInto, ${title}: ${inputs.length} files × ${reps}, ${mpx.toFixed(1)} Mpx a round, ${rounds} rounds (process CPU time)`);
+    console.log(`  decode():      best ${(mpx / (q(ta, 0) / 1000)).toFixed(1)} Mpx/s, median ${(mpx / (q(ta, 0.5) / 1000)).toFixed(1)}`);
+    console.log(`  decodeInto():  best ${(mpx / (q(tb, 0) / 1000)).toFixed(1)} Mpx/s, median ${(mpx / (q(tb, 0.5) / 1000)).toFixed(1)}`);
+    console.log(`  speed-up of decodeInto (decode time ÷ decodeInto time, per round): median ${q(ratios, 0.5).toFixed(3)}× (quartiles ${q(ratios, 0.25).toFixed(3)}–${q(ratios, 0.75).toFixed(3)})`);
   }
 }
 

@@ -20,6 +20,10 @@
  *
  * `--grey` decodes to one channel (`decode: { grey: true }`), as train.ts does for its grey models.
  *
+ * `--into-ab` runs each worker count twice: read workers decoding straight into their packets
+ * (decodeInto, the default) and into an array per image copied at the flush, as before
+ * (CASSETTE_READ_INTO=0 in the workers' environment).
+ *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
  * `--idx PREFIX`. With a cassandra:// store the
@@ -34,17 +38,19 @@ import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
   program: "bench/read_workers.bench.ts",
-  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--quick] [--json]",
+  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--into-ab] [--quick] [--json]",
   valued: ["store", "dataset", "workers", "samples", "rounds", "step-ms", "idx"],
-  flags: ["grey", "quick"],
+  flags: ["grey", "quick", "into-ab"],
 });
 const quick = args.has("quick");
 const json = args.has("json");
 const grey = args.has("grey");
 const address = args.str("store", "sqlite:data/fashion-mnist.sqlite");
 const dataset = args.str("dataset", "fashion-mnist");
-const workerCounts = args.list("workers", ["0", "1", "2"]).map(Number);
-if (!workerCounts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
+const counts = args.list("workers", ["0", "1", "2"]).map(Number);
+if (!counts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
+// A contender: a worker count, and (with --into-ab) -w for the same count without decodeInto.
+const workerCounts = args.has("into-ab") ? counts.flatMap((w) => (w > 0 ? [w, -w] : [w])) : counts;
 const rounds = args.int("rounds", quick ? 1 : 5);
 const stepMs = args.num("step-ms", 0);
 const log = (s: string) => json || console.log(s);
@@ -90,7 +96,10 @@ function busy(ms: number): void {
 }
 
 interface Result { samplesPerSec: number; threadUsPerSample: number }
-async function once(workers: number, seed: number): Promise<Result> {
+async function once(contender: number, seed: number): Promise<Result> {
+  const workers = Math.abs(contender);
+  // Read by each read worker as it starts (src/read/read_worker.ts).
+  (globalThis as { process?: { env: Record<string, string | undefined> } }).process!.env.CASSETTE_READ_INTO = contender < 0 ? "0" : "1";
   const loader = new Loader({ store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true });
   try {
     for await (const b of loader.epoch(0)) if (stepMs) busy(stepMs), void b;
@@ -109,7 +118,10 @@ async function once(workers: number, seed: number): Promise<Result> {
   }
 }
 
-const name = (w: number) => (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`);
+const name = (c: number) => {
+  const w = Math.abs(c);
+  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) + (c < 0 ? ", no into" : "");
+};
 log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on${grey ? " (grey)" : ""}, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
 const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));
 for (let r = 0; r < rounds; r++) {

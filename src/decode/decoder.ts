@@ -42,12 +42,34 @@ export interface DecodeOptions {
   grey?: boolean;
 }
 
+/**
+ * What `decodeInto` wrote: the image's shape, and its pixels at `target[offset … offset + bytes)`,
+ * laid out as `Image.data` would be.
+ */
+export interface DecodedInto {
+  width: number;
+  height: number;
+  channels: 1 | 2 | 3 | 4;
+  orientation: number;
+  /** 8 unless the PNG decoder's `depth16` gave 16-bit samples (little-endian, 2 bytes each). */
+  bitDepth?: 8 | 16;
+  /** width · height · channels (· 2 at 16 bits). */
+  bytes: number;
+}
+
 /** One decoder instance: single-threaded, reused for every image (one per worker). */
 export interface Decoder<O extends DecodeOptions = DecodeOptions, I extends Image = Image> {
   /** The format it reads, e.g. "jpeg". */
   readonly format: string;
   /** Pixels. Throws a named error on malformed or unsupported input, or on bad options. */
   decode(bytes: Uint8Array, options?: O): I;
+  /**
+   * Pixels written into `target` from byte `offset` (a batch packet, a SharedArrayBuffer view)
+   * instead of a fresh array: nothing outside the image's span is touched. A target too small
+   * for the image is a TargetTooSmallError, found before any pixel is written; the input's own
+   * errors are as decode()'s, and after one the span may hold part of the image.
+   */
+  decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: O): DecodedInto;
   /** Bytes of memory this decoder holds between images (wasm memory is a high-water mark). */
   readonly memoryBytes: number;
   /** Lets go of the instance; decode() afterwards is an error. */
@@ -61,6 +83,34 @@ export interface AsyncDecoder<O extends DecodeOptions = DecodeOptions, I extends
   readonly format: string;
   decode(bytes: Uint8Array, options?: O): Promise<I>;
   close(): void;
+}
+
+/**
+ * decodeInto's target has too few bytes past `offset` for the image: `needed` against
+ * `available` (target.length − offset). Thrown before any pixel is written.
+ */
+export class TargetTooSmallError extends CassetteError {
+  readonly needed: number;
+  readonly available: number;
+  constructor(format: string, shape: { width: number; height: number; channels: number; bitDepth?: number }, offset: number, targetLength: number) {
+    const needed = shape.width * shape.height * shape.channels * ((shape.bitDepth ?? 8) / 8);
+    const available = targetLength - offset;
+    const depth = shape.bitDepth === 16 ? " at 16 bits" : "";
+    super("ERR_INVALID_OPTION", `Cannot decode ${format} into the target as the image (${shape.width}×${shape.height}×${shape.channels}${depth}) needs ${needed} bytes from offset ${offset} and the target holds ${available} there (${targetLength} bytes in all)`);
+    this.name = "TargetTooSmallError";
+    this.needed = needed;
+    this.available = available;
+  }
+}
+
+/** decodeInto's target and offset, checked before anything is decoded. */
+export function checkTarget(target: Uint8Array, offset: number, format: string): void {
+  if (!(target instanceof Uint8Array)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} into the target as it must be a Uint8Array: current value is ${describe(target)}`);
+  }
+  if (!Number.isInteger(offset) || offset < 0 || offset > target.length) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} into the target as 'offset' must be an integer from 0 to its length ${target.length}: current value is ${offset}`);
+  }
 }
 
 export const DEFAULT_MAX_PIXELS = 100e6;

@@ -7,7 +7,7 @@
  * UnknownFormatError naming the bytes it saw.
  */
 import { CassetteError } from "../errors.ts";
-import type { Decoder, Image } from "./decoder.ts";
+import type { DecodedInto, Decoder, Image } from "./decoder.ts";
 import { createJpegDecoder, type JpegDecoder } from "./jpeg.ts";
 import { createPngDecoder, type PngDecodeOptions, type PngDecoder } from "./png.ts";
 
@@ -84,6 +84,13 @@ class AutoDecoder implements Decoder<PngDecodeOptions> {
     const format = bytes instanceof Uint8Array ? sniffFormat(bytes) : "jpeg"; // the JPEG decoder names a bad input
     if (format === "jpeg") return this.#jpeg.decode(bytes, options);
     if (format === "png") return this.#png.decode(bytes, options);
+    throw new UnknownFormatError(bytes.slice(0, 8));
+  }
+
+  decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: PngDecodeOptions): DecodedInto {
+    const format = bytes instanceof Uint8Array ? sniffFormat(bytes) : "jpeg";
+    if (format === "jpeg") return this.#jpeg.decodeInto(bytes, target, offset, options);
+    if (format === "png") return this.#png.decodeInto(bytes, target, offset, options);
     throw new UnknownFormatError(bytes.slice(0, 8));
   }
 

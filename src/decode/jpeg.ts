@@ -7,7 +7,10 @@
  * Each call copies the input into the instance's memory and the result out of it, strip by
  * strip as rows are decoded (so the copy reads what is still in cache), so results are plain,
  * transferable arrays and the instance is ready for the next image, even after an
- * error. One decoder is single-threaded: use one per worker (see pool.ts).
+ * error. decodeInto() copies the strips into the caller's buffer instead (a packet, a batch):
+ * no array per image, whose fresh pages cost a large image ~10 % of its decode
+ * (bench/RESULTS.md, "Rows leave as the scan goes"). One decoder is single-threaded: use one
+ * per worker (see pool.ts).
  *
  * @example
  * ```ts
@@ -23,7 +26,9 @@
 import { CassetteError } from "../errors.ts";
 import { JpegError } from "./jpeg_error.ts";
 import { instantiateJpegWasm, type JpegExports } from "./wasm_module.ts";
-import { checkDecodeOptions, type Decoder, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf } from "./decoder.ts";
+import {
+  checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf, TargetTooSmallError,
+} from "./decoder.ts";
 
 import { orient } from "./orient.ts";
 
@@ -84,9 +89,18 @@ export interface JpegCoefficients {
   components: JpegComponentCoefficients[];
 }
 
+export interface JpegDecodedInto extends DecodedInto {
+  channels: 1 | 3;
+}
+
 export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
   /** Pixels. Throws JpegError (malformed or unsupported input) or CassetteError (bad options). */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): JpegImage;
+  /**
+   * Pixels into `target` from `offset`, as decode() would return them (Decoder.decodeInto).
+   * Throws TargetTooSmallError when the image does not fit, before writing.
+   */
+  decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: JpegDecodeOptions): JpegDecodedInto;
   /** Header only (markers up to the first scan): size, components, sampling, process. */
   inspect(bytes: Uint8Array): JpegInfo;
   /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
@@ -112,9 +126,17 @@ class WasmJpegDecoder implements JpegDecoder {
   readonly format = "jpeg";
   #w: JpegExports;
   #closed = false;
-  /** The image being decoded: filled strip by strip from the module (#rows). */
-  #out: Uint8Array<ArrayBuffer> | undefined;
+  /**
+   * Where the image being decoded goes, strip by strip from the module (#rows): a fresh array
+   * made with the first rows (decode), or the caller's from #at (decodeInto, #into set).
+   */
+  #out: Uint8Array | undefined;
+  #at = 0;
+  #into = false;
   #rowBytes = 0;
+  /** Rows received: all of them, or the decode failed. */
+  #got = 0;
+  #sized = false;
   constructor(w: JpegExports) {
     this.#w = w;
   }
@@ -135,14 +157,50 @@ class WasmJpegDecoder implements JpegDecoder {
     this.#w = undefined as unknown as JpegExports;
   }
 
-  /** The module's row sink: the first strip sizes the image, each is copied to its place. */
+  /**
+   * The module's row sink. Its first call, with no rows, comes once the output's size is known
+   * and before any scan is decoded (wasm/jpeg/output.ts, announceOutput): it sizes the image,
+   * and a target too small is refused there (the throw unwinds the module, which the next
+   * decode resets). Then each strip is copied to its place.
+   */
   #rows(ptr: number, y0: number, n: number): void {
     const w = this.#w;
-    if (!this.#out) {
+    if (!this.#sized) {
+      this.#sized = true;
       this.#rowBytes = w.outWidth() * w.outChannels();
-      this.#out = new Uint8Array(this.#rowBytes * w.outHeight());
+      const bytes = this.#rowBytes * w.outHeight();
+      if (this.#into && this.#at + bytes > this.#out!.length) {
+        throw new TargetTooSmallError("JPEG", { width: w.outWidth(), height: w.outHeight(), channels: w.outChannels() }, this.#at, this.#out!.length);
+      }
     }
-    this.#out.set(new Uint8Array(w.memory.buffer, ptr, n * this.#rowBytes), y0 * this.#rowBytes);
+    if (n === 0) return;
+    // decode()'s array is made with the first rows, not before: a file that fails in its scan costs none.
+    this.#out ??= new Uint8Array(this.#rowBytes * w.outHeight());
+    this.#out.set(new Uint8Array(w.memory.buffer, ptr, n * this.#rowBytes), this.#at + y0 * this.#rowBytes);
+    this.#got += n;
+  }
+
+  /** Runs the pixel decode with the row sink aimed at `out` from `at` (undefined: a fresh array). */
+  #pixels(bytes: Uint8Array, options: JpegDecodeOptions, out: Uint8Array | undefined, at: number): { rows: number; out: Uint8Array | undefined } {
+    const { log2, maxPixels } = checkDecodeOptions(options);
+    const w = this.#w;
+    const p = this.#load(bytes);
+    this.#out = out;
+    this.#at = at;
+    this.#into = out !== undefined;
+    this.#got = 0;
+    this.#sized = false;
+    let rc: number, rows: number;
+    try {
+      rc = w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS);
+      out = this.#out;
+      rows = this.#got;
+    } finally {
+      this.#out = undefined; // a failed decode's rows go with it; the caller's buffer is not kept
+    }
+    this.#check(rc);
+    if (rows !== w.outHeight()) throw new Error(`wasm/jpeg handed over ${rows} rows of pixels for a ${w.outWidth()}×${w.outHeight()} image`);
+    return { rows, out };
   }
 
   /** Copies `bytes` to the bottom of the freshly reset arena. */
@@ -168,25 +226,27 @@ class WasmJpegDecoder implements JpegDecoder {
   }
 
   decode(bytes: Uint8Array, options: JpegDecodeOptions = {}): JpegImage {
-    const { log2, maxPixels } = checkDecodeOptions(options);
+    const { out } = this.#pixels(bytes, options, undefined, 0);
     const w = this.#w;
-    const p = this.#load(bytes);
-    let rc: number, data: Uint8Array<ArrayBuffer> | undefined;
-    try {
-      rc = w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS);
-      data = this.#out;
-    } finally {
-      this.#out = undefined; // a failed decode's rows go with it
-    }
-    this.#check(rc);
-    const width = w.outWidth();
-    const height = w.outHeight();
-    const channels = w.outChannels() as 1 | 3;
-    if (!data || data.length !== width * height * channels) {
-      throw new Error(`wasm/jpeg returned ${data?.length ?? 0} bytes of pixels for a ${width}×${height}×${channels} image`);
-    }
-    const img: JpegImage = { width, height, channels, data, orientation: w.frameOrientation() };
+    const img: JpegImage = { width: w.outWidth(), height: w.outHeight(), channels: w.outChannels() as 1 | 3, data: out as Uint8Array<ArrayBuffer>, orientation: w.frameOrientation() };
     return options.applyOrientation ? orient(img) : img;
+  }
+
+  decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options: JpegDecodeOptions = {}): JpegDecodedInto {
+    checkTarget(target, offset, "JPEG");
+    this.#pixels(bytes, options, target, offset);
+    const w = this.#w;
+    let width = w.outWidth(), height = w.outHeight();
+    const channels = w.outChannels() as 1 | 3;
+    const n = width * height * channels;
+    let orientation = w.frameOrientation();
+    if (options.applyOrientation && orientation > 1 && orientation <= 8) {
+      // A turned image is rewritten in place through one copy (rare: cameras' photos).
+      const turned = orient({ width, height, channels, orientation, data: target.subarray(offset, offset + n) as Uint8Array<ArrayBuffer> });
+      target.set(turned.data, offset);
+      ({ width, height, orientation } = turned);
+    }
+    return { width, height, channels, orientation, bytes: n };
   }
 
   inspect(bytes: Uint8Array): JpegInfo {

@@ -6,10 +6,11 @@
 import { entryUrl } from "../util/entry_url.ts";
 export { createAutoDecoder, createDecoder, sniffFormat, UnknownFormatError } from "./decoders.ts";
 export type { DecoderFormat } from "./decoders.ts";
-export type { AsyncDecoder, DecodeOptions, Decoder, DecodeScale, Image } from "./decoder.ts";
+export type { AsyncDecoder, DecodedInto, DecodeOptions, Decoder, DecodeScale, Image } from "./decoder.ts";
+export { TargetTooSmallError } from "./decoder.ts";
 export { createJpegDecoder, orient } from "./jpeg.ts";
 export type {
-  JpegCoefficients, JpegColorSpace, JpegComponentCoefficients, JpegDecodeOptions, JpegDecoder, JpegImage, JpegInfo,
+  JpegCoefficients, JpegColorSpace, JpegComponentCoefficients, JpegDecodedInto, JpegDecodeOptions, JpegDecoder, JpegImage, JpegInfo,
   JpegProcess, JpegScale,
 } from "./jpeg.ts";
 export { JpegError } from "./jpeg_error.ts";

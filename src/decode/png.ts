@@ -40,7 +40,7 @@
 import { CassetteError } from "../errors.ts";
 import { chunkName, PngError } from "./png_error.ts";
 import { instantiatePngWasm, type PngExports } from "./png_module.ts";
-import { checkDecodeOptions, type Decoder, type DecodeOptions, describe, type Image } from "./decoder.ts";
+import { checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, describe, type Image, TargetTooSmallError } from "./decoder.ts";
 
 /** The PNG decoder takes the common options and one of its own. */
 export interface PngDecodeOptions extends DecodeOptions {
@@ -92,7 +92,8 @@ class WasmPngDecoder implements PngDecoder {
     this.#w = undefined as unknown as PngExports;
   }
 
-  decode(bytes: Uint8Array, options: PngDecodeOptions = {}): PngImage {
+  /** The wasm decode: the image's shape and where its pixels lie in the module's memory. */
+  #run(bytes: Uint8Array, options: PngDecodeOptions): { log2: number; width: number; height: number; channels: 1 | 2 | 3 | 4; bitDepth: 8 | 16; ptr: number; len: number } {
     const { log2, maxPixels } = checkDecodeOptions(options, "PNG");
     if (options.depth16 !== undefined && typeof options.depth16 !== "boolean") {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode PNG as 'depth16' must be true or false: current value is ${describe(options.depth16)}`);
@@ -117,9 +118,35 @@ class WasmPngDecoder implements PngDecoder {
     if (len !== width * height * channels * (bitDepth / 8)) {
       throw new Error(`wasm/png returned ${len} bytes of pixels for a ${width}×${height}×${channels} image of ${bitDepth} bits`);
     }
-    const data = new Uint8Array(w.memory.buffer.slice(ptr, ptr + len) as ArrayBuffer);
+    return { log2, width, height, channels, bitDepth, ptr, len };
+  }
+
+  decode(bytes: Uint8Array, options: PngDecodeOptions = {}): PngImage {
+    const { log2, width, height, channels, bitDepth, ptr, len } = this.#run(bytes, options);
+    const data = new Uint8Array(this.#w.memory.buffer.slice(ptr, ptr + len) as ArrayBuffer);
     const img: PngImage = { width, height, channels, data, orientation: 1, bitDepth };
     return log2 === 0 ? img : boxDownscale(img, 1 << log2);
+  }
+
+  /**
+   * Pixels into `target` from `offset` (Decoder.decodeInto). At full size they are copied
+   * from the module's memory once, straight to the target; a scaled image is shrunk first
+   * (boxDownscale makes its own array), then copied. The whole image is inflated before its
+   * size can be checked against the target (PNG rows are not handed over as they come).
+   */
+  decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options: PngDecodeOptions = {}): DecodedInto {
+    checkTarget(target, offset, "PNG");
+    const { log2, width, height, channels, bitDepth, ptr, len } = this.#run(bytes, options);
+    const f = 1 << log2;
+    const shape = { width: Math.ceil(width / f), height: Math.ceil(height / f), channels, bitDepth };
+    const n = shape.width * shape.height * channels * (bitDepth / 8);
+    if (offset + n > target.length) throw new TargetTooSmallError("PNG", shape, offset, target.length);
+    if (log2 === 0) target.set(new Uint8Array(this.#w.memory.buffer, ptr, len), offset);
+    else {
+      const data = new Uint8Array(this.#w.memory.buffer, ptr, len) as Uint8Array<ArrayBuffer>; // read before anything else runs in the module
+      target.set(boxDownscale({ width, height, channels, data, orientation: 1, bitDepth }, f).data, offset);
+    }
+    return { ...shape, orientation: 1, bytes: n };
   }
 }
 

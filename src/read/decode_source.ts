@@ -75,6 +75,18 @@ export interface DecodeSourceOptions {
   decode?: boolean;
   /** A transform module loaded here (with a Decoder; a pool loads its own). */
   transform?: LoadedTransform;
+  /**
+   * Where images go instead of a fresh array each (a read worker's packet): used with a
+   * Decoder here and no transform (a transform's answer is a new image, which the sink could
+   * not hold), for the image only (a mask keeps its own array).
+   */
+  sink?: PixelSink;
+}
+
+/** Takes each decoded image into a buffer of its own choosing (Decoder.decodeInto). */
+export interface PixelSink {
+  /** Decodes `bytes` into the sink; `image.data` is a view of where the pixels went. */
+  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image;
 }
 
 export class DecodeSource implements ReadSource {
@@ -84,6 +96,7 @@ export class DecodeSource implements ReadSource {
   readonly #async: boolean;
   readonly #decode: boolean;
   readonly #transform?: LoadedTransform;
+  readonly #sink?: PixelSink;
   /** The decode pool, when the CPU stage runs in one. */
   readonly pool?: PreparePool;
   readonly ids?: () => string[] | Promise<string[]>;
@@ -103,6 +116,7 @@ export class DecodeSource implements ReadSource {
     if (this.#async && "prepare" in decoder) this.pool = decoder as PreparePool;
     this.#decode = stage.decode ?? true;
     this.#transform = stage.transform;
+    if (!this.#async && !this.#transform) this.#sink = stage.sink;
   }
   get name(): string {
     return this.#inner.name;
@@ -151,7 +165,9 @@ export class DecodeSource implements ReadSource {
       try {
         // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
         // the sample keeps its bytes.
-        image = this.#decode ? this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options) : undefined;
+        if (!this.#decode) image = undefined;
+        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, this.#options);
+        else image = this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options);
       } catch (e) {
         return failed(e);
       }

@@ -43,7 +43,7 @@ import type { S3Options } from "../source/s3.ts";
 import type { WebDatasetSourceOptions } from "../source/webdataset_source.ts";
 import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
-import { DecodeSource, type KeyedSource } from "./decode_source.ts";
+import { DecodeSource, type KeyedSource, type PixelSink } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
 import { openWorkerSource } from "./worker_source.ts";
 
@@ -83,6 +83,8 @@ export interface OpenReadOptions {
   slowLane?: boolean;
   /** Seeds the transform's `ctx.random` (default 0). */
   seed?: number;
+  /** With `decode` here (decodeWorkers: 0) and no transform: where images go (a read worker's packet). */
+  sink?: PixelSink;
 }
 
 export type OpenOptions = ({ mode: "write" } & OpenStoreOptions) | ({ mode: "read" } & OpenReadOptions);
@@ -160,7 +162,7 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
       if (dw === 0) {
         const decoder = await createDecoder("auto"); // JPEG or PNG, by each sample's first bytes
         const here = transform && await loadTransformHere(transform.url, transform.options, decoder, o.seed);
-        src = new DecodeSource(src, decoder, options, { decode: !!o.decode, transform: here });
+        src = new DecodeSource(src, decoder, options, { decode: !!o.decode, transform: here, sink: o.sink });
       } else {
         // Many jobs ahead per worker hide the message round trip of small images; the slow lane
         // takes back the ones queued behind a slow sample.

@@ -12,12 +12,19 @@
  *   → { t: "close" }                                             ← { t: "closed" }
  *
  * Requests beyond what the source takes wait here, in arrival order, until it drains.
+ *
+ * Pixels are written once: each image is decoded straight into the packet being filled (the
+ * Packet arena below, through DecodeSource's sink and Decoder.decodeInto), not into an array
+ * of its own that the flush would copy; the samples' bytes join them at the flush. A transform
+ * makes images of its own, which are copied in as before.
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { open } from "./open.ts";
 import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
+import type { PixelSink } from "./decode_source.ts";
+import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
 import { META, type Packet, type ToWorker, type SerializedError } from "./worker_source.ts";
 
 const scope = runtime.workerScope();
@@ -25,6 +32,63 @@ let source: ReadSource | undefined;
 let saturated = false;
 const waiting: [number, string][] = []; // [seq, id] not yet handed to the source
 let head = 0;
+
+const MIN_PACKET = 4096;
+
+/**
+ * The packet being filled: the buffer that is transferred at the flush. Images are decoded into
+ * it as they arrive; one that does not fit grows it and is decoded again (a JPEG decoder names
+ * the size it needs from the headers, before the scan: a misfit costs little; a PNG's is known
+ * after inflating). Its size starts at the last packet's, so that a steady stream neither grows
+ * nor transfers much unused room.
+ */
+class PacketArena implements PixelSink {
+  buf = new ArrayBuffer(MIN_PACKET);
+  u8 = new Uint8Array(this.buf);
+  at = 0;
+  /** Images that lie in the arena, by where they start. */
+  readonly placed = new Map<Image, number>();
+
+  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image {
+    for (;;) {
+      try {
+        const r = decoder.decodeInto(bytes, this.u8, this.at, options);
+        const image: Image = { width: r.width, height: r.height, channels: r.channels, orientation: r.orientation, data: this.u8.subarray(this.at, this.at + r.bytes) };
+        this.placed.set(image, this.at);
+        this.at += r.bytes;
+        return image;
+      } catch (e) {
+        if (!(e instanceof TargetTooSmallError)) throw e;
+        this.reserve(e.needed);
+      }
+    }
+  }
+
+  /** Room for `n` more bytes: a larger buffer holding what is written so far. */
+  reserve(n: number): void {
+    if (this.at + n <= this.buf.byteLength) return;
+    const buf = new ArrayBuffer(Math.max(this.at + n, Math.ceil(this.buf.byteLength * 1.5)));
+    const u8 = new Uint8Array(buf);
+    u8.set(this.u8.subarray(0, this.at));
+    this.buf = buf;
+    this.u8 = u8;
+  }
+
+  /** Hands the buffer over (to be transferred) and starts the next one as large as this one's use. */
+  take(): ArrayBuffer {
+    const buf = this.buf;
+    const used = this.at;
+    this.buf = new ArrayBuffer(Math.max(MIN_PACKET, used));
+    this.u8 = new Uint8Array(this.buf);
+    this.at = 0;
+    this.placed.clear();
+    return buf;
+  }
+}
+
+const arena = new PacketArena();
+/** CASSETTE_READ_INTO=0 decodes into arrays of their own, copied at the flush, as before (for A/B runs). */
+const into = runtime.env("CASSETTE_READ_INTO") !== "0";
 
 // The packet being filled: answers since the last flush.
 let answers: { seq: number; s: Sample }[] = [];
@@ -40,14 +104,16 @@ function flush(): void {
   flushTimer = undefined;
   const n = answers.length;
   if (n === 0 && failures.length === 0) return;
-  let bytes = 0;
-  for (const { s } of answers) bytes += s.data.length + (s.image?.data.length ?? 0);
-  const buf = new ArrayBuffer(bytes);
-  const u8 = new Uint8Array(buf);
+  // The arena holds the images decoded into it; the samples' bytes and any other image (a
+  // transform's) are copied in after them.
+  let more = 0;
+  for (const { s } of answers) more += s.data.length + (s.image && !arena.placed.has(s.image) ? s.image.data.length : 0);
+  arena.reserve(more);
+  const u8 = arena.u8;
   const meta = new Int32Array(n * META);
   const conns: string[] = [];
   const connIndex = new Map<string, number>();
-  let at = 0;
+  let at = arena.at;
   for (let i = 0; i < n; i++) {
     const { seq, s } = answers[i];
     const m = i * META;
@@ -65,15 +131,21 @@ function flush(): void {
     meta[m + 4] = c;
     const img = s.image;
     if (img) {
-      u8.set(img.data, at);
-      meta[m + 5] = at;
+      let p = arena.placed.get(img);
+      if (p === undefined) {
+        u8.set(img.data, at);
+        p = at;
+        at += img.data.length;
+      }
+      meta[m + 5] = p;
       meta[m + 6] = img.width;
       meta[m + 7] = img.height;
       meta[m + 8] = img.channels;
       meta[m + 9] = img.orientation;
-      at += img.data.length;
     }
   }
+  arena.at = at;
+  const buf = arena.take();
   const packet: Packet = { meta, conns, buf, errors: failures };
   answers = [];
   failures = [];
@@ -106,6 +178,7 @@ scope.onMessage(async (data) => {
         const src = await open(msg.address, {
           mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
           transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
+          sink: into ? arena : undefined,
         });
         src.onDrain(() => {
           saturated = false;

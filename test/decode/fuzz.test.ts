@@ -7,6 +7,7 @@ import { fuzzLoop } from "../_support/fuzz.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { compare } from "../reference/jpeg_compare.ts";
 import { djpegRef, jpegBytes } from "./_fixtures.ts";
+import { mutateBytes, mutateStructure, parseJpeg, STRUCTURE_MUTATIONS, writeJpeg } from "../_support/jpeg_mutate.ts";
 
 // Small corpus files of every coding the decoder takes: mutations of them reach the marker
 // parser, both scan decoders, restarts and the upsamplers within a few seconds.
@@ -19,47 +20,13 @@ const ITERATIONS = Number(runtime.env("CASSETTE_FUZZ_ITERATIONS") ?? 5000);
 /** Per decode: a hang or a runaway loop on hostile input would blow through this. */
 const MAX_MS = 250;
 
-/** One seeded mutation: bit flips, byte overwrites (headers more often), cuts, splices. */
-function mutate(src: Uint8Array, next: () => number): Uint8Array {
-  let b = src.slice();
-  const n = randomInt(next, 1, 4);
-  for (let m = 0; m < n; m++) {
-    const kind = randomInt(next, 0, 6);
-    const head = Math.min(b.length - 1, 700); // markers and tables live here
-    const at = next() < 0.6 ? randomInt(next, 0, head) : randomInt(next, 0, b.length - 1);
-    if (kind === 0) b[at] ^= 1 << randomInt(next, 0, 7);
-    else if (kind === 1) b[at] = randomInt(next, 0, 255);
-    else if (kind === 2) b[at] = [0x00, 0xff, 0x01, 0x7f, 0x80, 0xfe][randomInt(next, 0, 5)];
-    else if (kind === 3) b = b.slice(0, at);
-    else if (kind === 4) {
-      // Duplicate a chunk (repeated segments, scans twice).
-      const len = randomInt(next, 1, 200);
-      const chunk = b.slice(at, at + len);
-      const out = new Uint8Array(b.length + chunk.length);
-      out.set(b.subarray(0, at)); out.set(chunk, at); out.set(b.subarray(at), at + chunk.length);
-      b = out;
-    } else if (kind === 5) {
-      // Delete a chunk.
-      const len = Math.min(randomInt(next, 1, 64), b.length - at);
-      const out = new Uint8Array(b.length - len);
-      out.set(b.subarray(0, at)); out.set(b.subarray(at + len), at);
-      b = out;
-    } else {
-      // Big values into 16-bit fields (lengths, sizes).
-      b[at] = 0xff; if (at + 1 < b.length) b[at + 1] = randomInt(next, 0, 255);
-    }
-    if (b.length === 0) break;
-  }
-  return b;
-}
-
 test(`fuzz: ${ITERATIONS} seeded mutations of corpus files give a JpegError or an image, each in bounded time`, async () => {
   const jpeg = await createJpegDecoder();
   const seed = freshSeed();
   const next = rng(seed);
   const files = SEEDS.map((f) => jpegBytes(f));
   const { images, errors, reasons, slowest } = fuzzLoop(ITERATIONS, seed, JpegError, MAX_MS, (i) => {
-    const bytes = mutate(files[i % files.length], next);
+    const bytes = mutateBytes(files[i % files.length], next);
     const scale = ([1, 1, 1, 0.5, 0.25, 0.125] as JpegScale[])[randomInt(next, 0, 5)];
     const coefficients = next() < 0.15;
     return {
@@ -81,3 +48,48 @@ test(`fuzz: ${ITERATIONS} seeded mutations of corpus files give a JpegError or a
   const img = jpeg.decode(jpegBytes("china_420_prog.jpg"));
   assert.ok(compare(img.data, djpegRef("china_420_prog.jpg").data).maxAbs <= 4);
 }, { timeoutMs: 600_000 });
+
+/** Per kind of structure mutation (test/_support/jpeg_mutate.ts). */
+const STRUCTURE_ITERATIONS = Number(runtime.env("CASSETTE_FUZZ_ITERATIONS") ?? 3000) / 10;
+
+test(`fuzz: structure-aware mutations (segment lengths, DHT, DQT, SOF sampling, SOS Ss/Se/Ah/Al, restarts, cut scans), ${STRUCTURE_ITERATIONS} of each kind, give a JpegError or an image`, async () => {
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const files = SEEDS.map((f) => jpegBytes(f));
+  const all = new Map<string, number>();
+  const lines: string[] = [];
+  for (const kind of STRUCTURE_MUTATIONS) {
+    const { images, errors, reasons } = fuzzLoop(STRUCTURE_ITERATIONS, seed, JpegError, MAX_MS, (i) => {
+      const { bytes } = mutateStructure(files[i % files.length], next, kind);
+      const scale = ([1, 1, 0.5, 0.125] as JpegScale[])[randomInt(next, 0, 3)];
+      const grey = next() < 0.2;
+      return {
+        bytes,
+        decode: () => {
+          const img = jpeg.decode(bytes, { scale, grey, maxPixels: 4e6 });
+          assert.is(img.data.length, img.width * img.height * img.channels, `${kind} iteration ${i}: output size (seed ${seed})`);
+        },
+      };
+    });
+    for (const [r, n] of reasons) all.set(r, (all.get(r) ?? 0) + n);
+    lines.push(`${kind}: ${images} images, ${errors} errors`);
+    assert.ok(errors > 0, `${kind}: the mutation is refused somewhere (seed ${seed})`);
+  }
+  console.log(`    ${lines.join("; ")}\n    reasons: ${[...all].sort((a, b) => b[1] - a[1]).map(([r, n]) => `${r} ${n}`).join(", ")}; seed ${seed}`);
+  // Each family of checks is reached: the mutations get past the first marker.
+  for (const r of ["bad-segment", "bad-huffman-table", "bad-quant-table", "bad-frame", "bad-scan", "sampling", "bad-restart"]) {
+    assert.ok(all.has(r), `no input was refused as ${r}: ${[...all.keys()]} (seed ${seed})`);
+  }
+  const img = jpeg.decode(jpegBytes("china_420_prog.jpg"));
+  assert.ok(compare(img.data, djpegRef("china_420_prog.jpg").data).maxAbs <= 4);
+}, { timeoutMs: 600_000 });
+
+test("the structure mutator's parser and writer give every seed file back byte for byte", () => {
+  for (const f of SEEDS) {
+    const b = jpegBytes(f);
+    const p = parseJpeg(b);
+    assert.ok(p, `${f} parses`);
+    assert.equal(writeJpeg(p!.parts, p!.tail), b, f);
+  }
+});

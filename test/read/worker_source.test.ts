@@ -42,6 +42,15 @@ await store.put("rnd", Array.from({ length: 48 }, (_, i) => {
   return { key: `r${i}`, label: randomInt(next, 0, 999), data: cjpeg(randomBytes(next, w * h * c), w, h, c as 1 | 3, args) };
 }));
 const ids = (await Array.fromAsync(store.scanNat("rnd"))).flat().map((r) => r.id);
+// Larger images (up to 360 KB of pixels each, past a packet's first 64 KB), with files that do
+// not decode among them: the worker decodes straight into its packet, which grows.
+await store.createDataset(SPEC("big"));
+await store.put("big", Array.from({ length: 12 }, (_, i) => {
+  if (i % 5 === 4) return { key: `b${i}`, label: i, data: randomBytes(next, 500) };
+  const w = randomInt(next, 100, 400), h = randomInt(next, 100, 300), c = i % 3 === 2 ? 1 : 3;
+  return { key: `b${i}`, label: i, data: cjpeg(randomBytes(next, w * h * c), w, h, c as 1 | 3, ["-quality", "80"]) };
+}));
+const bigIds = (await Array.fromAsync(store.scanNat("big"))).flat().map((r) => r.id);
 // Two samples that are not JPEGs: random bytes and an empty blob.
 await store.createDataset(SPEC("bad"));
 await store.put("bad", [{ key: "noise", label: 1, data: randomBytes(next, 300) }, { key: "empty", label: 2, data: new Uint8Array(0) }]);
@@ -77,6 +86,36 @@ test("read workers answer every sample once, with the bytes, label and pixels re
     }
     assert.match(workers.name, /2 read workers/);
     assert.is(workers.inFlight(), 0);
+  } finally {
+    await workers.close();
+    await here.close();
+  }
+});
+
+test("large images and failures in one packet: pixels decoded into the growing packet equal decoding here", async () => {
+  const here = await openReadSource(address, "big");
+  const jpeg = await createJpegDecoder();
+  const workers = await openWorkerSource(address, "big", { workers: 1, decode: true });
+  try {
+    for (let round = 0; round < 2; round++) {
+      // All at once: their answers share packets.
+      const got = await Promise.all(bigIds.map((id) => new Promise<Sample | Error>((resolve) => workers.fetch(id, (e, s) => resolve(e ?? s!)))));
+      for (const [k, s] of got.entries()) {
+        const want = await fetchOne(here, bigIds[k]);
+        let img;
+        try {
+          img = jpeg.decode(want.data);
+        } catch {
+          assert.instance(s, Error, `${bigIds[k]} does not decode (seed ${seed})`);
+          continue;
+        }
+        assert.ok(!(s instanceof Error), `${bigIds[k]}: ${(s as Error).message}`);
+        const got = s as Sample;
+        assert.equal(Array.from(got.data), Array.from(want.data), `bytes of ${got.id}`);
+        assert.equal([got.image!.width, got.image!.height, got.image!.channels], [img.width, img.height, img.channels]);
+        assert.ok(got.image!.data.length === img.data.length && got.image!.data.every((v, i) => v === img.data[i]), `pixels of ${got.id} (seed ${seed})`);
+      }
+    }
   } finally {
     await workers.close();
     await here.close();

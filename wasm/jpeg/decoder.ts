@@ -112,6 +112,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       O.rgbScratch = allocChecked(<u64>O.outWidth * 3 + 64);
       if (O.rgbScratch == 0) return errorCode();
     }
+    O.announceOutput();
   }
   return 0;
 }

@@ -2,7 +2,8 @@
 // The host (src/decode/jpeg.ts) owns every message; the module returns codes and offsets.
 //
 // Use: reset(); p = alloc(n); copy the file to p; decode(p, n, scaleLog2, maxPixels, mode);
-// pixels reach the host through its env.rows(ptr, y0, n) during decode (output.ts); then read
+// pixels reach the host through its env.rows(ptr, y0, n) during decode (output.ts), the first
+// call with n = 0 as soon as outWidth/outHeight/outChannels are known; then read
 // outWidth/… or comp*(c) (coefficients) before the next reset().
 import * as F from "./frame";
 import * as O from "./output";

@@ -24,6 +24,16 @@ export const CS_YCCK = 4;
 // @ts-ignore: decorator
 @external("env", "rows") declare function hostRows(ptr: usize, y0: i32, n: i32): void;
 
+/**
+ * Tells the host the output's size before any pixel is decoded: a strip of no rows (decoder.ts
+ * calls it once the geometry is set), which a host that writes into a buffer of its own checks
+ * the size against (src/decode/jpeg.ts, decodeInto), so that a buffer too small costs the
+ * headers only, not the decode.
+ */
+export function announceOutput(): void {
+  hostRows(strip, 0, 0);
+}
+
 /** Rows given to the host so far. */
 export let outDone: i32 = 0;
 export let strip: usize = 0;
