@@ -45,6 +45,7 @@ import { Loader, type LoaderStats } from "../src/loader.ts";
 import { openStore } from "../src/source/open.ts";
 import { ingest } from "../src/dataset/ingest.ts";
 import { lineChart } from "../src/observe/svg.ts";
+import { quantiles } from "../src/observe/stats.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { rng } from "../src/plan/rng.ts";
 import { transform as randomResizedCrop } from "../src/decode/transforms/random_resized_crop.ts";
@@ -111,13 +112,8 @@ const costs: number[] = [];
   }
 }
 await store.close();
-/** The p-th percentiles (nearest rank) of `xs`. */
-function quantiles(xs: number[], ps: number[]): number[] {
-  const sorted = xs.slice().sort((a, b) => a - b);
-  return ps.map((p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]);
-}
 if (costs.length) {
-  const p = quantiles(costs, [50, 90, 99]);
+  const p = quantiles(costs, [0.5, 0.9, 0.99]);
   console.log(`measured cost per sample (random-resized-crop to 224, this thread): p50 ${p[0].toFixed(1)} ms, p90 ${p[1].toFixed(1)}, p99 ${p[2].toFixed(1)}, max ${Math.max(...costs).toFixed(1)}; ` +
     `${costs.filter((c) => c > 10 * p[0]).length} of ${costs.length} samples over 10× the median`);
 }
@@ -247,4 +243,4 @@ writeFileSync(join(outDir, "workers.svg"), lineChart({
   series: [{ name: "ready-auto", points: lane.workers.flatMap(([t, n], i, a) => [[t / 1000, n], ...(i + 1 < a.length ? [[a[i + 1][0] / 1000, n]] : [])] as [number, number][]) }],
 }));
 console.log(`\nfigures: ${outDir}/batch-times.svg, workers.svg`);
-if (json) console.log(JSON.stringify({ tail, consumer, costMs: costs.length ? quantiles(costs, [50, 90, 99]) : undefined, samples, batch: B, stepMs, prefetch, epochs, rounds, rows: rows.map(({ gaps, ...r }) => r), targets: Object.fromEntries(targets) }));
+if (json) console.log(JSON.stringify({ tail, consumer, costMs: costs.length ? quantiles(costs, [0.5, 0.9, 0.99]) : undefined, samples, batch: B, stepMs, prefetch, epochs, rounds, rows: rows.map(({ gaps, ...r }) => r), targets: Object.fromEntries(targets) }));

@@ -153,7 +153,12 @@ export class StatsRecorder {
 
 /** p50, p99 and max of `values` (nearest rank below; zeros when empty): the rule of LoaderStats.batchMs. */
 export function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
+  const [p50, p99, max] = quantiles(values, [0.5, 0.99, 1]);
+  return { p50, p99, max };
+}
+
+/** The quantiles `qs` (each in [0, 1]) of `values` by the same rule: nearest rank below, 1 the max, zeros when empty. */
+export function quantiles(values: readonly number[], qs: readonly number[]): number[] {
   const sorted = values.slice().sort((a, b) => a - b);
-  const q = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : 0);
-  return { p50: q(0.5), p99: q(0.99), max: sorted[sorted.length - 1] ?? 0 };
+  return qs.map((q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : 0));
 }
