@@ -16,7 +16,6 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { cpus } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import jpegjs from "jpeg-js";
 import { compare, printTable, type Contender, type Row } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
@@ -25,7 +24,7 @@ import { runtime } from "../runtime-adapters/index.ts";
 
 const args = benchArgs({
   program: "bench/jpeg.bench.ts",
-  usage: `usage: bun bench/jpeg.bench.ts [--quick] [--only GROUP] [--no-pool]
+  usage: `usage: bun bench/jpeg.bench.ts [--quick] [--only GROUP] [--no-pool] [--peers LIST]
 
   Decodes four groups of JPEGs (224×224 crops, large 4:2:0 photos, progressive, grey) with
   cassette, jpeg-js, @jsquash/jpeg, sharp and libjpeg-turbo (C), interleaved, one thread, and
@@ -35,8 +34,11 @@ const args = benchArgs({
   --only GROUP  crops | large | progressive | gray | grey-out | into | pool
                 (into: decode() against decodeInto() into one reused buffer, paired round by
                 round in process CPU time, on the crops, the large photos and Fashion-MNIST)
-  --no-pool     skip the worker-pool comparison`,
-  valued: ["only"],
+  --no-pool     skip the worker-pool comparison
+  --peers LIST  the JS/wasm/native-module peers to run beside cassette: any of jpeg-js,jsquash,sharp,
+                or none (default all three; libjpeg-turbo (C) runs whenever cc and libjpeg are there).
+                A peer whose package is not installed is skipped with a line saying so.`,
+  valued: ["only", "peers"],
   flags: ["quick", "no-pool"],
 });
 const quick = args.has("quick");
@@ -81,13 +83,34 @@ function megapixels(inputs: Uint8Array[]): number {
   return mpx;
 }
 
-const jsquash = await import("@jsquash/jpeg/decode.js");
-const jsquashWasm = new URL("../node_modules/@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm", import.meta.url);
-await jsquash.init(await WebAssembly.compile(readFileSync(fileURLToPath(jsquashWasm))));
+const PEERS = ["jpeg-js", "jsquash", "sharp"];
+const peersArg = args.str("peers", PEERS.join(","));
+const wanted = peersArg === "none" ? [] : peersArg.split(",");
+for (const p of wanted) if (!PEERS.includes(p)) args.fail(`--peers takes any of ${PEERS.join(", ")} or none: ${p} is not one (value ${peersArg})`);
 
-const sharp = (await import("sharp")).default;
-sharp.concurrency(1);
-sharp.cache(false);
+/** Loads a peer's package, or says why it is skipped (the lent GPU machine carries none of them). */
+async function peer<T>(name: string, load: () => Promise<T>): Promise<T | undefined> {
+  if (!wanted.includes(name)) return undefined;
+  try {
+    return await load();
+  } catch (e) {
+    console.log(`${name} skipped: its package does not load here (${(e as Error).message.split("\n")[0]})`);
+    return undefined;
+  }
+}
+const jpegjs = await peer("jpeg-js", async () => (await import("jpeg-js")).default);
+const jsquash = await peer("jsquash", async () => {
+  const m = await import("@jsquash/jpeg/decode.js");
+  const wasm = new URL("../node_modules/@jsquash/jpeg/codec/dec/mozjpeg_dec.wasm", import.meta.url);
+  await m.init(await WebAssembly.compile(readFileSync(fileURLToPath(wasm))));
+  return m;
+});
+const sharp = await peer("sharp", async () => {
+  const s = (await import("sharp")).default;
+  s.concurrency(1);
+  s.cache(false);
+  return s;
+});
 
 /** Builds the C loop once; undefined (with the reason printed) when the toolchain is missing. */
 function buildTurbo(): string | undefined {
@@ -131,10 +154,10 @@ for (const [group, title] of GROUPS) {
   const contenders: Contender[] = [
     { name: "cassette (wasm)", run: () => { for (const b of inputs) cassette.decode(b); }, work: mpx, baseline: true },
     { name: "cassette into", run: () => intoAll(inputs), work: mpx },
-    { name: "jpeg-js", run: () => { for (const b of inputs) jpegjs.decode(b, { useTArray: true, formatAsRGBA: false, maxMemoryUsageInMB: 4096 }); }, work: mpx },
-    { name: "@jsquash/jpeg", run: async () => { for (const b of inputs) await jsquash.default(b.buffer as ArrayBuffer); }, work: mpx },
-    { name: "sharp", run: async () => { for (const b of inputs) await sharp(b).raw().toBuffer(); }, work: mpx },
   ];
+  if (jpegjs) contenders.push({ name: "jpeg-js", run: () => { for (const b of inputs) jpegjs.decode(b, { useTArray: true, formatAsRGBA: false, maxMemoryUsageInMB: 4096 }); }, work: mpx });
+  if (jsquash) contenders.push({ name: "@jsquash/jpeg", run: async () => { for (const b of inputs) await jsquash.default(b.buffer as ArrayBuffer); }, work: mpx });
+  if (sharp) contenders.push({ name: "sharp", run: async () => { for (const b of inputs) await sharp(b).raw().toBuffer(); }, work: mpx });
   const rows = await compare(`${title}: ${inputs.length} files, ${mpx.toFixed(1)} Mpx a round`, { rounds: ROUNDS, unit: "Mpx/s" }, contenders);
   const t = runTurbo(list, ROUNDS);
   if (t) {
@@ -259,12 +282,14 @@ if (!args.has("no-pool") && (!only || only === "pool")) {
 
 console.log(`\n${runtime.name} ${runtime.version}, ${cpus()[0]?.model ?? "unknown CPU"} × ${cpus().length}`);
 if (summary.length > 0) {
-  console.log("\n| group | cassette | jpeg-js | @jsquash/jpeg | sharp | libjpeg-turbo (C) |\n|---|---:|---:|---:|---:|---:|");
+  console.log("\n| group | cassette decode | cassette into | jpeg-js | @jsquash/jpeg | sharp | libjpeg-turbo (C) | into ÷ turbo |\n|---|---:|---:|---:|---:|---:|---:|---:|");
   const cell = (rows: Row[], name: string) => {
     const r = rows.find((x) => x.name === name);
     return r ? `${r.best.toFixed(1)} (${r.ratio.toFixed(2)}×)` : "—";
   };
   for (const { group, rows } of summary) {
-    console.log(`| ${group} | ${cell(rows, "cassette (wasm)")} | ${cell(rows, "jpeg-js")} | ${cell(rows, "@jsquash/jpeg")} | ${cell(rows, "sharp")} | ${cell(rows, "libjpeg-turbo (C)")} |`);
+    const into = rows.find((x) => x.name === "cassette into"), turbo = rows.find((x) => x.name === "libjpeg-turbo (C)");
+    const vs = into && turbo ? `**${(into.best / turbo.best).toFixed(2)}**` : "—";
+    console.log(`| ${group} | ${cell(rows, "cassette (wasm)")} | ${cell(rows, "cassette into")} | ${cell(rows, "jpeg-js")} | ${cell(rows, "@jsquash/jpeg")} | ${cell(rows, "sharp")} | ${cell(rows, "libjpeg-turbo (C)")} | ${vs} |`);
   }
 }

@@ -56,6 +56,20 @@ if [ ! -s "$STAGE/jre.tar.xz" ]; then
   tar -C "$tmp" -cf - jre | xz -T0 -6 > "$STAGE/jre.tar.xz"
   echo "$(du -h "$STAGE/jre.tar.xz" | cut -f1)"
 fi
+# bench/jpeg.bench.ts's inputs (the machine has no ImageMagick or cjpeg to make them; its
+# Fashion-MNIST files it makes itself from the kit's dataset), the C loop that times
+# libjpeg-turbo, and Debian's libjpeg.so.62 that loop links (unpack.sh puts it on the library path).
+if [ -f bench/jpeg/data/.done ]; then
+  [ -x bench/jpeg/build/turbo_loop ] || cc -O2 -o bench/jpeg/build/turbo_loop bench/jpeg/turbo_loop.c -ljpeg || die "cannot build bench/jpeg/build/turbo_loop (libjpeg62-turbo-dev?)"
+  step "JPEG bench inputs + turbo_loop"
+  libjpeg=$(readlink -f /lib/x86_64-linux-gnu/libjpeg.so.62)
+  tar -cf "$STAGE/jpeg.tar" --exclude=bench/jpeg/data/fmnist bench/jpeg/data bench/jpeg/build/turbo_loop \
+    --transform "s|^${libjpeg#/}\$|lib/libjpeg.so.62|" "$libjpeg"
+  echo "$(du -h "$STAGE/jpeg.tar" | cut -f1)"
+else
+  echo "    (no bench/jpeg/data: run bash bench/jpeg/make_inputs.sh to carry the JPEG bench; left out)"
+  rm -f "$STAGE/jpeg.tar"
+fi
 cp -u "$CASS_LIB"/*.jar "$STAGE/cassandra/$CASS_VERSION/lib/"
 cp -u "$FMNIST"/*.gz "$STAGE/fmnist/"
 # libvulkan1 is the loader. The NVIDIA ICD (libGLX_nvidia.so.0) needs glvnd's libGLdispatch:

@@ -43,6 +43,11 @@ mkdir -p "$KIT/bin" "$ROOT/node_modules/.bin"
 xz -dc "$FILES/bun.xz" > "$KIT/bin/bun.part" && chmod +x "$KIT/bin/bun.part" && mv "$KIT/bin/bun.part" "$KIT/bin/bun"
 ln -sf "$KIT/bin/bun" "$ROOT/node_modules/.bin/bun"
 tar -C "$ROOT" -xJf "$FILES/app.tar.xz"
+libjpeg=""
+if [ -f "$FILES/jpeg.tar" ]; then
+  tar -C "$ROOT" -xf "$FILES/jpeg.tar" --exclude=lib
+  mkdir -p "$KIT/lib" && tar -C "$KIT" -xf "$FILES/jpeg.tar" lib && libjpeg=$KIT/lib
+fi
 rm -rf "$KIT/jre" && tar -C "$KIT" -xJf "$FILES/jre.tar.xz"
 # The kit's files already lie as tools/cassandra/cassandra.sh's cache does
 # ($CASSETTE_CACHE/cassandra/VERSION/lib), so env.sh points the cache at them: no copy.
@@ -71,7 +76,7 @@ cat > "$KIT/env.sh" <<EOF
 export PATH="$KIT/bin:$KIT/jre/bin:\$PATH"
 export JAVA_HOME="$KIT/jre"
 export CASSETTE_CACHE="$FILES"
-export LD_LIBRARY_PATH="$vklib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$vklib${libjpeg:+:$libjpeg}\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 ${icd:+export VK_DRIVER_FILES="$icd"}
 $([ "$FMNIST" != "$DEFAULT_FMNIST" ] && echo "export CASSETTE_GPU_IDX=\"$FMNIST/\"")
 EOF
