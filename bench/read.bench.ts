@@ -57,6 +57,8 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
                                defaults apply (2, growing while requests wait for a slot), and the
                                congested settings congest 1 in 3 (the pool's 2nd of the first 2);
                                uneven and moving take one value
+  --ramp-start LIST            the Loader's rampStart (batches of an epoch's first window), each a
+                               number or default, side by side on the same client (default: default)
   --out DIR                    where the SVG figures go (default bench/read/figures)
   --imagenet-dir DIR           the ImageNet-like folder (default $CASSETTE_CACHE/imagenet-like, from bench/read/make_imagenet_like.sh)
   --json FILE                  also write the summary as JSON
@@ -67,7 +69,7 @@ const args: BenchArgs = benchArgs({
   program: "bench/read.bench.ts",
   usage: USAGE,
   // --json takes a file here (the summary), not the usual flag.
-  valued: ["set", "samples", "rounds", "batch", "prefetch", "step-ms", "step-kind", "settings", "balance", "connections", "out", "imagenet-dir", "json", "store"],
+  valued: ["set", "samples", "rounds", "batch", "prefetch", "step-ms", "step-kind", "settings", "balance", "connections", "ramp-start", "out", "imagenet-dir", "json", "store"],
   flags: ["hedge", "quick"],
 });
 const quick = args.has("quick");
@@ -105,6 +107,14 @@ const variants: Variant[] = balances.flatMap((balance) => connectionsList.map((c
     .filter(Boolean).join(", "),
 })));
 const suffixOf = (v: Variant) => (v.key ? ` (${v.key})` : "");
+// The first window's size, side by side on one client: what a wider start buys a far link's first epoch.
+const rampStarts = args.list("ramp-start", ["default"]).map((r) => {
+  if (r === "default") return undefined;
+  const n = Number(r);
+  if (!Number.isInteger(n) || n < 1) args.fail(`--ramp-start takes positive integers or default: current value is ${r}`);
+  return n;
+});
+const rampSuffix = (r: number | undefined) => (rampStarts.length > 1 ? ` [ramp start ${r ?? "default"}]` : "");
 const outDir = args.str("out") ?? new URL("./read/figures", import.meta.url).pathname;
 const base = args.str("store", "cassandra://127.0.0.1:9042/cassette_bench");
 const parsed = parseStoreAddress(base);
@@ -234,8 +244,8 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
 
   // Each repetition is two epochs of one loader, as training reads: the first ramps the
   // window up (2025 paper §3.4), the second starts at the depth the first learned.
-  const run = (name: string, order: "ready" | "strict", v: Variant) => async () => {
-    const loader = new Loader({ store: sources[v.key], ids, batchSize: B, prefetch, order, hedge, reaskTail: true, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
+  const run = (name: string, order: "ready" | "strict", v: Variant, rampStart?: number) => async () => {
+    const loader = new Loader({ store: sources[v.key], ids, batchSize: B, prefetch, order, hedge, reaskTail: true, rampStart, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
     const trace: Trace = { start: wall(), end: 0, batches: [], epoch1At: 0, epoch1Samples: 0 };
     let prev = runtime.now();
     for (const e of [0, 1]) {
@@ -292,9 +302,11 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
     },
   ];
   for (const v of variants) {
-    const suffix = suffixOf(v);
-    contenders.push({ name: `ready order${suffix}`, work: 2 * ids.length, run: run(`ready order${suffix}`, "ready", v) });
-    contenders.push({ name: `strict order${suffix}`, work: 2 * ids.length, run: run(`strict order${suffix}`, "strict", v) });
+    for (const rs of rampStarts) {
+      const suffix = suffixOf(v) + rampSuffix(rs);
+      contenders.push({ name: `ready order${suffix}`, work: 2 * ids.length, run: run(`ready order${suffix}`, "ready", v, rs) });
+      contenders.push({ name: `strict order${suffix}`, work: 2 * ids.length, run: run(`strict order${suffix}`, "strict", v, rs) });
+    }
   }
   const title = `${spec.name}, ${st.label}: tight-loop read${stepMs ? `, ${stepMs} ms step` : ""} (samples/s)`;
   const rows = await compare(title, { unit: "samples/s", rounds, warmup: 1 }, contenders);
@@ -357,17 +369,17 @@ for (const name of sets) {
 }
 
 console.log("\nsummary (best samples/s; ratios of bests)");
-const readyName = (v: Variant) => `ready order${suffixOf(v)}`;
-const strictName = (v: Variant) => `strict order${suffixOf(v)}`;
 for (const r of results) {
   const r0 = results.find((x) => x.set === r.set && x.setting === "rtt0");
-  for (const b of variants) {
+  for (const b of variants) for (const rs of rampStarts) {
+    const readyName = (v: Variant) => `ready order${suffixOf(v)}${rampSuffix(rs)}`;
+    const strictName = (v: Variant) => `strict order${suffixOf(v)}${rampSuffix(rs)}`;
     const ready = r.samplesPerSec[readyName(b)], strict = r.samplesPerSec[strictName(b)], raw = r.samplesPerSec["raw driver"];
     const bm = r.batchMs[readyName(b)];
     const e1 = r.epoch1SamplesPerSec[readyName(b)], e1r0 = r0?.epoch1SamplesPerSec[readyName(b)];
     const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName(b)]).toFixed(0)} % of RTT 0 (2nd epoch: ${((100 * e1) / e1r0!).toFixed(0)} %)` : "";
     const be = r.epoch1BatchMs[readyName(b)];
-    console.log(`  ${r.set} ${r.setting}${b.key ? ` (${b.key})` : ""}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
+    console.log(`  ${r.set} ${r.setting}${b.key ? ` (${b.key})` : ""}${rampSuffix(rs)}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
   }
 }
 const jsonOut = args.str("json");

@@ -25,7 +25,7 @@ export class DepthPolicy {
   #recentMs?: number;
   #lastMs = Infinity;
   #answers = 0;
-  /** Answers before the fastest one is trusted: the first window's come slow (a cold start, timers). */
+  /** Answers before the fastest one is trusted: the very first come slow (a cold start, timers). */
   readonly #trustAfter: number;
   readonly #handOvers: [number, number][] = []; // [time, samples] of the last RATE_WINDOW hand-overs: the rate taken
   /** The last depth probe beyond what latency asks: the rate before it, and when (batches). */
@@ -35,11 +35,13 @@ export class DepthPolicy {
   #rampedUp = false;
 
   /** `prefetch`: the hand-set depth, or undefined for "auto" (which starts at 8). */
-  /** `rampStart`: batches of the first window, whose answers do not yet tell how far the link is. */
-  constructor(batchSize: number, prefetch?: number, rampStart = 2) {
+  constructor(batchSize: number, prefetch?: number) {
     this.#batchSize = batchSize;
     this.#configured = prefetch;
-    this.#trustAfter = rampStart * batchSize;
+    // One batch of answers: waiting for the whole first window cost a far link a round trip of
+    // gentle ramp. A cold start that slows those answers can only make a near link look far,
+    // whose fast ramp is over in milliseconds anyway.
+    this.#trustAfter = batchSize;
   }
 
   /** The depth an epoch starts from: what earlier epochs learned, else the configured one. */
@@ -73,7 +75,7 @@ export class DepthPolicy {
    * round trip (Window's `unqueued`). One slow answer is enough to stop it: a queue slows every
    * answer at once. Only on a far link (≥ FAR_MS): near, the ramp is over in a few
    * milliseconds anyway, and timers' and the event loop's delays there look like a queue. And
-   * only after the first window's answers, which a cold start slows.
+   * only after the first batch's answers, which a cold start slows.
    */
   unqueued(): boolean {
     const most = 1.25 * this.#minLatencyMs;

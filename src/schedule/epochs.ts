@@ -58,7 +58,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.#read = read;
     this.#plan = plan;
     this.stats = stats;
-    this.#depth = new DepthPolicy(options.batchSize, options.prefetch === "auto" ? undefined : options.prefetch, options.rampStart);
+    this.#depth = new DepthPolicy(options.batchSize, options.prefetch === "auto" ? undefined : options.prefetch);
   }
 
   /** Batches of `epoch`, without the ids in `skip`; `readAhead` overrides the option for this epoch. */

@@ -13,7 +13,7 @@
 # With no argument, both. Each bench runs under a time budget (CASSETTE_GPU_JPEG_S, default 150;
 # CASSETTE_GPU_READ_S, default 330) so the call ends inside the run tool's 10 minutes with what
 # was measured written. CASSETTE_GPU_READ_SAMPLES and CASSETTE_GPU_READ_SETTINGS shrink the read
-# bench for a try on the 2-core VM.
+# bench for a try on the 2-core VM; CASSETTE_GPU_READ_ARGS adds options (e.g. --ramp-start default,8).
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
@@ -37,7 +37,7 @@ for w in "${what[@]}"; do
         die "the Cassandra node did not start (see cassandra.txt)"
       fi
       timeout "${CASSETTE_GPU_READ_S:-330}" bun bench/read.bench.ts --set fmnist --samples "${CASSETTE_GPU_READ_SAMPLES:-120000}" --rounds 2 \
-        --settings "${CASSETTE_GPU_READ_SETTINGS:-rtt0,rtt150}" --connections auto --json "$OUT/read.json" --out .tmp/gpu-figures > "$OUT/read.txt" 2>&1 \
+        --settings "${CASSETTE_GPU_READ_SETTINGS:-rtt0,rtt150}" --connections auto ${CASSETTE_GPU_READ_ARGS:-} --json "$OUT/read.json" --out .tmp/gpu-figures > "$OUT/read.txt" 2>&1 \
         || { rc=1; echo "gpu quiet: the read bench failed or ran out of time (see read.txt)" >&2; }
       bash tools/cassandra/cassandra.sh stop > /dev/null 2>&1 ;;
     *) die "unknown benchmark $w: jpeg or read" ;;
