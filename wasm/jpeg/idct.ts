@@ -215,36 +215,6 @@ const T: usize = memory.data(8 * 16, 16);
   half(i64x2.shuffle(a2, a3, 0, 2), i64x2.shuffle(a2, a3, 1, 3), i64x2.shuffle(b2, b3, 0, 2), i64x2.shuffle(b2, b3, 1, 3), k, PASS2_SHIFT, W + 16);
 }
 
-/** Transposes the 8×8 i16 block of vectors at `a` into `b`. */
-// @ts-ignore: decorator
-@inline function transpose8(a: usize, b: usize): void {
-  const a01l = ilvLo(v128.load(a), v128.load(a + 16));
-  const a01h = ilvHi(v128.load(a), v128.load(a + 16));
-  const a23l = ilvLo(v128.load(a + 32), v128.load(a + 48));
-  const a23h = ilvHi(v128.load(a + 32), v128.load(a + 48));
-  const a45l = ilvLo(v128.load(a + 64), v128.load(a + 80));
-  const a45h = ilvHi(v128.load(a + 64), v128.load(a + 80));
-  const a67l = ilvLo(v128.load(a + 96), v128.load(a + 112));
-  const a67h = ilvHi(v128.load(a + 96), v128.load(a + 112));
-  // Columns 0,1 of rows 0–3 (b0), rows 4–7 (b4), …
-  const b0 = i32x4.shuffle(a01l, a23l, 0, 4, 1, 5);
-  const b2 = i32x4.shuffle(a01l, a23l, 2, 6, 3, 7);
-  const b4 = i32x4.shuffle(a01h, a23h, 0, 4, 1, 5);
-  const b6 = i32x4.shuffle(a01h, a23h, 2, 6, 3, 7);
-  const c0 = i32x4.shuffle(a45l, a67l, 0, 4, 1, 5);
-  const c2 = i32x4.shuffle(a45l, a67l, 2, 6, 3, 7);
-  const c4 = i32x4.shuffle(a45h, a67h, 0, 4, 1, 5);
-  const c6 = i32x4.shuffle(a45h, a67h, 2, 6, 3, 7);
-  v128.store(b, i64x2.shuffle(b0, c0, 0, 2));
-  v128.store(b + 16, i64x2.shuffle(b0, c0, 1, 3));
-  v128.store(b + 32, i64x2.shuffle(b2, c2, 0, 2));
-  v128.store(b + 48, i64x2.shuffle(b2, c2, 1, 3));
-  v128.store(b + 64, i64x2.shuffle(b4, c4, 0, 2));
-  v128.store(b + 80, i64x2.shuffle(b4, c4, 1, 3));
-  v128.store(b + 96, i64x2.shuffle(b6, c6, 0, 2));
-  v128.store(b + 112, i64x2.shuffle(b6, c6, 1, 3));
-}
-
 /**
  * The samples of pass 2 (W: vectors x, i32 lanes y, level shift included) clamped to bytes and
  * transposed into 8 rows of 8 at `dst`.
@@ -332,38 +302,17 @@ export function idct8Low(blk: usize, qi: usize, dst: usize, stride: i32): void {
 
 // ---- DC-only blocks and the reduced (scaled) transforms, in f32 ----
 
-/** QF for quantization table `q` (64 × u16, natural order) into `out` (64 × f32), transposed: Q(v,u)/4 at u·8 + v. */
+/** QF for quantization table `q` (64 × u16, natural order) into `out` (64 × f32, natural order): Q(v,u)/4. */
 export function buildQF(q: usize, out: usize): void {
-  for (let v = 0; v < 8; v++) {
-    for (let u = 0; u < 8; u++) {
-      store<f32>(out + ((<usize>(u * 8 + v)) << 2), <f32>load<u16>(q + ((<usize>(v * 8 + u)) << 1)) * 0.25);
-    }
-  }
+  for (let i = 0; i < 64; i++) store<f32>(out + (<usize>i << 2), <f32>load<u16>(q + (<usize>i << 1)) * 0.25);
 }
 
-/** Row u of a block in *transposed* order (entry u·8 + v), dequantized: lanes v = 0…3 (`hi` false) or 4…7. */
+/** Row v of a block, dequantized: lanes u = 0…3 (`hi` false) or 4…7. */
 // @ts-ignore: decorator
-@inline function row(blk: usize, qf: usize, u: i32, hi: bool): v128 {
-  const s = v128.load(blk + (<usize>u << 4));
+@inline function row(blk: usize, qf: usize, v: i32, hi: bool): v128 {
+  const s = v128.load(blk + (<usize>v << 4));
   const w = hi ? i32x4.extend_high_i16x8_s(s) : i32x4.extend_low_i16x8_s(s);
-  return f32x4.mul(f32x4.convert_i32x4_s(w), v128.load(qf + (<usize>u << 5) + (hi ? 16 : 0)));
-}
-
-/** Transposes the 4×4 f32 tile of vectors at a, a+32, a+64, a+96 into b, b+32, b+64, b+96. */
-// @ts-ignore: decorator
-@inline function transpose4(a: usize, b: usize): void {
-  const r0 = v128.load(a);
-  const r1 = v128.load(a + 32);
-  const r2 = v128.load(a + 64);
-  const r3 = v128.load(a + 96);
-  const t0 = i32x4.shuffle(r0, r1, 0, 4, 1, 5);
-  const t1 = i32x4.shuffle(r2, r3, 0, 4, 1, 5);
-  const t2 = i32x4.shuffle(r0, r1, 2, 6, 3, 7);
-  const t3 = i32x4.shuffle(r2, r3, 2, 6, 3, 7);
-  v128.store(b, i64x2.shuffle(t0, t1, 0, 2));
-  v128.store(b + 32, i64x2.shuffle(t0, t1, 1, 3));
-  v128.store(b + 64, i64x2.shuffle(t2, t3, 0, 2));
-  v128.store(b + 96, i64x2.shuffle(t2, t3, 1, 3));
+  return f32x4.mul(f32x4.convert_i32x4_s(w), v128.load(qf + (<usize>v << 5) + (hi ? 16 : 0)));
 }
 
 // 2^23: added to an integral f32 in 0…255, it leaves the integer in the low mantissa bits.
@@ -434,46 +383,40 @@ function buildReduced(): void {
   reducedReady = true;
 }
 
-// Between the two stages of idctReduced: RT[x] (lanes v = 0…3 at RT + x·32, 4…7 at + 16), then
-// R[v] (lanes x) at R + v·32, its transpose.
-const RT: usize = memory.data(8 * 16, 16);
-const R: usize = memory.data(8 * 32, 16);
-// The block in transposed order (u·8 + v), then its dequantized rows u (lo, hi) in RD.
-const BT: usize = memory.data(8 * 16, 16);
+// Between the two stages of idctReduced: the dequantized rows v (lanes u 0–3, then 4–7) in RD,
+// then S[y] (lanes u, same split) in RS.
 const RD: usize = memory.data(16 * 16, 16);
+const RS: usize = memory.data(8 * 32, 16);
 
 /** N×N output (N = 4 or 2): box-filtered IDCT of the whole block (see above). */
 export function idctReduced(blk: usize, qf: usize, dst: usize, stride: i32, n: i32): void {
   if (!reducedReady) buildReduced();
   const m = n == 4 ? M4 : M2;
-  // R[v][x] = Σu D(v,u) M[u][x], summed in the order u = 0…7 from +0 (as it always was: the
-  // bytes depend on it), with vectors over v: D's rows u, from the block transposed, dequantized once.
-  transpose8(blk, BT);
-  for (let u = 0; u < 8; u++) {
-    v128.store(RD + (<usize>u << 5), row(BT, qf, u, false));
-    v128.store(RD + (<usize>u << 5) + 16, row(BT, qf, u, true));
+  for (let v = 0; v < 8; v++) {
+    v128.store(RD + (<usize>v << 5), row(blk, qf, v, false));
+    v128.store(RD + (<usize>v << 5) + 16, row(blk, qf, v, true));
   }
   // Level shift and rounding: +257 on the dequantized DC is +128.5 on every sample (DC reaches
   // the output as S(0,0)·C(0)², QF holding Q/4), and truncation of a value ≥ 0 is floor.
   v128.store(RD, f32x4.add(v128.load(RD), f32x4(257, 0, 0, 0)));
-  for (let x = 0; x < n; x++) {
+  // Down the columns first: S[y][u] = Σv M[v][y] D(v,u), vectors over u (the rows as stored) …
+  for (let y = 0; y < n; y++) {
     let lo = f32x4.splat(0);
     let hi = f32x4.splat(0);
-    for (let u = 0; u < 8; u++) {
-      const w = v128.load32_splat(m + ((<usize>(u * 4 + x)) << 2));
-      lo = f32x4.add(lo, f32x4.mul(v128.load(RD + (<usize>u << 5)), w));
-      hi = f32x4.add(hi, f32x4.mul(v128.load(RD + (<usize>u << 5) + 16), w));
+    for (let v = 0; v < 8; v++) {
+      const w = v128.load32_splat(m + ((<usize>(v * 4 + y)) << 2));
+      lo = f32x4.add(lo, f32x4.mul(v128.load(RD + (<usize>v << 5)), w));
+      hi = f32x4.add(hi, f32x4.mul(v128.load(RD + (<usize>v << 5) + 16), w));
     }
-    v128.store(RT + (<usize>x << 5), lo);
-    v128.store(RT + (<usize>x << 5) + 16, hi);
+    v128.store(RS + (<usize>y << 5), lo);
+    v128.store(RS + (<usize>y << 5) + 16, hi);
   }
-  transpose4(RT, R); //       x 0–3, v 0–3 → v 0–3, lanes x (lanes ≥ n unused)
-  transpose4(RT + 16, R + 128); // x 0–3, v 4–7 → v 4–7
-  // out[y] (lanes x) = Σv M[v][y] R[v]
+  // … then across: out[y] (lanes x) = Σu S[y][u] M[u], M's rows being vectors over x already,
+  // so no transpose is needed anywhere.
   for (let y = 0; y < n; y++) {
     let acc = f32x4.splat(0);
-    for (let v = 0; v < 8; v++) {
-      acc = f32x4.add(acc, f32x4.mul(v128.load32_splat(m + ((<usize>(v * 4 + y)) << 2)), v128.load(R + (<usize>v << 5))));
+    for (let u = 0; u < 8; u++) {
+      acc = f32x4.add(acc, f32x4.mul(v128.load32_splat(RS + (<usize>y << 5) + (<usize>u << 2)), v128.load(m + (<usize>u << 4))));
     }
     const i = toSample(acc);
     const b = i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_s(i, i), i16x8.narrow_i32x4_s(i, i));
