@@ -94,27 +94,32 @@ const PASS2_SHIFT = 18; // 13 + 2 + 3: the 1/8 of the 2-D transform's scaling to
 // instructions in JavaScriptCore (bun), a load one (measured: the full IDCT ~15 % faster in bun,
 // ~4 % slower in V8, whose constants were cheap).
 const KT: usize = memory.data(16 * 16, 16);
+// Their slots: the even part's t0…t3 from (X0,X4), (X2,X6); o(n) from (X1,X3) (A) and (X5,X7)
+// (B); and, for blocks whose X4…X7 are zero, e0…e3 straight from (X0,X2).
+const K_T0 = 0, K_T1 = 1, K_T2 = 2, K_T3 = 3;
+const K_O0A = 4, K_O0B = 5, K_O1A = 6, K_O1B = 7, K_O2A = 8, K_O2B = 9, K_O3A = 10, K_O3B = 11;
+const K_E0L = 12, K_E3L = 13, K_E1L = 14, K_E2L = 15;
 // @ts-ignore: decorator
 @inline function k(i: i32): v128 {
   return v128.load(KT + (<usize>i << 4));
 }
 function initK(): void {
-  v128.store(KT + 0 * 16, pair(8192, 8192));
-  v128.store(KT + 1 * 16, pair(8192, -8192));
-  v128.store(KT + 2 * 16, pair(E_A, E_AB));
-  v128.store(KT + 3 * 16, pair(E_AC, E_A));
-  v128.store(KT + 4 * 16, pair(O0_1, O0_3));
-  v128.store(KT + 5 * 16, pair(O0_5, O0_7));
-  v128.store(KT + 6 * 16, pair(O1_1, O1_3));
-  v128.store(KT + 7 * 16, pair(O1_5, O1_7));
-  v128.store(KT + 8 * 16, pair(O2_1, O2_3));
-  v128.store(KT + 9 * 16, pair(O2_5, O2_7));
-  v128.store(KT + 10 * 16, pair(O3_1, O3_3));
-  v128.store(KT + 11 * 16, pair(O3_5, O3_7));
-  v128.store(KT + 12 * 16, pair(8192, E_AC));
-  v128.store(KT + 13 * 16, pair(8192, -E_AC));
-  v128.store(KT + 14 * 16, pair(8192, E_A));
-  v128.store(KT + 15 * 16, pair(8192, -E_A));
+  v128.store(KT + (<usize>K_T0 << 4), pair(8192, 8192));
+  v128.store(KT + (<usize>K_T1 << 4), pair(8192, -8192));
+  v128.store(KT + (<usize>K_T2 << 4), pair(E_A, E_AB));
+  v128.store(KT + (<usize>K_T3 << 4), pair(E_AC, E_A));
+  v128.store(KT + (<usize>K_O0A << 4), pair(O0_1, O0_3));
+  v128.store(KT + (<usize>K_O0B << 4), pair(O0_5, O0_7));
+  v128.store(KT + (<usize>K_O1A << 4), pair(O1_1, O1_3));
+  v128.store(KT + (<usize>K_O1B << 4), pair(O1_5, O1_7));
+  v128.store(KT + (<usize>K_O2A << 4), pair(O2_1, O2_3));
+  v128.store(KT + (<usize>K_O2B << 4), pair(O2_5, O2_7));
+  v128.store(KT + (<usize>K_O3A << 4), pair(O3_1, O3_3));
+  v128.store(KT + (<usize>K_O3B << 4), pair(O3_5, O3_7));
+  v128.store(KT + (<usize>K_E0L << 4), pair(8192, E_AC));
+  v128.store(KT + (<usize>K_E3L << 4), pair(8192, -E_AC));
+  v128.store(KT + (<usize>K_E1L << 4), pair(8192, E_A));
+  v128.store(KT + (<usize>K_E2L << 4), pair(8192, -E_A));
 }
 initK();
 
@@ -128,18 +133,18 @@ const T: usize = memory.data(8 * 16, 16);
  */
 // @ts-ignore: decorator
 @inline function half(p04: v128, p26: v128, p13: v128, p57: v128, bias: v128, shift: i32, w: usize): void {
-  const t0 = i32x4.add(i32x4.dot_i16x8_s(p04, k(0)), bias);
-  const t1 = i32x4.add(i32x4.dot_i16x8_s(p04, k(1)), bias);
-  const t2 = i32x4.dot_i16x8_s(p26, k(2));
-  const t3 = i32x4.dot_i16x8_s(p26, k(3));
+  const t0 = i32x4.add(i32x4.dot_i16x8_s(p04, k(K_T0)), bias);
+  const t1 = i32x4.add(i32x4.dot_i16x8_s(p04, k(K_T1)), bias);
+  const t2 = i32x4.dot_i16x8_s(p26, k(K_T2));
+  const t3 = i32x4.dot_i16x8_s(p26, k(K_T3));
   const e0 = i32x4.add(t0, t3);
   const e3 = i32x4.sub(t0, t3);
   const e1 = i32x4.add(t1, t2);
   const e2 = i32x4.sub(t1, t2);
-  const o0 = i32x4.add(i32x4.dot_i16x8_s(p13, k(4)), i32x4.dot_i16x8_s(p57, k(5)));
-  const o1 = i32x4.add(i32x4.dot_i16x8_s(p13, k(6)), i32x4.dot_i16x8_s(p57, k(7)));
-  const o2 = i32x4.add(i32x4.dot_i16x8_s(p13, k(8)), i32x4.dot_i16x8_s(p57, k(9)));
-  const o3 = i32x4.add(i32x4.dot_i16x8_s(p13, k(10)), i32x4.dot_i16x8_s(p57, k(11)));
+  const o0 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O0A)), i32x4.dot_i16x8_s(p57, k(K_O0B)));
+  const o1 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O1A)), i32x4.dot_i16x8_s(p57, k(K_O1B)));
+  const o2 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O2A)), i32x4.dot_i16x8_s(p57, k(K_O2B)));
+  const o3 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O3A)), i32x4.dot_i16x8_s(p57, k(K_O3B)));
   v128.store(w, i32x4.shr_s(i32x4.add(e0, o3), shift));
   v128.store(w + 224, i32x4.shr_s(i32x4.sub(e0, o3), shift));
   v128.store(w + 32, i32x4.shr_s(i32x4.add(e1, o2), shift));
@@ -153,14 +158,14 @@ const T: usize = memory.data(8 * 16, 16);
 /** `half` for inputs whose X4…X7 are zero (low-frequency blocks), from pairs (X0,X2) (X1,X3). */
 // @ts-ignore: decorator
 @inline function halfLow(p02: v128, p13: v128, bias: v128, shift: i32, w: usize): void {
-  const e0 = i32x4.add(i32x4.dot_i16x8_s(p02, k(12)), bias);
-  const e3 = i32x4.add(i32x4.dot_i16x8_s(p02, k(13)), bias);
-  const e1 = i32x4.add(i32x4.dot_i16x8_s(p02, k(14)), bias);
-  const e2 = i32x4.add(i32x4.dot_i16x8_s(p02, k(15)), bias);
-  const o0 = i32x4.dot_i16x8_s(p13, k(4));
-  const o1 = i32x4.dot_i16x8_s(p13, k(6));
-  const o2 = i32x4.dot_i16x8_s(p13, k(8));
-  const o3 = i32x4.dot_i16x8_s(p13, k(10));
+  const e0 = i32x4.add(i32x4.dot_i16x8_s(p02, k(K_E0L)), bias);
+  const e3 = i32x4.add(i32x4.dot_i16x8_s(p02, k(K_E3L)), bias);
+  const e1 = i32x4.add(i32x4.dot_i16x8_s(p02, k(K_E1L)), bias);
+  const e2 = i32x4.add(i32x4.dot_i16x8_s(p02, k(K_E2L)), bias);
+  const o0 = i32x4.dot_i16x8_s(p13, k(K_O0A));
+  const o1 = i32x4.dot_i16x8_s(p13, k(K_O1A));
+  const o2 = i32x4.dot_i16x8_s(p13, k(K_O2A));
+  const o3 = i32x4.dot_i16x8_s(p13, k(K_O3A));
   v128.store(w, i32x4.shr_s(i32x4.add(e0, o3), shift));
   v128.store(w + 224, i32x4.shr_s(i32x4.sub(e0, o3), shift));
   v128.store(w + 32, i32x4.shr_s(i32x4.add(e1, o2), shift));
