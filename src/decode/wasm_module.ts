@@ -14,8 +14,8 @@ export interface JpegExports {
   memory: WebAssembly.Memory;
   alloc(bytes: number): number;
   reset(): void;
-  /** Test entry: IDCT of 64 i16 (transposed natural order) with a u16 table into n×n bytes. */
-  idctTest(blk: number, quant: number, dst: number, stride: number, n: number): void;
+  /** Test entry: IDCT of 64 i16 (natural order) with a u16 table into n×n bytes; `last` picks the path (0 DC, ≤ 9 low, 63 any). */
+  idctTest(blk: number, quant: number, dst: number, stride: number, n: number, last: number): void;
   errorCode(): number;
   errorOffset(): number;
   /** The build's interface version (wasm/jpeg/index.ts); absent before version 2. */

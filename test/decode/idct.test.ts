@@ -1,11 +1,11 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
-import { idctScaledRef } from "../reference/jpeg_idct.ts";
+import { idctIslowRef, idctScaledRef } from "../reference/jpeg_idct.ts";
 import { instantiateJpegWasm } from "../../src/decode/wasm_module.ts";
 
-// The wasm IDCT takes quantized i16 coefficients in transposed natural order (u·8 + v) and a
-// u16 quantization table in natural order (v·8 + u); the reference takes dequantized natural.
+// The wasm IDCT takes quantized i16 coefficients and a u16 quantization table, both in natural
+// order (v·8 + u); the reference takes dequantized natural.
 test("wasm IDCT (8×8 and the 4×4, 2×2, 1×1 reduced sizes) matches the f64 reference within ±1", async () => {
   const wasm = await instantiateJpegWasm();
   const seed = freshSeed();
@@ -20,11 +20,13 @@ test("wasm IDCT (8×8 and the 4×4, 2×2, 1×1 reduced sizes) matches the f64 re
     const coef = new Int16Array(64);
     const quant = new Uint16Array(64);
     // Mostly small coefficients with a large DC, as in real blocks; every tenth block
-    // saturates, to exercise the clamping; sometimes only the DC is non-zero.
-    const big = n % 10 === 0 ? 8 : 1;
+    // saturates, to exercise the clamping; sometimes only the DC is non-zero. The saturating
+    // ones stay within what an 8-bit encoder's coefficients reach (dequantized DC ≤ ~2900):
+    // the full-size IDCT, like libjpeg's SIMD ones, keeps 16-bit sums between its passes.
+    const big = n % 10 === 0 ? 3 : 1;
     const dcOnly = n % 7 === 0;
     for (let i = 0; i < 64; i++) {
-      quant[i] = randomInt(next, 1, 40);
+      quant[i] = randomInt(next, 1, big > 1 ? 16 : 40);
       const spread = i === 0 ? 60 * big : dcOnly ? 0 : (12 * big) / (1 + i / 6);
       coef[i] = Math.round((next() - 0.5) * 2 * spread);
     }
@@ -32,13 +34,13 @@ test("wasm IDCT (8×8 and the 4×4, 2×2, 1×1 reduced sizes) matches the f64 re
     const natural = new Float64Array(64);
     for (let v = 0; v < 8; v++) {
       for (let u = 0; u < 8; u++) {
-        mem().setInt16(blk + (u * 8 + v) * 2, coef[v * 8 + u], true);
+        mem().setInt16(blk + (v * 8 + u) * 2, coef[v * 8 + u], true);
         mem().setUint16(qp + (v * 8 + u) * 2, quant[v * 8 + u], true);
         natural[v * 8 + u] = coef[v * 8 + u] * quant[v * 8 + u];
       }
     }
     new Uint8Array(wasm.memory.buffer, dst, 8 * stride).fill(0xaa); // poison
-    wasm.idctTest(blk, qp, dst, stride, size);
+    wasm.idctTest(blk, qp, dst, stride, size, 63);
     const want = idctScaledRef(natural, size);
     const out = new Uint8Array(wasm.memory.buffer);
     for (let y = 0; y < size; y++) {
@@ -51,6 +53,50 @@ test("wasm IDCT (8×8 and the 4×4, 2×2, 1×1 reduced sizes) matches the f64 re
     }
   }
   assert.ok(worst <= 1);
+});
+
+// The full-size IDCT is libjpeg's accurate integer one (djpeg's default): on fresh random blocks,
+// each of its paths (any coefficients, low frequencies only, DC only) gives exactly the samples
+// of a plain scalar version of that algorithm whose constants come from the cosines.
+test("wasm 8×8 IDCT equals the scalar islow reference exactly (full, low-frequency and DC-only paths)", async () => {
+  const wasm = await instantiateJpegWasm();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const blk = wasm.alloc(128);
+  const qp = wasm.alloc(128);
+  const stride = 11;
+  const dst = wasm.alloc(8 * stride);
+  const LOW_LAST = 9; // zig-zag positions 0…9 are the u, v ≤ 3 corner
+  for (let n = 0; n < 3000; n++) {
+    const path = n % 3; // 0: any (last 63), 1: low (u, v ≤ 3), 2: DC only
+    const coef = new Int16Array(64);
+    const quant = new Uint16Array(64);
+    const big = n % 10 === 0 ? 3 : 1;
+    for (let i = 0; i < 64; i++) {
+      const u = i % 8;
+      const v = i >> 3;
+      quant[i] = randomInt(next, 1, big > 1 ? 16 : 40);
+      const zero = (path === 1 && (u > 3 || v > 3)) || (path === 2 && i > 0) || next() < 0.3;
+      const spread = i === 0 ? 60 * big : (12 * big) / (1 + (u + v) / 3);
+      coef[i] = zero ? 0 : Math.round((next() - 0.5) * 2 * spread);
+    }
+    const view = new DataView(wasm.memory.buffer);
+    const natural = new Array<number>(64);
+    for (let i = 0; i < 64; i++) {
+      view.setInt16(blk + i * 2, coef[i], true);
+      view.setUint16(qp + i * 2, quant[i], true);
+      natural[i] = coef[i] * quant[i];
+    }
+    wasm.idctTest(blk, qp, dst, stride, 8, [63, LOW_LAST, 0][path]);
+    const want = idctIslowRef(natural);
+    const out = new Uint8Array(wasm.memory.buffer);
+    for (let y = 0; y < 8; y++) {
+      for (let x = 0; x < 8; x++) {
+        const got = out[dst + y * stride + x];
+        if (got !== want[y * 8 + x]) assert.unreachable(`block ${n} (path ${["any", "low", "DC"][path]}) at (${y},${x}): got ${got}, want ${want[y * 8 + x]} (seed ${seed})`);
+      }
+    }
+  }
 });
 
 test("wasm instances have separate memories and alloc grows memory", async () => {

@@ -8,7 +8,7 @@
 // at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
 import * as F from "./frame";
 import * as M from "./markers";
-import { decodeScan, QF, NZ } from "./scan";
+import { decodeScan, QF, QLATCH, NZ } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "../common/memory";
 import { idctBlock } from "./idct";
@@ -137,10 +137,7 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
     if (decodeScan(direct && !F.progressive) != 0) return errorCode();
   }
   if (!ready) return fail(E_NO_FRAME, F.offsetOf(M.cursor) - 2);
-  if (mode == MODE_COEFFICIENTS) {
-    transposeAll();
-    return 0;
-  }
+  if (mode == MODE_COEFFICIENTS) return 0; // blocks are in natural order already
   if (F.progressive) idctAll();
   for (let c = 0; c < F.ncomp; c++) {
     if (F.lumaOnly && c > 0) break; // no planes: never shown
@@ -191,13 +188,14 @@ function idctAll(): void {
     const stride = F.cget(c, F.F_STRIDE);
     const plane = <usize>F.cget(c, F.F_PLANE);
     const qf = QF + (<usize>c << 8);
+    const qi = QLATCH + (<usize>c << 7);
     let blk = <usize>F.cget(c, F.F_COEF);
     let nz = <usize>load<u32>(NZ + (<usize>c << 2)); // each block's non-zero AC coefficients
     for (let by = 0; by < bh; by++) {
       for (let bx = 0; bx < bw; bx++) {
         const m = load<u64>(nz);
         const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
-        idctBlock(blk, qf, plane + <usize>(by * bs * stride + bx * bs), stride, bs, last);
+        idctBlock(blk, qf, qi, plane + <usize>(by * bs * stride + bx * bs), stride, bs, last);
         blk += 128;
         nz += 8;
       }
@@ -205,22 +203,3 @@ function idctAll(): void {
   }
 }
 
-/** Coefficient mode hands blocks out in natural order (v·8 + u): undo the internal transpose. */
-function transposeAll(): void {
-  for (let c = 0; c < F.ncomp; c++) {
-    const n = F.cget(c, F.F_BW) * F.cget(c, F.F_BH);
-    let blk = <usize>F.cget(c, F.F_COEF);
-    for (let b = 0; b < n; b++) {
-      for (let i = 0; i < 8; i++) {
-        for (let j = i + 1; j < 8; j++) {
-          const a = blk + (<usize>(i * 8 + j) << 1);
-          const t = blk + (<usize>(j * 8 + i) << 1);
-          const x = load<i16>(a);
-          store<i16>(a, load<i16>(t));
-          store<i16>(t, x);
-        }
-      }
-      blk += 128;
-    }
-  }
-}

@@ -11,7 +11,7 @@
 //   ID/H/V/TQ   from SOF: identifier, sampling factors, quantization table
 //   TD/TA       from the current SOS: DC and AC Huffman tables
 //   BW × BH     blocks, padded to whole MCUs (A.2.4)
-//   COEF        64 × i16 per block, transposed natural order (index u·8 + v, see idct.ts)
+//   COEF        64 × i16 per block, natural order (index v·8 + u, see idct.ts)
 //   PLANE       samples after the IDCT, STRIDE bytes a row, BS × BS samples a block: BH rows of
 //               blocks, or a ring of at least two MCU rows when rows leave as the scan goes
 //               (decoder.ts), a power of two: sample row y is at row y & RMASK (−1: whole plane)

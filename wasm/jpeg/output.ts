@@ -3,8 +3,8 @@
 // buffers below in its setup(); scan.ts calls scanRowDone after each MCU row, so that rows can
 // leave while the scan goes. Neither is imported here: this is the end of the pipeline.
 import * as F from "./frame";
-import { yccRow, rgbRow, cmykRow, greyRow } from "./color";
-import { h2v1, h2v2, h1v2, replicate } from "./upsample";
+import { yccRow, yccRowH2V2, rgbRow, cmykRow, greyRow } from "./color";
+import { h2v1, h2v2, h2v2Fits, h2v2Sums, h1v2, replicate } from "./upsample";
 
 // Colour spaces of the output, as the host reads them.
 export const CS_GRAY = 0;
@@ -129,12 +129,34 @@ function componentRow(c: i32, y: i32): usize {
   return out;
 }
 
+/** Component c is upsampled 2×2 with the triangle filter, and the vector path takes its width. */
+// @ts-ignore: decorator
+@inline function isH2V2(c: i32): bool {
+  const r = UP + (<usize>c << 4);
+  return load<i32>(r + 8) == UP_V2 && load<i32>(r) == 2 && h2v2Fits(F.cget(c, F.F_CW));
+}
+
+/** h2v2Sums for output row `y` of component c (the rows UP_V2 reads, as in componentRow). */
+// @ts-ignore: decorator
+@inline function sumsRow(c: i32, y: i32, second: bool): usize {
+  const sy = y >> 1;
+  let fy = (y & 1) != 0 ? sy + 1 : sy - 1;
+  if (fy < 0) fy = 0;
+  if (fy > F.cget(c, F.F_CH) - 1) fy = F.cget(c, F.F_CH) - 1;
+  return h2v2Sums(planeRow(c, sy), planeRow(c, fy), F.cget(c, F.F_CW), second);
+}
+
 /** Upsampling and colour conversion of output row `y` into `out`. */
 function outputRow(y: i32, out: usize): void {
   const w = outWidth;
   const cs = outCs;
   if (cs == CS_GRAY || F.lumaOnly) {
     memory.copy(out, componentRow(0, y), w);
+    return;
+  }
+  if (cs == CS_YCBCR && outChannels == 3 && isH2V2(1) && isH2V2(2)) {
+    // 4:2:0 photos: the horizontal filter and the conversion in one pass (color.ts).
+    yccRowH2V2(componentRow(0, y), sumsRow(1, y, false), sumsRow(2, y, true), out, w);
     return;
   }
   const a = componentRow(0, y);

@@ -13,19 +13,18 @@ import {
   fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
 } from "./errors";
 
-// Byte offset, inside a block in transposed natural order, of each zig-zag position.
+// Byte offset, inside a block in natural order, of each zig-zag position.
 const ZZT: usize = memory.data(64, 16);
 let zztReady = false;
 
 function buildZZT(): void {
   for (let k = 0; k < 64; k++) {
-    const n = <i32>load<u8>(M.ZIGZAG + k); // natural index v·8 + u
-    store<u8>(ZZT + k, <u8>((((n & 7) << 3) | (n >> 3)) << 1));
+    store<u8>(ZZT + k, <u8>(<i32>load<u8>(M.ZIGZAG + k) << 1)); // natural index v·8 + u
   }
   zztReady = true;
 }
 
-/** Per component: the quantization table latched at its first scan (natural u16, then QF f32). */
+/** Per component: the quantization table latched at its first scan (natural u16: the integer IDCT's), and QF (f32, the DC and reduced IDCTs'). */
 export const QLATCH: usize = memory.data(F.MAX_COMPONENTS * 128, 16);
 export const QF: usize = memory.data(F.MAX_COMPONENTS * 256, 16);
 
@@ -184,7 +183,7 @@ function restart(): bool {
       const bs = F.cget(c, F.F_BS);
       const stride = F.cget(c, F.F_STRIDE);
       const dst = <usize>F.cget(c, F.F_PLANE) + <usize>(((by * bs) & F.cget(c, F.F_RMASK)) * stride + bx * bs);
-      idctBlock(SCRATCH, QF + (<usize>c << 8), dst, stride, bs, last);
+      idctBlock(SCRATCH, QF + (<usize>c << 8), QLATCH + (<usize>c << 7), dst, stride, bs, last);
       clearScratch();
     } else {
       sequential(coefAt(c, bx, by), c);

@@ -67,6 +67,34 @@ function columnSums(near: usize, far: usize, w: i32): void {
   }
 }
 
+// A second column-sum buffer, so that both chroma components of a row can be summed before
+// color.ts's yccRowH2V2 filters them across and converts in one pass (CS holds Cb's, CS2 Cr's).
+const CS2: usize = memory.data(CS_CAP * 2, 16);
+
+/** True when h2v2Sums takes a component w samples wide (else h2v2's scalar path must). */
+export function h2v2Fits(w: i32): bool {
+  return w + 16 <= CS_CAP;
+}
+
+/**
+ * The vertical half of h2v2 for one output row: column sums 3·near + far of w samples, edges
+ * replicated (one margin slot each side), into CS (`second` false) or CS2. Returns the address
+ * of sum 0; sums −1 and w are the margins. For yccRowH2V2, which does the horizontal half.
+ */
+export function h2v2Sums(near: usize, far: usize, w: i32, second: bool): usize {
+  const cs = second ? CS2 : CS;
+  const three = i16x8.splat(3);
+  for (let i = 0; i < w; i += 16) {
+    const n = v128.load(near + i);
+    const f = v128.load(far + i);
+    v128.store(cs + 2 + (<usize>i << 1), i16x8.add(i16x8.mul(i16x8.extend_low_i8x16_u(n), three), i16x8.extend_low_i8x16_u(f)));
+    v128.store(cs + 18 + (<usize>i << 1), i16x8.add(i16x8.mul(i16x8.extend_high_i8x16_u(n), three), i16x8.extend_high_i8x16_u(f)));
+  }
+  store<i16>(cs, load<i16>(cs + 2));
+  store<i16>(cs + 2 + (<usize>w << 1), load<i16>(cs + (<usize>w << 1)));
+  return cs + 2;
+}
+
 /** 2×2: output row from input rows `near` and `far` (w samples each) → 2w samples at `out`. */
 export function h2v2(near: usize, far: usize, w: i32, out: usize): void {
   if (w + 16 > CS_CAP) {
