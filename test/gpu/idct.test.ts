@@ -93,7 +93,10 @@ for (const backend of runtime.gpuBackends) {
   });
 }
 
-test("hybrid decode matches the WASM decoder's full decode within ±2 on the fixture corpus", async () => {
+// The GPU's IDCT is f32; the WASM decoder's is libjpeg's integer one (islow), equal to djpeg's
+// within 1. Between the two lies the f32-vs-islow difference the corpus test allowed the WASM
+// decoder when its own IDCT was f32 (djpeg max |diff| 3).
+test("hybrid decode matches the WASM decoder's full decode within ±3 on the fixture corpus", async () => {
   const device = await testDevice();
   const jpeg = await createJpegDecoder();
   const dir = join(runtime.cwd(), "test/fixtures/jpeg");
@@ -111,7 +114,7 @@ test("hybrid decode matches the WASM decoder's full decode within ±2 on the fix
     const full = jpeg.decode(readFileSync(join(dir, name)));
     const [got] = await gpuDecode(device, [coefs]);
     const { max, at } = maxDiff(got, full.data);
-    assert.ok(max <= 2, `${name}: max diff ${max} at byte ${at}: GPU ${got[at]}, WASM ${full.data[at]}`);
+    assert.ok(max <= 3, `${name}: max diff ${max} at byte ${at}: GPU ${got[at]}, WASM ${full.data[at]}`);
     worst = Math.max(worst, max);
     checked++;
   }
