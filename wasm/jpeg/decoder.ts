@@ -55,8 +55,13 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
   // Rows leave as the scan goes (output.ts, scanRowDone) when one sequential scan carries every
   // component and the image is more than a strip: then a plane needs only the MCU row being decoded and
   // the one before it, whose last rows the triangle filter still reads. A smaller image is
-  // decoded whole, then handed over in one call.
-  O.streaming = pixels && !F.progressive && F.scanNs == F.ncomp && <u64>rowBytes * <u64>O.outHeight > <u64>O.STRIP_BYTES;
+  // decoded whole, then handed over in one call. A progressive image's rows leave the same way
+  // once its last scan is in: its blocks are transformed an MCU row at a time (idctRows), so
+  // its planes are rings too; only its coefficients are whole (any scan may add to any block).
+  const large = pixels && <u64>rowBytes * <u64>O.outHeight > <u64>O.STRIP_BYTES;
+  const ringed = large && (F.progressive || F.scanNs == F.ncomp);
+  progressiveStreaming = ringed && F.progressive;
+  O.streaming = ringed && !F.progressive;
   for (let c = 0; c < F.ncomp; c++) {
     const h = F.cget(c, F.F_H);
     const v = F.cget(c, F.F_V);
@@ -89,7 +94,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
     if (pixels && !(F.lumaOnly && c > 0)) {
       O.planUpsampling(c);
       const stride = bw * bs;
-      const ring = O.streaming ? 1 << (32 - clz(2 * v - 1)) : bh; // ≥ 2 MCU rows, a power of two
+      const ring = ringed ? 1 << (32 - clz(2 * v - 1)) : bh; // ≥ 2 MCU rows, a power of two
       const pbh = min(bh, ring);
       const p = allocChecked(<u64>stride * <u64>(pbh * bs) + 64);
       if (p == 0) return errorCode();
@@ -138,7 +143,10 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
   }
   if (!ready) return fail(E_NO_FRAME, F.offsetOf(M.cursor) - 2);
   if (mode == MODE_COEFFICIENTS) return 0; // blocks are in natural order already
-  if (F.progressive) idctAll();
+  if (F.progressive) {
+    O.streaming = progressiveStreaming;
+    idctRows();
+  }
   for (let c = 0; c < F.ncomp; c++) {
     if (F.lumaOnly && c > 0) break; // no planes: never shown
     // A component no scan carried (a sequential file cut between scans) shows as mid-grey.
@@ -179,27 +187,40 @@ export function inspect(src: usize, len: i32): i32 {
   return 0;
 }
 
-/** IDCT of every stored block (progressive): coefficients → planes. */
-function idctAll(): void {
-  for (let c = 0; c < (F.lumaOnly ? 1 : F.ncomp); c++) {
-    const bw = F.cget(c, F.F_BW);
-    const bh = F.cget(c, F.F_BH);
-    const bs = F.cget(c, F.F_BS);
-    const stride = F.cget(c, F.F_STRIDE);
-    const plane = <usize>F.cget(c, F.F_PLANE);
-    const qf = QF + (<usize>c << 8);
-    const qi = QLATCH + (<usize>c << 7);
-    let blk = <usize>F.cget(c, F.F_COEF);
-    let nz = <usize>load<u32>(NZ + (<usize>c << 2)); // each block's non-zero AC coefficients
-    for (let by = 0; by < bh; by++) {
-      for (let bx = 0; bx < bw; bx++) {
-        const m = load<u64>(nz);
-        const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
-        idctBlock(blk, qf, qi, plane + <usize>(by * bs * stride + bx * bs), stride, bs, last);
-        blk += 128;
-        nz += 8;
+/** Rows of a progressive image leave as idctRows goes (setup). */
+let progressiveStreaming = false;
+
+/**
+ * IDCT of every stored block (progressive), after the last scan: coefficients → planes, an MCU
+ * row at a time, each followed by the output rows it completes (a ring of planes suffices).
+ */
+function idctRows(): void {
+  const nc = F.lumaOnly ? 1 : F.ncomp;
+  for (let my = 0; my < F.mcusY; my++) {
+    for (let c = 0; c < nc; c++) {
+      const v = F.cget(c, F.F_V);
+      const bw = F.cget(c, F.F_BW);
+      const bs = F.cget(c, F.F_BS);
+      const stride = F.cget(c, F.F_STRIDE);
+      const rmask = F.cget(c, F.F_RMASK);
+      const plane = <usize>F.cget(c, F.F_PLANE);
+      const qf = QF + (<usize>c << 8);
+      const qi = QLATCH + (<usize>c << 7);
+      for (let y = 0; y < v; y++) {
+        const by = my * v + y;
+        let blk = <usize>F.cget(c, F.F_COEF) + (<usize>(by * bw) << 7);
+        let nz = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * bw) << 3); // each block's non-zero AC coefficients
+        const dst = plane + <usize>(((by * bs) & rmask) * stride);
+        for (let bx = 0; bx < bw; bx++) {
+          const m = load<u64>(nz);
+          const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
+          idctBlock(blk, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
+          blk += 128;
+          nz += 8;
+        }
       }
     }
+    O.scanRowDone(my, F.mcusY, false);
   }
 }
 

@@ -118,7 +118,7 @@ export function decodeScan(direct: bool): i32 {
     }
     if (failed()) return failedCode();
     if (H.overran()) return shortScan();
-    scanRowDone(my, down);
+    scanRowDone(my, down, ns == 1);
   }
   if (H.overran()) return shortScan();
   // Skip to the next marker: whatever follows the last MCU before it is padding (libjpeg warns
