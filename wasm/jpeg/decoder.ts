@@ -8,7 +8,7 @@
 // at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
 import * as F from "./frame";
 import * as M from "./markers";
-import { decodeScan, QF, QLATCH, NZ } from "./scan";
+import { decodeScan, planStorage, expandBlock, QF, QLATCH, NZ } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "../common/memory";
 import { idctBlock } from "./idct";
@@ -78,7 +78,11 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
     F.cset(c, F.F_CW, <i32>((<i64>F.width * h * bs + <i64>F.hmax * 8 - 1) / (<i64>F.hmax * 8)));
     F.cset(c, F.F_CH, <i32>((<i64>F.height * v * bs + <i64>F.vmax * 8 - 1) / (<i64>F.vmax * 8)));
     if (stored) {
-      const bytes = <u64>bw * <u64>bh * 128;
+      // Pixels of a progressive image need only what its IDCT reads: none of a chroma
+      // component of grey output, a corner at a reduced scale (scan.ts, planStorage).
+      const csz = planStorage(c, !pixels ? 8 : F.lumaOnly && c > 0 ? 0 : bs);
+      F.cset(c, F.F_CSZ, csz);
+      const bytes = max<u64>(<u64>bw * <u64>bh * <u64>csz, 16);
       const p = allocChecked(bytes);
       if (p == 0) return errorCode();
       memory.fill(p, 0, <usize>bytes);
@@ -187,6 +191,9 @@ export function inspect(src: usize, len: i32): i32 {
   return 0;
 }
 
+/** A partly stored block back in natural order (idctRows); zeros between blocks. */
+const FULL: usize = memory.data(128, 16);
+
 /** Rows of a progressive image leave as idctRows goes (setup). */
 let progressiveStreaming = false;
 
@@ -206,16 +213,24 @@ function idctRows(): void {
       const plane = <usize>F.cget(c, F.F_PLANE);
       const qf = QF + (<usize>c << 8);
       const qi = QLATCH + (<usize>c << 7);
+      const csz = F.cget(c, F.F_CSZ);
+      const expand = csz != 128 && bs > 1; // a 1×1 block reads its DC only, stored first
       for (let y = 0; y < v; y++) {
         const by = my * v + y;
-        let blk = <usize>F.cget(c, F.F_COEF) + (<usize>(by * bw) << 7);
+        let blk = <usize>F.cget(c, F.F_COEF) + <usize>(by * bw) * <usize>csz;
         let nz = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * bw) << 3); // each block's non-zero AC coefficients
         const dst = plane + <usize>(((by * bs) & rmask) * stride);
         for (let bx = 0; bx < bw; bx++) {
           const m = load<u64>(nz);
           const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
-          idctBlock(blk, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
-          blk += 128;
+          if (expand) {
+            expandBlock(c, blk, FULL);
+            idctBlock(FULL, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
+            for (let i = 0; i < 8; i++) v128.store(FULL + (<usize>i << 4), i32x4.splat(0));
+          } else {
+            idctBlock(blk, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
+          }
+          blk += <usize>csz;
           nz += 8;
         }
       }

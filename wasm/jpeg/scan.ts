@@ -7,7 +7,7 @@
 import * as F from "./frame";
 import * as H from "./huffman";
 import * as M from "./markers";
-import { buildQF, idctBlock } from "./idct";
+import { buildQF, idctBlock, reducedUses } from "./idct";
 import { scanRowDone } from "./output";
 import {
   fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
@@ -47,7 +47,75 @@ let nextRst: i32 = 0;
 
 // @ts-ignore: decorator
 @inline function coefAt(c: i32, bx: i32, by: i32): usize {
-  return <usize>F.cget(c, F.F_COEF) + ((<usize>(by * F.cget(c, F.F_BW) + bx)) << 7);
+  return <usize>F.cget(c, F.F_COEF) + <usize>(by * F.cget(c, F.F_BW) + bx) * <usize>F.cget(c, F.F_CSZ);
+}
+
+/**
+ * Per component, where a progressive scan puts each coefficient (zig-zag index → byte offset in
+ * its stored block), and, for a block stored in part, the natural byte offset of each stored one
+ * (KEPT, KEPTN of them) that expandBlock puts back. See planStorage.
+ */
+const ZZC: usize = memory.data(F.MAX_COMPONENTS * 64, 16);
+const KEPT: usize = memory.data(F.MAX_COMPONENTS * 64, 16);
+const KEPTN: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+
+/**
+ * How component c's blocks are stored, and returns the bytes per block (F_CSZ). A progressive
+ * image's coefficients are held until its last scan, but its IDCT reads only some of them:
+ *   • n = 8 (and coefficient mode): all 64, in natural order (128 bytes);
+ *   • n = 4 or 2 (scaled output): the rows and columns u, v the reduced transform reads
+ *     (idct.ts, reducedUses): 49 or 25, then a slot that takes every coefficient it does not read;
+ *   • n = 1: the DC, and that slot (4 bytes);
+ *   • n = 0 (a chroma component of grey output): none; every block is one shared slot.
+ * Every coefficient is still decoded, and its history (NZ) kept, so the scans stay in sync and
+ * refinements read the right bits (G.1.2.3); a slot's contents are never read back.
+ */
+export function planStorage(c: i32, n: i32): i32 {
+  const zz = ZZC + (<usize>c << 6);
+  const kept = KEPT + (<usize>c << 6);
+  if (!zztReady) buildZZT();
+  if (n == 8) {
+    memory.copy(zz, ZZT, 64);
+    store<i32>(KEPTN + (<usize>c << 2), 64);
+    return 128;
+  }
+  if (n == 0) {
+    memory.fill(zz, 0, 64);
+    store<i32>(KEPTN + (<usize>c << 2), 0);
+    return 0;
+  }
+  // Stored index of each natural position (255: not kept).
+  let count = 0;
+  for (let k = 0; k < 64; k++) {
+    const nat = <i32>load<u8>(ZZT + k) >> 1;
+    const keep = n == 1 ? nat == 0 : reducedUses(n, nat >> 3) && reducedUses(n, nat & 7);
+    if (keep) store<u8>(kept + count++, <u8>(nat << 1));
+  }
+  // Kept positions in natural order, so that expandBlock walks the block forwards.
+  for (let i = 1; i < count; i++) {
+    const x = load<u8>(kept + i);
+    let j = i;
+    while (j > 0 && load<u8>(kept + j - 1) > x) {
+      store<u8>(kept + j, load<u8>(kept + j - 1));
+      j--;
+    }
+    store<u8>(kept + j, x);
+  }
+  for (let k = 0; k < 64; k++) {
+    const off = load<u8>(ZZT + k);
+    let at = count; // the slot
+    for (let i = 0; i < count; i++) if (load<u8>(kept + i) == off) at = i;
+    store<u8>(zz + k, <u8>(at << 1));
+  }
+  store<i32>(KEPTN + (<usize>c << 2), count);
+  return (count + 1) << 1;
+}
+
+/** A partly stored block of component c (planStorage) in natural order into `full`, which holds zeros. */
+export function expandBlock(c: i32, blk: usize, full: usize): void {
+  const kept = KEPT + (<usize>c << 6);
+  const n = load<i32>(KEPTN + (<usize>c << 2));
+  for (let i = 0; i < n; i++) store<i16>(full + <usize>load<u8>(kept + i), load<i16>(blk + (<usize>i << 1)));
 }
 
 /**
@@ -360,6 +428,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
     return;
   }
   const slot = 4 + F.cget(c, F.F_TA);
+  const zz = ZZC + (<usize>c << 6);
   const se = F.se;
   const al = F.al;
   let k = F.ss;
@@ -392,7 +461,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
         fail(E_BAD_COEFFICIENT, H.bitOffset());
         return;
       }
-      store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
+      store<i16>(dst + <usize>load<u8>(zz + k), <i16>((f >> 16) << al));
       nz |= <u64>1 << <u64>k;
       k++;
       continue;
@@ -427,7 +496,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
       fail(E_BAD_COEFFICIENT, H.bitOffset());
       return;
     }
-    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
+    store<i16>(dst + <usize>load<u8>(zz + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
     buf <<= <u64>s;
     cnt -= s;
     nz |= <u64>1 << <u64>k;
@@ -448,6 +517,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
  */
 function acRefine(dst: usize, c: i32, mp: usize): void {
   const slot = 4 + F.cget(c, F.F_TA);
+  const zz = ZZC + (<usize>c << 6);
   const se = F.se;
   const p1 = 1 << F.al;
   let k = F.ss;
@@ -534,7 +604,7 @@ function acRefine(dst: usize, c: i32, mp: usize): void {
           H.refill();
           buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
         }
-        refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+        refine(dst + <usize>load<u8>(zz + <i32>ctz(m)), <i32>(buf >> 63), p1);
         buf <<= 1;
         cnt--;
         m &= m - 1;
@@ -546,7 +616,7 @@ function acRefine(dst: usize, c: i32, mp: usize): void {
           fail(E_BAD_COEFFICIENT, H.bitOffset());
           return;
         }
-        store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>value);
+        store<i16>(dst + <usize>load<u8>(zz + k), <i16>value);
         nz |= <u64>1 << <u64>k;
       }
       k++;
@@ -561,7 +631,7 @@ function acRefine(dst: usize, c: i32, mp: usize): void {
         H.refill();
         buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
       }
-      refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+      refine(dst + <usize>load<u8>(zz + <i32>ctz(m)), <i32>(buf >> 63), p1);
       buf <<= 1;
       cnt--;
       m &= m - 1;
