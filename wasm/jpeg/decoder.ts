@@ -82,7 +82,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       // component of grey output, a corner at a reduced scale (scan.ts, planStorage).
       const csz = planStorage(c, !pixels ? 8 : F.lumaOnly && c > 0 ? 0 : bs);
       F.cset(c, F.F_CSZ, csz);
-      const bytes = max<u64>(<u64>bw * <u64>bh * <u64>csz, 16);
+      const bytes = <u64>bw * <u64>bh * <u64>csz + 16;
       const p = allocChecked(bytes);
       if (p == 0) return errorCode();
       memory.fill(p, 0, <usize>bytes);
@@ -191,7 +191,7 @@ export function inspect(src: usize, len: i32): i32 {
   return 0;
 }
 
-/** A partly stored block back in natural order (idctRows); zeros between blocks. */
+/** A partly stored block back in natural order (idctRows). */
 const FULL: usize = memory.data(128, 16);
 
 /** Rows of a progressive image leave as idctRows goes (setup). */
@@ -226,7 +226,6 @@ function idctRows(): void {
           if (expand) {
             expandBlock(c, blk, FULL);
             idctBlock(FULL, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
-            for (let i = 0; i < 8; i++) v128.store(FULL + (<usize>i << 4), i32x4.splat(0));
           } else {
             idctBlock(blk, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
           }

@@ -52,70 +52,72 @@ let nextRst: i32 = 0;
 
 /**
  * Per component, where a progressive scan puts each coefficient (zig-zag index → byte offset in
- * its stored block), and, for a block stored in part, the natural byte offset of each stored one
- * (KEPT, KEPTN of them) that expandBlock puts back. See planStorage.
+ * its stored block); for a block stored in part at 1/2 or 1/4, which stored row each row v of
+ * the block is (255: none), the bytes of a stored row, and the swizzle that spreads one back to
+ * its 8 lanes (expandBlock). See planStorage.
  */
 const ZZC: usize = memory.data(F.MAX_COMPONENTS * 64, 16);
-const KEPT: usize = memory.data(F.MAX_COMPONENTS * 64, 16);
-const KEPTN: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+const KROW: usize = memory.data(F.MAX_COMPONENTS * 8, 16);
+const KROWBYTES: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+const KSWZ: usize = memory.data(F.MAX_COMPONENTS * 16, 16);
 
 /**
  * How component c's blocks are stored, and returns the bytes per block (F_CSZ). A progressive
  * image's coefficients are held until its last scan, but its IDCT reads only some of them:
  *   • n = 8 (and coefficient mode): all 64, in natural order (128 bytes);
  *   • n = 4 or 2 (scaled output): the rows and columns u, v the reduced transform reads
- *     (idct.ts, reducedUses): 49 or 25, then a slot that takes every coefficient it does not read;
+ *     (idct.ts, reducedUses), 7 × 7 or 5 × 5 row by row, then a slot that takes every
+ *     coefficient it does not read;
  *   • n = 1: the DC, and that slot (4 bytes);
  *   • n = 0 (a chroma component of grey output): none; every block is one shared slot.
  * Every coefficient is still decoded, and its history (NZ) kept, so the scans stay in sync and
- * refinements read the right bits (G.1.2.3); a slot's contents are never read back.
+ * refinements read the right bits (G.1.2.3); a slot's contents are never read back. The buffer
+ * wants 16 bytes past its last block: expandBlock loads whole v128s.
  */
 export function planStorage(c: i32, n: i32): i32 {
   const zz = ZZC + (<usize>c << 6);
-  const kept = KEPT + (<usize>c << 6);
   if (!zztReady) buildZZT();
   if (n == 8) {
     memory.copy(zz, ZZT, 64);
-    store<i32>(KEPTN + (<usize>c << 2), 64);
     return 128;
   }
-  if (n == 0) {
-    memory.fill(zz, 0, 64);
-    store<i32>(KEPTN + (<usize>c << 2), 0);
-    return 0;
+  if (n <= 1) {
+    memory.fill(zz, n == 0 ? 0 : 2, 64); // n = 1: the slot, after the DC
+    store<u8>(zz, 0);
+    return n == 0 ? 0 : 4;
   }
-  // Stored index of each natural position (255: not kept).
-  let count = 0;
+  // Stored position of each frequency (the same set across and down), and the swizzle.
+  const rows = KROW + (<usize>c << 3);
+  const swz = KSWZ + (<usize>c << 4);
+  let kept = 0;
+  for (let k = 0; k < 8; k++) {
+    const uses = reducedUses(n, k);
+    store<u8>(rows + k, uses ? kept : 255);
+    store<u8>(swz + (k << 1), uses ? kept << 1 : 0x80); // ≥ 16: the lane becomes 0
+    store<u8>(swz + (k << 1) + 1, uses ? (kept << 1) + 1 : 0x80);
+    if (uses) kept++;
+  }
+  const slot = kept * kept;
   for (let k = 0; k < 64; k++) {
     const nat = <i32>load<u8>(ZZT + k) >> 1;
-    const keep = n == 1 ? nat == 0 : reducedUses(n, nat >> 3) && reducedUses(n, nat & 7);
-    if (keep) store<u8>(kept + count++, <u8>(nat << 1));
+    const rv = <i32>load<u8>(rows + (nat >> 3));
+    const ru = <i32>load<u8>(rows + (nat & 7));
+    store<u8>(zz + k, <u8>((rv == 255 || ru == 255 ? slot : rv * kept + ru) << 1));
   }
-  // Kept positions in natural order, so that expandBlock walks the block forwards.
-  for (let i = 1; i < count; i++) {
-    const x = load<u8>(kept + i);
-    let j = i;
-    while (j > 0 && load<u8>(kept + j - 1) > x) {
-      store<u8>(kept + j, load<u8>(kept + j - 1));
-      j--;
-    }
-    store<u8>(kept + j, x);
-  }
-  for (let k = 0; k < 64; k++) {
-    const off = load<u8>(ZZT + k);
-    let at = count; // the slot
-    for (let i = 0; i < count; i++) if (load<u8>(kept + i) == off) at = i;
-    store<u8>(zz + k, <u8>(at << 1));
-  }
-  store<i32>(KEPTN + (<usize>c << 2), count);
-  return (count + 1) << 1;
+  store<i32>(KROWBYTES + (<usize>c << 2), kept << 1);
+  return (slot + 1) << 1;
 }
 
-/** A partly stored block of component c (planStorage) in natural order into `full`, which holds zeros. */
+/** A block of component c stored at 1/2 or 1/4 (planStorage) back in natural order into `full`. */
 export function expandBlock(c: i32, blk: usize, full: usize): void {
-  const kept = KEPT + (<usize>c << 6);
-  const n = load<i32>(KEPTN + (<usize>c << 2));
-  for (let i = 0; i < n; i++) store<i16>(full + <usize>load<u8>(kept + i), load<i16>(blk + (<usize>i << 1)));
+  const rows = KROW + (<usize>c << 3);
+  const rb = <usize>load<i32>(KROWBYTES + (<usize>c << 2));
+  const m = v128.load(KSWZ + (<usize>c << 4));
+  for (let v = 0; v < 8; v++) {
+    const r = <usize>load<u8>(rows + v);
+    const row = r == 255 ? i32x4.splat(0) : i8x16.swizzle(v128.load(blk + r * rb), m);
+    v128.store(full + (<usize>v << 4), row);
+  }
 }
 
 /**
