@@ -8,7 +8,7 @@
 // at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
 import * as F from "./frame";
 import * as M from "./markers";
-import { decodeScan, QF, QLATCH, NZ } from "./scan";
+import { decodeScan, planStorage, expandBlock, QF, QLATCH, NZ } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "../common/memory";
 import { idctBlock } from "./idct";
@@ -55,8 +55,13 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
   // Rows leave as the scan goes (output.ts, scanRowDone) when one sequential scan carries every
   // component and the image is more than a strip: then a plane needs only the MCU row being decoded and
   // the one before it, whose last rows the triangle filter still reads. A smaller image is
-  // decoded whole, then handed over in one call.
-  O.streaming = pixels && !F.progressive && F.scanNs == F.ncomp && <u64>rowBytes * <u64>O.outHeight > <u64>O.STRIP_BYTES;
+  // decoded whole, then handed over in one call. A progressive image's rows leave the same way
+  // once its last scan is in: its blocks are transformed an MCU row at a time (idctRows), so
+  // its planes are rings too; only its coefficients are whole (any scan may add to any block).
+  const large = pixels && <u64>rowBytes * <u64>O.outHeight > <u64>O.STRIP_BYTES;
+  const ringed = large && (F.progressive || F.scanNs == F.ncomp);
+  progressiveStreaming = ringed && F.progressive;
+  O.streaming = ringed && !F.progressive;
   for (let c = 0; c < F.ncomp; c++) {
     const h = F.cget(c, F.F_H);
     const v = F.cget(c, F.F_V);
@@ -73,7 +78,11 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
     F.cset(c, F.F_CW, <i32>((<i64>F.width * h * bs + <i64>F.hmax * 8 - 1) / (<i64>F.hmax * 8)));
     F.cset(c, F.F_CH, <i32>((<i64>F.height * v * bs + <i64>F.vmax * 8 - 1) / (<i64>F.vmax * 8)));
     if (stored) {
-      const bytes = <u64>bw * <u64>bh * 128;
+      // Pixels of a progressive image need only what its IDCT reads: none of a chroma
+      // component of grey output, a corner at a reduced scale (scan.ts, planStorage).
+      const csz = planStorage(c, !pixels ? 8 : F.lumaOnly && c > 0 ? 0 : bs);
+      F.cset(c, F.F_CSZ, csz);
+      const bytes = <u64>bw * <u64>bh * <u64>csz + 16;
       const p = allocChecked(bytes);
       if (p == 0) return errorCode();
       memory.fill(p, 0, <usize>bytes);
@@ -89,7 +98,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
     if (pixels && !(F.lumaOnly && c > 0)) {
       O.planUpsampling(c);
       const stride = bw * bs;
-      const ring = O.streaming ? 1 << (32 - clz(2 * v - 1)) : bh; // ≥ 2 MCU rows, a power of two
+      const ring = ringed ? 1 << (32 - clz(2 * v - 1)) : bh; // ≥ 2 MCU rows, a power of two
       const pbh = min(bh, ring);
       const p = allocChecked(<u64>stride * <u64>(pbh * bs) + 64);
       if (p == 0) return errorCode();
@@ -138,7 +147,10 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
   }
   if (!ready) return fail(E_NO_FRAME, F.offsetOf(M.cursor) - 2);
   if (mode == MODE_COEFFICIENTS) return 0; // blocks are in natural order already
-  if (F.progressive) idctAll();
+  if (F.progressive) {
+    O.streaming = progressiveStreaming;
+    idctRows();
+  }
   for (let c = 0; c < F.ncomp; c++) {
     if (F.lumaOnly && c > 0) break; // no planes: never shown
     // A component no scan carried (a sequential file cut between scans) shows as mid-grey.
@@ -179,27 +191,50 @@ export function inspect(src: usize, len: i32): i32 {
   return 0;
 }
 
-/** IDCT of every stored block (progressive): coefficients → planes. */
-function idctAll(): void {
-  for (let c = 0; c < (F.lumaOnly ? 1 : F.ncomp); c++) {
-    const bw = F.cget(c, F.F_BW);
-    const bh = F.cget(c, F.F_BH);
-    const bs = F.cget(c, F.F_BS);
-    const stride = F.cget(c, F.F_STRIDE);
-    const plane = <usize>F.cget(c, F.F_PLANE);
-    const qf = QF + (<usize>c << 8);
-    const qi = QLATCH + (<usize>c << 7);
-    let blk = <usize>F.cget(c, F.F_COEF);
-    let nz = <usize>load<u32>(NZ + (<usize>c << 2)); // each block's non-zero AC coefficients
-    for (let by = 0; by < bh; by++) {
-      for (let bx = 0; bx < bw; bx++) {
-        const m = load<u64>(nz);
-        const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
-        idctBlock(blk, qf, qi, plane + <usize>(by * bs * stride + bx * bs), stride, bs, last);
-        blk += 128;
-        nz += 8;
+/** A partly stored block back in natural order (idctRows). */
+const FULL: usize = memory.data(128, 16);
+
+/** Rows of a progressive image leave as idctRows goes (setup). */
+let progressiveStreaming = false;
+
+/**
+ * IDCT of every stored block (progressive), after the last scan: coefficients → planes, an MCU
+ * row at a time, each followed by the output rows it completes (a ring of planes suffices).
+ */
+function idctRows(): void {
+  const nc = F.lumaOnly ? 1 : F.ncomp;
+  for (let my = 0; my < F.mcusY; my++) {
+    for (let c = 0; c < nc; c++) {
+      const v = F.cget(c, F.F_V);
+      const bw = F.cget(c, F.F_BW);
+      const bs = F.cget(c, F.F_BS);
+      const stride = F.cget(c, F.F_STRIDE);
+      const rmask = F.cget(c, F.F_RMASK);
+      const plane = <usize>F.cget(c, F.F_PLANE);
+      const qf = QF + (<usize>c << 8);
+      const qi = QLATCH + (<usize>c << 7);
+      const csz = F.cget(c, F.F_CSZ);
+      const expand = csz != 128 && bs > 1; // a 1×1 block reads its DC only, stored first
+      for (let y = 0; y < v; y++) {
+        const by = my * v + y;
+        let blk = <usize>F.cget(c, F.F_COEF) + <usize>(by * bw) * <usize>csz;
+        let nz = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * bw) << 3); // each block's non-zero AC coefficients
+        const dst = plane + <usize>(((by * bs) & rmask) * stride);
+        for (let bx = 0; bx < bw; bx++) {
+          const m = load<u64>(nz);
+          const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
+          if (expand) {
+            expandBlock(c, blk, FULL);
+            idctBlock(FULL, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
+          } else {
+            idctBlock(blk, qf, qi, dst + <usize>(bx * bs), stride, bs, last);
+          }
+          blk += <usize>csz;
+          nz += 8;
+        }
       }
     }
+    O.scanRowDone(my, F.mcusY, false);
   }
 }
 

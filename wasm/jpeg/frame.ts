@@ -18,6 +18,7 @@
 //   PRED        DC predictor (F.2.1.3.1)
 //   CW × CH     meaningful samples in PLANE (the rest is MCU padding)
 //   SEEN        1 once a scan has carried this component
+//   CSZ         bytes per stored block in COEF (scan.ts, planStorage)
 
 export const MAX_COMPONENTS = 4;
 export const COMP: usize = memory.data(MAX_COMPONENTS * 128, 16);
@@ -39,6 +40,7 @@ export const F_CW = 13;
 export const F_CH = 14;
 export const F_SEEN = 15;
 export const F_RMASK = 16;
+export const F_CSZ = 17;
 
 @inline export function cget(c: i32, f: i32): i32 {
   return load<i32>(COMP + (<usize>c << 7) + (<usize>f << 2));

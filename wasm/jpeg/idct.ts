@@ -388,6 +388,19 @@ function buildReduced(): void {
   reducedReady = true;
 }
 
+/**
+ * Whether an n×n reduced transform (n = 4 or 2) reads frequency k (of u or v) at all: the box
+ * filter cancels some exactly (k = 4 when n = 4; k = 2, 4, 6 when n = 2), their weights in MR
+ * being rounding noise (~1e-17). A progressive decode at that scale need not keep them (scan.ts,
+ * planStorage): against the other terms, of order 1, such a product is far below an f32 ulp.
+ */
+export function reducedUses(n: i32, k: i32): bool {
+  if (!reducedReady) buildReduced();
+  const m = n == 4 ? M4 : M2;
+  for (let i = 0; i < n; i++) if (Mathf.abs(load<f32>(m + ((<usize>(k * 4 + i)) << 2))) > 1e-6) return true;
+  return false;
+}
+
 // Between the two stages of idctReduced: the dequantized rows v (lanes u 0–3, then 4–7) in RD,
 // then S[y] (lanes u, same split) in RS.
 const RD: usize = memory.data(16 * 16, 16);

@@ -188,10 +188,11 @@ export let streaming = false;
 
 /**
  * Called by the scan after each row of MCUs (`my` of `down`; a one-component scan's rows are
- * one block high): emits every output row whose source rows, upsampling context included,
- * are now decoded. The last row emits the rest.
+ * one block high, `blockRows`), and by a progressive image's IDCT after each MCU row: emits
+ * every output row whose source rows, upsampling context included, are now decoded. The last
+ * row emits the rest.
  */
-export function scanRowDone(my: i32, down: i32): void {
+export function scanRowDone(my: i32, down: i32, blockRows: bool): void {
   if (!streaming) return;
   if (my + 1 >= down) {
     emitRows(outHeight);
@@ -200,7 +201,7 @@ export function scanRowDone(my: i32, down: i32): void {
   let upTo = outHeight;
   for (let c = 0; c < (F.lumaOnly ? 1 : F.ncomp); c++) {
     const bs = F.cget(c, F.F_BS);
-    const have = (my + 1) * bs * (F.scanNs == 1 ? 1 : F.cget(c, F.F_V)); // rows of c decoded, < its height
+    const have = (my + 1) * bs * (blockRows ? 1 : F.cget(c, F.F_V)); // rows of c decoded, < its height
     upTo = min(upTo, rowsFrom(c, have));
   }
   emitRows(upTo);

@@ -7,7 +7,7 @@
 import * as F from "./frame";
 import * as H from "./huffman";
 import * as M from "./markers";
-import { buildQF, idctBlock } from "./idct";
+import { buildQF, idctBlock, reducedUses } from "./idct";
 import { scanRowDone } from "./output";
 import {
   fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
@@ -47,7 +47,77 @@ let nextRst: i32 = 0;
 
 // @ts-ignore: decorator
 @inline function coefAt(c: i32, bx: i32, by: i32): usize {
-  return <usize>F.cget(c, F.F_COEF) + ((<usize>(by * F.cget(c, F.F_BW) + bx)) << 7);
+  return <usize>F.cget(c, F.F_COEF) + <usize>(by * F.cget(c, F.F_BW) + bx) * <usize>F.cget(c, F.F_CSZ);
+}
+
+/**
+ * Per component, where a progressive scan puts each coefficient (zig-zag index → byte offset in
+ * its stored block); for a block stored in part at 1/2 or 1/4, which stored row each row v of
+ * the block is (255: none), the bytes of a stored row, and the swizzle that spreads one back to
+ * its 8 lanes (expandBlock). See planStorage.
+ */
+const ZZC: usize = memory.data(F.MAX_COMPONENTS * 64, 16);
+const KROW: usize = memory.data(F.MAX_COMPONENTS * 8, 16);
+const KROWBYTES: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
+const KSWZ: usize = memory.data(F.MAX_COMPONENTS * 16, 16);
+
+/**
+ * How component c's blocks are stored, and returns the bytes per block (F_CSZ). A progressive
+ * image's coefficients are held until its last scan, but its IDCT reads only some of them:
+ *   • n = 8 (and coefficient mode): all 64, in natural order (128 bytes);
+ *   • n = 4 or 2 (scaled output): the rows and columns u, v the reduced transform reads
+ *     (idct.ts, reducedUses), 7 × 7 or 5 × 5 row by row, then a slot that takes every
+ *     coefficient it does not read;
+ *   • n = 1: the DC, and that slot (4 bytes);
+ *   • n = 0 (a chroma component of grey output): none; every block is one shared slot.
+ * Every coefficient is still decoded, and its history (NZ) kept, so the scans stay in sync and
+ * refinements read the right bits (G.1.2.3); a slot's contents are never read back. The buffer
+ * wants 16 bytes past its last block: expandBlock loads whole v128s.
+ */
+export function planStorage(c: i32, n: i32): i32 {
+  const zz = ZZC + (<usize>c << 6);
+  if (!zztReady) buildZZT();
+  if (n == 8) {
+    memory.copy(zz, ZZT, 64);
+    return 128;
+  }
+  if (n <= 1) {
+    memory.fill(zz, n == 0 ? 0 : 2, 64); // n = 1: the slot, after the DC
+    store<u8>(zz, 0);
+    return n == 0 ? 0 : 4;
+  }
+  // Stored position of each frequency (the same set across and down), and the swizzle.
+  const rows = KROW + (<usize>c << 3);
+  const swz = KSWZ + (<usize>c << 4);
+  let kept = 0;
+  for (let k = 0; k < 8; k++) {
+    const uses = reducedUses(n, k);
+    store<u8>(rows + k, uses ? kept : 255);
+    store<u8>(swz + (k << 1), uses ? kept << 1 : 0x80); // ≥ 16: the lane becomes 0
+    store<u8>(swz + (k << 1) + 1, uses ? (kept << 1) + 1 : 0x80);
+    if (uses) kept++;
+  }
+  const slot = kept * kept;
+  for (let k = 0; k < 64; k++) {
+    const nat = <i32>load<u8>(ZZT + k) >> 1;
+    const rv = <i32>load<u8>(rows + (nat >> 3));
+    const ru = <i32>load<u8>(rows + (nat & 7));
+    store<u8>(zz + k, <u8>((rv == 255 || ru == 255 ? slot : rv * kept + ru) << 1));
+  }
+  store<i32>(KROWBYTES + (<usize>c << 2), kept << 1);
+  return (slot + 1) << 1;
+}
+
+/** A block of component c stored at 1/2 or 1/4 (planStorage) back in natural order into `full`. */
+export function expandBlock(c: i32, blk: usize, full: usize): void {
+  const rows = KROW + (<usize>c << 3);
+  const rb = <usize>load<i32>(KROWBYTES + (<usize>c << 2));
+  const m = v128.load(KSWZ + (<usize>c << 4));
+  for (let v = 0; v < 8; v++) {
+    const r = <usize>load<u8>(rows + v);
+    const row = r == 255 ? i32x4.splat(0) : i8x16.swizzle(v128.load(blk + r * rb), m);
+    v128.store(full + (<usize>v << 4), row);
+  }
 }
 
 /**
@@ -118,7 +188,7 @@ export function decodeScan(direct: bool): i32 {
     }
     if (failed()) return failedCode();
     if (H.overran()) return shortScan();
-    scanRowDone(my, down);
+    scanRowDone(my, down, ns == 1);
   }
   if (H.overran()) return shortScan();
   // Skip to the next marker: whatever follows the last MCU before it is padding (libjpeg warns
@@ -360,6 +430,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
     return;
   }
   const slot = 4 + F.cget(c, F.F_TA);
+  const zz = ZZC + (<usize>c << 6);
   const se = F.se;
   const al = F.al;
   let k = F.ss;
@@ -392,7 +463,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
         fail(E_BAD_COEFFICIENT, H.bitOffset());
         return;
       }
-      store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>((f >> 16) << al));
+      store<i16>(dst + <usize>load<u8>(zz + k), <i16>((f >> 16) << al));
       nz |= <u64>1 << <u64>k;
       k++;
       continue;
@@ -427,7 +498,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
       fail(E_BAD_COEFFICIENT, H.bitOffset());
       return;
     }
-    store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
+    store<i16>(dst + <usize>load<u8>(zz + k), <i16>(H.extend(<i32>(buf >> <u64>(64 - s)), s) << al));
     buf <<= <u64>s;
     cnt -= s;
     nz |= <u64>1 << <u64>k;
@@ -448,6 +519,7 @@ function acFirst(dst: usize, c: i32, mp: usize): void {
  */
 function acRefine(dst: usize, c: i32, mp: usize): void {
   const slot = 4 + F.cget(c, F.F_TA);
+  const zz = ZZC + (<usize>c << 6);
   const se = F.se;
   const p1 = 1 << F.al;
   let k = F.ss;
@@ -534,7 +606,7 @@ function acRefine(dst: usize, c: i32, mp: usize): void {
           H.refill();
           buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
         }
-        refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+        refine(dst + <usize>load<u8>(zz + <i32>ctz(m)), <i32>(buf >> 63), p1);
         buf <<= 1;
         cnt--;
         m &= m - 1;
@@ -546,7 +618,7 @@ function acRefine(dst: usize, c: i32, mp: usize): void {
           fail(E_BAD_COEFFICIENT, H.bitOffset());
           return;
         }
-        store<i16>(dst + <usize>load<u8>(ZZT + k), <i16>value);
+        store<i16>(dst + <usize>load<u8>(zz + k), <i16>value);
         nz |= <u64>1 << <u64>k;
       }
       k++;
@@ -561,7 +633,7 @@ function acRefine(dst: usize, c: i32, mp: usize): void {
         H.refill();
         buf = H.bitbuf; cnt = H.bitcnt; p = H.pos;
       }
-      refine(dst + <usize>load<u8>(ZZT + <i32>ctz(m)), <i32>(buf >> 63), p1);
+      refine(dst + <usize>load<u8>(zz + <i32>ctz(m)), <i32>(buf >> 63), p1);
       buf <<= 1;
       cnt--;
       m &= m - 1;
