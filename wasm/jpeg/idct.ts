@@ -145,6 +145,12 @@ const T: usize = memory.data(8 * 16, 16);
   const o1 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O1A)), i32x4.dot_i16x8_s(p57, k(K_O1B)));
   const o2 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O2A)), i32x4.dot_i16x8_s(p57, k(K_O2B)));
   const o3 = i32x4.add(i32x4.dot_i16x8_s(p13, k(K_O3A)), i32x4.dot_i16x8_s(p57, k(K_O3B)));
+  butterfly(e0, e1, e2, e3, o0, o1, o2, o3, shift, w);
+}
+
+/** The last butterfly of a half pass: f(n) = e(n) + o(3−n), f(7−n) = e(n) − o(3−n), descaled into W's rows. */
+// @ts-ignore: decorator
+@inline function butterfly(e0: v128, e1: v128, e2: v128, e3: v128, o0: v128, o1: v128, o2: v128, o3: v128, shift: i32, w: usize): void {
   v128.store(w, i32x4.shr_s(i32x4.add(e0, o3), shift));
   v128.store(w + 224, i32x4.shr_s(i32x4.sub(e0, o3), shift));
   v128.store(w + 32, i32x4.shr_s(i32x4.add(e1, o2), shift));
@@ -166,14 +172,7 @@ const T: usize = memory.data(8 * 16, 16);
   const o1 = i32x4.dot_i16x8_s(p13, k(K_O1A));
   const o2 = i32x4.dot_i16x8_s(p13, k(K_O2A));
   const o3 = i32x4.dot_i16x8_s(p13, k(K_O3A));
-  v128.store(w, i32x4.shr_s(i32x4.add(e0, o3), shift));
-  v128.store(w + 224, i32x4.shr_s(i32x4.sub(e0, o3), shift));
-  v128.store(w + 32, i32x4.shr_s(i32x4.add(e1, o2), shift));
-  v128.store(w + 192, i32x4.shr_s(i32x4.sub(e1, o2), shift));
-  v128.store(w + 64, i32x4.shr_s(i32x4.add(e2, o1), shift));
-  v128.store(w + 160, i32x4.shr_s(i32x4.sub(e2, o1), shift));
-  v128.store(w + 96, i32x4.shr_s(i32x4.add(e3, o0), shift));
-  v128.store(w + 128, i32x4.shr_s(i32x4.sub(e3, o0), shift));
+  butterfly(e0, e1, e2, e3, o0, o1, o2, o3, shift, w);
 }
 
 /** One full 1-D pass over the 8 i16 vectors at `src` (X_k at src + 16k), results in W. */
