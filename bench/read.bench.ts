@@ -51,7 +51,8 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --hedge                      the loader hedges slow requests (option hedge; the raw driver does not)
   --quick                      fewer samples and rounds (bench/main.ts --quick)
   --settings LIST              any of rtt0,rtt20,rtt150,uneven,moving (default the first four)
-  --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side)
+  --balance driver|rate|both   how requests are spread over connections (default rate; both: side by side,
+                               not with uneven or moving)
   --connections LIST           connections per node, each a number or auto, side by side (default 4,
                                the tuned runs in RESULTS); auto: the address names none, so cassette's
                                defaults apply (2, growing while requests wait for a slot), and the
@@ -107,6 +108,11 @@ const variants: Variant[] = balances.flatMap((balance) => connectionsList.map((c
     .filter(Boolean).join(", "),
 })));
 const suffixOf = (v: Variant) => (v.key ? ` (${v.key})` : "");
+for (const congested of ["uneven", "moving"]) {
+  if (variants.length > 1 && settingNames.includes(congested)) {
+    args.fail(`setting '${congested}' takes one --connections value and one --balance: the proxy numbers every client's connections in one sequence, so which client it congests would be left to chance`);
+  }
+}
 // The first window's size, side by side on one client: what a wider start buys a far link's first epoch.
 const rampStarts = args.list("ramp-start", ["default"]).map((r) => {
   if (r === "default") return undefined;
@@ -219,9 +225,6 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   const B = spec.batchSize;
   const proxy = await startTimelineProxy(`${a.hosts[0]}:${a.port}`, 0, st.proxy);
   const auth = a.username ? `${a.username}:${a.password}@` : "";
-  if (connectionsList.length > 1 && st.proxy.includes("--congest-every")) {
-    throw new Error(`setting '${key}' takes one --connections value: the proxy numbers the connections of every client in one sequence`);
-  }
   // One client per variant: "rate" patches its client's hosts (NOTE [ Connection choice ]).
   const stores: Record<string, CassandraStore> = {};
   for (const v of variants) {
