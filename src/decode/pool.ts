@@ -388,12 +388,8 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
    * empty) when the view spans the whole buffer; otherwise that part is copied first.
    */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): Promise<JpegImage> {
-    if (!(bytes instanceof Uint8Array)) {
-      return Promise.reject(new CassetteError("ERR_INVALID_OPTION", `Cannot decode as the input must be a Uint8Array: current value is ${typeof bytes}`));
-    }
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-    const sent = own ? bytes : bytes.slice();
-    return this.#enqueue({ id: 0, slot: -1, bytes: sent, options }, undefined) as Promise<JpegImage>;
+    if (!(bytes instanceof Uint8Array)) return Promise.reject(notBytes(bytes));
+    return this.#enqueue(ownRequest(bytes, options), undefined) as Promise<JpegImage>;
   }
 
   /**
@@ -405,12 +401,15 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   }
 
   #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | undefined> {
-    if (this.#closed) return Promise.reject(new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed"));
-    return new Promise((resolve, reject) => {
-      const id = req.id = this.#newId();
-      this.#queue.push({ id, req, transfer: keep ? [] : [req.bytes.buffer as ArrayBuffer], keep, resolve, reject });
-      this.#pump();
-    });
+    if (this.#closed) return Promise.reject(closedError());
+    return new Promise((resolve, reject) => this.#submit(req, keep, resolve, reject));
+  }
+
+  /** Queues a job whose answer goes to `resolve` or `reject`: decodeAll passes its own, with no promise per job. */
+  #submit(req: DecodeRequest, keep: Uint8Array | undefined, resolve: Pending["resolve"], reject: Pending["reject"]): void {
+    const id = req.id = this.#newId();
+    this.#queue.push({ id, req, transfer: keep ? [] : [req.bytes.buffer as ArrayBuffer], keep, resolve, reject });
+    this.#pump();
   }
 
   /** Decodes every job, yielding each result as soon as it is ready (not in input order). */
@@ -430,7 +429,12 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     const feeding = (async () => {
       for await (const job of jobs as AsyncIterable<J>) {
         outstanding++;
-        this.decode(job.bytes, job.options).then((image) => finish({ job, image }), (error) => finish({ job, error }));
+        // Straight to the queue with two callbacks: decode()'s promise (and the one .then makes)
+        // cost the calling thread per image, competing with the workers for the cores.
+        const bytes = job.bytes as unknown;
+        if (!(bytes instanceof Uint8Array)) finish({ job, error: notBytes(bytes) });
+        else if (this.#closed) finish({ job, error: closedError() });
+        else this.#submit(ownRequest(bytes, job.options), undefined, (image) => finish({ job, image }), (error) => finish({ job, error }));
       }
       fed = true;
       wakeUp();
@@ -679,6 +683,20 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     }
     this.#slots.length = 0;
   }
+}
+
+/** The request for `bytes`: its buffer is transferred when the view spans it, else that part is copied first. */
+function ownRequest(bytes: Uint8Array, options: JpegDecodeOptions | undefined): DecodeRequest {
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  return { id: 0, slot: -1, bytes: own ? bytes : bytes.slice(), options };
+}
+
+function notBytes(bytes: unknown): CassetteError {
+  return new CassetteError("ERR_INVALID_OPTION", `Cannot decode as the input must be a Uint8Array: current value is ${typeof bytes}`);
+}
+
+function closedError(): CassetteError {
+  return new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed");
 }
 
 function round3(x: number): number {
