@@ -23,7 +23,8 @@
  * back once under a fifth are (the paper's fallback, made a rule). It is never under twice the
  * median (a tight distribution's jitter is not a tail: moving those samples only churns the
  * queues) nor under 1 ms (the check runs on a timer), and is not applied before 32 jobs are
- * measured: every sample is assumed fast at first.
+ * measured: every sample is assumed fast at first. The check is due every quarter deadline
+ * (1 … 20 ms): answers run it when due, and a timer, every 4 ms or more, when none come.
  *
  * NOTE [ Worker scaling ]: with `autoscale`, every 250 ms the pool looks at the last period and
  * grows by one worker when jobs were waiting (queued, or behind another in a worker) at half
@@ -243,6 +244,9 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #moved = 0;
   #movedFalse = 0;
   #check?: ReturnType<typeof setInterval>;
+  /** When the lane was last checked (ms since base), and how often it is due (ms). */
+  #checkedAt = 0;
+  #checkEvery = 1;
   // Scaling.
   #period?: ReturnType<typeof setInterval>;
   #periodStart = 0;
@@ -358,6 +362,10 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     if (msg.ok) job.resolve(msg.image);
     else job.reject(reviveError(msg.error));
     if (slot.retiring && slot.inFlight.size === 0) this.#retire(slot, true);
+    if (this.#check) {
+      const now = performance.timeOrigin + performance.now() - this.#base;
+      if (now - this.#checkedAt >= this.#checkEvery) this.#laneScan(now);
+    }
     this.#pump();
   }
 
@@ -388,12 +396,8 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
    * empty) when the view spans the whole buffer; otherwise that part is copied first.
    */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): Promise<JpegImage> {
-    if (!(bytes instanceof Uint8Array)) {
-      return Promise.reject(new CassetteError("ERR_INVALID_OPTION", `Cannot decode as the input must be a Uint8Array: current value is ${typeof bytes}`));
-    }
-    const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
-    const sent = own ? bytes : bytes.slice();
-    return this.#enqueue({ id: 0, slot: -1, bytes: sent, options }, undefined) as Promise<JpegImage>;
+    if (!(bytes instanceof Uint8Array)) return Promise.reject(notBytes(bytes));
+    return this.#enqueue(ownRequest(bytes, options), undefined) as Promise<JpegImage>;
   }
 
   /**
@@ -405,12 +409,15 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   }
 
   #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | undefined> {
-    if (this.#closed) return Promise.reject(new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed"));
-    return new Promise((resolve, reject) => {
-      const id = req.id = this.#newId();
-      this.#queue.push({ id, req, transfer: keep ? [] : [req.bytes.buffer as ArrayBuffer], keep, resolve, reject });
-      this.#pump();
-    });
+    if (this.#closed) return Promise.reject(closedError());
+    return new Promise((resolve, reject) => this.#submit(req, keep, resolve, reject));
+  }
+
+  /** Queues a job whose answer goes to `resolve` or `reject`: decodeAll passes its own, with no promise per job. */
+  #submit(req: DecodeRequest, keep: Uint8Array | undefined, resolve: Pending["resolve"], reject: Pending["reject"]): void {
+    const id = req.id = this.#newId();
+    this.#queue.push({ id, req, transfer: keep ? [] : [req.bytes.buffer as ArrayBuffer], keep, resolve, reject });
+    this.#pump();
   }
 
   /** Decodes every job, yielding each result as soon as it is ready (not in input order). */
@@ -430,7 +437,12 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     const feeding = (async () => {
       for await (const job of jobs as AsyncIterable<J>) {
         outstanding++;
-        this.decode(job.bytes, job.options).then((image) => finish({ job, image }), (error) => finish({ job, error }));
+        // Straight to the queue with two callbacks: decode()'s promise (and the one .then makes)
+        // cost the calling thread per image, competing with the workers for the cores.
+        const bytes = job.bytes as unknown;
+        if (!(bytes instanceof Uint8Array)) finish({ job, error: notBytes(bytes) });
+        else if (this.#closed) finish({ job, error: closedError() });
+        else this.#submit(ownRequest(bytes, job.options), undefined, (image) => finish({ job, image }), (error) => finish({ job, error }));
       }
       fed = true;
       wakeUp();
@@ -482,7 +494,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #timers(): void {
     const busy = this.pending > 0;
     if (this.#lanes && busy && !this.#check && Number.isFinite(this.#deadline)) {
-      this.#check = setInterval(() => this.#laneCheck(), Math.max(1, Math.min(20, this.#deadline / 4)));
+      // Due every quarter deadline; answers run it when due (#answered), and the timer is the
+      // backstop for when none come, at 4 ms or more: an idle thread woken every 1 ms costs
+      // ~20 µs a wake (Bun, 2 cores), a few µs an image taken from the workers' cores.
+      this.#checkEvery = Math.max(1, Math.min(20, this.#deadline / 4));
+      this.#check = setInterval(() => this.#laneCheck(), Math.max(4, this.#checkEvery));
       (this.#check as { unref?: () => void }).unref?.();
     } else if (this.#check && !busy) {
       clearInterval(this.#check);
@@ -498,7 +514,12 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
 
   /** NOTE [ Slow lane ]: a worker past the deadline gives back the jobs it has not started. */
   #laneCheck(): void {
-    const now = performance.timeOrigin + performance.now() - this.#base;
+    this.#laneScan(performance.timeOrigin + performance.now() - this.#base);
+    this.#pump();
+  }
+
+  #laneScan(now: number): void {
+    this.#checkedAt = now;
     for (const slot of this.#slots) {
       if (slot.slowJob !== undefined || slot.inFlight.size === 0) continue;
       for (const job of slot.inFlight.values()) {
@@ -525,7 +546,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         break;
       }
     }
-    this.#pump();
   }
 
   /** Job ids are positive Int32s (claims hold them; RUNNING is -1), so they wrap before 2³¹. */
@@ -679,6 +699,20 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     }
     this.#slots.length = 0;
   }
+}
+
+/** The request for `bytes`: its buffer is transferred when the view spans it, else that part is copied first. */
+function ownRequest(bytes: Uint8Array, options: JpegDecodeOptions | undefined): DecodeRequest {
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer;
+  return { id: 0, slot: -1, bytes: own ? bytes : bytes.slice(), options };
+}
+
+function notBytes(bytes: unknown): CassetteError {
+  return new CassetteError("ERR_INVALID_OPTION", `Cannot decode as the input must be a Uint8Array: current value is ${typeof bytes}`);
+}
+
+function closedError(): CassetteError {
+  return new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed");
 }
 
 function round3(x: number): number {
