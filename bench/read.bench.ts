@@ -375,14 +375,13 @@ console.log("\nsummary (best samples/s; ratios of bests)");
 for (const r of results) {
   const r0 = results.find((x) => x.set === r.set && x.setting === "rtt0");
   for (const b of variants) for (const rs of rampStarts) {
-    const readyName = (v: Variant) => `ready order${suffixOf(v)}${rampSuffix(rs)}`;
-    const strictName = (v: Variant) => `strict order${suffixOf(v)}${rampSuffix(rs)}`;
-    const ready = r.samplesPerSec[readyName(b)], strict = r.samplesPerSec[strictName(b)], raw = r.samplesPerSec["raw driver"];
-    const bm = r.batchMs[readyName(b)];
-    const e1 = r.epoch1SamplesPerSec[readyName(b)], e1r0 = r0?.epoch1SamplesPerSec[readyName(b)];
-    const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName(b)]).toFixed(0)} % of RTT 0 (2nd epoch: ${((100 * e1) / e1r0!).toFixed(0)} %)` : "";
-    const be = r.epoch1BatchMs[readyName(b)];
-    console.log(`  ${r.set} ${r.setting}${b.key ? ` (${b.key})` : ""}${rampSuffix(rs)}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName(b)].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName(b)].p99 / Math.max(r.batchMs[strictName(b)].p50, 1e-3)).toFixed(1)})`);
+    const readyName = `ready order${suffixOf(b)}${rampSuffix(rs)}`, strictName = `strict order${suffixOf(b)}${rampSuffix(rs)}`;
+    const ready = r.samplesPerSec[readyName], strict = r.samplesPerSec[strictName], raw = r.samplesPerSec["raw driver"];
+    const bm = r.batchMs[readyName];
+    const e1 = r.epoch1SamplesPerSec[readyName], e1r0 = r0?.epoch1SamplesPerSec[readyName];
+    const vs0 = r0 ? `, ${((100 * ready) / r0.samplesPerSec[readyName]).toFixed(0)} % of RTT 0 (2nd epoch: ${((100 * e1) / e1r0!).toFixed(0)} %)` : "";
+    const be = r.epoch1BatchMs[readyName];
+    console.log(`  ${r.set} ${r.setting}${b.key ? ` (${b.key})` : ""}${rampSuffix(rs)}: ready ${ready.toFixed(0)} (${r.mbPerSec[readyName].toFixed(1)} MB/s, ${((100 * ready) / raw).toFixed(0)} % of raw${vs0}), strict ${strict.toFixed(0)}, ready/strict ${(ready / strict).toFixed(2)}×, ready p99/p50 ${(bm.p99 / Math.max(bm.p50, 1e-3)).toFixed(1)} (2nd epoch ${(be.p99 / Math.max(be.p50, 1e-3)).toFixed(1)}; strict ${(r.batchMs[strictName].p99 / Math.max(r.batchMs[strictName].p50, 1e-3)).toFixed(1)})`);
   }
 }
 const jsonOut = args.str("json");

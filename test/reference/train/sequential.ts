@@ -29,9 +29,9 @@ export function sequentialForwardRef(
   kinks?: Kinks,
 ): Float64Array {
   // A ReLU is applied here, after its layer, so that its input can be seen (same values as fused).
-  const relu = (z: Float64Array, on: boolean | undefined): Float64Array => {
+  const relu = (z: ArrayLike<number>, on: boolean | undefined): ArrayLike<number> => {
     if (!on) return z;
-    if (kinks) for (const v of z) kinks.margin = Math.min(kinks.margin, Math.abs(v));
+    if (kinks) for (let i = 0; i < z.length; i++) kinks.margin = Math.min(kinks.margin, Math.abs(z[i]));
     return reluRef(z);
   };
   let shape = input.slice();
@@ -67,7 +67,7 @@ export function sequentialForwardRef(
         break;
       }
       case "relu":
-        v = relu(Float64Array.from(v), true);
+        v = relu(v, true);
         break;
       case "batchnorm": {
         const C = shape[0], I = shape.slice(1).reduce((a, b) => a * b, 1);
