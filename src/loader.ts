@@ -76,7 +76,11 @@ export interface LoaderOptions<T = Sample> {
    * one batch, whatever `rampStart` says (default: no bound but the window's).
    */
   maxPrefetchBytes?: number;
-  /** Batches requested at the start of an epoch before the ramp (default 2). */
+  /**
+   * Batches requested at the first epoch's start before the ramp (default 2). On a far link with
+   * no queue the window widens to 8 MiB of samples once their size is known, if that is more
+   * (NOTE [ First window in bytes ], src/schedule/epochs.ts).
+   */
   rampStart?: number;
   /** "ready" (default): batches from whatever arrived; "strict": plan order. */
   order?: "ready" | "strict";

@@ -15,6 +15,20 @@ import { DepthPolicy } from "./depth.ts";
 import { EpochRun, type RunHost, type RunOptions } from "./epoch_run.ts";
 import { Window } from "./window.ts";
 
+/*
+ * NOTE [ First window in bytes ]: a burst's harm is its bytes (2025 paper §3.4: many ranks
+ * filling their buffers at once overwhelm the network), but the ramp starts from `rampStart`
+ * batches whatever a sample weighs. Two batches of 110 kB photographs at batch 32 send ~7 MB;
+ * two of 1 kB Fashion-MNIST images send 256 kB, and on a 150 ms link climbing from there to
+ * the thousands of requests the link holds costs the first epoch several round trips. So once
+ * the first answers show a far link with no queue (DepthPolicy.unqueued) and what a sample
+ * weighs, the window widens at once to FIRST_WINDOW_BYTES' worth of samples: the same burst
+ * in bytes as the photographs' start, never fewer batches than `rampStart`, never beyond
+ * `maxPrefetch` (nor maxPrefetchBytes, which bounds every window). Near links never widen:
+ * there the ramp is over in milliseconds.
+ */
+const FIRST_WINDOW_BYTES = 8 * 2 ** 20;
+
 export interface ScheduleOptions<S extends Fetched, T> extends RunOptions<S, T> {
   /** Hand-set depth in batches, or "auto". */
   prefetch: number | "auto";
@@ -47,6 +61,10 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   #sizedBytes = 0;
   readonly #depth: DepthPolicy;
   #active?: EpochRun<S, T>;
+  /** The active epoch's window. */
+  #window?: Window;
+  /** The first window was widened to its bytes (NOTE [ First window in bytes ]): once a loader. */
+  #widened = false;
   /** The next epoch, read ahead near the active one's end (option readAhead). */
   #ahead?: EpochRun<S, T>;
   #readAhead = false;
@@ -82,7 +100,8 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     // The ramp guards the first start of a link; later epochs start at the depth the loader
     // has learned, which is the steady state, not a burst above it.
     const start = this.#depth.rampedUp() ? prefetch : o.rampStart;
-    run.begin(new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch, () => this.#depth.unqueued()));
+    this.#window = new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch, () => this.#depth.unqueued());
+    run.begin(this.#window);
     const mode = readAhead ?? o.readAhead;
     this.#readAhead = mode === true || (mode === "auto" && this.#previous === epoch - 1);
     this.#previous = epoch;
@@ -127,6 +146,12 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.#sizedBytes += bytes;
     this.#sized++;
     this.#depth.answered(ms);
+    if (!this.#widened && this.#window && this.#depth.unqueued()) {
+      this.#widened = true;
+      const samples = FIRST_WINDOW_BYTES / Math.max(1, this.#sizedBytes / this.#sized);
+      this.#window.widen(Math.ceil(samples / this.options.batchSize));
+      this.#active?.pump();
+    }
   }
 
   starved(window: Window): void {

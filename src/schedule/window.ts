@@ -28,8 +28,8 @@ const UNQUEUED_CREDIT = 8;
 
 export class Window {
   readonly batchSize: number;
-  readonly start: number;
   readonly maxPrefetch: number;
+  #start: number;
   #prefetch: number;
   /** Ramp credit, in quarter batches: one per batch consumed, UNQUEUED_CREDIT while `unqueued` holds. */
   #credit = 0;
@@ -46,9 +46,24 @@ export class Window {
     this.batchSize = batchSize;
     this.#prefetch = prefetch;
     this.maxPrefetch = Math.max(prefetch, maxPrefetch);
-    this.start = Math.min(start, prefetch);
+    this.#start = Math.min(start, prefetch);
     this.#unqueued = unqueued;
     // batches() counts from `start`: a window created at full depth is full at once.
+  }
+
+  /** Batches the window started from (before the ramp's credit). */
+  get start(): number {
+    return this.#start;
+  }
+
+  /**
+   * Starts the window from `batches` instead (never lower than now), the ceiling raised with it
+   * as far as `maxPrefetch` allows: the first answers showed a far link with no queue, and how
+   * many samples a first window's bytes hold (NOTE [ First window in bytes ], epochs.ts).
+   */
+  widen(batches: number): void {
+    this.#prefetch = Math.max(this.#prefetch, Math.min(this.maxPrefetch, batches));
+    this.#start = Math.max(this.#start, Math.min(this.#prefetch, batches));
   }
 
   /** The ceiling now (grows from `prefetch` toward `maxPrefetch` when starved). */
@@ -70,7 +85,7 @@ export class Window {
 
   /** Batches the window holds now. */
   batches(): number {
-    return Math.min(this.#prefetch, this.start + Math.floor(this.#credit / 4));
+    return Math.min(this.#prefetch, this.#start + Math.floor(this.#credit / 4));
   }
 
   /** Samples that may be outstanding now. */

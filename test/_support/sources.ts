@@ -15,6 +15,22 @@ export function delayed(inner: Source, delayMs: (id: string) => number): Source 
   };
 }
 
+/** Each answer weighs `bytes`: the real sample's bytes, then zeros (a store of larger samples). */
+export function padded(inner: Source, bytes: number): Source {
+  return {
+    name: `${inner.name} +padded`,
+    fetch: (id, done) => inner.fetch(id, (err, s) => {
+      if (!s) return done(err, s);
+      const data = new Uint8Array(Math.max(bytes, s.data.length));
+      data.set(s.data);
+      done(err, { ...s, data });
+    }),
+    onDrain: (l) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => inner.close(),
+  };
+}
+
 /** Fails the first `times` attempts for each id in `ids` (times = Infinity: always). */
 export function flaky(inner: Source, ids: Set<string>, times: number): Source & { attempts: Map<string, number> } {
   const attempts = new Map<string, number>();

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, rng } from "../_support/random.ts";
-import { delayed, flaky, recording, twice } from "../_support/sources.ts";
+import { delayed, flaky, padded, recording, twice } from "../_support/sources.ts";
 import { Loader } from "../../src/loader.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
@@ -107,8 +107,10 @@ test("the ramp: 2 batches at first, then one more for every 4 consumed, never mo
 
 test("the ramp on a far link: triples per round trip while answers show no queue, and grows by one batch per 4 once they slow down", async () => {
   // How far above the gentle ramp (2 + consumed / 4 batches) the window went, at most, in batches.
+  // Samples of 512 kB: a first window's 8 MiB hold no more than the 2 batches it starts from, so
+  // no widening (the next test) hides the ramp.
   const beyondGentle = async (delayMs: (inFlight: number) => number) => {
-    const rec: ReturnType<typeof recording> = recording(delayed(await setup(), () => delayMs(rec.current())));
+    const rec: ReturnType<typeof recording> = recording(delayed(padded(await setup(), 2 ** 19), () => delayMs(rec.current())));
     const loader = new Loader({ store: rec, ids, batchSize: 10, prefetch: 16, rampStart: 2, seed: 3 });
     let consumed = 0, most = -Infinity, beyondDoubling = false;
     for await (const _ of loader.epoch(0)) {
@@ -121,15 +123,41 @@ test("the ramp on a far link: triples per round trip while answers show no queue
     await loader.close();
     return { most, beyondDoubling };
   };
-  // 20 ms whatever is in flight: distance, no queue.
-  const { most: far, beyondDoubling } = await beyondGentle(() => 20);
+  // 40 ms whatever is in flight: distance, no queue (40, not 20: a loaded machine's late timers
+  // must stay under the 25 % that reads as a queue).
+  const { most: far, beyondDoubling } = await beyondGentle(() => 40);
   assert.ok(far >= 2, `with no queue the window outgrows the gentle ramp: by ${far} batches`);
   assert.ok(beyondDoubling, "with no queue the window grows faster than doubling per round trip (BBR's startup gain)");
-  // 20 ms plus 2 ms per request in flight: a queue that grows with the window.
-  const queued = (await beyondGentle((n) => 20 + 2 * n)).most;
+  // 40 ms plus 4 ms per request in flight: a queue that grows with the window.
+  const queued = (await beyondGentle((n) => 40 + 4 * n)).most;
   console.log(`  beyond the gentle ramp: ${far} batches with no queue, ${queued} with one`);
   // A queue shows once answers are 25 % slower than the fastest: a batch or two of growth before that.
   assert.ok(queued <= 3 && far >= queued + 4, `with a queue the ramp stays near the gentle one: ${queued} batches beyond it (${far} without a queue)`);
+});
+
+test("a far link's first window widens to 8 MiB of samples once the first answers show their size: many small ones, few large", async () => {
+  // The most batches outstanding over the first 6 taken, with samples of `bytes` (0: as stored,
+  // ~1 kB) on a 20 ms link with no queue, batches of 2.
+  const early = async (bytes: number) => {
+    const rec = recording(delayed(bytes ? padded(await setup(), bytes) : await setup(), () => 20));
+    const loader = new Loader({ store: rec, ids, batchSize: 2, prefetch: "auto", maxPrefetch: 40, rampStart: 2, seed: 3 });
+    let consumed = 0, most = 0;
+    for await (const _ of loader.epoch(0)) {
+      consumed++;
+      most = Math.max(most, (rec.requests.length - consumed * 2) / 2);
+      if (consumed === 6) break;
+    }
+    await loader.close();
+    return most;
+  };
+  const small = await early(0), large = await early(2 ** 20);
+  console.log(`  most batches outstanding in the first 6: ${small} of ~1 kB samples, ${large} of 1 MiB`);
+  // ~1 kB: 8 MiB is thousands of samples, so the window goes to maxPrefetch (40) at once; the ramp
+  // alone reaches at most 2 + 2 × 6 + 1 batches by the 6th batch taken.
+  assert.ok(small >= 30, `small samples widen the first window toward maxPrefetch: ${small} batches outstanding`);
+  // 1 MiB: 8 samples, 4 batches of 2, and the ramp's growth on top.
+  assert.ok(large <= 4 + 2 * 6 + 1, `large samples keep the first window to its bytes: ${large} batches outstanding`);
+  // (A near link never widens: the gentle ramp's test above would see it.)
 });
 
 test("ranks partition the epoch: 3 ranks together read every id exactly once", async () => {
