@@ -93,29 +93,47 @@ export class CassandraStore implements Store {
     const speculate = new cassandra.policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(SPECULATE_MS, 2);
     // The pools open after connecting, with a deadline (warmPools), not inside connect(): the
     // driver's warm-up waits for every node, so one frozen node held the opening.
+    // Schema sync is off while connecting: the driver would read every keyspace's schema there,
+    // one round trip in series, where the store needs only its own keyspace's (refreshed below,
+    // beside the registry check). It is on again once connected, so schema changes are followed.
+    const sync = opts.driver?.isMetadataSyncEnabled ?? true;
     const driver = {
       ...opts.driver,
+      isMetadataSyncEnabled: false,
       pooling: { warmup: false, ...opts.driver?.pooling },
       policies: { speculativeExecution: speculate, ...opts.driver?.policies },
     };
     const client = await openCassandra(address, { ...opts, driver, withoutKeyspace: true });
+    client.options.isMetadataSyncEnabled = sync;
     racePreparation(client);
-    // The pools open while the registry is checked: each costs a few round trips (~0.6 s at
+    // The pools open while the registry is checked: each costs a few round trips (~0.3 s at
     // 150 ms), and neither needs the other. warmPools never rejects.
     const warmed = warmPools(client);
     const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
     let missing: string | undefined;
+    let registry: cassandra.types.ResultSet | undefined;
     try {
-      // Through the control connection's schema (the node the client connected to), not a
-      // request any node may coordinate: a frozen node cannot hold the opening.
+      // On the node the client connected to (its control connection, and that node's pool,
+      // which holds the control connection), not a request any node may coordinate: a frozen
+      // node cannot hold the opening. The three go at once: the keyspace's schema (its
+      // replication, for the token map) and the registry table's existence are checked, and the
+      // registry is read, so that getDataset needs no round trip of its own.
       const metadata = client.metadata as unknown as { refreshKeyspace(ks: string): Promise<void>; keyspaces: Record<string, unknown> };
-      await metadata.refreshKeyspace(ks);
-      const hasRegistry = async () => ks in metadata.keyspaces && (await client.metadata.getTable(ks, "cassette_datasets")) !== null;
-      if (!(await hasRegistry())) {
+      const here = { host: (client as unknown as { controlConnection?: { host?: cassandra.Host } }).controlConnection?.host, isIdempotent: true };
+      const [, table, read] = await Promise.all([
+        metadata.refreshKeyspace(ks),
+        // The node's own schema table: one replica, whatever consistency the address asks of data.
+        client.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'cassette_datasets'", [ks], { ...here, consistency: cassandra.types.consistencies.one }),
+        // Only an early answer for getDataset: a missing table or a role that may not read it is checked and named where it is used.
+        client.execute(`SELECT name, spec FROM ${a.keyspace}.cassette_datasets`, [], here).catch(() => undefined),
+      ]);
+      registry = read;
+      if (!(ks in metadata.keyspaces && table.rowLength > 0)) {
         if (create) {
           for (const cql of cqlRegistry(a.keyspace, replicationMap(opts.replication ?? Math.min(3, clusterNodes(client))))) {
             await client.execute(cql);
           }
+          if (!sync) await metadata.refreshKeyspace(ks); // the driver follows no schema change for the token map
         } else {
           missing = ks in metadata.keyspaces
             ? `Cannot read keyspace '${ks}' in ${redact(address)} as a cassette store: it has no cassette_datasets table (cassette ingest makes it)`
@@ -132,7 +150,9 @@ export class CassandraStore implements Store {
       await client.shutdown();
       throw new CassetteError("ERR_STORE", missing);
     }
-    return new CassandraStore(address, a.keyspace, client, opts);
+    const store = new CassandraStore(address, a.keyspace, client, opts);
+    for (const row of registry?.rows ?? []) store.#specs.set(row.name, JSON.parse(row.spec) as DatasetSpec);
+    return store;
   }
 
   /**

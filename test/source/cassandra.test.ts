@@ -1,5 +1,5 @@
 import * as assert from "uvu/assert";
-import { createServer } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
@@ -262,5 +262,91 @@ test("token ranges that end at rows' own tokens keep each row once, in the full 
     assert.equal(got, full.map((r) => `${r.k}/${r.c}`));
   } finally {
     await store.close();
+  }
+}, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
+
+/**
+ * A TCP proxy in front of `host:port` that records the CQL requests clients send through it and
+ * each answer's opcode (protocol v4 frames: version, flags, stream, opcode, length).
+ */
+async function cqlRecorder(host: string, port: number) {
+  const OPS: Record<number, string> = { 0: "ERROR", 1: "STARTUP", 2: "READY", 3: "AUTHENTICATE", 5: "OPTIONS", 6: "SUPPORTED", 7: "QUERY", 8: "RESULT", 9: "PREPARE", 10: "EXECUTE", 11: "REGISTER", 13: "BATCH", 15: "AUTH_RESPONSE", 16: "AUTH_SUCCESS" };
+  const frames: { conn: number; to: "node" | "client"; op: string; stream: number; text: string }[] = [];
+  const sockets: Socket[] = [];
+  const reader = (conn: number, to: "node" | "client") => {
+    let buf = new Uint8Array(0);
+    return (chunk: Uint8Array) => {
+      const joined = new Uint8Array(buf.length + chunk.length);
+      joined.set(buf);
+      joined.set(chunk, buf.length);
+      buf = joined;
+      const view = () => new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+      while (buf.length >= 9 && buf.length >= 9 + view().getUint32(5)) {
+        const len = view().getUint32(5), op = buf[4];
+        // QUERY and PREPARE start with their statement as a [long string].
+        const text = (op === 7 || op === 9) ? new TextDecoder().decode(buf.subarray(13, 13 + view().getUint32(9))) : "";
+        frames.push({ conn, to, op: OPS[op] ?? String(op), stream: view().getInt16(2), text });
+        buf = buf.subarray(9 + len);
+      }
+    };
+  };
+  let conns = 0;
+  const server = createServer((client) => {
+    const conn = ++conns;
+    const node = connect(port, host);
+    sockets.push(client, node);
+    const up = reader(conn, "node"), down = reader(conn, "client");
+    client.on("data", (d: Uint8Array) => (up(d), node.write(d)));
+    node.on("data", (d: Uint8Array) => (down(d), client.write(d)));
+    client.on("close", () => node.destroy());
+    node.on("close", () => client.destroy());
+    client.on("error", () => {});
+    node.on("error", () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return {
+    port: (server.address() as { port: number }).port,
+    frames,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
+test("opening a store and reading a dataset's spec: no refused protocol offer, no schema beyond the store's keyspace and registry, no request for the spec", async () => {
+  const address = testCassandra("cassette_open")!;
+  const setup = await CassandraStore.open(address);
+  const dataset = `open-${runtime.name}`;
+  await setup.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
+  await setup.close();
+  const a = parseStoreAddress(address) as { hosts: string[]; port: number };
+  const recorder = await cqlRecorder(a.hosts[0], a.port);
+  try {
+    const store = await CassandraStore.open(address.replace(`@${a.hosts[0]}:${a.port}/`, `@127.0.0.1:${recorder.port}/`).replace(`//${a.hosts[0]}:${a.port}/`, `//127.0.0.1:${recorder.port}/`), {}, false);
+    const opened = recorder.frames.length;
+    try {
+      assert.ok(recorder.frames.some((f) => f.to === "node"), "the store was opened through the recorder");
+      assert.is((await store.getDataset(dataset)).name, dataset);
+      const shown = recorder.frames.filter((f) => f.to === "node").map((f) => `c${f.conn} ${f.op} ${f.text.slice(0, 90)}`).join("\n  ");
+      // A refused STARTUP means the protocol was negotiated down: a connection and a round trip lost.
+      const startups = recorder.frames.filter((f) => f.op === "STARTUP");
+      for (const s of startups) {
+        const answer = recorder.frames.find((f) => f.conn === s.conn && f.to === "client" && f.stream === s.stream);
+        assert.ok(answer && answer.op !== "ERROR", `a STARTUP was refused (${answer?.op}):\n  ${shown}`);
+      }
+      const queries = recorder.frames.filter((f) => f.op === "QUERY" || f.op === "PREPARE").map((f) => f.text);
+      assert.not.ok(queries.some((q) => /FROM system_schema\.keyspaces\s*$/i.test(q)), `every keyspace's schema was read:\n  ${shown}`);
+      assert.not.ok(queries.some((q) => /system_schema\.(columns|indexes)/i.test(q)), `a table's whole schema was read:\n  ${shown}`);
+      assert.is(recorder.frames.length, opened, `getDataset asked the node again:\n  ${shown}`);
+      // STARTUP, OPTIONS, system.local, system.peers, REGISTER on the first connection, then the
+      // keyspace, the registry table and the registry at once, and a second connection's STARTUP.
+      const requests = recorder.frames.filter((f) => f.to === "node" && f.op !== "AUTH_RESPONSE");
+      assert.ok(requests.length <= 10, `${requests.length} requests to open:\n  ${shown}`);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    recorder.close();
   }
 }, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
