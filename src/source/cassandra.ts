@@ -12,6 +12,7 @@ import cassandra from "cassandra-driver";
 import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
 import { parseStoreAddress, redact } from "./address.ts";
 import { racePreparation } from "./cassandra_prepare.ts";
+import { pagesInOrder, ringRanges, tokenWhere } from "./cassandra_scan.ts";
 import { isRetryable } from "./retryable.ts";
 import { mapLimit } from "../util/map_limit.ts";
 import {
@@ -40,9 +41,20 @@ export interface CassandraStoreOptions extends CassandraOptions {
   /** Requests in flight for writes and reads (default 64 writes, 256 reads). */
   writeConcurrency?: number;
   readConcurrency?: number;
+  /**
+   * Token ranges a whole-table scan (scanNat, info, scanPredictions) asks at once (default 16;
+   * 1: one range after another, as one query). The rows come in the same order either way
+   * (NOTE [ Ranged scan ] in src/source/cassandra_scan.ts).
+   */
+  scanConcurrency?: number;
+  /** Rows per page of a scan (default 5000). */
+  scanPage?: number;
 }
 
 const PAGE = 5000;
+/** Token ranges a scan asks at once, and pages each may hold ahead (NOTE [ Ranged scan ]): at most 32 pages held. */
+const SCAN_RANGES = 16;
+const SCAN_AHEAD = 2;
 const q = { prepare: true } as const;
 /**
  * The store's own reads (registry, existence, metadata): idempotent, so the driver asks another
@@ -81,29 +93,47 @@ export class CassandraStore implements Store {
     const speculate = new cassandra.policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(SPECULATE_MS, 2);
     // The pools open after connecting, with a deadline (warmPools), not inside connect(): the
     // driver's warm-up waits for every node, so one frozen node held the opening.
+    // Schema sync is off while connecting: the driver would read every keyspace's schema there,
+    // one round trip in series, where the store needs only its own keyspace's (refreshed below,
+    // beside the registry check). It is on again once connected, so schema changes are followed.
+    const sync = opts.driver?.isMetadataSyncEnabled ?? true;
     const driver = {
       ...opts.driver,
+      isMetadataSyncEnabled: false,
       pooling: { warmup: false, ...opts.driver?.pooling },
       policies: { speculativeExecution: speculate, ...opts.driver?.policies },
     };
     const client = await openCassandra(address, { ...opts, driver, withoutKeyspace: true });
+    client.options.isMetadataSyncEnabled = sync;
     racePreparation(client);
-    // The pools open while the registry is checked: each costs a few round trips (~0.6 s at
+    // The pools open while the registry is checked: each costs a few round trips (~0.3 s at
     // 150 ms), and neither needs the other. warmPools never rejects.
     const warmed = warmPools(client);
     const ks = a.keyspace.toLowerCase(); // unquoted in CQL, so folded to lower case
     let missing: string | undefined;
+    let registry: cassandra.types.ResultSet | undefined;
     try {
-      // Through the control connection's schema (the node the client connected to), not a
-      // request any node may coordinate: a frozen node cannot hold the opening.
+      // On the node the client connected to (its control connection, and that node's pool,
+      // which holds the control connection), not a request any node may coordinate: a frozen
+      // node cannot hold the opening. The three go at once: the keyspace's schema (its
+      // replication, for the token map) and the registry table's existence are checked, and the
+      // registry is read, so that getDataset needs no round trip of its own.
       const metadata = client.metadata as unknown as { refreshKeyspace(ks: string): Promise<void>; keyspaces: Record<string, unknown> };
-      await metadata.refreshKeyspace(ks);
-      const hasRegistry = async () => ks in metadata.keyspaces && (await client.metadata.getTable(ks, "cassette_datasets")) !== null;
-      if (!(await hasRegistry())) {
+      const here = { host: (client as unknown as { controlConnection?: { host?: cassandra.Host } }).controlConnection?.host, isIdempotent: true };
+      const [, table, read] = await Promise.all([
+        metadata.refreshKeyspace(ks),
+        // The node's own schema table: one replica, whatever consistency the address asks of data.
+        client.execute("SELECT table_name FROM system_schema.tables WHERE keyspace_name = ? AND table_name = 'cassette_datasets'", [ks], { ...here, consistency: cassandra.types.consistencies.one }),
+        // Only an early answer for getDataset: a missing table or a role that may not read it is checked and named where it is used.
+        client.execute(`SELECT name, spec FROM ${a.keyspace}.cassette_datasets`, [], here).catch(() => undefined),
+      ]);
+      registry = read;
+      if (!(ks in metadata.keyspaces && table.rowLength > 0)) {
         if (create) {
           for (const cql of cqlRegistry(a.keyspace, replicationMap(opts.replication ?? Math.min(3, clusterNodes(client))))) {
             await client.execute(cql);
           }
+          if (!sync) await metadata.refreshKeyspace(ks); // the driver follows no schema change for the token map
         } else {
           missing = ks in metadata.keyspaces
             ? `Cannot read keyspace '${ks}' in ${redact(address)} as a cassette store: it has no cassette_datasets table (cassette ingest makes it)`
@@ -120,7 +150,9 @@ export class CassandraStore implements Store {
       await client.shutdown();
       throw new CassetteError("ERR_STORE", missing);
     }
-    return new CassandraStore(address, a.keyspace, client, opts);
+    const store = new CassandraStore(address, a.keyspace, client, opts);
+    for (const row of registry?.rows ?? []) store.#specs.set(row.name, JSON.parse(row.spec) as DatasetSpec);
+    return store;
   }
 
   /**
@@ -267,35 +299,44 @@ export class CassandraStore implements Store {
 
   async *scanNat(dataset: string): AsyncIterable<NatRow[]> {
     const spec = await this.getDataset(dataset);
-    const t = tables(spec.name);
     const cols = spec.columns.map((c) => c.name);
-    let pageState: string | undefined;
-    do {
-      const r = await this.#execute(`SELECT * FROM ${this.keyspace}.${t.byNat}`, [], { ...qr, fetchSize: PAGE, pageState });
-      yield r.rows.map((row) => ({
-        id: row.id.toString(),
-        label: row.label,
-        meta: Object.fromEntries(cols.map((c) => [c, plain(row[c])])),
-      }));
-      pageState = r.pageState ?? undefined;
-    } while (pageState);
+    yield* this.#scan(tables(spec.name).byNat, "*", [...spec.groupBy, "label", "bucket"], (row) => ({
+      id: row.id.toString(),
+      label: row.label,
+      meta: Object.fromEntries(cols.map((c) => [c, plain(row[c])])),
+    }));
   }
 
   async info(dataset: string): Promise<DatasetInfo> {
     const spec = await this.getDataset(dataset);
-    const t = tables(spec.name);
     const perLabel: Record<number, number> = {};
-    let count = 0, bytes = 0, pageState: string | undefined;
-    do {
-      const r = await this.#execute(`SELECT label, size FROM ${this.keyspace}.${t.byUuid}`, [], { ...qr, fetchSize: PAGE, pageState });
-      for (const row of r.rows) {
+    let count = 0, bytes = 0;
+    for await (const page of this.#scan(tables(spec.name).byUuid, "label, size", ["id"], (row) => row)) {
+      for (const row of page) {
         perLabel[row.label] = (perLabel[row.label] ?? 0) + 1;
         count++;
         bytes += row.size;
       }
-      pageState = r.pageState ?? undefined;
-    } while (pageState);
+    }
     return { spec, count, perLabel, bytes };
+  }
+
+  /**
+   * A whole table's rows as `row` maps them, page by page in the order a full scan gives, its
+   * token ranges asked at once (NOTE [ Ranged scan ] in cassandra_scan.ts). Not prepared: each
+   * range's statement runs once, and preparing would only add a round trip before the first page.
+   */
+  async *#scan<T>(table: string, columns: string, partitionKey: readonly string[], row: (r: cassandra.types.Row) => T): AsyncGenerator<T[]> {
+    // Equal-width ranges hold equal shares of the rows only where keys hash uniformly (Murmur3).
+    const tokenizer = (this.client.metadata as unknown as { tokenizer?: object }).tokenizer;
+    const n = tokenizer?.constructor.name === "Murmur3Tokenizer" ? this.#opts.scanConcurrency ?? SCAN_RANGES : 1;
+    if (!Number.isInteger(n) || n < 1) throw new CassetteError("ERR_INVALID_OPTION", `Cannot scan ${this.keyspace}.${table} as 'scanConcurrency' must be a whole number ≥ 1: current value is ${n}`);
+    const ranges = ringRanges(n);
+    const select = `SELECT ${columns} FROM ${this.keyspace}.${table}`;
+    yield* pagesInOrder(n, n, SCAN_AHEAD, async (i, pageState) => {
+      const r = await this.#execute(select + tokenWhere(partitionKey, ranges[i]), [], { isIdempotent: true, fetchSize: this.#opts.scanPage ?? PAGE, pageState });
+      return { rows: r.rows.map(row), pageState: r.pageState ?? undefined };
+    });
   }
 
   async keysOf(dataset: string, ids: readonly string[]): Promise<Map<string, string>> {
@@ -337,15 +378,10 @@ export class CassandraStore implements Store {
   async *scanPredictions(table: string): AsyncIterable<PredictionRow[]> {
     checkPredictionTable(table, this.address);
     await this.#predictionColumns(table);
-    let pageState: string | undefined;
-    do {
-      const r = await this.#execute(`SELECT ${PREDICTION_COLUMNS.join(", ")} FROM ${this.keyspace}."${table}"`, [], { ...qr, fetchSize: PAGE, pageState });
-      yield r.rows.map((row) => ({
-        id: row.id.toString(), dataset: row.dataset, key: row.key ?? null, classes: row.classes ?? [], probs: row.probs ?? [],
-        label: row.label ?? null, weights: row.weights, at: (row.at as Date).toISOString(),
-      }));
-      pageState = r.pageState ?? undefined;
-    } while (pageState);
+    yield* this.#scan(`"${table}"`, PREDICTION_COLUMNS.join(", "), ["id"], (row) => ({
+      id: row.id.toString(), dataset: row.dataset, key: row.key ?? null, classes: row.classes ?? [], probs: row.probs ?? [],
+      label: row.label ?? null, weights: row.weights, at: (row.at as Date).toISOString(),
+    }));
   }
 
   /** Checks that `table` exists with a predictions table's columns: another table of that name is not written to. */
