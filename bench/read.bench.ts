@@ -56,7 +56,7 @@ const USAGE = `usage: bun bench/read.bench.ts [options]
   --connections LIST           connections per node, each a number or auto, side by side (default 4,
                                the tuned runs in RESULTS); auto: the address names none, so cassette's
                                defaults apply (2, growing while requests wait for a slot), and the
-                               congested settings congest 1 in 3 (the pool's 2nd of the first 2);
+                               congested settings congest 1 in 2 (the pool's 2nd of the first 2);
                                uneven and moving take one value
   --ramp-start LIST            the Loader's rampStart (batches of an epoch's first window), each a
                                number or default, side by side on the same client (default: default)
@@ -94,11 +94,13 @@ const connectionsList = args.list("connections", ["4"]).map((c) => {
   if (!Number.isInteger(n) || n < 1) args.fail(`--connections takes positive integers or auto: current value is ${c}`);
   return n;
 });
-// The proxy numbers connections from 0 in the order they open, the driver's control connection
-// first: "every 4" congests the pool's 3rd of 4; with cassette's 2 to start, "every 3" congests
-// the pool's 2nd (and its 5th, if it grows that far). With two clients on one proxy their
-// connections interleave, so a congested setting takes one --connections value.
-const congestEvery = String(connectionsList[0] === undefined ? 3 : 4);
+// The proxy numbers connections from 0 in the order they open; the driver's control connection
+// is the pool's first (the driver offers protocol v4 first, so no refused offer opens one more):
+// "every 4" congests the pool's 4th of 4; with cassette's 2 to start, "every 2" congests the 2nd
+// (and with congestion moving, the two take turns; a pool grown to 4 would hold 2 congested).
+// With two clients on one proxy their connections interleave, so a congested setting takes one
+// --connections value.
+const congestEvery = String(connectionsList[0] === undefined ? 2 : 4);
 /** One client and source per (balance, connections): each contender reads through its own. */
 interface Variant { key: string; balance: "driver" | "rate"; connections?: number }
 const variants: Variant[] = balances.flatMap((balance) => connectionsList.map((connections) => ({
