@@ -25,6 +25,10 @@ export class DepthPolicy {
   #recentMs?: number;
   #lastMs = Infinity;
   #answers = 0;
+  /** When the first answer came; the answers to requests sent after it, and the fastest of them. */
+  #firstAnswerAt?: number;
+  #later = 0;
+  #laterFastestMs = Infinity;
   /** Answers before the fastest one is trusted: the very first come slow (a cold start, timers). */
   readonly #trustAfter: number;
   readonly #handOvers: [number, number][] = []; // [time, samples] of the last RATE_WINDOW hand-overs: the rate taken
@@ -61,9 +65,14 @@ export class DepthPolicy {
     return was;
   }
 
-  /** A request was answered after `ms`. */
-  answered(ms: number): void {
+  /** A request was answered after `ms`, at `now`. */
+  answered(ms: number, now: number): void {
     if (ms < this.#minLatencyMs) this.#minLatencyMs = ms;
+    if (this.#firstAnswerAt === undefined) this.#firstAnswerAt = now;
+    else if (now - ms >= this.#firstAnswerAt) {
+      this.#later++;
+      if (ms < this.#laterFastestMs) this.#laterFastestMs = ms;
+    }
     this.#answers++;
     this.#recentMs = this.#recentMs === undefined ? ms : this.#recentMs + (ms - this.#recentMs) / 8;
     this.#lastMs = ms;
@@ -80,6 +89,21 @@ export class DepthPolicy {
   unqueued(): boolean {
     const most = 1.25 * this.#minLatencyMs;
     return this.#answers > this.#trustAfter && this.#minLatencyMs >= FAR_MS && this.#lastMs <= most && (this.#recentMs ?? Infinity) <= most;
+  }
+
+  /** The fastest request → answer time seen (ms; Infinity before the first). */
+  fastestMs(): number {
+    return this.#minLatencyMs;
+  }
+
+  /**
+   * Whether the link is at least `ms` away: a batch of answers to requests sent once answers
+   * were coming back took that long at the least, and answers show no queue. Only those: a
+   * cold start (a source opening, code not yet compiled, a loaded machine) slows the first
+   * answers alone, and a near link would look far.
+   */
+  farAtLeast(ms: number): boolean {
+    return this.#later >= this.#batchSize && this.#laterFastestMs >= ms && this.unqueued();
   }
 
   /** `samples` were handed over at `now`. */

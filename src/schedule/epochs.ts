@@ -21,13 +21,18 @@ import { Window } from "./window.ts";
  * batches whatever a sample weighs. Two batches of 110 kB photographs at batch 32 send ~7 MB;
  * two of 1 kB Fashion-MNIST images send 256 kB, and on a 150 ms link climbing from there to
  * the thousands of requests the link holds costs the first epoch several round trips. So once
- * the first answers show a far link with no queue (DepthPolicy.unqueued) and what a sample
- * weighs, the window widens at once to FIRST_WINDOW_BYTES' worth of samples: the same burst
- * in bytes as the photographs' start, never fewer batches than `rampStart`, never beyond
- * `maxPrefetch` (nor maxPrefetchBytes, which bounds every window). Near links never widen:
- * there the ramp is over in milliseconds.
+ * answers show a far link (WIDE_MS or more) with no queue and what a sample weighs, the window
+ * widens at once to FIRST_WINDOW_BYTES' worth of samples: the same burst in bytes as the
+ * photographs' start, never fewer batches than `rampStart`, never beyond `maxPrefetch` (nor
+ * maxPrefetchBytes, which bounds every window). Nearer links keep the ramp, which fills them
+ * in a few of their short round trips. The evidence is the second round trip's answers
+ * (DepthPolicy.farAtLeast): a cold start held a near link's first answers 12-60 ms in tests
+ * and at RTT 0, and would have widened it. A stall that still fools it is undone by the first
+ * answer faster than WIDE_MS, before the widened depth would carry into later epochs.
  */
 const FIRST_WINDOW_BYTES = 8 * 2 ** 20;
+/** The fastest answer (ms) of a link whose first window widens. */
+const WIDE_MS = 50;
 
 export interface ScheduleOptions<S extends Fetched, T> extends RunOptions<S, T> {
   /** Hand-set depth in batches, or "auto". */
@@ -63,8 +68,8 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   #active?: EpochRun<S, T>;
   /** The active epoch's window. */
   #window?: Window;
-  /** The first window was widened to its bytes (NOTE [ First window in bytes ]): once a loader. */
-  #widened = false;
+  /** The window widened to its bytes (NOTE [ First window in bytes ]): once a loader. */
+  #widened?: Window;
   /** The next epoch, read ahead near the active one's end (option readAhead). */
   #ahead?: EpochRun<S, T>;
   #readAhead = false;
@@ -145,13 +150,15 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   answered(ms: number, bytes: number): void {
     this.#sizedBytes += bytes;
     this.#sized++;
-    this.#depth.answered(ms);
-    if (!this.#widened && this.#window && this.#depth.unqueued()) {
-      this.#widened = true;
+    this.#depth.answered(ms, runtime.now());
+    const w = this.#window;
+    if (!w) return;
+    if (!this.#widened && this.#depth.farAtLeast(WIDE_MS)) {
+      this.#widened = w;
       const samples = FIRST_WINDOW_BYTES / Math.max(1, this.#sizedBytes / this.#sized);
-      this.#window.widen(Math.ceil(samples / this.options.batchSize));
+      w.widen(Math.ceil(samples / this.options.batchSize));
       this.#active?.pump();
-    }
+    } else if (this.#widened === w && this.#depth.fastestMs() < WIDE_MS) w.unwiden();
   }
 
   starved(window: Window): void {

@@ -31,6 +31,8 @@ export class Window {
   readonly maxPrefetch: number;
   #start: number;
   #prefetch: number;
+  /** What widen() raised, while it may still be undone. */
+  #unwidened?: { start: number; prefetch: number };
   /** Ramp credit, in quarter batches: one per batch consumed, UNQUEUED_CREDIT while `unqueued` holds. */
   #credit = 0;
   readonly #unqueued?: () => boolean;
@@ -62,8 +64,16 @@ export class Window {
    * many samples a first window's bytes hold (NOTE [ First window in bytes ], epochs.ts).
    */
   widen(batches: number): void {
+    this.#unwidened ??= { start: this.#start, prefetch: this.#prefetch };
     this.#prefetch = Math.max(this.#prefetch, Math.min(this.maxPrefetch, batches));
     this.#start = Math.max(this.#start, Math.min(this.#prefetch, batches));
+  }
+
+  /** Undoes widen(): the link proved near. Requests already out drain as batches are taken. */
+  unwiden(): void {
+    if (!this.#unwidened) return;
+    ({ start: this.#start, prefetch: this.#prefetch } = this.#unwidened);
+    this.#unwidened = undefined;
   }
 
   /** The ceiling now (grows from `prefetch` toward `maxPrefetch` when starved). */

@@ -107,10 +107,8 @@ test("the ramp: 2 batches at first, then one more for every 4 consumed, never mo
 
 test("the ramp on a far link: triples per round trip while answers show no queue, and grows by one batch per 4 once they slow down", async () => {
   // How far above the gentle ramp (2 + consumed / 4 batches) the window went, at most, in batches.
-  // Samples of 512 kB: a first window's 8 MiB hold no more than the 2 batches it starts from, so
-  // no widening (the next test) hides the ramp.
   const beyondGentle = async (delayMs: (inFlight: number) => number) => {
-    const rec: ReturnType<typeof recording> = recording(delayed(padded(await setup(), 2 ** 19), () => delayMs(rec.current())));
+    const rec: ReturnType<typeof recording> = recording(delayed(await setup(), () => delayMs(rec.current())));
     const loader = new Loader({ store: rec, ids, batchSize: 10, prefetch: 16, rampStart: 2, seed: 3 });
     let consumed = 0, most = -Infinity, beyondDoubling = false;
     for await (const _ of loader.epoch(0)) {
@@ -123,40 +121,52 @@ test("the ramp on a far link: triples per round trip while answers show no queue
     await loader.close();
     return { most, beyondDoubling };
   };
-  // 40 ms whatever is in flight: distance, no queue (40, not 20: a loaded machine's late timers
-  // must stay under the 25 % that reads as a queue).
-  const { most: far, beyondDoubling } = await beyondGentle(() => 40);
+  // 20 ms whatever is in flight: distance, no queue.
+  const { most: far, beyondDoubling } = await beyondGentle(() => 20);
   assert.ok(far >= 2, `with no queue the window outgrows the gentle ramp: by ${far} batches`);
   assert.ok(beyondDoubling, "with no queue the window grows faster than doubling per round trip (BBR's startup gain)");
-  // 40 ms plus 4 ms per request in flight: a queue that grows with the window.
-  const queued = (await beyondGentle((n) => 40 + 4 * n)).most;
+  // 20 ms plus 1 ms per request in flight: a queue that grows with the window. (Its first answers,
+  // 20 in flight, come in 40 ms, under the 50 ms that widens a far link's first window: the next
+  // test.)
+  const queued = (await beyondGentle((n) => 20 + n)).most;
   console.log(`  beyond the gentle ramp: ${far} batches with no queue, ${queued} with one`);
   // A queue shows once answers are 25 % slower than the fastest: a batch or two of growth before that.
   assert.ok(queued <= 3 && far >= queued + 4, `with a queue the ramp stays near the gentle one: ${queued} batches beyond it (${far} without a queue)`);
 });
 
-test("a far link's first window widens to 8 MiB of samples once the first answers show their size: many small ones, few large", async () => {
+test("a far link's first window widens to 8 MiB of samples once the first answers show their size: many small ones, few large; not on a cold start's slow first answers, and a stall that fools it is undone by the first fast answer", async () => {
   // The most batches outstanding over the first 6 taken, with samples of `bytes` (0: as stored,
-  // ~1 kB) on a 20 ms link with no queue, batches of 2.
-  const early = async (bytes: number) => {
-    const rec = recording(delayed(bytes ? padded(await setup(), bytes) : await setup(), () => 20));
+  // ~1 kB) on a 60 ms link with no queue, batches of 2; and the depth at the epoch's end.
+  const early = async (bytes: number, delayMs: (sinceStartMs: number) => number = () => 60, stepMs = 0) => {
+    const t0 = performance.now();
+    const rec = recording(delayed(bytes ? padded(await setup(), bytes) : await setup(), () => delayMs(performance.now() - t0)));
     const loader = new Loader({ store: rec, ids, batchSize: 2, prefetch: "auto", maxPrefetch: 40, rampStart: 2, seed: 3 });
     let consumed = 0, most = 0;
     for await (const _ of loader.epoch(0)) {
       consumed++;
-      most = Math.max(most, (rec.requests.length - consumed * 2) / 2);
-      if (consumed === 6) break;
+      if (consumed <= 6) most = Math.max(most, (rec.requests.length - consumed * 2) / 2);
+      if (stepMs) await new Promise((r) => setTimeout(r, stepMs));
     }
+    const end = loader.stats().prefetch;
     await loader.close();
-    return most;
+    return { most, end };
   };
   const small = await early(0), large = await early(2 ** 20);
-  console.log(`  most batches outstanding in the first 6: ${small} of ~1 kB samples, ${large} of 1 MiB`);
+  // A near link (1 ms) whose requests of the first 200 ms a stall held up for 60 ms (over three
+  // round trips: it widens), read by a consumer that spends 5 ms a batch: it never waits once
+  // the stall is over, so nothing else deepens the window.
+  const cold = await early(0, (t) => (t < 200 ? 60 : 1), 5);
+  // A near link whose first round trip alone a cold start held up for 60 ms.
+  const coldFirst = await early(0, (t) => (t < 10 ? 60 : 1), 5);
+  console.log(`  most batches outstanding in the first 6: ${small.most} of ~1 kB samples, ${large.most} of 1 MiB; depth at the end ${small.end}, ${large.end}, ${cold.end} after a stall; ${coldFirst.most} outstanding after a cold start`);
   // ~1 kB: 8 MiB is thousands of samples, so the window goes to maxPrefetch (40) at once; the ramp
   // alone reaches at most 2 + 2 × 6 + 1 batches by the 6th batch taken.
-  assert.ok(small >= 30, `small samples widen the first window toward maxPrefetch: ${small} batches outstanding`);
+  assert.ok(small.most >= 30, `small samples widen the first window toward maxPrefetch: ${small.most} batches outstanding`);
   // 1 MiB: 8 samples, 4 batches of 2, and the ramp's growth on top.
-  assert.ok(large <= 4 + 2 * 6 + 1, `large samples keep the first window to its bytes: ${large} batches outstanding`);
+  assert.ok(large.most <= 4 + 2 * 6 + 1, `large samples keep the first window to its bytes: ${large.most} batches outstanding`);
+  assert.ok(coldFirst.most <= 2 + 2 * 6 + 1, `a cold start's first answers do not widen the window: ${coldFirst.most} batches outstanding in the first 6`);
+  // The stall widened the window (its answers looked far); the first fast one undid it.
+  assert.ok(cold.end <= 8, `a near link's depth is not set by a stall: ${cold.end} batches at the end (auto starts at 8; a far link's: ${small.end})`);
   // (A near link never widens: the gentle ramp's test above would see it.)
 });
 
