@@ -67,9 +67,13 @@ export type CassandraClient = cassandra.Client & { readonly options: cassandra.C
  * so that a connection on a congested route has a neighbour to take its share (the 2025
  * paper, §3.3), and more, up to the max, while a source's requests wait for a free slot
  * (src/source/cassandra_source.ts): what is in flight grows with latency × rate through the
- * loader's window, and the connections follow it.
+ * loader's window, and the connections follow it. A far store (a read statement's preparation
+ * took `farMs` or more) gets `far` at once: two connections' 4 096 slots cap a reader at
+ * 150 ms to ~27 000 samples/s, and the driver opens connections one after another, each ~3
+ * round trips (~0.45 s at 150 ms), so growing only on demand left the first epoch short of
+ * slots for a second and more.
  */
-export const ADAPTIVE_CONNECTIONS = { start: 2, max: 8 } as const;
+export const ADAPTIVE_CONNECTIONS = { start: 2, far: 4, farMs: 50, max: 8 } as const;
 const adaptive = new WeakSet<cassandra.Client>();
 /** Whether this client's connections per host were left to cassette (no `connections=` nor driver pooling). */
 export function adaptsConnections(client: cassandra.Client): boolean {

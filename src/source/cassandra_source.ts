@@ -131,7 +131,12 @@ export class CassandraSource implements Source {
     this.#grows = adaptsConnections(store.client);
     this.name = `${store.address} (${dataset})`;
     this.#balanceHosts(); // now, so that requests sent on the same client without this source are balanced too
+    const asked = performance.now();
     this.prepared = prepareAhead(store.client, this.#cql);
+    // A far store: open its connections now, while the caller lists ids (ADAPTIVE_CONNECTIONS.far).
+    if (this.#grows) {
+      this.prepared.then(() => performance.now() - asked >= ADAPTIVE_CONNECTIONS.farMs && this.#grow(ADAPTIVE_CONNECTIONS.far), () => {});
+    }
   }
 
   /** Resolves once the read statement is prepared (started at construction; NOTE [ Racing a statement's preparation ]). */
@@ -143,16 +148,19 @@ export class CassandraSource implements Source {
   }
 
   /**
-   * Requests are waiting for a slot: every local host opens one more connection, up to
-   * ADAPTIVE_CONNECTIONS.max, and the capacity rises as each one opens. Only for a client whose
-   * connections were left to cassette, and one step at a time. The count lives in the client's
-   * pooling options, not the pool: the driver resets each pool's count from them on every
-   * request (lib/host.js setDistance, called from lib/request-handler.js).
+   * Requests are waiting for a slot: every local host opens one more connection (or, with `to`,
+   * as many as make `to`), up to ADAPTIVE_CONNECTIONS.max, and the capacity rises as each one
+   * opens (the driver opens a pool's connections one after another, lib/host.js
+   * _onNewConnectionOpen). Only for a client whose connections were left to cassette, and one
+   * step at a time. The count lives in the client's pooling options, not the pool: the driver
+   * resets each pool's count from them on every request (lib/host.js setDistance, called from
+   * lib/request-handler.js).
    */
-  #grow(): void {
+  #grow(to?: number): void {
     const core = this.#store.client.options.pooling?.coreConnectionsPerHost as Record<number, number> | undefined;
     const local = core?.[LOCAL] ?? 0;
-    if (!core || local >= ADAPTIVE_CONNECTIONS.max) return;
+    const target = Math.min(ADAPTIVE_CONNECTIONS.max, to ?? local + 1);
+    if (!core || local >= target) return;
     const pools: DriverPool[] = [];
     for (const h of this.#hosts()) {
       const pool = h.pool;
@@ -161,13 +169,13 @@ export class CassandraSource implements Source {
       pools.push(pool);
     }
     if (!pools.length) return;
-    core[LOCAL] = local + 1;
+    core[LOCAL] = target;
     for (const pool of pools) {
       if (!this.#watched.has(pool)) {
         this.#watched.add(pool);
         pool.on("open", (err) => err || this.#cap.raise(Math.min(this.#maxInFlight, this.#perConnection * this.#openConnections())));
       }
-      pool.coreConnectionsLength = local + 1;
+      pool.coreConnectionsLength = target;
       pool.increaseSize();
     }
   }

@@ -102,3 +102,38 @@ test("connections: 2 to start, more while requests wait for a slot (not when the
   assert.is(fixed.end, 2, "an address that names its connections keeps them");
   assert.is(fixed.capacity, 32);
 }, { skip: NO_CASSANDRA, timeoutMs: 180_000 });
+
+// A far store (the read statement's preparation took ADAPTIVE_CONNECTIONS.farMs or more) opens
+// ADAPTIVE_CONNECTIONS.far connections at once, before any sample is asked for: the driver opens
+// them one after another, ~3 round trips each, too slow to wait for the window's demand. A near
+// one keeps 2 until requests wait.
+test("connections: a far store opens 4 while the caller lists ids, before any read; a near one keeps 2", async () => {
+  const address = testCassandra("cassette_conns")!;
+  const a = parseStoreAddress(address) as Extract<ReturnType<typeof parseStoreAddress>, { kind: "cassandra" }>;
+  const dataset = `far-${runtime.name}`;
+  const direct = await CassandraStore.open(address);
+  await direct.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
+  await direct.close();
+  const auth = a.username ? `${a.username}:${a.password}@` : "";
+  const connectionsAfter = async (oneWayMs: number) => {
+    const proxy = await startProxy({ target: { host: a.hosts[0], port: a.port }, profile: uniform(oneWayMs) });
+    const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}`);
+    try {
+      const source = new CassandraSource(store, dataset);
+      await source.prepared;
+      // Each connection costs a few round trips: wait up to 20 of them for the far start.
+      const until = runtime.now() + 40 * oneWayMs + 500;
+      while (source.connections < ADAPTIVE_CONNECTIONS.far && runtime.now() < until) await new Promise((r) => setTimeout(r, 20));
+      return { connections: source.connections, capacity: source.capacity, inFlight: source.inFlight() };
+    } finally {
+      await store.close();
+      await proxy.close();
+    }
+  };
+  const far = await connectionsAfter(40); // RTT 80 ms
+  assert.is(far.connections, ADAPTIVE_CONNECTIONS.far, `a store 80 ms away opens ${ADAPTIVE_CONNECTIONS.far} connections: ${far.connections}`);
+  assert.is(far.capacity, 2048 * ADAPTIVE_CONNECTIONS.far, "and its capacity follows them");
+  assert.is(far.inFlight, 0, "with no sample asked for");
+  const near = await connectionsAfter(2); // RTT 4 ms
+  assert.is(near.connections, ADAPTIVE_CONNECTIONS.start, `a store 4 ms away keeps ${ADAPTIVE_CONNECTIONS.start}: ${near.connections}`);
+}, { skip: NO_CASSANDRA, timeoutMs: 120_000 });
