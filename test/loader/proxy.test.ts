@@ -14,22 +14,27 @@ import { ADAPTIVE_CONNECTIONS } from "../../src/source/cassandra_client.ts";
 import { Loader } from "../../src/loader.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
-test("ready order through jitter and a congested connection: 2 ranks × 3 epochs, every id exactly once per epoch", async () => {
-  const address = testCassandra("cassette_jitter")!;
+/** A dataset of `count` samples of `bytes` each (sample i filled with i mod `fill`) in `keyspace`, and how to reach its node. */
+async function seeded(keyspace: string, name: string, count: number, bytes: number, fill: number) {
+  const address = testCassandra(keyspace)!;
   const a = parseStoreAddress(address) as Extract<ReturnType<typeof parseStoreAddress>, { kind: "cassandra" }>;
-  const dataset = `jitter-${runtime.name}`;
+  const dataset = `${name}-${runtime.name}`;
   const direct = await CassandraStore.open(address);
   await direct.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
-  await direct.put(dataset, Array.from({ length: 400 }, (_, i) => ({ key: `k${i}`, label: i % 7, data: new Uint8Array(2048).fill(i % 256) })));
+  if (count) await direct.put(dataset, Array.from({ length: count }, (_, i) => ({ key: `k${i}`, label: i % 7, data: new Uint8Array(bytes).fill(i % fill) })));
   const ids: string[] = [];
   for await (const page of direct.scanNat(dataset)) ids.push(...page.map((r) => r.id));
   await direct.close();
+  return { a, dataset, ids, auth: a.username ? `${a.username}:${a.password}@` : "" };
+}
+
+test("ready order through jitter and a congested connection: 2 ranks × 3 epochs, every id exactly once per epoch", async () => {
+  const { a, dataset, ids, auth } = await seeded("cassette_jitter", "jitter", 400, 2048, 256);
 
   const proxy = await startProxy({
     target: { host: a.hosts[0], port: a.port },
     profile: unevenEvery(2, { delayMs: 8, jitterMs: 6, bandwidthBytesPerSec: 300_000 }, { delayMs: 2, jitterMs: 2 }),
   });
-  const auth = a.username ? `${a.username}:${a.password}@` : "";
   const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}?connections=3`);
   try {
     for (let epoch = 0; epoch < 3; epoch++) {
@@ -56,16 +61,7 @@ test("ready order through jitter and a congested connection: 2 ranks × 3 epochs
 // ADAPTIVE_CONNECTIONS.max, while requests wait for a slot; an address that names a count keeps
 // it. `requests=16` makes each connection's slots few, so a window of 256 must wait for them.
 test("connections: 2 to start, more while requests wait for a slot (not when the address names them), every id once", async () => {
-  const address = testCassandra("cassette_conns")!;
-  const a = parseStoreAddress(address) as Extract<ReturnType<typeof parseStoreAddress>, { kind: "cassandra" }>;
-  const dataset = `conns-${runtime.name}`;
-  const direct = await CassandraStore.open(address);
-  await direct.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
-  await direct.put(dataset, Array.from({ length: 600 }, (_, i) => ({ key: `k${i}`, label: i % 5, data: new Uint8Array(512).fill(i % 251) })));
-  const ids: string[] = [];
-  for await (const page of direct.scanNat(dataset)) ids.push(...page.map((r) => r.id));
-  await direct.close();
-  const auth = a.username ? `${a.username}:${a.password}@` : "";
+  const { a, dataset, ids, auth } = await seeded("cassette_conns", "conns", 600, 512, 251);
 
   const read = async (query: string) => {
     const proxy = await startProxy({ target: { host: a.hosts[0], port: a.port }, profile: uniform(3) });
@@ -108,13 +104,7 @@ test("connections: 2 to start, more while requests wait for a slot (not when the
 // them one after another, ~3 round trips each, too slow to wait for the window's demand. A near
 // one keeps 2 until requests wait.
 test("connections: a far store opens 4 while the caller lists ids, before any read; a near one keeps 2", async () => {
-  const address = testCassandra("cassette_conns")!;
-  const a = parseStoreAddress(address) as Extract<ReturnType<typeof parseStoreAddress>, { kind: "cassandra" }>;
-  const dataset = `far-${runtime.name}`;
-  const direct = await CassandraStore.open(address);
-  await direct.createDataset({ version: 1, name: dataset, columns: [], groupBy: [], label: { kind: "int" } });
-  await direct.close();
-  const auth = a.username ? `${a.username}:${a.password}@` : "";
+  const { a, dataset, auth } = await seeded("cassette_conns", "far", 0, 0, 1);
   const connectionsAfter = async (oneWayMs: number) => {
     const proxy = await startProxy({ target: { host: a.hosts[0], port: a.port }, profile: uniform(oneWayMs) });
     const store = await CassandraStore.open(`cassandra://${auth}127.0.0.1:${proxy.port}/${a.keyspace}`);
