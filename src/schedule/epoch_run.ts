@@ -73,6 +73,8 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   #error?: Error;
   #wake?: () => void;
   #lastHandOver = 0;
+  #handed = 0; // batches handed over
+  #urging = false; // asked the read path to re-ask samples stuck far longer than usual (NOTE [ Epoch tail ])
   readonly #askedAt: Float64Array; // when each plan position was asked for (its latency)
   readonly #conns = new Map<string, ConnCount>(); // per node (or connection) since the last hand-over
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
@@ -145,6 +147,12 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
         const now = runtime.now();
         this.#host.handedOver(batch, now - this.#lastHandOver, now - t0, this.#conns);
         this.#lastHandOver = now;
+        this.#handed++;
+        // Mid-epoch the consumer no longer waits; in the tail it soon will again (ended() stops it).
+        if (this.#urging && this.#next < this.#plan.length) {
+          this.#urging = false;
+          this.#host.urge(false);
+        }
         this.#outstanding -= freed; // after handedOver: the memory bound counts the batch going out
         this.#window!.consumed();
         this.pump();
@@ -165,7 +173,15 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
         this.#host.starved(this.#window!);
         this.pump();
       }
-      if (this.#next === this.#plan.length && this.#pending > 0) this.#host.urge(true);
+      // The consumer waits on what is in flight alone: everything requested (the tail), or
+      // mid-epoch with nothing more to ask for now, once a batch has shown the usual latency.
+      if (this.#pending > 0 && !this.#urging) {
+        const blocked = this.#host.room(this) <= 0 || this.#saturated;
+        if (this.#next === this.#plan.length || (blocked && this.#handed > 0)) {
+          this.#urging = true;
+          this.#host.urge(true);
+        }
+      }
       await new Promise<void>((r) => (this.#wake = r));
     }
   }
@@ -178,6 +194,14 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
    * sends them where they should finish first. This is HedgeSource's second trigger
    * (`urge`, src/read/hedge.ts), inside the retries: the first answer wins, the other is
    * dropped there, and an error waits for the other attempt. Option `reaskTail`.
+   *
+   * The same holds mid-epoch whenever the consumer waits with nothing more to ask for (the
+   * window full of outstanding samples, or the source saturated): congestion that moves onto
+   * the connection holding most of the window (the rate-based choice had sent it there, away
+   * from the one congested before) leaves every outstanding sample stuck behind 1 MB/s, and
+   * ready order stalled for the whole 2 s the congestion stayed (bench/RESULTS.md). Mid-epoch
+   * the trigger waits for a first batch (the usual latency is not known before) and stops at
+   * the next hand-over: only what stays stuck while the consumer waits is asked again.
    */
 
   /** Breaking out of `for await` ends the epoch. */
