@@ -27,6 +27,8 @@ export interface Contender {
   name: string;
   /** One measured repetition. */
   run: () => unknown | Promise<unknown>;
+  /** Before each repetition, warm-ups included, not timed (e.g. a fresh client). */
+  before?: () => unknown | Promise<unknown>;
   /** Units of work one repetition does (images, megapixels, bytes…). */
   work: number;
   /** Ratios are given relative to this contender (default: the slowest). */
@@ -57,9 +59,10 @@ export interface Row {
 export async function compare(title: string, opts: CompareOptions, contenders: Contender[]): Promise<Row[]> {
   const rounds = opts.rounds ?? 11;
   const times = new Map<string, number[]>(contenders.map((c) => [c.name, []]));
-  for (let w = 0; w < (opts.warmup ?? 1); w++) for (const c of contenders) await c.run();
+  for (let w = 0; w < (opts.warmup ?? 1); w++) for (const c of contenders) await c.before?.(), await c.run();
   for (let r = 0; r < rounds; r++) {
     for (const c of contenders) {
+      await c.before?.();
       const t0 = runtime.now();
       await c.run();
       times.get(c.name)!.push((runtime.now() - t0) / 1000);

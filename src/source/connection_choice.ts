@@ -17,6 +17,12 @@
  * count, so the driver needs no further patching. A lane with nothing in flight always costs 0
  * (an idle link's rate is unknown, and learning it costs one round trip), so no lane starves
  * for good; an unmeasured lane counts as fast as the fastest.
+ *
+ * The average lags: it takes one sample per pick interval, and while a loader's window is
+ * full no picks come, so a lane that was fast until congestion moved onto it kept its old
+ * rate, and the requests asked again to get round it went back onto it (bench/RESULTS.md,
+ * moving congestion). So a lane silent for S ms (≥ RATE_INTERVAL_MS) with work in flight is
+ * taken to complete at most one request per S ms: what it has shown since, not before.
  */
 
 /** A connection as the chooser sees it (cassandra-driver's Connection has this method). */
@@ -33,6 +39,9 @@ interface LaneRate {
   sent: number;
   lastDone: number;
   lastT: number;
+  /** Completions when progress was last seen, and when (or when the lane was last idle). */
+  progressDone: number;
+  progressT: number;
   /** Completions per ms; undefined until measured. */
   rate?: number;
 }
@@ -56,9 +65,10 @@ export class RateChooser {
     const seen: [Lane, number, LaneRate][] = [];
     for (const lane of lanes) {
       let r = this.#lanes.get(lane);
-      if (!r) this.#lanes.set(lane, (r = { sent: 0, lastDone: 0, lastT: t }));
+      if (!r) this.#lanes.set(lane, (r = { sent: 0, lastDone: 0, lastT: t, progressDone: 0, progressT: t }));
       const inFlight = lane.getInFlight();
       const done = Math.max(r.lastDone, r.sent - inFlight);
+      if (done > r.progressDone || inFlight === 0) r.progressDone = done, r.progressT = t;
       if (t - r.lastT >= RATE_INTERVAL_MS) {
         // Only intervals with work in flight say anything about the link.
         if (inFlight > 0 || done > r.lastDone) {
@@ -73,7 +83,10 @@ export class RateChooser {
     let best: LaneRate | undefined, bestLane: Lane | undefined, bestCost = Infinity;
     for (const [lane, inFlight, r] of seen) {
       if (inFlight >= maxInFlight || (lane === previous && lanes.length > 1)) continue;
-      const rate = fastest > 0 ? Math.max(r.rate ?? fastest, fastest * 1e-6) : 1;
+      let rate = fastest > 0 ? Math.max(r.rate ?? fastest, fastest * 1e-6) : 1;
+      // Silent for S ms with work in flight: at most one completion per S ms, whatever it did before.
+      const silent = t - r.progressT;
+      if (inFlight > 0 && silent > RATE_INTERVAL_MS) rate = Math.min(rate, 1 / silent);
       const cost = inFlight === 0 ? 0 : (inFlight + 1) / rate;
       if (cost < bestCost) bestCost = cost, best = r, bestLane = lane;
     }

@@ -8,7 +8,7 @@ class FakeLane implements Lane {
   inFlight = 0;
   credit = 0;
   done = 0;
-  readonly perMs: number;
+  perMs: number;
   constructor(perMs: number) {
     this.perMs = perMs;
   }
@@ -82,4 +82,29 @@ test("limits: never past maxInFlight, undefined when all are full, a retry avoid
   assert.is(chooser.pick(lanes, 5), lanes[0], "idle lane first");
   assert.is(chooser.pick(lanes, 5, lanes[0]), lanes[1], "previous avoided");
   assert.is(chooser.pick([lanes[0]], 5, lanes[0]), lanes[0], "unless it is the only one");
+});
+
+test("congestion that moves onto a fast lane: once it is silent with work in flight, requests go to the lane that recovered, not back onto it", () => {
+  const seed = freshSeed();
+  const r = rng(seed);
+  const stuckLane = new FakeLane(3), other = new FakeLane(3);
+  const lanes = r() < 0.5 ? [stuckLane, other] : [other, stuckLane];
+  let now = 0;
+  const chooser = new RateChooser(() => now);
+  // Phase 1: the other lane is congested (nothing completes), so the window goes to this one.
+  other.perMs = 0;
+  simulate(lanes, 200, 1000, (t) => (now = t, chooser.pick(lanes, 2048)));
+  // Phase 2: the congestion moves. Nothing is picked for 150 ms (the window is full of samples
+  // stuck on the lane that just turned slow), then 100 of them are asked again at once.
+  stuckLane.perMs = 0, other.perMs = 3;
+  for (let t = 1000; t < 1150; t++) (now = t), lanes.forEach((l) => l.tick());
+  const before = stuckLane.inFlight;
+  let onto = 0;
+  for (let k = 0; k < 100; k++) {
+    const l = chooser.pick(lanes, 2048) as FakeLane;
+    if (l === stuckLane) onto++;
+    l.inFlight++;
+  }
+  assert.ok(before >= 50, `seed ${seed}: the window was on the lane that turned slow: ${before}`);
+  assert.ok(onto <= 5, `seed ${seed}: ${onto} of 100 requests asked again went back onto the lane silent for 150 ms`);
 });
