@@ -118,10 +118,10 @@ export interface LoaderOptions<T = Sample> {
   readAhead?: boolean | "auto";
   /**
    * At an epoch's end, once everything is requested and the consumer waits, ask once more for
-   * a sample pending far longer than usual (NOTE [ Epoch tail ]); the first answer wins. Also
-   * mid-epoch, whenever the consumer waits with the window full: a connection that turned slow
-   * holds no window hostage (default false; train.ts, `cassette read` and the read bench turn
-   * it on).
+   * a sample pending far longer than usual (NOTE [ Epoch tail ]); the first answer wins. Without
+   * `decode` and `transform`, also mid-epoch, whenever the consumer waits with the window full: a
+   * connection that turned slow holds no window hostage (default false; train.ts, `cassette
+   * read` and the read bench turn it on).
    */
   reaskTail?: boolean;
   /** Cassandra: "rate" (default) sends each request where it should finish first; "driver" leaves the choice to the driver. */

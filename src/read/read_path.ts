@@ -66,9 +66,14 @@ export class ReadPath {
     return this.#source;
   }
 
-  /** The consumer waits at an epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ] in src/schedule/epoch_run.ts. */
-  urge(on: boolean): void {
-    if (this.#o.reaskTail) this.#hedge?.urge(on);
+  /**
+   * The consumer waits on what is in flight (true), or no longer (false): NOTE [ Epoch tail ] in
+   * src/schedule/epoch_run.ts. Mid-epoch (`stall`) only where a re-ask repeats a fetch alone:
+   * with decoding or a transform under the hedge, it would run that work twice.
+   */
+  urge(on: boolean, stall = false): void {
+    if (!this.#o.reaskTail || (on && stall && (this.#o.decode || this.#o.transform))) return;
+    this.#hedge?.urge(on);
   }
 
   /** The consumer waited `waitMs` for a batch: the decode pool's demand signal (NOTE [ Worker scaling ]). */

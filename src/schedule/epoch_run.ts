@@ -41,8 +41,8 @@ export interface RunHost<S extends Fetched, T> {
   answered(ms: number, bytes: number): void;
   /** The consumer found nothing ready with the window full. */
   starved(window: Window): void;
-  /** The consumer waits at the epoch's end (true), or the epoch ended (false): NOTE [ Epoch tail ]. */
-  urge(on: boolean): void;
+  /** The consumer waits on what is in flight (true: at the epoch's end, or mid-epoch, `stall`), or no longer (false): NOTE [ Epoch tail ]. */
+  urge(on: boolean, stall?: boolean): void;
   duplicate(): void;
   /** A sample of `epoch` given up on (`onError: "skip"`), with why. */
   skipped(epoch: number, id: string, reason: string): void;
@@ -74,7 +74,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   #wake?: () => void;
   #lastHandOver = 0;
   #handed = 0; // batches handed over
-  #urging = false; // asked the read path to re-ask samples stuck far longer than usual (NOTE [ Epoch tail ])
+  #urging?: "tail" | "stall"; // asked the read path to re-ask samples stuck far longer than usual (NOTE [ Epoch tail ])
   readonly #askedAt: Float64Array; // when each plan position was asked for (its latency)
   readonly #conns = new Map<string, ConnCount>(); // per node (or connection) since the last hand-over
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
@@ -149,8 +149,8 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
         this.#lastHandOver = now;
         this.#handed++;
         // Mid-epoch the consumer no longer waits; in the tail it soon will again (ended() stops it).
-        if (this.#urging && this.#next < this.#plan.length) {
-          this.#urging = false;
+        if (this.#urging === "stall") {
+          this.#urging = undefined;
           this.#host.urge(false);
         }
         this.#outstanding -= freed; // after handedOver: the memory bound counts the batch going out
@@ -175,11 +175,12 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
       }
       // The consumer waits on what is in flight alone: everything requested (the tail), or
       // mid-epoch with nothing more to ask for now, once a batch has shown the usual latency.
-      if (this.#pending > 0 && !this.#urging) {
+      if (this.#pending > 0 && this.#urging !== "tail") {
         const blocked = this.#host.room(this) <= 0 || this.#saturated;
-        if (this.#next === this.#plan.length || (blocked && this.#handed > 0)) {
-          this.#urging = true;
-          this.#host.urge(true);
+        const want = this.#next === this.#plan.length ? "tail" : blocked && this.#handed > 0 ? "stall" : undefined;
+        if (want && want !== this.#urging) {
+          this.#urging = want;
+          this.#host.urge(true, want === "stall");
         }
       }
       await new Promise<void>((r) => (this.#wake = r));
@@ -201,7 +202,10 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
    * from the one congested before) leaves every outstanding sample stuck behind 1 MB/s, and
    * ready order stalled for the whole 2 s the congestion stayed (bench/RESULTS.md). Mid-epoch
    * the trigger waits for a first batch (the usual latency is not known before) and stops at
-   * the next hand-over: only what stays stuck while the consumer waits is asked again.
+   * the next hand-over: only what stays stuck while the consumer waits is asked again. The read
+   * path takes it only where a re-ask repeats a fetch alone: with decoding or a transform
+   * beneath the re-ask, a sample slow mid-epoch is more often slow work than a stuck
+   * connection, and asking again would run that work twice (src/read/read_path.ts).
    */
 
   /** Breaking out of `for await` ends the epoch. */

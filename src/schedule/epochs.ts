@@ -50,8 +50,8 @@ export interface ScheduleOptions<S extends Fetched, T> extends RunOptions<S, T> 
 export interface ScheduleSource<S extends Fetched> {
   /** The source, opened on first use; its drain is reported to `drained()`. */
   source(): Promise<Source<S>>;
-  /** The consumer waits at an epoch's end (true), or the epoch ended (false). */
-  urge(on: boolean): void;
+  /** The consumer waits on what is in flight (true: at an epoch's end, or mid-epoch, `stall`), or no longer / the epoch ended (false). */
+  urge(on: boolean, stall?: boolean): void;
   /** The consumer waited `waitMs` for the batch just handed over (the decode pool sizes itself by it). */
   demand(waitMs: number): void;
 }
@@ -165,8 +165,8 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.#depth.starved(window, this.stats.batches);
   }
 
-  urge(on: boolean): void {
-    this.#read.urge(on);
+  urge(on: boolean, stall?: boolean): void {
+    this.#read.urge(on, stall);
   }
 
   duplicate(): void {

@@ -135,7 +135,8 @@ test("hybrid decode matches the WASM decoder on fresh narrow images (1–4 pixel
     const full = jpeg.decode(bytes);
     const [got] = await gpuDecode(device, [jpeg.decodeCoefficients(bytes)]);
     const { max, at } = maxDiff(got, full.data);
-    assert.ok(max <= 2, `seed ${seed}, ${w}×${h} ${sampling}: max diff ${max} at byte ${at}: GPU ${got[at]}, WASM ${full.data[at]}`);
+    // ±3, as on the corpus above: the WASM decoder's IDCT is libjpeg's integer one, the GPU's f32.
+    assert.ok(max <= 3, `seed ${seed}, ${w}×${h} ${sampling}: max diff ${max} at byte ${at}: GPU ${got[at]}, WASM ${full.data[at]}`);
   }
 }, { timeoutMs: 240_000 });
 

@@ -131,7 +131,7 @@ test("the ramp on a far link: triples per round trip while answers show no queue
   const queued = (await beyondGentle((n) => 20 + n)).most;
   console.log(`  beyond the gentle ramp: ${far} batches with no queue, ${queued} with one`);
   // A queue shows once answers are 25 % slower than the fastest: a batch or two of growth before that.
-  assert.ok(queued <= 3 && far >= queued + 4, `with a queue the ramp stays near the gentle one: ${queued} batches beyond it (${far} without a queue)`);
+  assert.ok(queued <= 4 && far >= queued + 4, `with a queue the ramp stays near the gentle one: ${queued} batches beyond it (${far} without a queue)`);
 });
 
 test("a far link's first window widens to 8 MiB of samples once the first answers show their size: many small ones, few large; not on a cold start's slow first answers, and a stall that fools it is undone by the first fast answer", async () => {
