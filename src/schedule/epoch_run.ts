@@ -38,7 +38,7 @@ export interface RunHost<S extends Fetched, T> {
   /** A batch was handed over. */
   handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void;
   /** A request was answered after `ms` with a sample that holds `bytes` (its bytes, and its pixels when decoded). */
-  answered(ms: number, bytes: number): void;
+  answered(ms: number, bytes: number, now: number): void;
   /** The consumer found nothing ready with the window full. */
   starved(window: Window): void;
   /** The consumer waits on what is in flight (true: at the epoch's end, or mid-epoch, `stall`), or no longer (false): NOTE [ Epoch tail ]. */
@@ -116,6 +116,10 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   }
   get allRequested(): boolean {
     return this.#next === this.#plan.length;
+  }
+  /** The window begin() gave it (none while read ahead). */
+  get window(): Window | undefined {
+    return this.#window;
   }
   windowSamples(): number {
     return this.#window?.samples() ?? 0;
@@ -275,7 +279,8 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     if (!this.#ledger.deliver(pos)) return this.#host.duplicate();
     // What the sample holds while it waits: its bytes, and its pixels when the read path decoded it.
     const image = (s as { image?: { data?: { byteLength: number } } }).image;
-    this.#host.answered(runtime.now() - this.#askedAt[pos], s.data.length + (image?.data?.byteLength ?? 0));
+    const now = runtime.now();
+    this.#host.answered(now - this.#askedAt[pos], s.data.length + (image?.data?.byteLength ?? 0), now);
     if (s.conn) {
       const c = this.#conns.get(s.conn);
       if (c) c.bytes += s.data.length, c.samples++;

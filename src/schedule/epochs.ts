@@ -66,8 +66,6 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   #sizedBytes = 0;
   readonly #depth: DepthPolicy;
   #active?: EpochRun<S, T>;
-  /** The active epoch's window. */
-  #window?: Window;
   /** The window widened to its bytes (NOTE [ First window in bytes ]): once a loader. */
   #widened?: Window;
   /** The next epoch, read ahead near the active one's end (option readAhead). */
@@ -105,8 +103,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     // The ramp guards the first start of a link; later epochs start at the depth the loader
     // has learned, which is the steady state, not a burst above it.
     const start = this.#depth.rampedUp() ? prefetch : o.rampStart;
-    this.#window = new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch, () => this.#depth.unqueued());
-    run.begin(this.#window);
+    run.begin(new Window(o.batchSize, prefetch, start, auto ? Math.max(prefetch, o.maxPrefetch) : prefetch, () => this.#depth.unqueued()));
     const mode = readAhead ?? o.readAhead;
     this.#readAhead = mode === true || (mode === "auto" && this.#previous === epoch - 1);
     this.#previous = epoch;
@@ -147,11 +144,11 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.outstanding();
   }
 
-  answered(ms: number, bytes: number): void {
+  answered(ms: number, bytes: number, now: number): void {
     this.#sizedBytes += bytes;
     this.#sized++;
-    this.#depth.answered(ms, runtime.now());
-    const w = this.#window;
+    this.#depth.answered(ms, now);
+    const w = this.#active?.window;
     if (!w) return;
     if (!this.#widened && this.#depth.farAtLeast(WIDE_MS)) {
       this.#widened = w;
