@@ -7,10 +7,10 @@
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
- *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--quick] [--json]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--quick] [--json]
  *
  * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
- * (Linux: /proc/self/task/PID/stat, 10 ms ticks). 1e6 ÷ that is the most samples per second
+ * (Linux: /proc/self/task/PID/schedstat, ns). 1e6 ÷ that is the most samples per second
  * one thread could feed a GPU fast enough never to be the limit: the ceiling that matters on
  * a real card, where the store and the cores keep up.
  *
@@ -20,9 +20,13 @@
  *
  * `--grey` decodes to one channel (`decode: { grey: true }`), as train.ts does for its grey models.
  *
- * `--into-ab` runs each worker count twice: read workers decoding straight into their packets
- * (decodeInto, the default) and into an array per image copied at the flush, as before
- * (CASSETTE_READ_INTO=0 in the workers' environment).
+ * The consumer puts each batch's pixels into one staging buffer, as a GPU upload would: one
+ * copy of the batch's image table where the batch has one (read workers' packets, NOTE
+ * [ Packets ] in src/read/packet.ts), else one copy per sample's image.
+ *
+ * `--per-sample` runs each worker count twice: batches made of the workers' packets (the
+ * default), and samples handed over one by one as before packets (a transform function on the
+ * loader's thread asks for that: `transform: (s) => s`).
  *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
@@ -32,15 +36,16 @@
 import { existsSync, readFileSync } from "node:fs";
 import { runtime } from "../runtime-adapters/index.ts";
 import { Loader } from "../src/loader.ts";
+import type { Sample } from "../src/read/sample.ts";
 import { openStore } from "../src/source/open.ts";
 import { ingest } from "../src/dataset/ingest.ts";
 import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
   program: "bench/read_workers.bench.ts",
-  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--into-ab] [--quick] [--json]",
+  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--quick] [--json]",
   valued: ["store", "dataset", "workers", "samples", "rounds", "step-ms", "idx"],
-  flags: ["grey", "quick", "into-ab"],
+  flags: ["grey", "quick", "per-sample"],
 });
 const quick = args.has("quick");
 const json = args.has("json");
@@ -49,8 +54,8 @@ const address = args.str("store", "sqlite:data/fashion-mnist.sqlite");
 const dataset = args.str("dataset", "fashion-mnist");
 const counts = args.list("workers", ["0", "1", "2"]).map(Number);
 if (!counts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
-// A contender: a worker count, and (with --into-ab) -w for the same count without decodeInto.
-const workerCounts = args.has("into-ab") ? counts.flatMap((w) => (w > 0 ? [w, -w] : [w])) : counts;
+// A contender: a worker count, and (with --per-sample) -w for the same count handing over sample by sample.
+const workerCounts = args.has("per-sample") ? counts.flatMap((w) => (w > 0 ? [w, -w] : [w])) : counts;
 const rounds = args.int("rounds", quick ? 1 : 5);
 const stepMs = args.num("step-ms", 0);
 const log = (s: string) => json || console.log(s);
@@ -81,13 +86,16 @@ try {
 }
 ids = ids.slice(0, want);
 
-/** CPU time of the calling thread in ms (the main thread's id is the process id), or NaN off Linux. */
+/**
+ * CPU time of the calling thread in ms (the main thread's id is the process id), or NaN off
+ * Linux: schedstat's time on the CPU, in ns (stat's utime + stime count 10 ms ticks, too coarse
+ * for a thread that spends ~1 µs a sample).
+ */
 const pid = (globalThis as { process?: { pid: number } }).process?.pid;
 function threadCpuMs(): number {
-  const f = `/proc/self/task/${pid}/stat`;
+  const f = `/proc/self/task/${pid}/schedstat`;
   if (!pid || !existsSync(f)) return Number.NaN;
-  const fields = readFileSync(f, "utf8").split(") ")[1].split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 100 Hz ticks
+  return Number(readFileSync(f, "utf8").split(" ")[0]) / 1e6;
 }
 
 function busy(ms: number): void {
@@ -96,18 +104,35 @@ function busy(ms: number): void {
 }
 
 interface Result { samplesPerSec: number; threadUsPerSample: number }
+/** Where the consumer puts each batch's pixels (a GPU staging buffer's stand-in). */
+let staging = new Uint8Array(1 << 20);
 async function once(contender: number, seed: number): Promise<Result> {
   const workers = Math.abs(contender);
-  // Read by each read worker as it starts (src/read/read_worker.ts).
-  (globalThis as { process?: { env: Record<string, string | undefined> } }).process!.env.CASSETTE_READ_INTO = contender < 0 ? "0" : "1";
-  const loader = new Loader({ store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true });
+  const loader = new Loader({
+    store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true,
+    ...(contender < 0 ? { transform: (s: Sample) => s } : {}),
+  });
   try {
     for await (const b of loader.epoch(0)) if (stepMs) busy(stepMs), void b;
     const t0 = runtime.now(), c0 = threadCpuMs();
     let n = 0, px = 0;
     for await (const b of loader.epoch(1)) {
       n += b.ids.length;
-      for (const s of b.items) px += s.image!.data.length; // every sample decoded
+      if (b.images) {
+        if (b.images.pixels.length > staging.length) staging = new Uint8Array(b.images.pixels.length * 2);
+        staging.set(b.images.pixels);
+        px += b.images.pixels.length;
+        b.release?.();
+      } else {
+        let at = 0;
+        for (const s of b.items) {
+          const d = s.image!.data; // every sample decoded
+          if (at + d.length > staging.length) staging = Uint8Array.from({ length: 2 * (at + d.length) }, (_, i) => staging[i] ?? 0);
+          staging.set(d, at);
+          at += (d.length + 3) & ~3;
+        }
+        px += at;
+      }
       if (stepMs) busy(stepMs);
     }
     const ms = runtime.now() - t0, cpu = threadCpuMs() - c0 - (stepMs ? (stepMs * Math.ceil(n / 128)) : 0);
@@ -120,7 +145,7 @@ async function once(contender: number, seed: number): Promise<Result> {
 
 const name = (c: number) => {
   const w = Math.abs(c);
-  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) + (c < 0 ? ", no into" : "");
+  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) + (c < 0 ? ", per sample" : w > 0 ? ", packets" : "");
 };
 log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on${grey ? " (grey)" : ""}, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
 const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));

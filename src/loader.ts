@@ -24,7 +24,8 @@
  * ```
  */
 import { CassetteError } from "./errors.ts";
-import { epochPlan } from "./plan/epoch.ts";
+import { epochOrder, epochPlan } from "./plan/epoch.ts";
+import type { RunPlan } from "./schedule/epoch_run.ts";
 import { assertUnique } from "./schedule/ledger.ts";
 import { EpochScheduler } from "./schedule/epochs.ts";
 import { checkResumeState, HandedOver, type LoaderState, type PlanIdentity, resumed } from "./schedule/resume.ts";
@@ -233,7 +234,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
       // What this epoch hands over is recorded for state(); a resume's epoch starts from the
       // state's record and leaves its samples out.
       const from = this.#resume?.epoch === epoch ? this.#resume : undefined;
-      const handed = from ? resumed(from, this.#planOf(epoch)) : new HandedOver(epoch, this.#planOf(epoch));
+      const handed = from ? resumed(from, this.#planOf(epoch).ids) : new HandedOver(epoch, this.#planOf(epoch).ids);
       const skip = new Set(opts.skip ?? []);
       if (from) for (const id of handed.ids()) skip.add(id);
       const run = this.#schedule.epoch(epoch, skip, opts.readAhead);
@@ -253,15 +254,26 @@ export class Loader<T = Sample> implements AsyncDisposable {
   #resume?: LoaderState;
   #handed?: HandedOver;
 
-  /** The plan of `epoch` (the last two kept: the scheduler and state() ask for the same ones). */
-  #planOf(epoch: number): string[] {
+  /**
+   * The plan of `epoch` (the last two kept: the scheduler and state() ask for the same ones),
+   * with its positions in the split where it is drawn without shards (read workers are sent those).
+   */
+  #planOf(epoch: number): RunPlan {
     const hit = this.#plans.find((p) => p.epoch === epoch);
     if (hit) return hit.plan;
-    const plan = epochPlan(this.options.ids, { ...this.#identity(), epoch, ...(this.#shards?.groups ? { groups: this.#shards.groups } : {}) });
+    const ids = this.options.ids, o = { ...this.#identity(), epoch };
+    let plan: RunPlan;
+    if (this.#shards?.groups) plan = { ids: epochPlan(ids, { ...o, groups: this.#shards.groups }) };
+    else {
+      const order = epochOrder(ids.length, o);
+      const planned = new Array<string>(order.length);
+      for (let i = 0; i < order.length; i++) planned[i] = ids[order[i]];
+      plan = { ids: planned, split: { ids, order } };
+    }
     this.#plans = [{ epoch, plan }, ...this.#plans.slice(0, 1)];
     return plan;
   }
-  #plans: { epoch: number; plan: string[] }[] = [];
+  #plans: { epoch: number; plan: RunPlan }[] = [];
 
   #identity(): PlanIdentity {
     const o = this.options;
@@ -276,8 +288,8 @@ export class Loader<T = Sample> implements AsyncDisposable {
    */
   state(): LoaderState {
     const h = this.#handed;
-    if (!h) return this.#resume ?? new HandedOver(0, this.#planOf(0)).state(this.#identity());
-    if (h.finished) return new HandedOver(h.epoch + 1, this.#planOf(h.epoch + 1)).state(this.#identity());
+    if (!h) return this.#resume ?? new HandedOver(0, this.#planOf(0).ids).state(this.#identity());
+    if (h.finished) return new HandedOver(h.epoch + 1, this.#planOf(h.epoch + 1).ids).state(this.#identity());
     return h.state(this.#identity());
   }
 

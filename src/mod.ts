@@ -34,7 +34,7 @@ export type { ExportOptions, ExportSummary, ShardExportOptions, ShardExportSumma
 export type { IngestOptions, IngestSummary } from "./dataset/ingest.ts";
 export { createSplits, loadSplit, loadSplits, saveSplits } from "./dataset/splits.ts";
 export type { Split, SplitFile, SplitParams } from "./dataset/splits.ts";
-export { epochPlan } from "./plan/epoch.ts";
+export { epochOrder, epochPlan } from "./plan/epoch.ts";
 export type { EpochPlanOptions } from "./plan/epoch.ts";
 export { Loader } from "./loader.ts";
 export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, SkippedSample } from "./loader.ts";

@@ -12,6 +12,7 @@
 import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
+import { CHANNELS, column, HEIGHT, IMAGE_AT, LABEL, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, WIDTH } from "../read/packet.ts";
 
 export interface Batch<T = Sample> {
   epoch: number;
@@ -31,6 +32,57 @@ export interface Batch<T = Sample> {
   targetWidth?: number;
   /** Blob labels decoded by the read path (a mask per sample), in the batch's order. */
   masks?: NonNullable<Sample["mask"]>[];
+  /**
+   * The decoded images as one table (batches made from read workers' packets, NOTE [ Packets ]
+   * in src/read/packet.ts): every image's pixels in one buffer, ready for one upload. `items`
+   * then holds Sample records made on first access only.
+   */
+  images?: ImageTable;
+  /**
+   * Batches made of read workers' packets: gives the batch's buffer (its `images`' pixels and
+   * its `data`) back to the worker that filled it, to fill again, so that a steady epoch
+   * allocates no pixel memory per batch. Call it once done with those bytes (loaderBatches
+   * does, once they are in the GPU's staging buffer); after it they read as empty. Without
+   * it, the buffer is garbage collected as any other.
+   */
+  release?: () => void;
+}
+
+/**
+ * A batch's decoded images: image i is `pixels[at[i] .. at[i] + width[i]·height[i]·channels[i])`,
+ * u8 HWC, rows unpadded, starting on a 4-byte boundary (channels 0: not decoded).
+ */
+export interface ImageTable {
+  pixels: Uint8Array<ArrayBuffer>;
+  at: Int32Array<ArrayBuffer>;
+  width: Int32Array<ArrayBuffer>;
+  height: Int32Array<ArrayBuffer>;
+  channels: Int32Array<ArrayBuffer>;
+  /** EXIF orientation 1-8 as decoded (src/decode/orient.ts). */
+  orientation: Int32Array<ArrayBuffer>;
+}
+
+/**
+ * A batch that is one packet as a read worker sent it: views of its tables, the ids looked up
+ * in the plan. O(1) objects; the per-sample `items` only if the consumer asks for them.
+ */
+export function packetBatch<T>(epoch: number, index: number, plan: readonly string[], p: Packet): Batch<T> {
+  const n = p.n;
+  const pos = column(p, POS);
+  const ids = new Array<string>(n);
+  for (let i = 0; i < n; i++) ids[i] = plan[pos[i]];
+  const offsets = new Uint32Array(p.cols.buffer, p.cols.byteOffset + OFFSETS * n * 4, n + 1);
+  const data = new Uint8Array(p.buf, p.dataAt, offsets[n]);
+  const images: ImageTable = {
+    pixels: new Uint8Array(p.buf, 0, p.dataAt), at: column(p, IMAGE_AT), width: column(p, WIDTH), height: column(p, HEIGHT),
+    channels: column(p, CHANNELS), orientation: column(p, ORIENTATION),
+  };
+  let items: T[] | undefined;
+  const batch = { epoch, index, ids, labels: column(p, LABEL), data, offsets, bytes: offsets[n], images, ...(p.release ? { release: p.release } : {}) } as Omit<Batch<T>, "items">;
+  return Object.defineProperty(batch, "items", {
+    enumerable: true,
+    get: () => (items ??= ids.map((id, i) => sampleOf(p, i, id) as T)),
+  }) as Batch<T>;
 }
 
 export function packBatch<T>(epoch: number, index: number, arrived: { s: Fetched; item: T }[], pack: boolean): Batch<T> {

@@ -53,6 +53,54 @@ export interface EpochPlanOptions {
 const SHARD_PLAN = 0x5a4d;
 
 export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[] {
+  if (!o.groups) {
+    const order = epochOrder(ids.length, o);
+    const plan = new Array<string>(order.length);
+    for (let i = 0; i < order.length; i++) plan[i] = ids[order[i]];
+    return plan;
+  }
+  const order = shardOrder(ids, o.groups, o.shuffle ?? true, o.shardBlock ?? 4, o.shuffleBuffer ?? 256, rng(o.seed, o.epoch, SHARD_PLAN), checker(o));
+  return rankShare(order, o, []);
+}
+
+/**
+ * The same plan as `epochPlan` without shards, as positions in the split (`n` ids): the plan's
+ * sample k is `ids[order[k]]`. A reader that holds the split already (a read worker) is told an
+ * epoch in 4 bytes a sample, not its ids again.
+ *
+ * @example
+ * ```ts
+ * import { epochOrder, epochPlan } from "cassette";
+ * const ids = ["a", "b", "c", "d", "e"];
+ * const o = { seed: 1, epoch: 2, batchSize: 2 };
+ * console.log(Array.from(epochOrder(ids.length, o), (i) => ids[i]).join() === epochPlan(ids, o).join()); // true
+ * ```
+ */
+export function epochOrder(n: number, o: Omit<EpochPlanOptions, "groups">): Int32Array<ArrayBuffer> {
+  checker(o);
+  const order = new Int32Array(n);
+  for (let i = 0; i < n; i++) order[i] = i;
+  if (o.shuffle ?? true) shuffle(order, rng(o.seed, o.epoch));
+  const mine = rankShare(order, o, new Int32Array(Math.ceil(n / (o.worldSize ?? 1))));
+  return mine instanceof Int32Array ? mine : Int32Array.from(mine);
+}
+
+/** This rank's stride of the epoch's order, cut to whole batches with dropLast. */
+function rankShare<A extends { length: number; [i: number]: T }, T>(order: A, o: EpochPlanOptions, out: A): A {
+  const rank = o.rank ?? 0, world = o.worldSize ?? 1;
+  let k = 0;
+  for (let i = rank; i < order.length; i += world) out[k++] = order[i];
+  let len = k;
+  if (o.dropLast) len = Math.floor(Math.floor(order.length / world) / o.batchSize) * o.batchSize;
+  if (Array.isArray(out)) {
+    out.length = len;
+    return out;
+  }
+  return (out as unknown as Int32Array).subarray(0, len) as unknown as A;
+}
+
+/** Checks the options; answers the shard plan's error-naming function. */
+function checker(o: EpochPlanOptions): (why: string) => never {
   const rank = o.rank ?? 0, world = o.worldSize ?? 1;
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot plan the epoch as ${why}`);
@@ -62,19 +110,7 @@ export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[]
   if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
   // A value is shown short: an array passed by mistake would otherwise fill the screen.
   if (!Number.isInteger(o.epoch) || o.epoch < 0) bad(`'epoch' must be a non-negative integer: current value is ${String(o.epoch).slice(0, 40)}`);
-  let order: string[];
-  if (o.groups) order = shardOrder(ids, o.groups, o.shuffle ?? true, o.shardBlock ?? 4, o.shuffleBuffer ?? 256, rng(o.seed, o.epoch, SHARD_PLAN), bad);
-  else {
-    order = ids.slice();
-    if (o.shuffle ?? true) shuffle(order, rng(o.seed, o.epoch));
-  }
-  const mine: string[] = [];
-  for (let i = rank; i < order.length; i += world) mine.push(order[i]);
-  if (o.dropLast) {
-    const perRank = Math.floor(order.length / world);
-    mine.length = Math.floor(perRank / o.batchSize) * o.batchSize;
-  }
-  return mine;
+  return bad;
 }
 
 /** The shard-aware permutation of `ids` (the file's doc); `shuffled` false keeps the groups' order. */

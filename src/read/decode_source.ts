@@ -85,8 +85,8 @@ export interface DecodeSourceOptions {
 
 /** Takes each decoded image into a buffer of its own choosing (Decoder.decodeInto). */
 export interface PixelSink {
-  /** Decodes `bytes` into the sink; `image.data` is a view of where the pixels went. */
-  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image;
+  /** Decodes `bytes` (sample `id`'s) into the sink; `image.data` is a view of where the pixels went. */
+  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image;
 }
 
 export class DecodeSource implements ReadSource {
@@ -166,7 +166,7 @@ export class DecodeSource implements ReadSource {
         // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
         // the sample keeps its bytes.
         if (!this.#decode) image = undefined;
-        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, this.#options);
+        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, this.#options, id);
         else image = this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options);
       } catch (e) {
         return failed(e);

@@ -45,7 +45,7 @@ import { openSource as storeSource, openStore, type OpenStoreOptions } from "../
 import type { Source } from "../source/source.ts";
 import { DecodeSource, type KeyedSource, type PixelSink } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
-import { openWorkerSource } from "./worker_source.ts";
+import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
 
 export interface OpenReadOptions {
   /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
@@ -85,6 +85,8 @@ export interface OpenReadOptions {
   seed?: number;
   /** With `decode` here (decodeWorkers: 0) and no transform: where images go (a read worker's packet). */
   sink?: PixelSink;
+  /** With `workers`: retries and hedging inside the workers for packet reads (the Loader's; NOTE [ Packets ]). */
+  reads?: PacketReadOptions;
 }
 
 export type OpenOptions = ({ mode: "write" } & OpenStoreOptions) | ({ mode: "read" } & OpenReadOptions);
@@ -152,7 +154,7 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
   const transform = o.transform && { url: transformUrl(o.transform, runtime.cwd()), options: o.transform.options };
   if (o.workers && typeof target === "string") {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
-    return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance });
+    return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads });
   }
   let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;
   if (o.decode || transform) {

@@ -18,6 +18,8 @@ import { type HedgeOptions, HedgeSource } from "./hedge.ts";
 import { open } from "./open.ts";
 import { RetrySource } from "./retry.ts";
 import type { ReadSource } from "./sample.ts";
+import type { PacketReader } from "./packet.ts";
+import { WorkerSource } from "./worker_source.ts";
 
 export interface ReadPathOptions {
   store: string | Store | Source;
@@ -42,6 +44,7 @@ export class ReadPath {
   #retry?: RetrySource;
   #hedge?: HedgeSource;
   #pool?: PreparePool;
+  #workers?: WorkerSource;
 
   /** `onDrain`: the source can take requests again. */
   constructor(options: ReadPathOptions, onDrain: () => void) {
@@ -56,8 +59,10 @@ export class ReadPath {
       let src: ReadSource = await open(o.store, {
         mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
         balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed,
+        reads: { retries: o.retries, ...(o.hedge ? { hedge: o.hedge === true ? {} : o.hedge } : {}), reaskTail: o.reaskTail },
       });
       if (src instanceof DecodeSource) this.#pool = src.pool;
+      if (src instanceof WorkerSource) this.#workers = src;
       if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
       const retry = this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       retry.onDrain(this.#onDrain);
@@ -74,6 +79,15 @@ export class ReadPath {
   urge(on: boolean, stall = false): void {
     if (!this.#o.reaskTail || (on && stall && (this.#o.decode || this.#o.transform))) return;
     this.#hedge?.urge(on);
+    this.#workers?.urge(on);
+  }
+
+  /**
+   * The read workers' packet reads (NOTE [ Packets ], src/read/packet.ts), once the source is
+   * open: they retry and hedge inside the workers, with this path's options.
+   */
+  packets(): PacketReader | undefined {
+    return this.#workers;
   }
 
   /** The consumer waited `waitMs` for a batch: the decode pool's demand signal (NOTE [ Worker scaling ]). */
@@ -83,8 +97,11 @@ export class ReadPath {
 
   counters(): ReadCounters {
     const h = this.#hedge;
+    // Packet reads retry and hedge in the workers (NOTE [ Packets ]).
+    const w = this.#workers?.counts() ?? { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0 };
     return {
-      retries: this.#retry?.retries ?? 0, hedged: h?.hedged ?? 0, hedgeWins: h?.hedgeWins ?? 0, reasked: h?.reasked ?? 0, reaskWins: h?.reaskWins ?? 0,
+      retries: (this.#retry?.retries ?? 0) + w.retries, hedged: (h?.hedged ?? 0) + w.hedged, hedgeWins: (h?.hedgeWins ?? 0) + w.hedgeWins,
+      reasked: (h?.reasked ?? 0) + w.reasked, reaskWins: (h?.reaskWins ?? 0) + w.reaskWins,
       ...(this.#pool ? { prepare: this.#pool.stats() } : {}),
     };
   }

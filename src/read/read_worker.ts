@@ -11,6 +11,19 @@
  *   ← { t: "done", packet: Packet }                              buffer transferred
  *   → { t: "close" }                                             ← { t: "closed" }
  *
+ * and packet reads (NOTE [ Packets ], src/read/packet.ts), for an epoch run that takes
+ * batch-sized packets whole:
+ *
+ *   → { t: "plan", run, ids: "id\nid…", batchSize, strict }        once per run
+ *   → { t: "read", run, ranges: Int32Array }                     plan positions [from, to)
+ *   ← { t: "packet", packet }                                    up to a batch; buffers transferred
+ *   → { t: "urge", on }   → { t: "end", run }
+ *
+ * A packet read fills one packet at a time per run in ready order (the first samples answered;
+ * sent at a batch, or when the run has nothing more outstanding here), one per batch in strict
+ * order (sent when the positions of that batch asked of this worker are all answered, in plan
+ * order). Its requests go through retries and hedging here, as the loader's thread wraps its own.
+ *
  * Requests beyond what the source takes wait here, in arrival order, until it drains.
  *
  * Pixels are written once: each image is decoded straight into the packet being filled (the
@@ -25,12 +38,20 @@ import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import type { PixelSink } from "./decode_source.ts";
 import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
-import { META, type Packet, type ToWorker, type SerializedError } from "./worker_source.ts";
+import { META, type Packet, type ToWorker } from "./worker_source.ts";
+import type { SerializedError } from "./packet.ts";
+import { CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, WIDTH } from "./packet.ts";
+import { HedgeSource } from "./hedge.ts";
+import { RetrySource } from "./retry.ts";
 
 const scope = runtime.workerScope();
 let source: ReadSource | undefined;
+/** The source packet reads go through: `source` inside hedging (if asked) and retries. */
+let reads: RetrySource | undefined;
+let hedge: HedgeSource | undefined;
 let saturated = false;
-const waiting: [number, string][] = []; // [seq, id] not yet handed to the source
+/** [seq, id] not yet handed to the source; for a packet read [plan position, id, its run, when asked]. */
+const waiting: [number, string, Run?, number?][] = [];
 let head = 0;
 
 const MIN_PACKET = 4096;
@@ -49,7 +70,19 @@ class PacketArena implements PixelSink {
   /** Images that lie in the arena, by where they start. */
   readonly placed = new Map<Image, number>();
 
+  /** Bytes the buffer takes at its first growth: a packet's arena starts empty and grows once to the last packet's size. */
+  readonly #hint: number;
+
+  constructor(hint?: number) {
+    this.#hint = hint ?? 0;
+    if (hint !== undefined) this.buf = new ArrayBuffer(0), this.u8 = new Uint8Array(this.buf);
+  }
+
   decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image {
+    // On a 4-byte boundary: a packet's images go to the GPU as one region (src/read/packet.ts).
+    this.at = (this.at + 3) & ~3;
+    this.reserve(this.buf.byteLength === 0 ? this.#hint : 0); // sized before the first decode (a misfit throws); the padding inside
+
     for (;;) {
       try {
         const r = decoder.decodeInto(bytes, this.u8, this.at, options);
@@ -67,11 +100,23 @@ class PacketArena implements PixelSink {
   /** Room for `n` more bytes: a larger buffer holding what is written so far. */
   reserve(n: number): void {
     if (this.at + n <= this.buf.byteLength) return;
-    const buf = new ArrayBuffer(Math.max(this.at + n, Math.ceil(this.buf.byteLength * 1.5)));
+    const buf = reuse(Math.max(this.at + n, Math.ceil(this.buf.byteLength * 1.5), this.#hint));
     const u8 = new Uint8Array(buf);
     u8.set(this.u8.subarray(0, this.at));
+    if (this.#hint && this.buf.byteLength) free(this.buf);
     this.buf = buf;
     this.u8 = u8;
+  }
+
+  /** Copies an image made elsewhere (a transform's, or decoded into another packet) in. */
+  place(img: Image): Image {
+    this.at = (this.at + 3) & ~3;
+    this.reserve(img.data.length);
+    this.u8.set(img.data, this.at);
+    const image = { ...img, data: this.u8.subarray(this.at, this.at + img.data.length) };
+    this.placed.set(image, this.at);
+    this.at += img.data.length;
+    return image;
   }
 
   /** Hands the buffer over (to be transferred) and starts the next one as large as this one's use. */
@@ -86,7 +131,153 @@ class PacketArena implements PixelSink {
   }
 }
 
+/**
+ * Packet buffers given back by the loader's thread once their batch was consumed
+ * (Batch.release): a packet's arena takes one large enough instead of a new one, so a steady
+ * epoch allocates none (each fresh buffer is external memory the collector has to chase).
+ */
+const pool: ArrayBuffer[] = [];
+const POOL_MAX = 32;
+
+function reuse(bytes: number): ArrayBuffer {
+  for (let i = pool.length - 1; i >= 0; i--) {
+    const b = pool[i];
+    // Not one far larger than needed: it would sit in a small packet.
+    if (b.byteLength >= bytes && b.byteLength <= 4 * bytes + 65536) return pool.splice(i, 1)[0];
+  }
+  return new ArrayBuffer(bytes);
+}
+
+function free(buf: ArrayBuffer): void {
+  if (pool.length < POOL_MAX) pool.push(buf);
+}
+
 const arena = new PacketArena();
+
+// --- packet reads ----------------------------------------------------------------------------
+
+interface Entry { pos: number; s: Sample; ms: number }
+/** A packet being filled: its own arena, so that its images are where it is sent from. */
+interface Group { arena: PacketArena; entries: Entry[]; errors: BatchPacket["errors"]; expected: number }
+interface Run {
+  id: number;
+  /** The plan's ids: `ids[order[pos]]` where it came as positions in a split, else `ids[pos]`. */
+  ids: string[];
+  order?: Int32Array;
+  batchSize: number;
+  strict: boolean;
+  ended: boolean;
+  /** Positions asked of this worker and not answered. */
+  outstanding: number;
+  /** Ready order: the packet being filled. Strict: one per batch index. */
+  current?: Group;
+  readonly groups: Map<number, Group>;
+  /** The last packet's size: the next arena starts there (no growing copies in a steady epoch). */
+  size: number;
+}
+const runs = new Map<number, Run>();
+const splits = new Map<number, string[]>();
+/** Which run asked for each id in flight (the last, should two runs ask at once): where the sink decodes it. */
+const route = new Map<string, [Run, number]>();
+
+function groupOf(run: Run, pos: number): Group {
+  if (!run.strict) return (run.current ??= newGroup(run));
+  const k = Math.floor(pos / run.batchSize);
+  let g = run.groups.get(k);
+  if (!g) run.groups.set(k, (g = newGroup(run)));
+  return g;
+}
+
+function newGroup(run: Run): Group {
+  return { arena: new PacketArena(run.size), entries: [], errors: [], expected: 0 };
+}
+
+/** Decodes each image into the packet its sample will join. */
+const packetSink = {
+  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image {
+    const r = route.get(id);
+    const g = r && !r[0].ended ? (r[0].strict ? r[0].groups.get(Math.floor(r[1] / r[0].batchSize)) : groupOf(r[0], r[1])) : undefined;
+    // No packet wants it (a hedge's second answer, dropped after; a run that ended): an arena of its own.
+    return (g?.arena ?? new PacketArena(0)).decode(decoder, bytes, options);
+  },
+};
+
+function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Error | null, s?: Sample): void {
+  const r = route.get(id);
+  if (r && r[0] === run && r[1] === pos) route.delete(id);
+  if (run.ended) return;
+  run.outstanding--;
+  const g = groupOf(run, pos);
+  if (err || !s) g.errors.push({ pos, error: serialize(pos, id, err ?? new Error(`no answer for ${id}`)) });
+  else if (s.target) g.errors.push({ pos, error: serialize(pos, id, new CassetteError("ERR_UNSUPPORTED", `Cannot read sample ${id} of ${source?.name} in a read worker as its label is not one integer (a ${s.target instanceof Float32Array ? "float vector" : "blob"}): the workers' packets carry one integer a sample; read it with workers: 0 (decodeWorkers still decode off the loader's thread)`)) });
+  else {
+    // Decoded elsewhere (a transform's image; another run's packet): copied into this one.
+    if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
+    g.entries.push({ pos, s, ms: runtime.now() - t0 });
+  }
+  const answered = g.entries.length + g.errors.length;
+  if (run.strict) {
+    if (answered === g.expected) {
+      run.groups.delete(Math.floor(pos / run.batchSize));
+      ship(run, g);
+    }
+  } else if (answered >= run.batchSize || run.outstanding === 0) {
+    run.current = undefined;
+    ship(run, g);
+  }
+}
+
+/** Sends a packet: the table, the images where they were decoded, the bytes after them. */
+function ship(run: Run, g: Group): void {
+  const entries = g.entries;
+  if (run.strict) entries.sort((a, b) => a.pos - b.pos);
+  const n = entries.length;
+  const a = g.arena;
+  let bytes = 0;
+  for (const e of entries) bytes += e.s.data.length;
+  a.at = (a.at + 3) & ~3;
+  a.reserve(bytes);
+  const dataAt = a.at;
+  // The table and the times in one small buffer: one transfer, one allocation.
+  const meta = new ArrayBuffer((COLS * n + n + 1 + n) * 4);
+  const cols = new Int32Array(meta, 0, COLS * n + n + 1);
+  const ms = new Float32Array(meta, cols.byteLength, n);
+  const conns: string[] = [];
+  const connIndex = new Map<string, number>();
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const { pos, s } = entries[i];
+    cols[POS * n + i] = pos;
+    cols[LABEL * n + i] = s.label;
+    cols[OFFSETS * n + i] = at;
+    a.u8.set(s.data, dataAt + at);
+    at += s.data.length;
+    let c = -1;
+    if (s.conn !== undefined) {
+      c = connIndex.get(s.conn) ?? -1;
+      if (c < 0) connIndex.set(s.conn, (c = conns.push(s.conn) - 1));
+    }
+    cols[CONN * n + i] = c;
+    const img = s.image;
+    if (img) {
+      cols[IMAGE_AT * n + i] = a.placed.get(img)!;
+      cols[WIDTH * n + i] = img.width;
+      cols[HEIGHT * n + i] = img.height;
+      cols[CHANNELS * n + i] = img.channels;
+      cols[ORIENTATION * n + i] = img.orientation;
+    }
+    ms[i] = entries[i].ms;
+  }
+  cols[OFFSETS * n + n] = at;
+  a.at = dataAt + at;
+  run.size = Math.max(MIN_PACKET, a.at);
+  const buf = a.buf; // transferred as it is: trimming it would copy every pixel
+  const packet: BatchPacket = {
+    run: run.id, n, cols, buf, dataAt, ms, conns, errors: g.errors,
+    counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0 },
+  };
+  scope.postMessage({ t: "packet", packet }, [buf, meta]);
+}
 /** CASSETTE_READ_INTO=0 decodes into arrays of their own, copied at the flush, as before (for A/B runs). */
 const into = runtime.env("CASSETTE_READ_INTO") !== "0";
 
@@ -162,8 +353,14 @@ function answered(seq: number, id: string, err: Error | null, s?: Sample): void 
 
 function pump(): void {
   while (source && !saturated && head < waiting.length) {
-    const [seq, id] = waiting[head++];
-    if (!source.fetch(id, (err, s) => answered(seq, id, err, s))) saturated = true;
+    const [seq, id, run, t0] = waiting[head++];
+    if (!run) {
+      if (!source.fetch(id, (err, s) => answered(seq, id, err, s))) saturated = true;
+      continue;
+    }
+    if (run.ended) continue;
+    route.set(id, [run, seq]);
+    if (!reads!.fetch(id, (err, s) => packetAnswered(run, seq, id, t0!, err, s))) saturated = true;
   }
   if (head > 1024 && head * 2 > waiting.length) waiting.splice(0, head), head = 0;
 }
@@ -178,9 +375,18 @@ scope.onMessage(async (data) => {
         const src = await open(msg.address, {
           mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
           transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
-          sink: into ? arena : undefined,
+          sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : arena.decode(d, b, o)) } : undefined,
         });
         src.onDrain(() => {
+          saturated = false;
+          pump();
+        });
+        // Packet reads retry and hedge here (per sample, the loader's thread wraps this worker).
+        const o = msg.reads ?? {};
+        let inner: ReadSource = src;
+        if (o.hedge || o.reaskTail) inner = hedge = new HedgeSource(src, o.hedge ?? { budget: 0 });
+        reads = new RetrySource(inner, { retries: o.retries ?? 3 });
+        reads.onDrain(() => {
           saturated = false;
           pump();
         });
@@ -195,6 +401,38 @@ scope.onMessage(async (data) => {
       msg.ids.split("\n").forEach((id, i) => waiting.push([msg.seqs[i], id]));
       pump();
       return;
+    case "split":
+      splits.set(msg.split, msg.ids.split("\n"));
+      return;
+    case "plan":
+      runs.set(msg.run, { id: msg.run, ids: msg.split !== undefined ? splits.get(msg.split)! : msg.ids!.split("\n"), order: msg.order, batchSize: msg.batchSize, strict: msg.strict, ended: false, outstanding: 0, groups: new Map(), size: MIN_PACKET });
+      return;
+    case "read": {
+      for (const buf of msg.free) free(buf);
+      const t0 = runtime.now();
+      msg.runs.forEach((id, i) => {
+        const run = runs.get(id), r = msg.ranges[i];
+        if (!run) return;
+        for (let k = 0; k < r.length; k += 2) {
+          for (let pos = r[k]; pos < r[k + 1]; pos++) {
+            waiting.push([pos, run.ids[run.order ? run.order[pos] : pos], run, t0]);
+            if (run.strict) groupOf(run, pos).expected++;
+          }
+          run.outstanding += r[k + 1] - r[k];
+        }
+      });
+      pump();
+      return;
+    }
+    case "urge":
+      hedge?.urge(msg.on);
+      return;
+
+    case "end": {
+      const run = runs.get(msg.run);
+      if (run) run.ended = true, runs.delete(msg.run);
+      return;
+    }
     case "close":
       flush();
       try {

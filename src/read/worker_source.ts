@@ -41,6 +41,8 @@ import { redact } from "../source/address.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
+import type { HedgeOptions } from "./hedge.ts";
+import type { Packet as BatchPacket, PacketRead, PacketReader, PacketSink, ReadCounts, SerializedError } from "./packet.ts";
 
 /** Int32 fields per answer in a packet's `meta`: seq, label, data at, data length, conn, image at, width, height, channels, orientation. */
 export const META = 10;
@@ -54,20 +56,25 @@ export interface Packet {
   errors: SerializedError[];
 }
 
-export interface SerializedError {
-  seq: number;
-  id: string;
-  name: string;
-  code?: string;
-  message: string;
-  retryable: boolean;
-}
+export type { SerializedError };
 
 export type ToWorker =
   | {
     t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions;
-    transform?: { url: string; options?: unknown }; seed?: number;
+    transform?: { url: string; options?: unknown }; seed?: number; reads?: PacketReadOptions;
   }
+  /** A split's ids joined by "\n", sent once: plans drawn from it come as positions in it. */
+  | { t: "split"; split: number; ids: string }
+  /** A packet read's plan: positions in a split sent before, or its ids joined by "\n". */
+  | { t: "plan"; run: number; split?: number; order?: Int32Array; ids?: string; batchSize: number; strict: boolean }
+  /**
+   * Plan positions to read, ranges[i] ([from, to) pairs) of runs[i], and packets' buffers back
+   * once their batches were consumed (the worker fills them again): one message a turn, as
+   * posting a message costs the loader's thread more than anything else it does per batch.
+   */
+  | { t: "read"; runs: number[]; ranges: Int32Array[]; free: ArrayBuffer[] }
+  | { t: "end"; run: number }
+  | { t: "urge"; on: boolean }
   /** `ids` joined by "\n": one string crosses, not one per request. */
   | { t: "fetch"; seqs: Int32Array; ids: string }
   | { t: "close" };
@@ -76,7 +83,15 @@ type FromWorker =
   | { t: "opened"; name: string; dataset?: string }
   | { t: "failed"; error: SerializedError }
   | { t: "done"; packet: Packet }
+  | { t: "packet"; packet: BatchPacket }
   | { t: "closed" };
+
+/** How a worker reads for packets: its retries and hedging, as the loader's thread does per sample. */
+export interface PacketReadOptions {
+  retries?: number;
+  hedge?: HedgeOptions;
+  reaskTail?: boolean;
+}
 
 export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
@@ -93,6 +108,21 @@ export interface WorkerSourceOptions {
   balance?: "rate" | "driver";
   /** The worker entry (default: read_worker.ts beside this file, or source/read_worker.js in the bundle). */
   workerUrl?: URL;
+  /** Retries and hedging inside the workers for packet reads (NOTE [ Packets ], src/read/packet.ts). */
+  reads?: PacketReadOptions;
+}
+
+/** A packet read as the loader's thread keeps it: the plan to send a replacement worker, where its last chunk went. */
+interface Run {
+  /** The plan: positions in a split the workers hold, or its ids joined. */
+  split?: number;
+  order?: Int32Array;
+  ids?: string;
+  batchSize: number;
+  strict: boolean;
+  sink: PacketSink;
+  chunk: number;
+  slot?: Slot;
 }
 
 const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./read_worker.ts", "read/read_worker.js");
@@ -109,6 +139,16 @@ interface Slot {
   closed?: () => void;
   /** Stopped, and its replacement not started yet: gets no requests. */
   down?: boolean;
+  /** Packet reads: ranges asked of this worker per run (what to ask again if it stops), to send at the next microtask, and positions outstanding. */
+  reads: Map<number, number[]>;
+  out: Map<number, number[]>;
+  load: number;
+  /** Splits this worker was sent. */
+  splits: Set<number>;
+  /** Packet buffers released, to go back with the next message. */
+  freed: ArrayBuffer[];
+  /** Its packet reads' counters, as its last packet said. */
+  counts?: ReadCounts;
 }
 
 /** Starts the workers and resolves once each has opened the store (the first failure rejects, naming the address). */
@@ -123,7 +163,7 @@ export async function openWorkerSource(address: string, dataset: string | undefi
   return source;
 }
 
-export class WorkerSource implements ReadSource {
+export class WorkerSource implements ReadSource, PacketReader {
   name: string;
   dataset?: string;
   readonly size: number;
@@ -138,6 +178,12 @@ export class WorkerSource implements ReadSource {
   #closed = false;
   #started = false; // every first worker opened: a later failure is a replacement's
   #failures = 0; // workers lost in a row without one opening since: the respawn's backoff
+  readonly #runs = new Map<number, Run>();
+  /** Splits plans were drawn from, joined once (train and test: a loader's one or two). */
+  readonly #splits = new Map<readonly string[], { id: number; joined: string }>();
+  #runSeq = 0;
+  /** Ranges asked for while no worker was running: sent to the next one that starts. */
+  #orphans: [number, number, number][] = [];
 
   constructor(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}) {
     const n = options.workers ?? 2;
@@ -150,7 +196,7 @@ export class WorkerSource implements ReadSource {
     this.name = `${redact(address)}${dataset ? ` (${dataset})` : ""}`;
     this.dataset = dataset;
     this.#url = options.workerUrl ?? DEFAULT_WORKER_URL;
-    this.#open = { t: "open", address, dataset, balance: options.balance, decode: options.decode, transform: options.transform, seed: options.seed };
+    this.#open = { t: "open", address, dataset, balance: options.balance, decode: options.decode, transform: options.transform, seed: options.seed, reads: options.reads };
     // The cap is shared: each worker's own source is given its part of it.
     if (options.maxInFlight !== undefined) this.#open.maxInFlight = Math.max(1, Math.ceil(options.maxInFlight / n));
     this.#cap = new Capacity(options.maxInFlight ?? Infinity);
@@ -167,7 +213,7 @@ export class WorkerSource implements ReadSource {
     const worker = runtime.spawnWorker(this.#url);
     let opened!: (m: Extract<FromWorker, { t: "opened" }>) => void, failed!: (e: Error) => void;
     const slot: Slot = {
-      index, worker, inFlight: new Map(), seqs: [], ids: [],
+      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, splits: new Set(), freed: [],
       opened: new Promise((res, rej) => ((opened = res), (failed = rej))),
     };
     slot.opened.catch(() => {});
@@ -177,6 +223,8 @@ export class WorkerSource implements ReadSource {
       switch (msg.t) {
         case "done":
           return this.#deliver(slot, msg.packet);
+        case "packet":
+          return this.#packet(slot, msg.packet);
         case "opened":
           this.#failures = 0;
           return opened(msg);
@@ -197,6 +245,11 @@ export class WorkerSource implements ReadSource {
     };
     // Each worker draws its own augmentations: its index goes into its seed.
     worker.postMessage({ ...this.#open, seed: ((this.#open.seed ?? 0) ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0 });
+    // A replacement reads on for the runs in progress, and takes what found no worker.
+    for (const [run, r] of this.#runs) this.#sendPlan(slot, run, r);
+    const orphans = this.#orphans;
+    this.#orphans = [];
+    for (const [run, from, to] of orphans) if (this.#runs.has(run)) this.#assign(slot, run, from, to);
     return slot;
   }
 
@@ -212,6 +265,16 @@ export class WorkerSource implements ReadSource {
     const failed = [...slot.inFlight.entries()];
     slot.inFlight.clear();
     slot.seqs.length = slot.ids.length = 0;
+    // Its packet reads: each run asks again for what is still pending of what this worker held
+    // (its packets not yet received are dropped with it: #packet ignores a stopped slot).
+    const reads = [...slot.reads];
+    slot.reads.clear();
+    // What it counted is kept; what it held and had not sent is asked again: retries too.
+    if (slot.counts) for (const k of Object.keys(this.#gone) as (keyof ReadCounts)[]) this.#gone[k] += slot.counts[k];
+    slot.out.clear();
+    queueMicrotask(() => {
+      for (const [run, ranges] of reads) this.#gone.retries += this.#runs.get(run)?.sink.lost(ranges) ?? 0;
+    });
     const delay = this.#failures === 0 ? 0 : Math.min(5000, 100 * 2 ** this.#failures);
     this.#failures++;
     if (!this.#closed) setTimeout(() => this.#closed || this.#spawn(slot.index), delay);
@@ -226,8 +289,7 @@ export class WorkerSource implements ReadSource {
       done(new CassetteError("ERR_INVALID_OPTION", `Cannot read sample ${id} as the source ${this.name} is closed`));
       return false;
     }
-    let best: Slot | undefined;
-    for (const s of this.#slots) if (!s.down && (!best || s.inFlight.size < best.inFlight.size)) best = s;
+    const best = this.#leastLoaded();
     if (!best) {
       // Every worker is being replaced: fail now, as a lost connection would; the loader's
       // retries come back after their backoff.
@@ -245,10 +307,131 @@ export class WorkerSource implements ReadSource {
     return this.#cap.take();
   }
 
+  #leastLoaded(): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.#slots) if (!s.down && (!best || s.inFlight.size + s.load < best.inFlight.size + best.load)) best = s;
+    return best;
+  }
+
+  // --- packet reads (NOTE [ Packets ], src/read/packet.ts) -----------------------------------
+
+  read(plan: readonly string[], o: Parameters<PacketReader["read"]>[1], sink: PacketSink): PacketRead {
+    const run = ++this.#runSeq;
+    const r: Run = { batchSize: o.batchSize, strict: o.strict, sink, chunk: -1 };
+    if (o.split) {
+      let s = this.#splits.get(o.split.ids);
+      if (!s) this.#splits.set(o.split.ids, (s = { id: this.#splits.size + 1, joined: o.split.ids.join("\n") }));
+      r.split = s.id;
+      r.order = o.split.order;
+    } else r.ids = plan.join("\n");
+    this.#runs.set(run, r);
+    for (const s of this.#slots) if (!s.down) this.#sendPlan(s, run, r);
+    return {
+      request: (ranges) => this.#request(run, ranges),
+      end: () => {
+        if (!this.#runs.delete(run)) return;
+        for (const s of this.#slots) {
+          s.reads.delete(run);
+          s.out.delete(run);
+          if (!s.down && !this.#closed) s.worker.postMessage({ t: "end", run } satisfies ToWorker);
+        }
+      },
+    };
+  }
+
+  #sendPlan(slot: Slot, run: number, r: Run): void {
+    if (r.split !== undefined && !slot.splits.has(r.split)) {
+      for (const s of this.#splits.values()) if (s.id === r.split) slot.worker.postMessage({ t: "split", split: s.id, ids: s.joined } satisfies ToWorker);
+      slot.splits.add(r.split);
+    }
+    slot.worker.postMessage({ t: "plan", run, split: r.split, order: r.order, ids: r.ids, batchSize: r.batchSize, strict: r.strict } satisfies ToWorker);
+  }
+
+  /**
+   * Each batch's part of `ranges` goes to one worker: the least loaded, or the one that holds
+   * the batch's earlier part (a strict batch asked for in two requests stays one packet).
+   */
+  #request(run: number, ranges: readonly number[]): void {
+    const r = this.#runs.get(run);
+    if (!r || this.#closed) return;
+    const B = r.batchSize;
+    for (let k = 0; k < ranges.length; k += 2) {
+      for (let from = ranges[k], to = ranges[k + 1]; from < to;) {
+        const chunk = Math.floor(from / B);
+        const end = Math.min(to, (chunk + 1) * B);
+        const slot = chunk === r.chunk && r.slot && !r.slot.down ? r.slot : this.#leastLoaded();
+        r.chunk = chunk;
+        r.slot = slot;
+        if (slot) this.#assign(slot, run, from, end);
+        else this.#orphans.push([run, from, end]);
+        from = end;
+      }
+    }
+  }
+
+  #assign(slot: Slot, run: number, from: number, to: number): void {
+    const held = slot.reads.get(run);
+    if (held) held.push(from, to);
+    else slot.reads.set(run, [from, to]);
+    const out = slot.out.get(run);
+    if (out) out.push(from, to);
+    else slot.out.set(run, [from, to]);
+    slot.load += to - from;
+    this.#queueFlush();
+  }
+
+  #queueFlush(): void {
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      queueMicrotask(() => this.#flush());
+    }
+  }
+
+  #packet(slot: Slot, p: BatchPacket): void {
+    if (slot.down) return; // replaced: its runs asked again for what it held
+    slot.load -= p.n + p.errors.length;
+    if (p.counts) slot.counts = p.counts;
+    let released = false;
+    p.release = () => {
+      if (released || slot.down || this.#closed || !p.buf.byteLength) return;
+      released = true;
+      slot.freed.push(p.buf);
+      this.#queueFlush(); // with the next batch's request, most often: one message for both
+    };
+    this.#runs.get(p.run)?.sink.packet(p);
+  }
+
+  /** Packet reads: the epoch's tail re-asks (HedgeSource's urge) run in the workers; said once per change. */
+  urge(on: boolean): void {
+    if (on === this.#urged) return;
+    this.#urged = on;
+    for (const s of this.#slots) if (!s.down && !this.#closed) s.worker.postMessage({ t: "urge", on } satisfies ToWorker);
+  }
+  #urged = false;
+
+  /**
+   * Packet reads' retries and hedges, summed over the workers (and those gone; a worker lost
+   * adds the samples it held and had not sent, asked again elsewhere, as retries).
+   */
+  counts(): ReadCounts {
+    const c = { ...this.#gone };
+    for (const s of this.#slots) if (s.counts && !s.down) for (const k of Object.keys(c) as (keyof ReadCounts)[]) c[k] += s.counts[k];
+    return c;
+  }
+  readonly #gone: ReadCounts = { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0 };
+
   /** Sends each worker the requests of this turn in one message. */
   #flush(): void {
     this.#flushQueued = false;
     for (const s of this.#slots) {
+      if (s.down) continue;
+      if (s.out.size || s.freed.length) {
+        const runs: number[] = [], ranges: Int32Array[] = [];
+        for (const [run, r] of s.out) runs.push(run), ranges.push(new Int32Array(r));
+        s.worker.postMessage({ t: "read", runs, ranges, free: s.freed } satisfies ToWorker, s.freed);
+        s.out.clear();
+        s.freed = [];
+      }
       if (s.ids.length === 0) continue;
       const seqs = Int32Array.from(s.seqs);
       s.worker.postMessage({ t: "fetch", seqs, ids: s.ids.join("\n") } satisfies ToWorker, [seqs.buffer]);
@@ -296,6 +479,7 @@ export class WorkerSource implements ReadSource {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#runs.clear();
     await Promise.all(this.#slots.map(async (s) => {
       if (s.down) return; // already stopped, its requests failed
       // A worker that never opened, or hangs in close, is stopped anyway after a while.

@@ -12,12 +12,22 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { Assembler } from "../assemble/assembler.ts";
+import { PacketAssembler } from "../assemble/packets.ts";
+import { CONN, type Packet, type PacketRead, type PacketReader, POS } from "../read/packet.ts";
 import type { Batch } from "../assemble/batch.ts";
-import { CassetteError } from "../errors.ts";
+import { CassetteError, type ErrorCode } from "../errors.ts";
+import { mergePackets, type SerializedError } from "../read/packet.ts";
 import type { Fetched, Source } from "../source/source.ts";
 import { Ledger } from "./ledger.ts";
 import type { Window } from "./window.ts";
 import type { ConnCount } from "../observe/stats.ts";
+
+/** An epoch run's plan: its ids in order and, where it was drawn so, the same as positions in the split. */
+export interface RunPlan {
+  ids: string[];
+  /** The split the plan was drawn from, and the plan as positions in it (epochOrder): read workers that hold the split are sent only these. */
+  split?: { ids: readonly string[]; order: Int32Array };
+}
 
 export interface RunOptions<S extends Fetched, T> {
   batchSize: number;
@@ -39,6 +49,10 @@ export interface RunHost<S extends Fetched, T> {
   handedOver(batch: Batch<T>, gapMs: number, waitMs: number, conns: Map<string, ConnCount>): void;
   /** A request was answered after `ms` with a sample that holds `bytes` (its bytes, and its pixels when decoded). */
   answered(ms: number, bytes: number, now: number): void;
+  /** A packet's `n` answers, after `ms[i]` each, holding `bytes` in all. */
+  answeredMany(ms: Float32Array, n: number, bytes: number, now: number): void;
+  /** The source's packet reads, where its workers fill packets (NOTE [ Packets ], src/read/packet.ts). */
+  packets(): PacketReader | undefined;
   /** The consumer found nothing ready with the window full. */
   starved(window: Window): void;
   /** The consumer waits on what is in flight (true: at the epoch's end, or mid-epoch, `stall`), or no longer (false): NOTE [ Epoch tail ]. */
@@ -63,6 +77,9 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   readonly #plan: string[];
   readonly #ledger: Ledger;
   readonly #assembler: Assembler<T, S>;
+  /** Packet mode: read workers fill batch-sized packets and no transform runs here (NOTE [ Packets ]). */
+  #reads?: PacketRead;
+  #packets?: PacketAssembler<T>;
   #window?: Window; // set by begin(): a run read ahead has none until its epoch is asked for
   #source?: Source<S>;
   #begun = false;
@@ -75,18 +92,20 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   #lastHandOver = 0;
   #handed = 0; // batches handed over
   #urging?: "tail" | "stall"; // asked the read path to re-ask samples stuck far longer than usual (NOTE [ Epoch tail ])
-  readonly #askedAt: Float64Array; // when each plan position was asked for (its latency)
+  #askedAt?: Float64Array; // when each plan position was asked for (its latency), sample by sample (packets carry their own)
   readonly #conns = new Map<string, ConnCount>(); // per node (or connection) since the last hand-over
   readonly #onAbort = () => this.stop(new CassetteError("ERR_INVALID_OPTION", "Cannot read on: the loader's signal was aborted"));
 
-  constructor(host: RunHost<S, T>, epoch: number, plan: string[]) {
+  readonly #split?: RunPlan["split"];
+
+  constructor(host: RunHost<S, T>, epoch: number, { ids: plan, split }: RunPlan) {
     const o = host.options;
     this.#host = host;
     this.#o = o;
     this.epoch = epoch;
     this.#plan = plan;
+    this.#split = split;
     this.#ledger = new Ledger(plan.length);
-    this.#askedAt = new Float64Array(plan.length);
     this.#assembler = new Assembler<T, S>(epoch, plan.length, o.batchSize, o.strict, !o.transform);
     o.signal?.addEventListener("abort", this.#onAbort, { once: true });
     if (o.signal?.aborted) this.#onAbort();
@@ -104,6 +123,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
   /** Starts reading ahead (before begin()), on the source the active epoch uses. */
   prime(source: Source<S>): void {
     this.#source = source;
+    this.#choose();
     this.pump();
   }
 
@@ -138,6 +158,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
         throw e;
       }
       this.#begun = true;
+      this.#choose();
       this.#lastHandOver = runtime.now();
       this.pump();
     }
@@ -146,7 +167,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
         this.#finish();
         throw this.#error;
       }
-      const { batch, freed } = this.#assembler.take(this.#next === this.#plan.length && this.#pending === 0);
+      const { batch, freed } = (this.#packets ?? this.#assembler).take(this.#next === this.#plan.length && this.#pending === 0);
       if (batch) {
         const now = runtime.now();
         this.#host.handedOver(batch, now - this.#lastHandOver, now - t0, this.#conns);
@@ -234,28 +255,127 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
 
   #finish(): void {
     this.finished = true;
+    this.#reads?.end();
     this.#host.ended(this.#window?.prefetch);
     this.#o.signal?.removeEventListener("abort", this.#onAbort);
     // Ended normally: the next epoch's read-ahead may now use the whole window.
     if (this.#window && !this.stopped && !this.#error && this.#source) this.#host.tail(this.#source);
   }
 
+  /**
+   * Packets when the source's workers can fill them and nothing must run per sample on this
+   * thread (a transform function would): the run then asks for ranges of the plan and takes
+   * packets whole (NOTE [ Packets ], src/read/packet.ts).
+   */
+  #choose(): void {
+    if (this.#reads || this.#o.transform) return;
+    const reader = this.#host.packets();
+    if (!reader) return;
+    this.#packets = new PacketAssembler<T>(this.epoch, this.#plan, this.#o.batchSize, this.#o.strict, this.epoch);
+    this.#reads = reader.read(this.#plan, { batchSize: this.#o.batchSize, strict: this.#o.strict, split: this.#split }, {
+      packet: (p) => this.#packet(p),
+      lost: (ranges) => this.#lost(ranges),
+    });
+  }
+
   /** Requests as many samples as the window, the plan and the source allow. */
   pump(): void {
     const src = this.#source;
     if (!src || this.finished) return;
+    if (this.#reads) return this.#pumpPackets(src);
     const now = runtime.now();
     for (let room = this.#host.room(this); room > 0 && !this.#saturated && this.#next < this.#plan.length; room--) {
       // Positions, not ids, from here on: the ledger and the strict assembler index by them.
       const pos = this.#next++;
       this.#ledger.requested(pos);
-      this.#askedAt[pos] = now;
+      (this.#askedAt ??= new Float64Array(this.#plan.length))[pos] = now;
       this.#outstanding++;
       this.#pending++;
       if (!src.fetch(this.#plan[pos], (err, s) => this.#arrived(pos, err, s))) this.#saturated = true;
     }
     this.#host.outstanding();
     if (this.#window && this.#next === this.#plan.length) this.#host.tail(src);
+  }
+
+  /**
+   * Packet mode's requests: whole batches of the plan (ends on multiples of the batch size, so
+   * that a strict batch is asked of one worker), or what room is left when nothing is pending
+   * (a window narrower than a batch must still move).
+   */
+  #pumpPackets(src: Source<S>): void {
+    const from = this.#next, len = this.#plan.length, B = this.#o.batchSize;
+    let to = Math.min(len, from + Math.max(0, this.#host.room(this)));
+    if (to < len) {
+      const aligned = to - (to % B);
+      if (aligned > from) to = aligned;
+      else if (this.#pending > 0) to = from;
+    }
+    if (to > from) {
+      this.#ledger.requestRange(from, to);
+      this.#next = to;
+      this.#outstanding += to - from;
+      this.#pending += to - from;
+      this.#reads!.request([from, to]);
+    }
+    this.#host.outstanding();
+    if (this.#window && this.#next === len) this.#host.tail(src);
+  }
+
+  /** A packet came: its entries delivered (a duplicate dropped), its errors skipped or raised. */
+  #packet(p: Packet): void {
+    if (this.finished && !this.#error) return;
+    for (const { pos, error } of p.errors) {
+      if (!this.#ledger.isPending(pos)) continue;
+      this.#pending--;
+      if (this.#o.skipErrors) this.#skip(pos, error.message);
+      else this.#error ??= packetError(error, this.#plan[pos], this.epoch, this.#source?.name);
+    }
+    const n = p.n, cols = p.cols;
+    let keep: number[] | undefined;
+    for (let i = 0; i < n; i++) {
+      if (this.#ledger.deliver(cols[POS * n + i])) keep?.push(i);
+      else {
+        // Rare (a worker replaced while its answer was on the way): a packet without it.
+        keep ??= Array.from({ length: i }, (_, j) => j);
+        this.#host.duplicate();
+      }
+    }
+    const delivered = keep ? keep.length : n;
+    this.#pending -= delivered;
+    if (delivered > 0) {
+      this.#host.answeredMany(p.ms, n, p.buf.byteLength, runtime.now());
+      if (p.conns.length) {
+        const counts = new Uint32Array(p.conns.length);
+        for (let i = 0; i < n; i++) if (cols[CONN * n + i] >= 0) counts[cols[CONN * n + i]]++;
+        const bytes = p.buf.byteLength / n; // the bytes per connection, at the packet's mean size
+        p.conns.forEach((name, c) => {
+          if (!counts[c]) return;
+          const had = this.#conns.get(name);
+          if (had) had.bytes += counts[c] * bytes, had.samples += counts[c];
+          else this.#conns.set(name, { bytes: counts[c] * bytes, samples: counts[c] });
+        });
+      }
+      this.#packets!.add(keep ? mergeKept(p, keep) : p);
+    }
+    this.#wakeUp();
+  }
+
+  /** A worker stopped holding `ranges`: what is still pending there is asked for again. */
+  #lost(ranges: readonly number[]): number {
+    if (this.finished) return 0;
+    const again: number[] = [];
+    for (let r = 0; r < ranges.length; r += 2) {
+      let start = -1;
+      for (let pos = ranges[r]; pos <= ranges[r + 1]; pos++) {
+        const pending = pos < ranges[r + 1] && this.#ledger.isPending(pos);
+        if (pending && start < 0) start = pos;
+        else if (!pending && start >= 0) again.push(start, pos), (start = -1);
+      }
+    }
+    if (again.length) this.#reads!.request(again);
+    let n = 0;
+    for (let k = 0; k < again.length; k += 2) n += again[k + 1] - again[k];
+    return n;
   }
 
   #arrived(pos: number, err: Error | null, s?: S): void {
@@ -280,7 +400,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     // What the sample holds while it waits: its bytes, and its pixels when the read path decoded it.
     const image = (s as { image?: { data?: { byteLength: number } } }).image;
     const now = runtime.now();
-    this.#host.answered(now - this.#askedAt[pos], s.data.length + (image?.data?.byteLength ?? 0), now);
+    this.#host.answered(now - this.#askedAt![pos], s.data.length + (image?.data?.byteLength ?? 0), now);
     if (s.conn) {
       const c = this.#conns.get(s.conn);
       if (c) c.bytes += s.data.length, c.samples++;
@@ -302,7 +422,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
 
   #skip(pos: number, reason: string): void {
     this.#ledger.skip(pos);
-    this.#assembler.skip(pos);
+    (this.#packets ?? this.#assembler).skip(pos);
     this.#host.skipped(this.epoch, this.#plan[pos], reason);
   }
 
@@ -328,4 +448,16 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     this.#wake = undefined;
     w?.();
   }
+}
+
+/** A packet without the entries not in `keep`. */
+function mergeKept(p: Packet, keep: number[]): Packet {
+  return mergePackets(p.run, [[p, keep]]);
+}
+
+/** A sample's error from a worker, named by sample and epoch as the per-sample path names it. */
+function packetError(e: SerializedError, id: string, epoch: number, source?: string): CassetteError {
+  const code = e.code?.startsWith("ERR_") ? (e.code as ErrorCode) : "ERR_STORE_UNREACHABLE";
+  // A decode error names its sample already (src/read/decode_source.ts).
+  return new CassetteError(code, e.name === "SampleDecodeError" ? `${e.message} (epoch ${epoch})` : `Cannot read sample ${id} of epoch ${epoch} from ${source}: ${e.message}`);
 }

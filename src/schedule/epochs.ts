@@ -12,8 +12,9 @@ import type { ConnCount, StatsRecorder } from "../observe/stats.ts";
 import type { Fetched, Source } from "../source/source.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { DepthPolicy } from "./depth.ts";
-import { EpochRun, type RunHost, type RunOptions } from "./epoch_run.ts";
+import { EpochRun, type RunHost, type RunOptions, type RunPlan } from "./epoch_run.ts";
 import { Window } from "./window.ts";
+import type { PacketReader } from "../read/packet.ts";
 
 /*
  * NOTE [ First window in bytes ]: a burst's harm is its bytes (2025 paper §3.4: many ranks
@@ -54,13 +55,15 @@ export interface ScheduleSource<S extends Fetched> {
   urge(on: boolean, stall?: boolean): void;
   /** The consumer waited `waitMs` for the batch just handed over (the decode pool sizes itself by it). */
   demand(waitMs: number): void;
+  /** Once the source is open: its packet reads, where read workers fill packets (NOTE [ Packets ]). */
+  packets?(): PacketReader | undefined;
 }
 
 export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   readonly options: ScheduleOptions<S, T>;
   readonly stats: StatsRecorder;
   readonly #read: ScheduleSource<S>;
-  readonly #plan: (epoch: number) => string[];
+  readonly #plan: (epoch: number) => RunPlan;
   /** Samples answered and the bytes they held: the mean size maxPrefetchBytes divides by. */
   #sized = 0;
   #sizedBytes = 0;
@@ -74,7 +77,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
   #previous = Number.NaN;
   #closed = false;
 
-  constructor(options: ScheduleOptions<S, T>, read: ScheduleSource<S>, plan: (epoch: number) => string[], stats: StatsRecorder) {
+  constructor(options: ScheduleOptions<S, T>, read: ScheduleSource<S>, plan: (epoch: number) => RunPlan, stats: StatsRecorder) {
     this.options = options;
     this.#read = read;
     this.#plan = plan;
@@ -95,7 +98,8 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
       this.stats.readAhead += ahead.requestedSoFar;
     } else {
       if (ahead) this.stats.readAheadDropped += ahead.requestedSoFar, ahead.stop();
-      run = new EpochRun<S, T>(this, epoch, skip.size ? this.#plan(epoch).filter((id) => !skip.has(id)) : this.#plan(epoch));
+      // A resumed epoch's plan leaves out what was handed over: its positions are its own.
+      run = new EpochRun<S, T>(this, epoch, skip.size ? { ids: this.#plan(epoch).ids.filter((id) => !skip.has(id)) } : this.#plan(epoch));
     }
     const o = this.options;
     const auto = o.prefetch === "auto";
@@ -148,6 +152,22 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     this.#sizedBytes += bytes;
     this.#sized++;
     this.#depth.answered(ms, now);
+    this.#sizeWindow();
+  }
+
+  answeredMany(ms: Float32Array, n: number, bytes: number, now: number): void {
+    this.#sizedBytes += bytes;
+    this.#sized += n;
+    for (let i = 0; i < n; i++) this.#depth.answered(ms[i], now);
+    this.#sizeWindow();
+  }
+
+  packets(): PacketReader | undefined {
+    return this.#read.packets?.();
+  }
+
+  /** NOTE [ First window in bytes ]. */
+  #sizeWindow(): void {
     const w = this.#active?.window;
     if (!w) return;
     if (!this.#widened && this.#depth.farAtLeast(WIDE_MS)) {

@@ -27,6 +27,17 @@ export class Ledger {
     this.#state[pos] = REQUESTED;
   }
 
+  /** Positions from … to − 1 requested at once (a read worker's packet read). */
+  requestRange(from: number, to: number): void {
+    for (let pos = from; pos < to; pos++) if (this.#state[pos] !== PLANNED) throw new Error(`ledger: plan position ${pos} requested twice or not planned`);
+    this.#state.fill(REQUESTED, from, to);
+  }
+
+  /** Requested and neither delivered nor given up on: in flight. */
+  isPending(pos: number): boolean {
+    return this.#state[pos] === REQUESTED;
+  }
+
   /** True the first time position `pos` arrives; false for a duplicate (dropped, counted). */
   deliver(pos: number): boolean {
     const s = this.#state[pos];

@@ -234,6 +234,44 @@ test("a read worker that dies with requests in flight: retried on its replacemen
   }
 });
 
+test("a read worker killed mid-epoch holding packets it has not sent: what it held is read again, each sample once, strict batches as planned", async () => {
+  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process!.env;
+  for (const order of ["ready", "strict"] as const) {
+    const crashFile = join(dir, `crashed-mid-${order}-${runtime.name}`);
+    env.CASSETTE_TEST_CRASH_FILE = crashFile;
+    env.CASSETTE_TEST_CRASH_AT = "3"; // two packets sent, then dies sending the third
+    const { WorkerSource } = await import("../../src/read/worker_source.ts");
+    const src = new WorkerSource(address, "rnd", { workers: 2, decode: true, workerUrl: new URL("../fixtures/crashing_read_worker.ts", import.meta.url) });
+    await src.ready;
+    const B = 4;
+    const loader = new Loader({ store: src, ids, batchSize: B, seed: seed + 1, prefetch: 6, order });
+    const here = new Loader({ store: await openReadSource(address, "rnd"), ids, batchSize: B, seed: seed + 1, order: "strict", decode: true });
+    try {
+      const batches = await Array.fromAsync(loader.epoch(0));
+      const { existsSync } = await import("node:fs");
+      assert.ok(existsSync(crashFile), `${order}: a worker died`);
+      const seen = batches.flatMap((b) => b.ids);
+      assert.is(seen.length, ids.length, `${order}: nothing lost (seed ${seed})`);
+      assert.is(new Set(seen).size, ids.length, `${order}: nothing twice`);
+      assert.ok(batches.every((b) => b.images), `${order}: every batch made of packets`);
+      assert.ok(loader.stats().retries > 0 && loader.stats().retries <= ids.length, `${order}: what the worker held was asked again: ${loader.stats().retries}`);
+      const planned = await Array.fromAsync(here.epoch(0));
+      if (order === "strict") assert.equal(batches.map((b) => b.ids), planned.map((b) => b.ids), "strict: the plan's batches");
+      const want = new Map(planned.flatMap((b) => b.items.map((s, i) => [b.ids[i], s.image!] as const)));
+      for (const b of batches) {
+        b.items.forEach((s, i) => {
+          const w = want.get(b.ids[i])!;
+          assert.ok(s.image!.width === w.width && s.image!.data.length === w.data.length && s.image!.data.every((v, j) => v === w.data[j]), `${order}: pixels of ${b.ids[i]}`);
+        });
+      }
+    } finally {
+      delete env.CASSETTE_TEST_CRASH_AT;
+      await loader.close();
+      await here.close();
+    }
+  }
+});
+
 test("a dead worker whose replacements cannot open the store: every request gets a retryable error, none waits forever", async () => {
   // A copy of the store that disappears once the first worker has it open (an open file lives on).
   const { copyFileSync, rmSync: rm } = await import("node:fs");

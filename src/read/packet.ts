@@ -1,0 +1,178 @@
+/**
+ * Batch-sized packets: how read workers hand samples to the thread that feeds the GPU.
+ *
+ * NOTE [ Packets ]: that thread submits the training steps, so whatever it does per sample
+ * caps the GPU's rate (1 µs a sample caps it at 1 M samples/s). Read workers therefore fill
+ * packets of up to a batch of samples as typed tables, and the feeding thread takes a packet
+ * whole: no object, promise, Map entry, clock read or callback per sample there, only loops
+ * over typed arrays (the ledger's states, the ids of the batch). A packet is made of:
+ *
+ *   cols (Int32Array, column-major, n entries):
+ *     POS │ LABEL │ IMAGE_AT │ WIDTH │ HEIGHT │ CHANNELS │ ORIENTATION │ CONN │ OFFSETS (n + 1)
+ *     ─────────────────────────── n each ──────────────────────────────────  bytes of entry i:
+ *                                                                             data[OFFSETS[i] .. OFFSETS[i+1])
+ *   buf (ArrayBuffer):
+ *     [ image │pad│ image │pad│ … (decoded in arrival order, each on a 4-byte boundary) │ bytes … ]
+ *                                                                                       ▲ dataAt
+ *   ms (Float32Array, n): each entry's time from reaching its worker to being answered
+ *
+ * Images start on 4-byte boundaries so that the pixels go to the GPU as one region of the
+ * preprocessing upload (NOTE [ Packed preprocessing input ], src/gpu/pack.ts). Entries are in
+ * plan order in strict order, in arrival order in ready order; IMAGE_AT points anywhere in the
+ * image region (images land where they were decoded), the bytes lie in entry order. CHANNELS 0:
+ * no image (the read path does not decode). A packet's buffers are transferred, never copied.
+ */
+import type { Image } from "../decode/decoder.ts";
+import type { Sample } from "./sample.ts";
+
+/** An error as it crosses from a worker: what reviving it needs. */
+export interface SerializedError {
+  seq: number;
+  id: string;
+  name: string;
+  code?: string;
+  message: string;
+  retryable: boolean;
+}
+
+/** A worker's packet reads' retries and hedges so far (its RetrySource's and HedgeSource's counters). */
+export interface ReadCounts {
+  retries: number;
+  hedged: number;
+  hedgeWins: number;
+  reasked: number;
+  reaskWins: number;
+}
+
+/** Column indices of a packet's `cols`. */
+export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS = 5, ORIENTATION = 6, CONN = 7, OFFSETS = 8;
+/** Int32 columns of n entries before OFFSETS (which has n + 1). */
+export const COLS = 8;
+
+/** What a read worker sends for one packet. */
+export interface Packet {
+  /** The epoch run it belongs to (a WorkerSource read's number). */
+  run: number;
+  /** Entries answered. */
+  n: number;
+  cols: Int32Array<ArrayBuffer>;
+  buf: ArrayBuffer;
+  /** Where the samples' bytes begin in `buf` (the images lie before). */
+  dataAt: number;
+  ms: Float32Array<ArrayBuffer>;
+  /** Names of the connections in CONN (−1: unknown). */
+  conns: string[];
+  /** Positions given up on after the worker's retries, with why. */
+  errors: { pos: number; error: SerializedError }[];
+  /** The worker's counters when it sent the packet. */
+  counts?: ReadCounts;
+  /** Gives `buf` back to the worker that filled it, for a later packet (set where it is received). */
+  release?: () => void;
+}
+
+/** A column of a packet as a view (no copy). */
+export function column(p: Pick<Packet, "cols" | "n">, c: number): Int32Array<ArrayBuffer> {
+  return p.cols.subarray(c * p.n, c === OFFSETS ? c * p.n + p.n + 1 : (c + 1) * p.n);
+}
+
+/** The bytes of entry i. */
+export function bytesOf(p: Packet, i: number): Uint8Array {
+  const o = p.cols[OFFSETS * p.n + i];
+  return new Uint8Array(p.buf, p.dataAt + o, p.cols[OFFSETS * p.n + i + 1] - o);
+}
+
+/** Entry i as the per-sample path's Sample (ids come from the plan): for consumers that ask for items. */
+export function sampleOf(p: Packet, i: number, id: string): Sample {
+  const c = p.cols, n = p.n;
+  const s: Sample = { id, label: c[LABEL * n + i], data: bytesOf(p, i) };
+  if (c[CONN * n + i] >= 0) s.conn = p.conns[c[CONN * n + i]];
+  const channels = c[CHANNELS * n + i];
+  if (channels) {
+    const width = c[WIDTH * n + i], height = c[HEIGHT * n + i];
+    s.image = {
+      width, height, channels: channels as Image["channels"], orientation: c[ORIENTATION * n + i],
+      data: new Uint8Array(p.buf, c[IMAGE_AT * n + i], width * height * channels),
+    };
+  }
+  return s;
+}
+
+/** Bytes the images of a packet take (to size a merge): each padded to 4. */
+function imageBytes(p: Packet, i: number): number {
+  const n = p.n;
+  return (p.cols[WIDTH * n + i] * p.cols[HEIGHT * n + i] * p.cols[CHANNELS * n + i] + 3) & ~3;
+}
+
+/**
+ * A new packet of the chosen entries of `parts` (each [packet, entry indices]), copied, in the
+ * order given: for a batch cut across packets (an epoch's last samples, spread over workers; a
+ * strict batch whose positions were asked for in two requests) and to drop a duplicate. Rare
+ * by design: a batch is normally one packet as its worker sent it.
+ */
+export function mergePackets(run: number, parts: readonly (readonly [Packet, readonly number[]])[]): Packet {
+  let n = 0, pix = 0, bytes = 0;
+  const conns: string[] = [];
+  const connIndex = new Map<string, number>();
+  for (const [p, idx] of parts) {
+    n += idx.length;
+    for (const i of idx) {
+      pix += imageBytes(p, i);
+      bytes += p.cols[OFFSETS * p.n + i + 1] - p.cols[OFFSETS * p.n + i];
+    }
+  }
+  const cols = new Int32Array(COLS * n + n + 1);
+  const ms = new Float32Array(n);
+  const buf = new ArrayBuffer(pix + bytes);
+  const u8 = new Uint8Array(buf);
+  let k = 0, at = 0, dat = 0;
+  for (const [p, idx] of parts) {
+    const src = p.cols, m = p.n;
+    for (const i of idx) {
+      for (let c = 0; c < COLS; c++) cols[c * n + k] = src[c * m + i];
+      const conn = src[CONN * m + i];
+      if (conn >= 0) {
+        const name = p.conns[conn];
+        let j = connIndex.get(name);
+        if (j === undefined) connIndex.set(name, (j = conns.push(name) - 1));
+        cols[CONN * n + k] = j;
+      }
+      const size = src[WIDTH * m + i] * src[HEIGHT * m + i] * src[CHANNELS * m + i];
+      if (src[CHANNELS * m + i]) u8.set(new Uint8Array(p.buf, src[IMAGE_AT * m + i], size), at);
+      cols[IMAGE_AT * n + k] = at;
+      at += (size + 3) & ~3;
+      const b = bytesOf(p, i);
+      cols[OFFSETS * n + k] = dat;
+      u8.set(b, pix + dat);
+      dat += b.length;
+      ms[k] = p.ms[i];
+      k++;
+    }
+  }
+  cols[OFFSETS * n + n] = dat;
+  return { run, n, cols, buf, dataAt: pix, ms, conns, errors: [] };
+}
+
+/** Where a packet read delivers: the epoch run that asked. */
+export interface PacketSink {
+  packet(p: Packet): void;
+  /**
+   * A worker stopped while holding these plan ranges ([from, to) pairs; its packets not yet
+   * received are dropped): the run asks again for the positions still pending among them,
+   * and says how many.
+   */
+  lost(ranges: readonly number[]): number;
+}
+
+/** One epoch run's reading through packets. */
+export interface PacketRead {
+  /** Asks for the plan positions of `ranges` ([from, to) pairs), each once. */
+  request(ranges: readonly number[]): void;
+  /** The run ended: the workers drop its plan and whatever they hold of it. */
+  end(): void;
+}
+
+/** A source whose workers can fill packets (src/read/worker_source.ts). */
+export interface PacketReader {
+  /** Starts reading `plan` (its positions asked for by `request`), packets of up to `batchSize` to `sink`. */
+  read(plan: readonly string[], o: { batchSize: number; strict: boolean; split?: { ids: readonly string[]; order: Int32Array } }, sink: PacketSink): PacketRead;
+}

@@ -1,0 +1,129 @@
+/**
+ * The packet assembler (src/assemble/packets.ts) on its own, on fresh random packets: however
+ * the entries of an epoch are split into packets and in whatever order the packets come,
+ * ready order hands over every entry once in batches of B (one short batch at most, at the
+ * end), a packet of exactly B as it came; strict order hands over batch k as plan positions
+ * k·B … in plan order, skipped positions left out, with the pixels and bytes of each entry.
+ */
+import * as assert from "uvu/assert";
+import { test } from "../_support/harness.ts";
+import { freshSeed, randomInt, rng } from "../_support/random.ts";
+import { PacketAssembler } from "../../src/assemble/packets.ts";
+import { CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, OFFSETS, ORIENTATION, type Packet, POS, WIDTH } from "../../src/read/packet.ts";
+import type { Batch } from "../../src/assemble/batch.ts";
+
+/** A packet of the given plan positions, as a worker makes it: image i is w×h grey pixels all equal to pos % 251, its bytes [pos % 256] × (pos % 5). */
+function packet(positions: number[]): Packet {
+  const n = positions.length;
+  const cols = new Int32Array(COLS * n + n + 1);
+  let pix = 0, bytes = 0;
+  const size = (p: number) => ((p % 7) + 1) * ((p % 3) + 1);
+  for (const p of positions) pix += (size(p) + 3) & ~3, bytes += p % 5;
+  const buf = new ArrayBuffer(pix + bytes);
+  const u8 = new Uint8Array(buf);
+  let at = 0, dat = 0;
+  positions.forEach((p, i) => {
+    cols[POS * n + i] = p;
+    cols[LABEL * n + i] = p * 10;
+    cols[WIDTH * n + i] = (p % 7) + 1;
+    cols[HEIGHT * n + i] = (p % 3) + 1;
+    cols[CHANNELS * n + i] = 1;
+    cols[ORIENTATION * n + i] = 1;
+    cols[CONN * n + i] = -1;
+    cols[IMAGE_AT * n + i] = at;
+    u8.fill(p % 251, at, at + size(p));
+    at += (size(p) + 3) & ~3;
+    cols[OFFSETS * n + i] = dat;
+    u8.fill(p % 256, pix + dat, pix + dat + (p % 5));
+    dat += p % 5;
+  });
+  cols[OFFSETS * n + n] = dat;
+  return { run: 1, n, cols, buf, dataAt: pix, ms: new Float32Array(n), conns: [], errors: [] };
+}
+
+function check(b: Batch<unknown>, plan: string[], where: string): void {
+  b.ids.forEach((id, i) => {
+    const p = plan.indexOf(id);
+    assert.is(b.labels[i], p * 10, `${where}: label of ${id}`);
+    const img = b.images!;
+    const px = img.pixels.subarray(img.at[i], img.at[i] + img.width[i] * img.height[i] * img.channels[i]);
+    assert.ok(img.width[i] === (p % 7) + 1 && px.every((v) => v === p % 251), `${where}: pixels of ${id}`);
+    const d = b.data.subarray(b.offsets[i], b.offsets[i + 1]);
+    assert.ok(d.length === p % 5 && d.every((v) => v === p % 256), `${where}: bytes of ${id}`);
+  });
+}
+
+/** Plan positions cut into packets of random sizes (at most B), in a random order. */
+function cut(next: () => number, positions: number[], B: number): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i < positions.length;) {
+    const k = randomInt(next, 1, B);
+    out.push(positions.slice(i, i + k));
+    i += k;
+  }
+  return out;
+}
+
+test("ready order: every entry once, batches of B (one short at the end at most), a packet of B handed over as it came", () => {
+  const seed = freshSeed(), next = rng(seed);
+  for (let round = 0; round < 20; round++) {
+    const B = randomInt(next, 1, 9), size = randomInt(next, 1, 60);
+    const plan = Array.from({ length: size }, (_, i) => `id${i}`);
+    const order = plan.map((_, i) => i).sort(() => next() - 0.5);
+    const skipped = new Set(order.filter(() => next() < 0.1));
+    const a = new PacketAssembler<unknown>(0, plan, B, false, 1);
+    const packets = cut(next, order.filter((p) => !skipped.has(p)), B).map(packet);
+    const full = new Set(packets.filter((p) => p.n === B));
+    const got: Batch<unknown>[] = [];
+    let freed = 0;
+    for (const p of packets) {
+      a.add(p);
+      for (let t = a.take(false); t.batch; t = a.take(false)) got.push(t.batch), (freed += t.freed);
+    }
+    for (const p of skipped) a.skip(p);
+    for (let t = a.take(true); t.batch || t.freed; t = a.take(true)) {
+      freed += t.freed;
+      if (t.batch) got.push(t.batch);
+    }
+    const ids = got.flatMap((b) => b.ids);
+    assert.is(ids.length, size - skipped.size, `every entry (seed ${seed}, round ${round})`);
+    assert.is(new Set(ids).size, ids.length, "each once");
+    assert.is(freed, size, "every window slot freed, the skipped ones too");
+    assert.ok(got.slice(0, -1).every((b) => b.ids.length === B), `batches of ${B} but the last`);
+    for (const b of got) check(b, plan, `seed ${seed}`);
+    // A worker's full packet is the batch itself: its views, no copy.
+    const asCame = got.filter((b) => packets.some((p) => full.has(p) && b.images!.pixels.buffer === p.buf));
+    assert.ok(asCame.length >= [...full].filter((p) => packets.indexOf(p) === 0).length, "the first full packet handed over as it came");
+  }
+});
+
+test("strict order: batch k is plan positions k·B … in plan order, however its entries came; skipped ones left out, a batch of nothing but skips not handed over", () => {
+  const seed = freshSeed(), next = rng(seed);
+  for (let round = 0; round < 20; round++) {
+    const B = randomInt(next, 1, 9), size = randomInt(next, 1, 60);
+    const plan = Array.from({ length: size }, (_, i) => `id${i}`);
+    const skipped = new Set(plan.map((_, i) => i).filter(() => next() < 0.15));
+    const a = new PacketAssembler<unknown>(0, plan, B, true, 1);
+    // Each batch's kept positions, split into one to three packets, packets shuffled.
+    const packets: Packet[] = [];
+    for (let k = 0; k * B < size; k++) {
+      const kept = plan.map((_, i) => i).slice(k * B, (k + 1) * B).filter((p) => !skipped.has(p));
+      for (const part of cut(next, kept.sort(() => next() - 0.5), Math.max(1, Math.ceil(kept.length / 2)))) packets.push(packet(part));
+    }
+    packets.sort(() => next() - 0.5);
+    for (const p of skipped) a.skip(p);
+    const got: Batch<unknown>[] = [];
+    for (const p of packets) {
+      a.add(p);
+      for (let t = a.take(false); t.batch; t = a.take(false)) got.push(t.batch);
+    }
+    for (let t = a.take(true); t.batch; t = a.take(true)) got.push(t.batch);
+    const want: string[][] = [];
+    for (let k = 0; k * B < size; k++) {
+      const ids = plan.slice(k * B, (k + 1) * B).filter((_, j) => !skipped.has(k * B + j));
+      if (ids.length) want.push(ids);
+    }
+    assert.equal(got.map((b) => b.ids), want, `the plan's batches, in plan order (seed ${seed}, round ${round})`);
+    for (const b of got) check(b, plan, `seed ${seed}`);
+  }
+});
