@@ -28,11 +28,10 @@ import { loadSplits } from "./src/dataset/splits.ts";
 import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
-import type { DecodedImage } from "./src/gpu/pack.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import type { TrainBatch } from "./src/train/model.ts";
 import { carried, type EpochCarry, fit, type EpochReport } from "./src/train/fit.ts";
-import { loaderBatches, type LoaderTrainBatch } from "./src/train/loader_batches.ts";
+import { loaderBatches, type LoaderTrainBatch, pixelsOf } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
 import { startProxyProcess, type ProxyProcess } from "./tools/proxy/process.ts";
@@ -307,7 +306,7 @@ async function main(): Promise<number> {
   }
 
   let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
-  const loaders: Loader<DecodedImage>[] = [];
+  const loaders: Loader<Sample>[] = [];
   let dashboard: Dashboard | undefined, dashboardTimer: ReturnType<typeof setInterval> | undefined;
   try {
     store = await openRunStore(run);
@@ -338,15 +337,14 @@ async function main(): Promise<number> {
     // A grey model asks the decoder for one channel: a colour file's luma, with its chroma's
     // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
     const decodeOptions = C === 1 ? { grey: true } : {};
-    const decode = (s: Sample) => s.image!;
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"]; train?: boolean }) => {
-      const l = new Loader<DecodedImage>({
+      const l = new Loader<Sample>({
         store: workers > 0 ? readAddress : readStore!, workers, decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
         order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, onError: run.onError, resume: o.resume,
         // --transform runs on the training samples only (evaluation sees the images as stored). A
-        // module's answer becomes the sample's image and the batch carries samples (their pixels
-        // found by loaderBatches); the closure answers the image itself.
-        transform: (o.train && run.transform) || decode,
+        // module's answer becomes the sample's image. No function runs here per sample: with read
+        // workers the batches are their packets, taken whole (NOTE [ Packets ], src/read/packet.ts).
+        ...(o.train && run.transform ? { transform: run.transform } : {}),
       });
       loaders.push(l);
       return l;
@@ -371,7 +369,7 @@ async function main(): Promise<number> {
     if (run.noIo) {
       // Read and decode once, keep the pixels on the GPU as bytes, gather each batch there.
       const t0 = runtime.now();
-      const hold = async (l: Loader<DecodedImage>, n: number, what: string) => {
+      const hold = async (l: Loader<Sample>, n: number, what: string) => {
         const bar = progress(`hold ${what}`, n, run.json);
         const { pixels, labels } = await readPixels(l, [C, H, W], classes, bar);
         bar.done();
@@ -589,7 +587,7 @@ async function main(): Promise<number> {
  * Counts the samples a batch carries that the epoch's plan puts in another batch: how much
  * ready order reordered (0 in strict order), reported per epoch as `outOfPlanShare`.
  */
-async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Loader<DecodedImage>, epoch: number, report: (n: number, ids: string[]) => void, handed = 0) {
+async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Loader<Sample>, epoch: number, report: (n: number, ids: string[]) => void, handed = 0) {
   const o = l.options;
   const plan = epochPlan(o.ids, { seed: o.seed ?? 0, epoch, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast, rank: o.rank, worldSize: o.worldSize });
   const at = new Map(plan.map((id, i) => [id, Math.floor(i / o.batchSize)]));
@@ -679,12 +677,13 @@ async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; t
 }
 
 /** Every image of one loader epoch as C×H×W bytes (grey or RGB as the model wants), with labels. */
-async function readPixels(l: Loader<DecodedImage>, [C, H, W]: number[], classes: number, bar: { update(n: number): void }) {
+async function readPixels(l: Loader<Sample>, [C, H, W]: number[], classes: number, bar: { update(n: number): void }) {
   const n = l.options.ids.length, per = C * H * W;
   const pixels = new Uint8Array(n * per), labels = new Uint32Array(n);
   let k = 0;
   for await (const b of l.epoch(0)) {
-    b.items.forEach((img, i) => {
+    b.items.forEach((item, i) => {
+      const img = pixelsOf(item, b.ids[i]);
       if (img.width !== W || img.height !== H || (C === 3 && img.channels === 1)) {
         throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot hold sample ${b.ids[i]} for --no-io as it decodes to ${img.width}×${img.height}×${img.channels}, not the model's ${W}×${H}×${C}: train with the loader (no --no-io), which resizes on the GPU`);
       }

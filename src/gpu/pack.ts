@@ -200,6 +200,66 @@ function checkShape(s: ImageShape, i: number): void {
 }
 
 /**
+ * A batch's images already in one buffer (a Loader batch's `images`, made by read workers):
+ * image i is `pixels[at[i] …]`, width·height·channels bytes, `at[i]` a multiple of 4. Packed
+ * with one copy of the whole buffer after the records, not one per image.
+ */
+export interface PackedImages {
+  pixels: Uint8Array;
+  at: ArrayLike<number>;
+  width: ArrayLike<number>;
+  height: ArrayLike<number>;
+  channels: ArrayLike<number>;
+}
+
+/** Whether `x` is a PackedImages table rather than a list of images. */
+export function isPackedImages(x: unknown): x is PackedImages {
+  return typeof x === "object" && x !== null && !Array.isArray(x) && "pixels" in x && "at" in x;
+}
+
+/** Where each image of a table goes: the records, then the table's buffer as it is. */
+export function tableLayout(t: PackedImages): PackLayout {
+  const n = t.at.length, base = n * RECORD_BYTES;
+  const offsets = new Array<number>(n);
+  for (let i = 0; i < n; i++) {
+    const s = { width: t.width[i], height: t.height[i], channels: t.channels[i] };
+    checkShape(s, i);
+    const at = t.at[i];
+    if (at % 4 !== 0 || at < 0 || at + s.width * s.height * s.channels > t.pixels.length) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess image ${i} as its pixels must start on a 4-byte boundary inside the table's ${t.pixels.length} bytes: current value is ${at}`);
+    }
+    offsets[i] = base + at;
+  }
+  return { offsets, bytes: Math.max(4, base + Math.ceil(t.pixels.length / 4) * 4) };
+}
+
+/** Writes the records of a table and its pixels (one copy) into `dst`. */
+export function packTable(dst: Uint8Array, t: PackedImages, plans: readonly ImagePlan[], layout: PackLayout): void {
+  const n = t.at.length;
+  writeRecords(dst, n, (i) => t.width[i], (i) => t.height[i], (i) => t.channels[i], plans, layout);
+  dst.set(t.pixels, n * RECORD_BYTES);
+}
+
+function writeRecords(
+  dst: Uint8Array, n: number, width: (i: number) => number, height: (i: number) => number, channels: (i: number) => number,
+  plans: readonly ImagePlan[], layout: PackLayout,
+): void {
+  const words = new Uint32Array(dst.buffer, dst.byteOffset, n * 8);
+  const floats = new Float32Array(dst.buffer, dst.byteOffset, n * 8);
+  for (let i = 0; i < n; i++) {
+    const p = plans[i];
+    words[i * 8] = layout.offsets[i];
+    words[i * 8 + 1] = width(i);
+    words[i * 8 + 2] = height(i);
+    words[i * 8 + 3] = channels(i) | (p.mirror ? FLAG_MIRROR : 0);
+    floats[i * 8 + 4] = p.x;
+    floats[i * 8 + 5] = p.y;
+    floats[i * 8 + 6] = p.w;
+    floats[i * 8 + 7] = p.h;
+  }
+}
+
+/**
  * Writes the table and the pixels of `images` into `dst` (at least `layout.bytes` long,
  * typically a mapped staging buffer). Images with `data` undefined get a record only: their
  * bytes are written on the GPU (the hybrid JPEG path).
@@ -210,19 +270,9 @@ export function packImages(
   plans: readonly ImagePlan[],
   layout: PackLayout,
 ): void {
-  const words = new Uint32Array(dst.buffer, dst.byteOffset, images.length * 8);
-  const floats = new Float32Array(dst.buffer, dst.byteOffset, images.length * 8);
+  writeRecords(dst, images.length, (i) => images[i].width, (i) => images[i].height, (i) => images[i].channels, plans, layout);
   images.forEach((img, i) => {
-    const p = plans[i];
     const n = img.width * img.height * img.channels;
-    words[i * 8] = layout.offsets[i];
-    words[i * 8 + 1] = img.width;
-    words[i * 8 + 2] = img.height;
-    words[i * 8 + 3] = img.channels | (p.mirror ? FLAG_MIRROR : 0);
-    floats[i * 8 + 4] = p.x;
-    floats[i * 8 + 5] = p.y;
-    floats[i * 8 + 6] = p.w;
-    floats[i * 8 + 7] = p.h;
     if (img.data) {
       if (img.data.length < n) {
         throw new CassetteError(

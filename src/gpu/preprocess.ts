@@ -9,8 +9,8 @@ import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
-import { isRandom, packImages, packLayout, planImage } from "./pack.ts";
-import type { DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";
+import { isPackedImages, isRandom, packImages, packLayout, packTable, planImage, tableLayout } from "./pack.ts";
+import type { DecodedImage, ImagePlan, PackedImages, PlanOptions, SampleKey } from "./pack.ts";
 import { StagingRing } from "./staging.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
@@ -176,18 +176,24 @@ export class Preprocessor {
    * device.destroy();
    * ```
    */
-  async run(images: readonly (DecodedImage | JpegCoefficients)[], run: PreprocessRunOptions = {}): Promise<PreprocessedBatch> {
-    const n = images.length;
+  async run(images: readonly (DecodedImage | JpegCoefficients)[] | PackedImages, run: PreprocessRunOptions = {}): Promise<PreprocessedBatch> {
+    const table = isPackedImages(images) ? images : undefined;
+    const n = table ? table.at.length : (images as readonly unknown[]).length;
     if (n < 1 || n > 65535) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess a batch as it must hold 1 to 65535 images: current value is ${n}`);
     }
     const { width: W, height: H } = this.options;
     const C = this.options.channels ?? 3;
     const layout = this.options.layout ?? "nchw";
-    const pixels = images.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
+    // A table (read workers' packets) is packed with one copy of its buffer; a list image by image.
+    const list = table ? [] : (images as readonly (DecodedImage | JpegCoefficients)[]);
+    const pixels = table
+      ? Array.from({ length: n }, (_, i) => ({ width: table.width[i], height: table.height[i], channels: table.channels[i] }))
+      : list.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
+    if (table && run.masks) throw new CassetteError("ERR_UNSUPPORTED", "Cannot preprocess masks with a table of images: give the images as a list");
     const plans = this.plan(pixels, run);
-    const pack = packLayout(pixels);
-    const coef = planCoefficients(images, pack);
+    const pack = table ? tableLayout(table) : packLayout(pixels);
+    const coef = table ? undefined : planCoefficients(list, pack);
     const coefAt = Math.ceil(pack.bytes / 256) * 256;
     const afterCoef = coef ? coefAt + coef.uploadBytes : pack.bytes;
     const outBytes = n * C * W * H * 4;
@@ -200,7 +206,8 @@ export class Preprocessor {
 
     const slot = await this.#ring.acquire(upload);
     try {
-      packImages(slot.bytes, pixels, plans, pack);
+      if (table) packTable(slot.bytes, table, plans, pack);
+      else packImages(slot.bytes, pixels, plans, pack);
       if (coef) coef.write(slot.bytes.subarray(coefAt));
       if (maskPack) packImages(slot.bytes.subarray(maskAt), masks!, maskPlans!, maskPack);
       const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);

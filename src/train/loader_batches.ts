@@ -17,6 +17,7 @@
 import { CassetteError } from "../errors.ts";
 import type { EpochOptions, Loader } from "../loader.ts";
 import type { Sample } from "../read/sample.ts";
+import type { ImageTable } from "../assemble/batch.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
 import type { PreprocessedMasks, Preprocessor } from "../gpu/preprocess.ts";
 import type { TrainBatch } from "./model.ts";
@@ -79,12 +80,22 @@ export async function* loaderBatches(
         }
       }
     }
-    const x = await pre.run(b.items.map((item, i) => pixelsOf(item, b.ids[i])), { epoch, ids: b.ids, masks: b.masks });
+    // A batch of read workers' packets has its images in one buffer: one copy into the upload,
+    // then the buffer goes back to its worker (Batch.release).
+    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => pixelsOf(item, b.ids[i])), { epoch, ids: b.ids, masks: b.masks });
+    b.release?.();
     const out: LoaderTrainBatch = { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
     if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
     if (x.masks) out.masks = x.masks;
     yield out;
   }
+}
+
+/** A batch's image table, every sample decoded (channels 0: the read path did not decode it). */
+function imagesOf(t: ImageTable, ids: readonly string[]): ImageTable {
+  const missing = t.channels.indexOf(0);
+  if (missing >= 0) pixelsOf({ id: ids[missing], label: 0, data: new Uint8Array(0) }, ids[missing]); // names it
+  return t;
 }
 
 /** A batch item's pixels: the image itself, or the sample's decoded `image`. */

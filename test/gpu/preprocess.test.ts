@@ -7,7 +7,7 @@ import { readBuffer } from "../../src/gpu/buffers.ts";
 import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import type { PreprocessOptions, Preprocessor } from "../../src/gpu/preprocess.ts";
 import { planImage } from "../../src/gpu/pack.ts";
-import type { CropPolicy, DecodedImage } from "../../src/gpu/pack.ts";
+import type { CropPolicy, DecodedImage, PackedImages } from "../../src/gpu/pack.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
 
@@ -22,15 +22,29 @@ function randomImage(next: () => number, width: number, height: number, channels
   return { data: randomBytes(next, width * height * channels), width, height, channels };
 }
 
-/** Runs a batch into a poisoned buffer and checks every value against the reference. */
-async function check(device: GPUDevice, pre: Preprocessor, images: DecodedImage[], seed: number, epoch = 0): Promise<void> {
+/**
+ * The images as one table, as read workers' packets carry them (src/read/packet.ts): each on a
+ * 4-byte boundary, laid out in an order of their own (decode order), gaps between.
+ */
+function asTable(next: () => number, images: DecodedImage[]): PackedImages {
+  const order = images.map((_, i) => i).sort(() => next() - 0.5);
+  const at = new Int32Array(images.length);
+  let end = 0;
+  for (const i of order) at[i] = end, (end += Math.ceil((images[i].data.length + randomInt(next, 0, 9)) / 4) * 4);
+  const pixels = randomBytes(next, end);
+  images.forEach((img, i) => pixels.set(img.data, at[i]));
+  return { pixels, at, width: Int32Array.from(images, (x) => x.width), height: Int32Array.from(images, (x) => x.height), channels: Int32Array.from(images, (x) => x.channels) };
+}
+
+/** Runs a batch into a poisoned buffer and checks every value against the reference; `table`: given as one table of images. */
+async function check(device: GPUDevice, pre: Preprocessor, images: DecodedImage[], seed: number, epoch = 0, table?: () => number): Promise<void> {
   const o = pre.options;
   const C = o.channels ?? 3;
   const per = o.width * o.height * C;
   const out = poisonedBuffer(device, images.length * per * 4);
   const ids = images.map((_, i) => `id-${seed}-${i}`);
   try {
-    const batch = await pre.run(images, { epoch, ids, output: out });
+    const batch = await pre.run(table ? asTable(table, images) : images, { epoch, ids, output: out });
     assert.equal(batch.shape, o.layout === "nhwc" ? [images.length, o.height, o.width, C] : [images.length, C, o.height, o.width]);
     const got = new Float32Array(await readBuffer(device, out, images.length * per * 4));
     const want = new Float32Array(images.length * per);
@@ -54,7 +68,7 @@ function randomPolicy(next: () => number): CropPolicy {
 }
 
 for (const backend of runtime.gpuBackends) {
-  test(`crop_resize_normalize matches the CPU reference on random images, policies and layouts (${backend})`, async () => {
+  test(`crop_resize_normalize matches the CPU reference on random images, policies and layouts, given as a list or as one table (${backend})`, async () => {
     const device = await testDevice(backend);
     const seed = freshSeed();
     const next = rng(seed);
@@ -75,6 +89,7 @@ for (const backend of runtime.gpuBackends) {
       const images = Array.from({ length: randomInt(next, 1, 6) }, () =>
         randomImage(next, randomInt(next, 1, 120), randomInt(next, 1, 120), [1, 3, 4][randomInt(next, 0, 2)]));
       await check(device, pre, images, seed, round);
+      await check(device, pre, images, seed, round, next); // the same images as one table (Batch.images)
       pre.destroy();
     }
   });
