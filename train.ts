@@ -22,6 +22,7 @@ import { CassetteError } from "./src/errors.ts";
 import { openStore } from "./src/source/open.ts";
 import type { Store } from "./src/dataset/store.ts";
 import type { Sample } from "./src/read/sample.ts";
+import { readWorkers } from "./src/read/worker_source.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
 import { loadSplits } from "./src/dataset/splits.ts";
@@ -63,9 +64,10 @@ folder: loss.svg and accuracy.svg per epoch, steps.svg (the loss of every step) 
 throughput.svg (images/s and the share of time spent waiting for data, per epoch).
 
 Defaults depend on the adapter: on a CPU driver (lavapipe/llvmpipe, SwiftShader) --model mlp
---epochs 3; on a GPU --model cnn --epochs 10 and --workers from the cores: (cores − 2) / 2,
-between 1 and 4. Explicit options always win. Every epoch trains on every training sample: the
-last batch is short when the batch size does not divide them (the model line says its size).
+--epochs 3; on a GPU --model cnn --epochs 10. --workers comes from the cores on every adapter:
+max(2, min(8, cores − 2)) (none with --transform). Explicit options always win. Every epoch
+trains on every training sample: the last batch is short when the batch size does not divide
+them (the model line says its size).
 
   --store ADDRESS     sqlite:PATH or cassandra://…/KEYSPACE (default ${DEFAULT_STORE}, the only
                       store train.ts makes: another must exist, e.g. made by cassette ingest)
@@ -83,9 +85,9 @@ last batch is short when the batch size does not divide them (the model line say
   --order ORDER       ready (default: batches from whatever arrived first) or strict (plan order)
   --prefetch K        batches of requests in flight (default auto: deepens while starved)
   --workers N         read and decode in N worker threads, each with its own connections to the
-                      store; 0: in the training thread (the default on a CPU driver, whose
-                      cores are all busy training). Frees that thread, which submits the
-                      GPU's work, from the driver's and the decoder's
+                      store, handing over batch-sized packets; 0: in the training thread.
+                      Frees that thread, which submits the GPU's work, from the driver's and
+                      the decoder's (default: max(2, min(8, cores − 2)); 0 with --transform)
   --latency-ms MS     add MS of one-way delay per direction through the project's TCP proxy
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
@@ -293,10 +295,10 @@ async function main(): Promise<number> {
   // The GPU default is the model whose 10-epoch accuracy was measured (bench/RESULTS.md).
   const modelName = run.model ?? (info.cpu ? "mlp" : "cnn");
   const epochs = run.epochs ?? (info.cpu ? 3 : 10);
-  // Reading in the training thread costs it 50–70 µs a sample from Cassandra, which caps what a
-  // fast card can be fed; on a CPU driver every core already trains (bench/RESULTS.md, "Read workers").
-  const cores = (globalThis.navigator as { hardwareConcurrency?: number } | undefined)?.hardwareConcurrency ?? 2;
-  const workers = run.workers ?? (info.cpu ? 0 : Math.min(4, Math.max(1, Math.floor((cores - 2) / 2))));
+  // Reading in the training thread costs it 30-70 µs a sample, which caps what a fast card can
+  // be fed; read workers hand it packets at ~0.1 µs a sample, and on lavapipe, whose training
+  // takes the same cores, they cost nothing either (NOTE [ Read workers: how many ]).
+  const workers = run.workers ?? readWorkers(run.address, { transform: run.transform });
   const spec = MODELS[modelName];
   const [C, H, W] = spec.input;
   log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: small defaults)" : ""}`);

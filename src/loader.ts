@@ -36,6 +36,7 @@ import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
 import { checkReadOptions } from "./read/open.ts";
 import { ReadPath } from "./read/read_path.ts";
+import { readWorkers } from "./read/worker_source.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
@@ -130,12 +131,14 @@ export interface LoaderOptions<T = Sample> {
   /** Cap on requests in flight at the source (default: the source's). */
   maxInFlight?: number;
   /**
-   * Read in this many worker threads, each with its own connections to the store (default 0:
-   * in this thread). Needs a store address. The driver's work, and with `decode` the decoding,
-   * then leave the thread that iterates the batches, which is the one that feeds the GPU
-   * (src/read/worker_source.ts).
+   * Read in this many worker threads, each with its own connections to the store, or "auto"
+   * (default): max(2, min(8, cores − 2)) for a store address, none for an open Store or Source
+   * (NOTE [ Read workers: how many ], src/read/worker_source.ts); 0: in this thread. The
+   * driver's work, and with `decode` the decoding, then leave the thread that iterates the
+   * batches, which is the one that feeds the GPU, and the workers hand over batch-sized packets
+   * (NOTE [ Packets ], src/read/packet.ts). Labels other than one integer read in this thread.
    */
-  workers?: number;
+  workers?: number | "auto";
   /**
    * Decode each sample where it is read (in its read worker with `workers`, else in this
    * thread as it arrives) and hand it over as `Sample.image` (default false). A file that
@@ -199,8 +202,10 @@ export class Loader<T = Sample> implements AsyncDisposable {
       bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
     }
     const module = isTransformModule(o.transform) ? o.transform : undefined;
+    if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${o.workers}`);
+    const workers = readWorkers(o.store, o);
     // A bad address fails here too, not at the first batch.
-    checkReadOptions(o.store, { ...o, transform: module }, "Cannot create a Loader");
+    checkReadOptions(o.store, { ...o, transform: module, workers }, "Cannot create a Loader");
     if (o.decode !== undefined && typeof o.decode !== "boolean") {
       if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
       checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error
@@ -210,7 +215,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
     if (o.resume !== undefined) this.#resume = checkResumeState(o.resume, this.#identity());
-    this.#read = new ReadPath({ ...o, transform: module, seed: o.seed }, () => this.#schedule.drained());
+    this.#read = new ReadPath({ ...o, transform: module, seed: o.seed, workers }, () => this.#schedule.drained());
     this.#schedule = new EpochScheduler<Sample, T>(
       {
         batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", signal: o.signal,

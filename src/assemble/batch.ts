@@ -12,7 +12,10 @@
 import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
-import { CHANNELS, column, HEIGHT, IMAGE_AT, LABEL, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, WIDTH } from "../read/packet.ts";
+import {
+  CHANNELS, column, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
+  TARGET_LEN, WIDTH,
+} from "../read/packet.ts";
 
 export interface Batch<T = Sample> {
   epoch: number;
@@ -78,7 +81,15 @@ export function packetBatch<T>(epoch: number, index: number, plan: readonly stri
     channels: column(p, CHANNELS), orientation: column(p, ORIENTATION),
   };
   let items: T[] | undefined;
-  const batch = { epoch, index, ids, labels: column(p, LABEL), data, offsets, bytes: offsets[n], images, ...(p.release ? { release: p.release } : {}) } as Omit<Batch<T>, "items">;
+  const extra: Partial<Batch<T>> = {};
+  if (n && p.floatTargets && p.cols[TARGET_LEN * n]) {
+    // Float vectors, one after another in entry order (src/read/packet.ts): one view.
+    const w = p.cols[TARGET_LEN * n] / 4;
+    Object.assign(extra, { targets: new Float32Array(p.buf, p.cols[TARGET_AT * n], n * w), targetWidth: w });
+  } else if (n && p.cols[MASK_CHANNELS * n]) {
+    extra.masks = ids.map((id, i) => imageAt(p, i, MASK_AT, MASK_WIDTH, MASK_HEIGHT, MASK_CHANNELS) ?? mixed(id, "a decoded mask", undefined));
+  }
+  const batch = { epoch, index, ids, labels: column(p, LABEL), data, offsets, bytes: offsets[n], images, ...extra, ...(p.release ? { release: p.release } : {}) } as Omit<Batch<T>, "items">;
   return Object.defineProperty(batch, "items", {
     enumerable: true,
     get: () => (items ??= ids.map((id, i) => sampleOf(p, i, id) as T)),

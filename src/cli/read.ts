@@ -2,6 +2,7 @@
 import { Loader } from "../loader.ts";
 import { loadSplit } from "../dataset/splits.ts";
 import { datasetNeeded, open } from "../read/open.ts";
+import { readWorkers } from "../read/worker_source.ts";
 import type { ReadSource, Sample } from "../read/sample.ts";
 import { redact } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
@@ -41,8 +42,9 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        default) or leave the choice to the driver
   --hedge              re-ask for samples slower than the recent p95 latency × 2 (at most 5 %
                        of requests); the first answer wins
-  --workers N          read in N worker threads, each with its own connections (default 0: in
-                       the loader's thread)
+  --workers N          read in N worker threads, each with its own connections, handing over
+                       batch-sized packets (default: max(2, min(8, cores − 2)), none with
+                       --decode-workers; 0: in the loader's thread)
   --decode             decode every JPEG as it arrives (in its read worker with --workers)
   --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
@@ -93,13 +95,13 @@ export async function run(argv: string[]): Promise<number> {
   const idsFile = options.has("ids") ? await readIdsFile(String(options.get("ids"))) : undefined;
   // The device before the store: no adapter is said at once, before any reading.
   const stage = pre && await TensorStage.open(pre);
-  const workers = intOption(options, "read", "workers") ?? 0;
   const decodeWorkers = intOption(options, "read", "decode-workers");
+  const workers = intOption(options, "read", "workers") ?? readWorkers(address, { decodeWorkers });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
   // from them once they are open. Until the Loader has them, closing them is this function's.
   let reading: Promise<ReadSource> | undefined = workers > 0
-    ? open(address, { mode: "read", dataset, workers, decode: decode && { grey }, decodeWorkers, balance })
+    ? open(address, { mode: "read", dataset, workers, decode: decode && { grey }, decodeWorkers, balance, reads: { hedge: options.has("hedge") ? {} : undefined, reaskTail: true } })
     : undefined;
   reading?.catch(() => {}); // reported where it is awaited
   let source: ReadSource;
@@ -182,6 +184,7 @@ export async function run(argv: string[]): Promise<number> {
           // A training step that does not hold the loader's thread (as the peers' --step-ms).
           if (stepMs > 0) await new Promise((r) => setTimeout(r, stepMs));
           bar.update((n += b.ids.length), () => `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+          b.release?.(); // a packet's buffer back to its worker, to fill again
         }
         bar.done();
       }
@@ -271,11 +274,15 @@ class TensorStage {
 
   async run(b: Batch<Sample>, epoch: number): Promise<void> {
     const t0 = runtime.now();
-    const images = b.items.map((s) => {
+    const missing = b.images ? b.images.channels.indexOf(0) : -1;
+    if (missing >= 0) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${b.ids[missing]} as it arrived without its decoded image`);
+    // Read workers' packets: the batch's images in one buffer, one copy into the upload.
+    const images = b.images ?? b.items.map((s) => {
       if (!s.image) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${s.id} as it arrived without its decoded image`);
       return s.image;
     });
     const out = await this.#pre.run(images, { epoch, ids: b.ids });
+    b.release?.();
     const first = this.#images === 0;
     let host: ArrayBuffer | undefined;
     if (this.#req.readback) host = await readBuffer(this.#device, out.buffer, out.bytes);

@@ -8,13 +8,18 @@
  * over typed arrays (the ledger's states, the ids of the batch). A packet is made of:
  *
  *   cols (Int32Array, column-major, n entries):
- *     POS │ LABEL │ IMAGE_AT │ WIDTH │ HEIGHT │ CHANNELS │ ORIENTATION │ CONN │ OFFSETS (n + 1)
- *     ─────────────────────────── n each ──────────────────────────────────  bytes of entry i:
- *                                                                             data[OFFSETS[i] .. OFFSETS[i+1])
+ *     POS │ LABEL │ IMAGE_AT │ WIDTH │ HEIGHT │ CHANNELS │ ORIENTATION │ CONN │
+ *     TARGET_AT │ TARGET_LEN │ MASK_AT │ MASK_WIDTH │ MASK_HEIGHT │ MASK_CHANNELS │ OFFSETS (n + 1)
+ *     ───────────────────────────────── n each ─────────────────────────────────    bytes of entry i:
+ *                                                                                   data[OFFSETS[i] .. OFFSETS[i+1])
  *   buf (ArrayBuffer):
- *     [ image │pad│ image │pad│ … (decoded in arrival order, each on a 4-byte boundary) │ bytes … ]
+ *     [ image │pad│ image │pad│ … (decoded in arrival order, each on a 4-byte boundary) │ bytes … │pad│ targets … │ masks … ]
  *                                                                                       ▲ dataAt
  *   ms (Float32Array, n): each entry's time from reaching its worker to being answered
+ *
+ * Labels other than one integer (src/dataset/label.ts) ride along: a target (a float vector,
+ * or a blob's bytes) at TARGET_AT, TARGET_LEN bytes (0: none), the targets of a packet one
+ * after another in entry order; a decoded mask at MASK_AT (MASK_CHANNELS 0: none).
  *
  * Images start on 4-byte boundaries so that the pixels go to the GPU as one region of the
  * preprocessing upload (NOTE [ Packed preprocessing input ], src/gpu/pack.ts). Entries are in
@@ -45,9 +50,10 @@ export interface ReadCounts {
 }
 
 /** Column indices of a packet's `cols`. */
-export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS = 5, ORIENTATION = 6, CONN = 7, OFFSETS = 8;
+export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS = 5, ORIENTATION = 6, CONN = 7;
+export const TARGET_AT = 8, TARGET_LEN = 9, MASK_AT = 10, MASK_WIDTH = 11, MASK_HEIGHT = 12, MASK_CHANNELS = 13, OFFSETS = 14;
 /** Int32 columns of n entries before OFFSETS (which has n + 1). */
-export const COLS = 8;
+export const COLS = 14;
 
 /** What a read worker sends for one packet. */
 export interface Packet {
@@ -62,6 +68,8 @@ export interface Packet {
   ms: Float32Array<ArrayBuffer>;
   /** Names of the connections in CONN (−1: unknown). */
   conns: string[];
+  /** The targets are float vectors (else a blob's bytes), where entries have them. */
+  floatTargets?: boolean;
   /** Positions given up on after the worker's retries, with why. */
   errors: { pos: number; error: SerializedError }[];
   /** The worker's counters when it sent the packet. */
@@ -86,21 +94,30 @@ export function sampleOf(p: Packet, i: number, id: string): Sample {
   const c = p.cols, n = p.n;
   const s: Sample = { id, label: c[LABEL * n + i], data: bytesOf(p, i) };
   if (c[CONN * n + i] >= 0) s.conn = p.conns[c[CONN * n + i]];
-  const channels = c[CHANNELS * n + i];
-  if (channels) {
-    const width = c[WIDTH * n + i], height = c[HEIGHT * n + i];
-    s.image = {
-      width, height, channels: channels as Image["channels"], orientation: c[ORIENTATION * n + i],
-      data: new Uint8Array(p.buf, c[IMAGE_AT * n + i], width * height * channels),
-    };
-  }
+  const image = imageAt(p, i, IMAGE_AT, WIDTH, HEIGHT, CHANNELS);
+  if (image) s.image = image;
+  const mask = imageAt(p, i, MASK_AT, MASK_WIDTH, MASK_HEIGHT, MASK_CHANNELS);
+  if (mask) s.mask = mask;
+  const len = c[TARGET_LEN * n + i];
+  if (len) s.target = p.floatTargets ? new Float32Array(p.buf, c[TARGET_AT * n + i], len / 4) : new Uint8Array(p.buf, c[TARGET_AT * n + i], len);
   return s;
 }
 
-/** Bytes the images of a packet take (to size a merge): each padded to 4. */
-function imageBytes(p: Packet, i: number): number {
-  const n = p.n;
-  return (p.cols[WIDTH * n + i] * p.cols[HEIGHT * n + i] * p.cols[CHANNELS * n + i] + 3) & ~3;
+/** Entry i's image (or mask) by its columns, a view of the packet's buffer. */
+export function imageAt(p: Packet, i: number, at: number, w: number, h: number, ch: number): Image | undefined {
+  const c = p.cols, n = p.n, channels = c[ch * n + i];
+  if (!channels) return undefined;
+  const width = c[w * n + i], height = c[h * n + i];
+  return {
+    width, height, channels: channels as Image["channels"], orientation: at === IMAGE_AT ? c[ORIENTATION * n + i] : 1,
+    data: new Uint8Array(p.buf, c[at * n + i], width * height * channels),
+  };
+}
+
+/** Bytes entry i's image and mask take in a merge: each padded to 4. */
+function pixelBytes(p: Packet, i: number): number {
+  const c = p.cols, n = p.n;
+  return ((c[WIDTH * n + i] * c[HEIGHT * n + i] * c[CHANNELS * n + i] + 3) & ~3) + ((c[MASK_WIDTH * n + i] * c[MASK_HEIGHT * n + i] * c[MASK_CHANNELS * n + i] + 3) & ~3);
 }
 
 /**
@@ -110,19 +127,22 @@ function imageBytes(p: Packet, i: number): number {
  * by design: a batch is normally one packet as its worker sent it.
  */
 export function mergePackets(run: number, parts: readonly (readonly [Packet, readonly number[]])[]): Packet {
-  let n = 0, pix = 0, bytes = 0;
+  let n = 0, pix = 0, bytes = 0, targets = 0;
   const conns: string[] = [];
   const connIndex = new Map<string, number>();
   for (const [p, idx] of parts) {
     n += idx.length;
     for (const i of idx) {
-      pix += imageBytes(p, i);
+      pix += pixelBytes(p, i);
       bytes += p.cols[OFFSETS * p.n + i + 1] - p.cols[OFFSETS * p.n + i];
+      targets += (p.cols[TARGET_LEN * p.n + i] + 3) & ~3;
     }
   }
+  // The images and masks first, then the bytes, then the targets in entry order (one view for the batch).
+  let tat = pix + ((bytes + 3) & ~3);
   const cols = new Int32Array(COLS * n + n + 1);
   const ms = new Float32Array(n);
-  const buf = new ArrayBuffer(pix + bytes);
+  const buf = new ArrayBuffer(tat + targets);
   const u8 = new Uint8Array(buf);
   let k = 0, at = 0, dat = 0;
   for (const [p, idx] of parts) {
@@ -140,6 +160,10 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
       if (src[CHANNELS * m + i]) u8.set(new Uint8Array(p.buf, src[IMAGE_AT * m + i], size), at);
       cols[IMAGE_AT * n + k] = at;
       at += (size + 3) & ~3;
+      const msize = src[MASK_WIDTH * m + i] * src[MASK_HEIGHT * m + i] * src[MASK_CHANNELS * m + i];
+      if (msize) u8.set(new Uint8Array(p.buf, src[MASK_AT * m + i], msize), at), (cols[MASK_AT * n + k] = at), (at += (msize + 3) & ~3);
+      const tlen = src[TARGET_LEN * m + i];
+      if (tlen) u8.set(new Uint8Array(p.buf, src[TARGET_AT * m + i], tlen), tat), (cols[TARGET_AT * n + k] = tat), (tat += (tlen + 3) & ~3);
       const b = bytesOf(p, i);
       cols[OFFSETS * n + k] = dat;
       u8.set(b, pix + dat);
@@ -149,7 +173,8 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
     }
   }
   cols[OFFSETS * n + n] = dat;
-  return { run, n, cols, buf, dataAt: pix, ms, conns, errors: [] };
+  const floatTargets = parts.find(([p]) => p.floatTargets !== undefined)?.[0].floatTargets;
+  return { run, n, cols, buf, dataAt: pix, ms, conns, errors: [], ...(floatTargets !== undefined ? { floatTargets } : {}) };
 }
 
 /** Where a packet read delivers: the epoch run that asked. */

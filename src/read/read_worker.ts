@@ -40,7 +40,10 @@ import type { PixelSink } from "./decode_source.ts";
 import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
 import { META, type Packet, type ToWorker } from "./worker_source.ts";
 import type { SerializedError } from "./packet.ts";
-import { CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, WIDTH } from "./packet.ts";
+import {
+  CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
+  TARGET_LEN, WIDTH,
+} from "./packet.ts";
 import { HedgeSource } from "./hedge.ts";
 import { RetrySource } from "./retry.ts";
 
@@ -209,7 +212,6 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
   run.outstanding--;
   const g = groupOf(run, pos);
   if (err || !s) g.errors.push({ pos, error: serialize(pos, id, err ?? new Error(`no answer for ${id}`)) });
-  else if (s.target) g.errors.push({ pos, error: serialize(pos, id, new CassetteError("ERR_UNSUPPORTED", `Cannot read sample ${id} of ${source?.name} in a read worker as its label is not one integer (a ${s.target instanceof Float32Array ? "float vector" : "blob"}): the workers' packets carry one integer a sample; read it with workers: 0 (decodeWorkers still decode off the loader's thread)`)) });
   else {
     // Decoded elsewhere (a transform's image; another run's packet): copied into this one.
     if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
@@ -227,16 +229,43 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
   }
 }
 
-/** Sends a packet: the table, the images where they were decoded, the bytes after them. */
+/**
+ * Sends a packet: the table, the images where they were decoded, then the masks, the bytes and
+ * the targets (src/read/packet.ts). Targets of one packet are all float vectors of one length
+ * or all bytes, as a batch's are (assemble/batch.ts): a sample that differs is an error naming it.
+ */
 function ship(run: Run, g: Group): void {
-  const entries = g.entries;
-  if (run.strict) entries.sort((a, b) => a.pos - b.pos);
+  if (run.strict) g.entries.sort((a, b) => a.pos - b.pos);
+  const first = g.entries.find((e) => e.s.target)?.s.target;
+  const floats = first instanceof Float32Array;
+  const entries = first ? g.entries.filter((e) => {
+    const t = e.s.target;
+    if (t && (t instanceof Float32Array) === floats && (!floats || t.length === first.length)) return true;
+    const what = !t ? "none" : t instanceof Float32Array ? `a vector of ${t.length}` : "bytes";
+    g.errors.push({ pos: e.pos, error: serialize(e.pos, run.ids[run.order ? run.order[e.pos] : e.pos], new CassetteError("ERR_MALFORMED_INPUT", `Cannot batch sample ${run.ids[run.order ? run.order[e.pos] : e.pos]} as the batch's labels are ${floats ? `a vector of ${first.length}` : "bytes"} and its label is ${what}`)) });
+    return false;
+  }) : g.entries;
   const n = entries.length;
   const a = g.arena;
-  let bytes = 0;
-  for (const e of entries) bytes += e.s.data.length;
+  let bytes = 0, extra = 0;
+  for (const e of entries) {
+    bytes += e.s.data.length;
+    const m = e.s.mask, t = e.s.target;
+    if (m) extra += (m.data.length + 3) & ~3;
+    if (t) extra += (t.byteLength + 3) & ~3;
+  }
   a.at = (a.at + 3) & ~3;
-  a.reserve(bytes);
+  a.reserve(bytes + extra + 4);
+  // The masks after the images: the same region, as the GPU reads both (cropped together).
+  const maskAt = new Int32Array(n);
+  if (extra) {
+    entries.forEach((e, i) => {
+      if (!e.s.mask) return;
+      maskAt[i] = a.at;
+      a.u8.set(e.s.mask.data, a.at);
+      a.at += (e.s.mask.data.length + 3) & ~3;
+    });
+  }
   const dataAt = a.at;
   // The table and the times in one small buffer: one transfer, one allocation.
   const meta = new ArrayBuffer((COLS * n + n + 1 + n) * 4);
@@ -267,13 +296,29 @@ function ship(run: Run, g: Group): void {
       cols[ORIENTATION * n + i] = img.orientation;
     }
     ms[i] = entries[i].ms;
+    if (s.mask) {
+      cols[MASK_AT * n + i] = maskAt[i];
+      cols[MASK_WIDTH * n + i] = s.mask.width;
+      cols[MASK_HEIGHT * n + i] = s.mask.height;
+      cols[MASK_CHANNELS * n + i] = s.mask.channels;
+    }
   }
   cols[OFFSETS * n + n] = at;
   a.at = dataAt + at;
+  if (first) {
+    a.at = (a.at + 3) & ~3;
+    for (let i = 0; i < n; i++) {
+      const t = entries[i].s.target!;
+      a.u8.set(new Uint8Array(t.buffer, t.byteOffset, t.byteLength), a.at);
+      cols[TARGET_AT * n + i] = a.at;
+      cols[TARGET_LEN * n + i] = t.byteLength;
+      a.at += (t.byteLength + 3) & ~3;
+    }
+  }
   run.size = Math.max(MIN_PACKET, a.at);
   const buf = a.buf; // transferred as it is: trimming it would copy every pixel
   const packet: BatchPacket = {
-    run: run.id, n, cols, buf, dataAt, ms, conns, errors: g.errors,
+    run: run.id, n, cols, buf, dataAt, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
     counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0 },
   };
   scope.postMessage({ t: "packet", packet }, [buf, meta]);

@@ -125,6 +125,35 @@ interface Run {
   slot?: Slot;
 }
 
+/*
+ * NOTE [ Read workers: how many ]: `workers: "auto"` reads in max(2, min(8, cores − 2)) workers
+ * where the target is an address (each worker opens it), else in the calling thread. With
+ * packets (src/read/packet.ts) the feeding thread's cost no longer grows with them, so the
+ * rule is the cores': on the 2-core VM 2 workers read Fashion-MNIST from SQLite 3.7× as fast
+ * as the thread itself (1 worker: 2.0×), and train.ts on lavapipe, whose training takes the
+ * same cores, ran 9.0-9.3 s for 0, 1 and 2 workers alike: reading in the thread never won
+ * (bench/RESULTS.md, "Packets"). Two cores stay for the thread that feeds the GPU and the
+ * GPU's driver; past 8, a 16-core machine is to say (tools/gpu/measure.sh runs 1-14).
+ */
+/** The read workers "auto" means on a machine of `cores` cores. */
+export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
+  return Math.max(2, Math.min(8, cores - 2));
+}
+
+/**
+ * The read workers for `workers` as given: a number as it is; "auto" (or nothing) is
+ * autoWorkers() for an address, but none for an open Store or Source (there is no address to
+ * open in a worker), where the decode pool is asked for (a `decodeWorkers` count), where a
+ * transform module runs (the pool's slow lane keeps a slow transform from holding the samples
+ * behind it; read workers have none yet), or a transform function (samples are then handed
+ * over one by one: workers would only add their messages).
+ */
+export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown }): number {
+  if (typeof o.workers === "number") return o.workers;
+  if (typeof target !== "string" || o.transform || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
+  return autoWorkers();
+}
+
 const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./read_worker.ts", "read/read_worker.js");
 
 interface Slot {

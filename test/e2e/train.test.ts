@@ -95,15 +95,16 @@ test("strict order through the loader (decoding in this thread, or reading and d
   // order, and --no-io gathers the same decoded pixels on the GPU in that order. Any error in
   // the loader, the decoder or the preprocessing kernel would change the losses.
   const common = ["--store", store, "--limit", String(LIMIT), "--batch", String(BATCH), "--epochs", "2", "--model", "mlp", "--seed", "3", "--json"];
-  const viaLoader = train(...common, "--order", "strict", "--out", join(dir, "strict"));
+  const viaLoader = train(...common, "--order", "strict", "--workers", "0", "--out", join(dir, "strict"));
   const noIo = train(...common, "--no-io", "--out", join(dir, "noio"));
-  const pooled = train(...common, "--order", "strict", "--workers", "2", "--out", join(dir, "pooled"));
+  const pooled = train(...common, "--order", "strict", "--out", join(dir, "pooled"));
   assert.is(viaLoader.ingested, 0, "nothing is stored twice");
   assert.is(noIo.io, "none");
-  assert.equal([viaLoader.workers, pooled.workers], [0, 2], "a CPU driver reads in the training thread unless told otherwise");
+  assert.equal(viaLoader.workers, 0);
+  assert.ok(pooled.workers >= 2, `read workers by default, a CPU driver too (NOTE [ Read workers: how many ]): ${pooled.workers}`);
   for (let e = 0; e < 2; e++) {
     const a = viaLoader.epochs[e], b = noIo.epochs[e], c = pooled.epochs[e];
-    assert.ok(Math.abs(c.loss - a.loss) < 1e-6, `epoch ${e + 1}: reading and decoding in 2 workers gives the pixels of the loader's transform: ${c.loss} vs ${a.loss}`);
+    assert.ok(Math.abs(c.loss - a.loss) < 1e-6, `epoch ${e + 1}: reading and decoding in workers (batches of their packets) gives the pixels of reading here: ${c.loss} vs ${a.loss}`);
     assert.ok(Math.abs(a.loss - b.loss) < 1e-4, `epoch ${e + 1} loss: loader ${a.loss} vs no-io ${b.loss}`);
     assert.ok(Math.abs(a.testAccuracy - b.testAccuracy) <= 1 / LIMIT, `epoch ${e + 1} test accuracy: ${a.testAccuracy} vs ${b.testAccuracy}`);
   }

@@ -426,7 +426,7 @@ test("cassette read --dashboard: Chromium shows figures that move during the rea
       ["batch-p50", report.batchMs.p50], ["batch-p99", report.batchMs.p99], ["batch-max", report.batchMs.max],
       ["prefetch", report.prefetch], ["max-outstanding", report.maxOutstanding],
       ["retries", report.retries], ["hedged", report.hedged], ["hedge-wins", report.hedgeWins], ["skipped", report.errors],
-      ["workers", 0], ["epoch", 1],
+      ["workers", report.workers], ["epoch", 1],
     ];
     for (const [name, want] of expect) assert.is(m[name], want, `${name} on the page (${m[name]}) and in --json (${want})`);
     assert.is(report.samples, 400);

@@ -311,8 +311,9 @@ test("a dead worker whose replacements cannot open the store: every request gets
 test("bad read-worker options are named", async () => {
   const bad = (o: Record<string, unknown>, what: RegExp) =>
     assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), (e: Error) => e instanceof CassetteError && what.test(e.message));
-  bad({ workers: -1 }, /'workers' must be a whole number: current value is -1/);
-  bad({ workers: 1.5 }, /'workers' must be a whole number: current value is 1.5/);
+  bad({ workers: -1 }, /'workers' must be a whole number or "auto": current value is -1/);
+  bad({ workers: 1.5 }, /'workers' must be a whole number or "auto": current value is 1.5/);
+  bad({ workers: "many" }, /'workers' must be a whole number or "auto": current value is many/);
   assert.throws(() => new Loader({ store: { name: "x" } as unknown as Source, ids, batchSize: 4, workers: 2 }), /'workers' needs a store address/);
   const e = await openWorkerSource(address, "rnd", { workers: 0 }).then(() => null, (e) => e);
   assert.match(e?.message ?? "", /'workers' must be a positive integer: current value is 0/);
