@@ -14,7 +14,8 @@
  * one thread could feed a GPU fast enough never to be the limit: the ceiling that matters on
  * a real card, where the store and the cores keep up.
  *
- * `--step-ms S` holds the loader's thread S ms per batch with CPU work (busy), as training on
+ * `--step-ms S` holds the loader's thread S ms of its CPU time per batch (busy; not counted in
+ * its µs/sample), as training on
  * a CPU WebGPU adapter (lavapipe) does: then reading in that thread competes with training for
  * it, and workers read on the other cores meanwhile.
  *
@@ -98,9 +99,17 @@ function threadCpuMs(): number {
   return Number(readFileSync(f, "utf8").split(" ")[0]) / 1e6;
 }
 
-function busy(ms: number): void {
-  const end = runtime.now() + ms;
-  while (runtime.now() < end);
+/** Holds the thread for `ms` of its own CPU time (not wall time: the workers share the cores); answers the CPU ms spent. */
+function busy(ms: number): number {
+  const c0 = threadCpuMs();
+  if (Number.isNaN(c0)) {
+    const end = runtime.now() + ms;
+    while (runtime.now() < end);
+    return ms;
+  }
+  let c = c0;
+  while ((c = threadCpuMs()) - c0 < ms);
+  return c - c0;
 }
 
 interface Result { samplesPerSec: number; threadUsPerSample: number }
@@ -115,7 +124,7 @@ async function once(contender: number, seed: number): Promise<Result> {
   try {
     for await (const b of loader.epoch(0)) if (stepMs) busy(stepMs), void b;
     const t0 = runtime.now(), c0 = threadCpuMs();
-    let n = 0, px = 0;
+    let n = 0, px = 0, held = 0;
     for await (const b of loader.epoch(1)) {
       n += b.ids.length;
       if (b.images) {
@@ -133,9 +142,9 @@ async function once(contender: number, seed: number): Promise<Result> {
         }
         px += at;
       }
-      if (stepMs) busy(stepMs);
+      if (stepMs) held += busy(stepMs);
     }
-    const ms = runtime.now() - t0, cpu = threadCpuMs() - c0 - (stepMs ? (stepMs * Math.ceil(n / 128)) : 0);
+    const ms = runtime.now() - t0, cpu = threadCpuMs() - c0 - held;
     if (n !== ids.length || px === 0) throw new Error(`bench: epoch 1 handed over ${n} of ${ids.length} samples`);
     return { samplesPerSec: (1000 * n) / ms, threadUsPerSample: (1000 * cpu) / n };
   } finally {
@@ -166,13 +175,16 @@ const rows = workerCounts.map((w) => {
   const rate = rs.map((x) => x.samplesPerSec), cpu = rs.map((x) => x.threadUsPerSample);
   // Paired: each round against the first contender's run of the same round.
   const paired = rs.map((x, i) => x.samplesPerSec / base[i].samplesPerSec);
-  return { workers: w, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
+  // Against linear scaling from the first contender's worker count (where both read in workers).
+  const w0 = Math.abs(workerCounts[0]);
+  const ofLinear = w0 > 0 && w > 0 ? med(paired) / (w / w0) : undefined;
+  return { workers: w, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), ofLinear, threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
 });
 if (json) console.log(JSON.stringify({ address, dataset, samples: ids.length, rounds, stepMs, grey, rows }));
 else {
-  console.log(`\n  ${"".padEnd(24)} ${"best/s".padStart(8)} ${"median/s".padStart(9)} ${"ratio".padStart(7)}  ${"thread µs/sample".padStart(16)} ${"feed ceiling/s".padStart(15)}`);
+  console.log(`\n  ${"".padEnd(26)} ${"best/s".padStart(8)} ${"median/s".padStart(9)} ${"ratio".padStart(7)} ${"÷ linear".padStart(8)}  ${"thread µs/sample".padStart(16)} ${"feed ceiling/s".padStart(15)}`);
   for (const r of rows) {
-    console.log(`  ${r.name.padEnd(24)} ${r.best.toFixed(0).padStart(8)} ${r.median.toFixed(0).padStart(9)} ${(r.pairedRatio.toFixed(2) + "×").padStart(7)}  ${r.threadUsPerSample.toFixed(1).padStart(16)} ${r.feedCeiling.toFixed(0).padStart(15)}`);
+    console.log(`  ${r.name.padEnd(26)} ${r.best.toFixed(0).padStart(8)} ${r.median.toFixed(0).padStart(9)} ${(r.pairedRatio.toFixed(2) + "×").padStart(7)} ${(r.ofLinear === undefined ? "" : r.ofLinear.toFixed(2)).padStart(8)}  ${r.threadUsPerSample.toFixed(2).padStart(16)} ${r.feedCeiling.toFixed(0).padStart(15)}`);
   }
   console.log(`  ratio: median over rounds of samples/s ÷ the ${name(workerCounts[0])} run of the same round`);
 }

@@ -11,9 +11,11 @@
  *                               [--store cassandra://…/KEYSPACE] [--client-cpus 0 --server-cpus 1]
  *                               [--idx PREFIX] [--workers N] [--quick] [--json]
  *
- * `--workers N` adds two contenders that read and decode in N worker threads (the Loader's
- * `workers`): ready order at RTT 0 and at 150 ms. On a real GPU the loader's own thread caps
- * what it can feed (~50 µs of driver work per sample from Cassandra when it reads itself).
+ * Every loader contender runs with train.ts's defaults (read workers "auto": NOTE [ Read
+ * workers: how many ] in src/read/worker_source.ts). `--workers N` adds two contenders that
+ * read and decode in N worker threads (0: in the training thread): ready order at RTT 0 and at
+ * 150 ms. On a real GPU the loader's own thread caps what it can feed (~50 µs of driver work
+ * per sample from Cassandra when it reads itself).
  *
  * `--client-cpus` / `--server-cpus` split the machine as if the store were remote: every
  * train.ts (the training "GPU" included, on lavapipe) runs on the client's CPUs, the proxy on
@@ -61,18 +63,18 @@ const contenders: Contender[] = [
   { name: "loader, ready order, RTT 150 ms", args: ["--order", "ready", "--latency-ms", "75"] },
   { name: "loader, strict order, RTT 150 ms", args: ["--order", "strict", "--latency-ms", "75"] },
 ];
-const workers = args.int("workers", 0, 0);
-if (workers > 0) {
+if (args.has("workers")) {
+  const workers = args.int("workers", 0, 0);
+  const how = workers ? `${workers} read workers` : "read in the training thread";
   contenders.push(
-    { name: `loader, ready order, RTT 0, ${workers} read workers`, args: ["--order", "ready", "--workers", String(workers)] },
-    { name: `loader, ready order, RTT 150 ms, ${workers} read workers`, args: ["--order", "ready", "--latency-ms", "75", "--workers", String(workers)] },
+    { name: `loader, ready order, RTT 0, ${how}`, args: ["--order", "ready", "--workers", String(workers)] },
+    { name: `loader, ready order, RTT 150 ms, ${how}`, args: ["--order", "ready", "--latency-ms", "75", "--workers", String(workers)] },
   );
 }
 
 function train(model: string, c: Contender, seed: number): Epoch[] {
-  // Reading in train.ts's own thread unless a contender says otherwise (on a GPU it defaults to workers).
-  const workersArg = c.args.includes("--workers") ? [] : ["--workers", "0"];
-  return runTrain([...workersArg, "--store", store, "--model", model, "--limit", String(limits[model] ?? 4096), "--epochs", String(epochs),
+  // train.ts's defaults (its read workers too) unless a contender says otherwise.
+  return runTrain(["--store", store, "--model", model, "--limit", String(limits[model] ?? 4096), "--epochs", String(epochs),
     "--seed", String(seed), "--out", `.tmp/bench-train-io/${model}`, ...idx, ...c.args], clientCpus).epochs;
 }
 

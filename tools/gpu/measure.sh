@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # measure.sh [BENCH-ARGS…]: on the lent GPU machine, once tools/gpu/unpack.sh has installed the kit:
 # starts the Cassandra node, checks that train.ts gets the real GPU (not a CPU driver), then runs
-# bench/train_io.bench.ts (does the loader keep the GPU fed?) with BENCH-ARGS, then
-# bench/read_workers.bench.ts from Cassandra (how many samples/s the loader's thread can feed,
-# reading itself or through read workers, on this machine's cores). Everything lands in $OUT
+# bench/train_io.bench.ts (does the loader keep the GPU fed, with train.ts's defaults?) with
+# BENCH-ARGS, then bench/read_workers.bench.ts from the embedded store with 1, 2, 4, 8 and 14
+# read workers (do they scale with the cores? NOTE [ Read workers: how many ]) and from
+# Cassandra (what the feeding thread pays a sample, packets against sample by sample). Everything lands in $OUT
 # (the run tool's folder that comes back; default .tmp/gpu-out): nvidia-smi.txt, probe.json,
 # train_io.txt (the tables, printed model by model), read_workers.txt, and Cassandra's log if
 # it fails.
 #
-#   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2 --limit 60000 --workers 4
+#   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2 --limit 60000
 #
 # CASSETTE_GPU_BUDGET_S (default 540) bounds both benchmarks, of which the read benchmark gets
-# the last CASSETTE_GPU_READ_S (default 90; 0 skips it), so the call ends inside the run tool's
+# the last CASSETTE_GPU_READ_S (default 120; 0 skips it), so the call ends inside the run tool's
 # 10 minutes with its results still written. Files of an earlier call in $OUT are not kept:
 # $OUT comes back empty each call, so each call's results come back with it.
 set -uo pipefail
@@ -34,15 +35,18 @@ fi
 bun train.ts --no-io --model cnn --epochs 1 --limit 8192 "${idx[@]}" --json --out .tmp/gpu-probe > "$OUT/probe.json" 2> "$OUT/probe.log" \
   || die "train.ts --no-io failed (see $OUT/probe.log)"
 grep -q '"cpu":false' "$OUT/probe.json" || echo "gpu measure: warning: train.ts ran on a CPU adapter (see device in $OUT/probe.json)" >&2
-read_s=${CASSETTE_GPU_READ_S:-90}
+read_s=${CASSETTE_GPU_READ_S:-120}
 budget=$(( ${CASSETTE_GPU_BUDGET_S:-540} - read_s - (SECONDS - t0) ))
 timeout "$budget" bun bench/train_io.bench.ts "${idx[@]}" "$@" > "$OUT/train_io.txt" 2>&1
 rc=$?
 [ $rc = 124 ] && echo "gpu measure: the benchmark ran out of its ${budget} s (the models done are in $OUT/train_io.txt)" >&2
 if [ "$read_s" -gt 0 ]; then
-  timeout "$read_s" bun bench/read_workers.bench.ts --store "cassandra://127.0.0.1:9042/cassette_bench?connections=4" \
-    --workers 0,2,4,8 --rounds 2 --samples 20000 --grey "${idx[@]}" > "$OUT/read_workers.txt" 2>&1 \
-    || echo "gpu measure: the read benchmark failed or ran out of its ${read_s} s (see $OUT/read_workers.txt)" >&2
+  timeout $(( read_s * 2 / 3 )) bun bench/read_workers.bench.ts --workers 1,2,4,8,14 --rounds 2 --samples 60000 --grey "${idx[@]}" \
+    > "$OUT/read_workers_scaling.txt" 2>&1 \
+    || echo "gpu measure: the scaling benchmark failed or ran out of time (see $OUT/read_workers_scaling.txt)" >&2
+  timeout $(( read_s / 3 )) bun bench/read_workers.bench.ts --store "cassandra://127.0.0.1:9042/cassette_bench?connections=4" \
+    --workers 4 --per-sample --rounds 2 --samples 20000 --grey "${idx[@]}" > "$OUT/read_workers.txt" 2>&1 \
+    || echo "gpu measure: the read benchmark failed or ran out of its time (see $OUT/read_workers.txt)" >&2
 fi
 bash tools/cassandra/cassandra.sh stop >/dev/null 2>&1
 echo "gpu measure: done in $((SECONDS - t0)) s, exit $rc; results in $OUT"
