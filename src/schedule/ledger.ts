@@ -5,7 +5,7 @@
  *
  * Samples are known by their position in the epoch's plan, not by id: one byte each, no hashing.
  * The loader's thread feeds the GPU, and a Map of ids cost it ~1.5 µs a sample (Node's profiler,
- * bench/RESULTS.md "The loader's own cost"). That the plan names each id once is checked where
+ * bench/RESULTS.md "Packets", earlier figures). That the plan names each id once is checked where
  * the ids come in (the Loader's constructor: `assertUnique`).
  */
 import { CassetteError } from "../errors.ts";
