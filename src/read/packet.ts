@@ -65,6 +65,8 @@ export interface Packet {
   buf: ArrayBuffer;
   /** Where the samples' bytes begin in `buf` (the images lie before). */
   dataAt: number;
+  /** Bytes of `buf` in use (the rest is room of a reused buffer): what the samples hold. */
+  used: number;
   ms: Float32Array<ArrayBuffer>;
   /** Names of the connections in CONN (−1: unknown). */
   conns: string[];
@@ -174,7 +176,7 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
   }
   cols[OFFSETS * n + n] = dat;
   const floatTargets = parts.find(([p]) => p.floatTargets !== undefined)?.[0].floatTargets;
-  return { run, n, cols, buf, dataAt: pix, ms, conns, errors: [], ...(floatTargets !== undefined ? { floatTargets } : {}) };
+  return { run, n, cols, buf, dataAt: pix, used: buf.byteLength, ms, conns, errors: [], ...(floatTargets !== undefined ? { floatTargets } : {}) };
 }
 
 /** Where a packet read delivers: the epoch run that asked. */

@@ -318,7 +318,7 @@ function ship(run: Run, g: Group): void {
   run.size = Math.max(MIN_PACKET, a.at);
   const buf = a.buf; // transferred as it is: trimming it would copy every pixel
   const packet: BatchPacket = {
-    run: run.id, n, cols, buf, dataAt, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
+    run: run.id, n, cols, buf, dataAt, used: a.at, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
     counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0 },
   };
   scope.postMessage({ t: "packet", packet }, [buf, meta]);

@@ -13,7 +13,7 @@
 import { runtime } from "../../runtime-adapters/index.ts";
 import { Assembler } from "../assemble/assembler.ts";
 import { PacketAssembler } from "../assemble/packets.ts";
-import { CONN, type Packet, type PacketRead, type PacketReader, POS } from "../read/packet.ts";
+import { CONN, OFFSETS, type Packet, type PacketRead, type PacketReader, POS } from "../read/packet.ts";
 import type { Batch } from "../assemble/batch.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { mergePackets, type SerializedError } from "../read/packet.ts";
@@ -343,11 +343,11 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     const delivered = keep ? keep.length : n;
     this.#pending -= delivered;
     if (delivered > 0) {
-      this.#host.answeredMany(p.ms, n, p.buf.byteLength, runtime.now());
+      this.#host.answeredMany(p.ms, n, p.used, runtime.now());
       if (p.conns.length) {
         const counts = new Uint32Array(p.conns.length);
         for (let i = 0; i < n; i++) if (cols[CONN * n + i] >= 0) counts[cols[CONN * n + i]]++;
-        const bytes = p.buf.byteLength / n; // the bytes per connection, at the packet's mean size
+        const bytes = cols[OFFSETS * n + n] / n; // the bytes fetched per connection, at the packet's mean size
         p.conns.forEach((name, c) => {
           if (!counts[c]) return;
           const had = this.#conns.get(name);

@@ -38,7 +38,7 @@ function packet(positions: number[]): Packet {
     dat += p % 5;
   });
   cols[OFFSETS * n + n] = dat;
-  return { run: 1, n, cols, buf, dataAt: pix, ms: new Float32Array(n), conns: [], errors: [] };
+  return { run: 1, n, cols, buf, dataAt: pix, used: buf.byteLength, ms: new Float32Array(n), conns: [], errors: [] };
 }
 
 function check(b: Batch<unknown>, plan: string[], where: string): void {

@@ -15,7 +15,8 @@ import { CassetteError } from "../../src/errors.ts";
 
 test("maxPrefetchBytes bounds the samples outstanding by their bytes; every sample still once", async () => {
   const dir = mkdtempSync(join(tmpdir(), "cassette-membound-"));
-  const store = await openStore(`sqlite:${join(dir, "big.sqlite")}`);
+  const address = `sqlite:${join(dir, "big.sqlite")}`;
+  const store = await openStore(address);
   try {
     const seed = freshSeed();
     const next = rng(seed);
@@ -24,12 +25,16 @@ test("maxPrefetchBytes bounds the samples outstanding by their bytes; every samp
     await store.put("big", Array.from({ length: 120 }, (_, i) => ({ key: `k${i}`, label: i % 3, data: randomBytes(next, randomInt(next, 150_000, 250_000)) })));
     const ids: string[] = [];
     for await (const page of store.scanNat("big")) ids.push(...page.map((r) => r.id));
-    const read = async (maxPrefetchBytes?: number) => {
-      const loader = new Loader({ store, dataset: "big", ids, batchSize: 4, prefetch: 16, seed: 1, maxPrefetchBytes });
+    // An open store reads here, sample by sample; its address, in read workers' packets (their
+    // buffers are reused, larger than what a packet holds: the bound counts what it holds).
+    const read = async (maxPrefetchBytes: number | undefined, workers: boolean) => {
+      const loader = new Loader({ store: workers ? address : store, dataset: "big", ids, batchSize: 4, prefetch: 16, seed: 1, maxPrefetchBytes, workers: workers ? 2 : 0 });
       const seen: string[] = [];
       for (const epoch of [0, 1]) {
         for await (const b of loader.epoch(epoch)) {
           seen.push(...b.ids);
+          assert.is(!!b.images, workers, "packets where workers read");
+          b.release?.();
           await new Promise((r) => setTimeout(r, 3)); // a step: the window fills meanwhile
         }
       }
@@ -39,14 +44,16 @@ test("maxPrefetchBytes bounds the samples outstanding by their bytes; every samp
       assert.is(new Set(seen).size, ids.length);
       return { most: s.maxOutstanding, mean: s.bytes / s.samples };
     };
-    const free = await read();
-    const bound = 2_000_000;
-    const bounded = await read(bound);
-    // At most the bound's worth at the mean size (+ one sample: the mean moves as answers come).
-    const allowed = Math.max(4, Math.floor(bound / bounded.mean)) + 1;
-    assert.ok(bounded.most <= allowed, `outstanding ${bounded.most} samples of ~${(bounded.mean / 1e3).toFixed(0)} kB ≤ ${allowed} (seed ${seed})`);
-    assert.ok(free.most > allowed, `without the bound the window holds more: ${free.most} (the test would not see a missing bound otherwise)`);
-    assert.ok(bounded.most >= 4, "at least a batch");
+    for (const workers of [false, true]) {
+      const free = await read(undefined, workers);
+      const bound = 2_000_000;
+      const bounded = await read(bound, workers);
+      // At most the bound's worth at the mean size (+ one sample: the mean moves as answers come).
+      const allowed = Math.max(4, Math.floor(bound / bounded.mean)) + 1;
+      assert.ok(bounded.most <= allowed, `workers ${workers}: outstanding ${bounded.most} samples of ~${(bounded.mean / 1e3).toFixed(0)} kB ≤ ${allowed} (seed ${seed})`);
+      assert.ok(free.most > allowed, `workers ${workers}: without the bound the window holds more: ${free.most} (the test would not see a missing bound otherwise)`);
+      assert.ok(bounded.most >= 4, "at least a batch");
+    }
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
