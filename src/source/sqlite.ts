@@ -65,14 +65,12 @@ export class SqliteStore implements Store {
       try {
         db = runtime.openSqlite(path);
         db.exec("PRAGMA busy_timeout = 10000");
-        mapped(db);
         ours = isOurs(db);
       } catch (cause) {
         closeQuietly(db);
         db = undefined;
         if (create || !cannotOpen(cause)) throw cause;
         db = openImmutable(path, cause);
-        mapped(db);
         ours = isOurs(db);
       }
       if (!ours && create) {
@@ -366,14 +364,4 @@ function openImmutable(path: string, cause: unknown): SqliteDatabase {
   } catch {
     throw cause;
   }
-}
-
-/**
- * Reads go through a memory map of the file (up to 1 GiB), not read() calls into SQLite's 2 MB
- * page cache: a sample's lookup by id touches pages all over a file larger than that cache, and
- * mapped it cost half (Fashion-MNIST's 66 MB store, 500 random ids a SELECT: ~7 → ~3.5 µs a
- * row in Bun). Address space only; the pages are the OS's file cache, shared by every worker.
- */
-function mapped(db: SqliteDatabase): void {
-  db.exec("PRAGMA mmap_size = 1073741824");
 }
