@@ -19,9 +19,18 @@ import { runtime } from "../../runtime-adapters/index.ts";
 
 const DATASET = "fm-replicas";
 
-/** `store`'s dataset ingested (40 samples) and its ids. */
-async function filled(store: CassandraStore): Promise<string[]> {
-  await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: 20 });
+/**
+ * `store`'s dataset ingested (40 samples) and its ids. Written at consistency ALL by a client
+ * of its own: at replication 3 a write at LOCAL_ONE may not have reached the replica a read
+ * asks next (a bun run in CI read "Cannot find sample" on the second request).
+ */
+async function filled(store: CassandraStore, address: string, replication: number): Promise<string[]> {
+  const writer = await CassandraStore.open(`${address}?consistency=all`, { replication });
+  try {
+    await ingest(writer, "idx:/usr/share/datasets/fashion-mnist/", { dataset: DATASET, limit: 20 });
+  } finally {
+    await writer.close();
+  }
   // The token map knows a keyspace once the client's metadata has it: a new one may not be in yet.
   await (store.client.metadata as unknown as { refreshKeyspace(ks: string): Promise<void> }).refreshKeyspace(store.keyspace.toLowerCase());
   const ids: string[] = [];
@@ -42,7 +51,7 @@ test("token-aware: at replication 1 every sample comes from the one node that ho
   const c = testCluster()!;
   const store = await CassandraStore.open(c.address("cassette_rf1"), { replication: 1 });
   try {
-    const ids = await filled(store);
+    const ids = await filled(store, c.address("cassette_rf1"), 1);
     const source = new CassandraSource(store, DATASET);
     const nodes = new Set<string>();
     for (const id of ids) {
@@ -70,7 +79,7 @@ test("replication 3: a second request for a sample in flight goes to another rep
   const c = testCluster()!;
   const store = await CassandraStore.open(c.address("cassette_rf3"), { replication: 3 });
   try {
-    const ids = await filled(store);
+    const ids = await filled(store, c.address("cassette_rf3"), 3);
     const source = new CassandraSource(store, DATASET);
     for (let i = 0; i < ids.length; i++) {
       const id = ids[i];
@@ -99,7 +108,7 @@ test("a node frozen (SIGSTOP) before a new client opens the store, at replicatio
   let frozen = false;
   let store: CassandraStore | undefined;
   try {
-    const ids = await filled(filler);
+    const ids = await filled(filler, c.address("cassette_rf3"), 3);
     // Frozen before the new client exists: its registry reads, the preparation of its read
     // statement (src/source/cassandra_prepare.ts) and some of the epoch's first requests are
     // sent to it (nothing is known of how fast each node is yet) and stay unanswered; the rest
