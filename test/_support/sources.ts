@@ -3,6 +3,7 @@
  * store): delays per request, failures on chosen ids, and a recorder of requests in flight.
  */
 import type { FetchCallback, Source } from "../../src/source/source.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
 
 /** Delays each answer by `delayMs(id)` (after the real fetch), e.g. a slow connection. */
 export function delayed(inner: Source, delayMs: (id: string) => number): Source {
@@ -13,6 +14,38 @@ export function delayed(inner: Source, delayMs: (id: string) => number): Source 
     inFlight: () => inner.inFlight(),
     close: () => inner.close(),
   };
+}
+
+/**
+ * An injected clock for latency-driven tests (STYLE.md habit 13: fake time, no sleeps): while
+ * `run` runs, `runtime.now()` reads a clock that only the source's nominal delays move, and
+ * `delayed` answers each request `delayMs` after it was asked *on that clock*, however late the
+ * real timer fires on a loaded machine (a test run beside others saw a 2 ms source answer in
+ * 50 ms and the loader, rightly, take it for a far link). Restored when `run` ends.
+ */
+export async function withVirtualTime<T>(run: (delayed: (inner: Source, delayMs: (id: string) => number) => Source) => Promise<T>): Promise<T> {
+  const clock = runtime as { now: () => number };
+  const real = clock.now;
+  let t = real();
+  clock.now = () => t;
+  const virtualDelayed = (inner: Source, delayMs: (id: string) => number): Source => ({
+    name: `${inner.name} +delay`,
+    fetch: (id, done) => {
+      const asked = t, d = delayMs(id);
+      return inner.fetch(id, (err, s) => setTimeout(() => {
+        t = Math.max(t, asked + d);
+        done(err, s);
+      }, d));
+    },
+    onDrain: (l) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => inner.close(),
+  });
+  try {
+    return await run(virtualDelayed);
+  } finally {
+    clock.now = real;
+  }
 }
 
 /** Each answer weighs `bytes`: the real sample's bytes, then zeros (a store of larger samples). */

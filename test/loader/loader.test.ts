@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, rng } from "../_support/random.ts";
-import { delayed, flaky, padded, recording, twice } from "../_support/sources.ts";
+import { delayed, flaky, padded, recording, twice, withVirtualTime } from "../_support/sources.ts";
 import { Loader } from "../../src/loader.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
@@ -76,8 +76,9 @@ test("ready order lets slow samples join later batches; strict order follows the
   await strict.close();
 });
 
-test("the ramp: 2 batches at first, then one more for every 4 consumed, never more than prefetch", async () => {
-  // 2 ms: a near link, where the ramp is the gentle one whatever the answers show.
+test("the ramp: 2 batches at first, then one more for every 4 consumed, never more than prefetch", () => withVirtualTime(async (delayed) => {
+  // 2 ms: a near link, where the ramp is the gentle one whatever the answers show (on the
+  // source's own clock: a loaded machine's late timers would make it look far).
   const rec = recording(delayed(await setup(), () => 2));
   const loader = new Loader({ store: rec, ids, batchSize: 10, prefetch: 5, rampStart: 2, seed: 3 });
   const it = loader.epoch(0);
@@ -103,9 +104,9 @@ test("the ramp: 2 batches at first, then one more for every 4 consumed, never mo
   assert.ok(rec.requests.length - before <= 5 * 10 + 10);
   await it1.return!();
   await loader.close();
-});
+}));
 
-test("the ramp on a far link: triples per round trip while answers show no queue, and grows by one batch per 4 once they slow down", async () => {
+test("the ramp on a far link: triples per round trip while answers show no queue, and grows by one batch per 4 once they slow down", () => withVirtualTime(async (delayed) => {
   // How far above the gentle ramp (2 + consumed / 4 batches) the window went, at most, in batches.
   const beyondGentle = async (delayMs: (inFlight: number) => number) => {
     const rec: ReturnType<typeof recording> = recording(delayed(await setup(), () => delayMs(rec.current())));
@@ -132,7 +133,7 @@ test("the ramp on a far link: triples per round trip while answers show no queue
   console.log(`  beyond the gentle ramp: ${far} batches with no queue, ${queued} with one`);
   // A queue shows once answers are 25 % slower than the fastest: a batch or two of growth before that.
   assert.ok(queued <= 4 && far >= queued + 4, `with a queue the ramp stays near the gentle one: ${queued} batches beyond it (${far} without a queue)`);
-});
+}));
 
 test("a far link's first window widens to 8 MiB of samples once the first answers show their size: many small ones, few large; not on a cold start's slow first answers, and a stall that fools it is undone by the first fast answer", async () => {
   // The most batches outstanding over the first 6 taken, with samples of `bytes` (0: as stored,
