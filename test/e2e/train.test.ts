@@ -150,7 +150,14 @@ test("train.ts --transform runs a module on every training sample once an epoch 
   for (const id of readFileSync(seen, "utf8").trim().split("\n")) counts.set(id, (counts.get(id) ?? 0) + 1);
   const trainIds = new Set([...trained.keys()].map((k) => k.split(" ")[1]));
   assert.equal([...counts.keys()].sort(), [...trainIds].sort(), "the transform saw the training samples, and no test sample");
-  assert.ok([...counts.values()].every((n) => n === 2), "once an epoch each");
+  // Once an epoch each, but for the epoch tail's re-asks (NOTE [ Epoch tail ]): a sample still
+  // in the pool long after the rest (a slow one on a loaded machine) is asked for again, and
+  // its transform may run twice; the ledger still trains on it once (above).
+  const extra = [...counts.values()].reduce((a, n) => a + n - 2, 0);
+  const again = r.loader as { reasked: number; hedged: number; retries: number };
+  const reasked = again.reasked + again.hedged + again.retries;
+  assert.ok([...counts.values()].every((n) => n >= 2), "at least once an epoch each");
+  assert.ok(extra <= reasked, `more runs than once an epoch only where a sample was asked for again: ${extra} extra, ${reasked} re-asked`);
   const prepare = r.loader.prepare as { jobs: number; slowLane: number };
   assert.is(prepare.jobs, 400, "the decode pool ran every training sample's job");
   assert.ok(prepare.slowLane > 0, `a fifth of the samples cost 100× the rest: some took the slow lane (${prepare.slowLane})`);
