@@ -7,7 +7,7 @@
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
- *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--quick] [--json]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--quick] [--json]
  *
  * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
  * (Linux: /proc/self/task/PID/schedstat, ns). 1e6 ÷ that is the most samples per second
@@ -29,6 +29,10 @@
  * default), and samples handed over one by one as before packets (a transform function on the
  * loader's thread asks for that: `transform: (s) => s`).
  *
+ * `--no-lane` runs each worker count also without the read workers' slow lane (`slowLane:
+ * false`; NOTE [ Read workers: the slow lane ] in src/read/worker_source.ts): what its claims,
+ * stamps and checks cost where no sample is slow.
+ *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
  * `--idx PREFIX`. With a cassandra:// store the
@@ -44,9 +48,9 @@ import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
   program: "bench/read_workers.bench.ts",
-  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--quick] [--json]",
+  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--quick] [--json]",
   valued: ["store", "dataset", "workers", "samples", "rounds", "step-ms", "idx"],
-  flags: ["grey", "quick", "per-sample"],
+  flags: ["grey", "quick", "per-sample", "no-lane"],
 });
 const quick = args.has("quick");
 const json = args.has("json");
@@ -55,8 +59,9 @@ const address = args.str("store", "sqlite:data/fashion-mnist.sqlite");
 const dataset = args.str("dataset", "fashion-mnist");
 const counts = args.list("workers", ["0", "1", "2"]).map(Number);
 if (!counts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
-// A contender: a worker count, and (with --per-sample) -w for the same count handing over sample by sample.
-const workerCounts = args.has("per-sample") ? counts.flatMap((w) => (w > 0 ? [w, -w] : [w])) : counts;
+// A contender: a worker count, (with --per-sample) -w for the same count handing over sample by
+// sample, (with --no-lane) w + 0.5 for the same count without the slow lane.
+const workerCounts = counts.flatMap((w) => (w > 0 ? [w, ...(args.has("per-sample") ? [-w] : []), ...(args.has("no-lane") ? [w + 0.5] : [])] : [w]));
 const rounds = args.int("rounds", quick ? 1 : 5);
 const stepMs = args.num("step-ms", 0);
 const log = (s: string) => json || console.log(s);
@@ -116,9 +121,10 @@ interface Result { samplesPerSec: number; threadUsPerSample: number }
 /** Where the consumer puts each batch's pixels (a GPU staging buffer's stand-in). */
 let staging = new Uint8Array(1 << 20);
 async function once(contender: number, seed: number): Promise<Result> {
-  const workers = Math.abs(contender);
+  const workers = Math.floor(Math.abs(contender));
   const loader = new Loader({
     store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true,
+    ...(contender % 1 ? { slowLane: false } : {}),
     ...(contender < 0 ? { transform: (s: Sample) => s } : {}),
   });
   try {
@@ -153,8 +159,8 @@ async function once(contender: number, seed: number): Promise<Result> {
 }
 
 const name = (c: number) => {
-  const w = Math.abs(c);
-  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) + (c < 0 ? ", per sample" : w > 0 ? ", packets" : "");
+  const w = Math.floor(Math.abs(c));
+  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) + (c < 0 ? ", per sample" : c % 1 ? ", no slow lane" : w > 0 ? ", packets" : "");
 };
 log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on${grey ? " (grey)" : ""}, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
 const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));
@@ -176,8 +182,8 @@ const rows = workerCounts.map((w) => {
   // Paired: each round against the first contender's run of the same round.
   const paired = rs.map((x, i) => x.samplesPerSec / base[i].samplesPerSec);
   // Against linear scaling from the first contender's worker count (where both read in workers).
-  const w0 = Math.abs(workerCounts[0]);
-  const ofLinear = w0 > 0 && w > 0 ? med(paired) / (w / w0) : undefined;
+  const w0 = Math.floor(Math.abs(workerCounts[0]));
+  const ofLinear = w0 > 0 && w > 0 ? med(paired) / (Math.floor(w) / w0) : undefined;
   return { workers: w, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), ofLinear, threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
 });
 if (json) console.log(JSON.stringify({ address, dataset, samples: ids.length, rounds, stepMs, grey, rows }));

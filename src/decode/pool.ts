@@ -65,6 +65,7 @@ import type { AsyncDecoder, DecodeOptions, Image } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 import { PngError, type PngErrorReason } from "./png_error.ts";
+import { Deadline } from "./deadline.ts";
 
 /** Message to a worker (worker.ts): the set-up, once, then jobs. */
 export type PoolMessage =
@@ -201,7 +202,7 @@ const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./worker.ts", "decode/work
 /** Claim slots: two Int32 each, [claim, start ms since base]. More than jobs ever sent ahead at once. */
 const SLOTS = 4096;
 export const RUNNING = -1;
-const WINDOW = 256, WARMUP = 32, FLOOR_MS = 1, PERIOD_MS = 250;
+const PERIOD_MS = 250;
 /** How long after a job took the slow lane the scaler keeps a second worker for it (NOTE [ Worker scaling ]). */
 const LANE_HOLD_MS = 4000;
 
@@ -236,13 +237,8 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #nextId = 1;
   #nextIndex = 0;
   #closed = false;
-  // The deadline: recent job times, and how the samples moved turned out.
-  readonly #times = new Float64Array(WINDOW);
-  #timesN = 0;
-  #deadline = Infinity;
-  #p: 75 | 90 = 75;
-  #moved = 0;
-  #movedFalse = 0;
+  /** The deadline: learned from recent job times and how the samples moved turned out. */
+  readonly #deadline = new Deadline();
   #check?: ReturnType<typeof setInterval>;
   /** When the lane was last checked (ms since base), and how often it is due (ms). */
   #checkedAt = 0;
@@ -352,13 +348,8 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     this.#jobs++;
     this.#answersSeen++;
     if (this.pending > this.#serving()) this.#answersWaiting++;
-    this.#learn(msg.ms);
-    if (slot.slowJob === msg.id) {
-      slot.slowJob = undefined;
-      this.#moved++;
-      if (msg.ms < 2 * this.#deadline) this.#movedFalse++;
-      this.#adjustPercentile();
-    }
+    this.#deadline.observe(msg.ms, slot.slowJob === msg.id);
+    if (slot.slowJob === msg.id) slot.slowJob = undefined;
     if (msg.ok) job.resolve(msg.image);
     else job.reject(reviveError(msg.error));
     if (slot.retiring && slot.inFlight.size === 0) this.#retire(slot, true);
@@ -493,11 +484,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   /** The lane check runs while jobs are in flight; the scaling period while the pool is used. */
   #timers(): void {
     const busy = this.pending > 0;
-    if (this.#lanes && busy && !this.#check && Number.isFinite(this.#deadline)) {
+    if (this.#lanes && busy && !this.#check && Number.isFinite(this.#deadline.ms)) {
       // Due every quarter deadline; answers run it when due (#answered), and the timer is the
       // backstop for when none come, at 4 ms or more: an idle thread woken every 1 ms costs
       // ~20 µs a wake (Bun, 2 cores), a few µs an image taken from the workers' cores.
-      this.#checkEvery = Math.max(1, Math.min(20, this.#deadline / 4));
+      this.#checkEvery = Math.max(1, Math.min(20, this.#deadline.ms / 4));
       this.#check = setInterval(() => this.#laneCheck(), Math.max(4, this.#checkEvery));
       (this.#check as { unref?: () => void }).unref?.();
     } else if (this.#check && !busy) {
@@ -525,7 +516,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
       for (const job of slot.inFlight.values()) {
         const s = job.req.slot;
         if (s < 0 || Atomics.load(this.#claims, s * 2) !== RUNNING) continue;
-        if (now - Atomics.load(this.#claims, s * 2 + 1) <= this.#deadline) break;
+        if (now - Atomics.load(this.#claims, s * 2 + 1) <= this.#deadline.ms) break;
         slot.slowJob = job.id;
         this.#slowLane++;
         this.#laneAt = runtime.now();
@@ -559,39 +550,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     let n = 0;
     for (const s of this.#slots) if (s.slowJob === undefined && !s.retiring) n++;
     return n;
-  }
-
-  #learn(ms: number): void {
-    this.#times[this.#timesN++ % WINDOW] = ms;
-    if (this.#timesN < WARMUP) return;
-    // Re-learned every 16 jobs: a sort of 256 numbers is cheap at that rate.
-    if (this.#timesN % 16 !== 0 && Number.isFinite(this.#deadline)) return;
-    this.#deadline = this.#deadlineAt(this.#p);
-  }
-
-  /** The percentile `p` of recent job times, never under twice their median nor under the floor. */
-  #deadlineAt(p: number): number {
-    const sorted = this.#recent();
-    if (sorted.length === 0) return FLOOR_MS;
-    const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * q) / 100))];
-    return Math.max(FLOOR_MS, at(p), 2 * at(50));
-  }
-
-  #recent(): Float64Array {
-    return this.#times.slice(0, Math.min(this.#timesN, WINDOW)).sort();
-  }
-
-  /** The paper's fallback: p90 while most samples moved to the slow lane were not really slow. */
-  #adjustPercentile(): void {
-    if (this.#moved < 16) return;
-    const falseShare = this.#movedFalse / this.#moved;
-    const p = this.#p === 75 && falseShare > 0.5 ? 90 : this.#p === 90 && falseShare < 0.2 ? 75 : this.#p;
-    if (p !== this.#p) {
-      this.#p = p;
-      this.#moved = this.#movedFalse = 0;
-      this.#timesN -= this.#timesN % 16; // re-learn at the next answer
-      this.#deadline = this.#deadlineAt(p);
-    }
   }
 
   /** The consumer waited `waitMs` for a batch (the loader reports each hand-over): scaling's demand signal. */
@@ -675,11 +633,9 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   }
 
   stats(): PoolStats {
-    const sorted = this.#recent();
-    const at = (q: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] : 0);
     return {
       workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#jobs, slowLane: this.#slowLane,
-      stolen: this.#stolen, thresholdMs: this.#deadline, percentile: this.#p, jobMs: { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0 },
+      stolen: this.#stolen, thresholdMs: this.#deadline.ms, percentile: this.#deadline.percentile, jobMs: this.#deadline.jobMs(),
       periods: this.#periods.slice(),
     };
   }

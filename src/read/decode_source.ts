@@ -81,7 +81,17 @@ export interface DecodeSourceOptions {
    * not hold), for the image only (a mask keeps its own array).
    */
   sink?: PixelSink;
+  /**
+   * Asked as each answer arrives, before its CPU stage: false leaves the sample to another
+   * worker (a read worker's slow lane, NOTE [ Read workers: the slow lane ] in
+   * src/read/worker_source.ts), and it is answered with `TAKEN_BACK`, not decoded; `end` is
+   * called when that stage has ended, before the sample is answered.
+   */
+  claim?: { start(id: string): boolean; end(id: string): void };
 }
+
+/** A sample its worker gave up before decoding it, for another worker to: no error of the sample's. */
+export const TAKEN_BACK: Error & Retryable = Object.assign(new Error("taken back by another worker"), { name: "TakenBack", retryable: false as const });
 
 /** Takes each decoded image into a buffer of its own choosing (Decoder.decodeInto). */
 export interface PixelSink {
@@ -97,6 +107,7 @@ export class DecodeSource implements ReadSource {
   readonly #decode: boolean;
   readonly #transform?: LoadedTransform;
   readonly #sink?: PixelSink;
+  readonly #claim?: { start(id: string): boolean; end(id: string): void };
   /** The decode pool, when the CPU stage runs in one. */
   readonly pool?: PreparePool;
   readonly ids?: () => string[] | Promise<string[]>;
@@ -117,6 +128,7 @@ export class DecodeSource implements ReadSource {
     this.#decode = stage.decode ?? true;
     this.#transform = stage.transform;
     if (!this.#async && !this.#transform) this.#sink = stage.sink;
+    this.#claim = stage.claim;
   }
   get name(): string {
     return this.#inner.name;
@@ -128,8 +140,11 @@ export class DecodeSource implements ReadSource {
   fetch(id: string, done: FetchCallback<Sample>): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
+      const claim = this.#claim;
+      if (claim && !claim.start(id)) return done(TAKEN_BACK);
       let verb = "decode";
       const failed = (e: unknown) => {
+        claim?.end(id);
         const keyed = this.#inner as Partial<KeyedSource>;
         if (typeof keyed.keyOf !== "function") return done(new SampleDecodeError(id, undefined, this.name, e, verb));
         // A lookup that fails leaves the id alone to name the sample: the decode error is the news.
@@ -150,6 +165,7 @@ export class DecodeSource implements ReadSource {
         }
       }
       const answer = (image: Image | undefined) => {
+        claim?.end(id);
         if (!mask) return done(null, image ? { ...s, image } : s);
         Promise.resolve(mask).then((m) => done(null, { ...s, image, mask: m }), (e) => failed(maskError(e)));
       };

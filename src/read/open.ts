@@ -85,6 +85,8 @@ export interface OpenReadOptions {
   seed?: number;
   /** With `decode` here (decodeWorkers: 0) and no transform: where images go (a read worker's packet). */
   sink?: PixelSink;
+  /** With `decode` or a transform here (decodeWorkers: 0): DecodeSourceOptions' `claim` (a read worker's slow lane). */
+  claim?: { start(id: string): boolean; end(id: string): void };
   /** With `workers`: retries and hedging inside the workers for packet reads (the Loader's; NOTE [ Packets ]). */
   reads?: PacketReadOptions;
 }
@@ -154,7 +156,9 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
   const transform = o.transform && { url: transformUrl(o.transform, runtime.cwd()), options: o.transform.options };
   if (o.workers && typeof target === "string") {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
-    return openWorkerSource(target, o.dataset, { workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads });
+    return openWorkerSource(target, o.dataset, {
+      workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads, slowLane: o.slowLane,
+    });
   }
   let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;
   if (o.decode || transform) {
@@ -164,7 +168,7 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
       if (dw === 0) {
         const decoder = await createDecoder("auto"); // JPEG or PNG, by each sample's first bytes
         const here = transform && await loadTransformHere(transform.url, transform.options, decoder, o.seed);
-        src = new DecodeSource(src, decoder, options, { decode: !!o.decode, transform: here, sink: o.sink });
+        src = new DecodeSource(src, decoder, options, { decode: !!o.decode, transform: here, sink: o.sink, claim: o.claim });
       } else {
         // Many jobs ahead per worker hide the message round trip of small images; the slow lane
         // takes back the ones queued behind a slow sample.

@@ -49,6 +49,15 @@ export interface ReadCounts {
   reaskWins: number;
 }
 
+/** A read worker's CPU stage as its packets report it. */
+export interface LaneCounts {
+  jobs: number;
+  /** Its deadline in ms (Infinity while learning), and the percentile it is taken at. */
+  thresholdMs: number;
+  percentile: 75 | 90;
+  jobMs: { p50: number; p99: number; max: number };
+}
+
 /** Column indices of a packet's `cols`. */
 export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS = 5, ORIENTATION = 6, CONN = 7;
 export const TARGET_AT = 8, TARGET_LEN = 9, MASK_AT = 10, MASK_WIDTH = 11, MASK_HEIGHT = 12, MASK_CHANNELS = 13, OFFSETS = 14;
@@ -76,6 +85,8 @@ export interface Packet {
   errors: { pos: number; error: SerializedError }[];
   /** The worker's counters when it sent the packet. */
   counts?: ReadCounts;
+  /** The worker's slow lane: its jobs and the deadline it learned (NOTE [ Read workers: the slow lane ], src/read/worker_source.ts). */
+  lane?: LaneCounts;
   /** Gives `buf` back to the worker that filled it, for a later packet (set where it is received). */
   release?: () => void;
 }

@@ -102,7 +102,7 @@ export class ReadPath {
     return {
       retries: (this.#retry?.retries ?? 0) + w.retries, hedged: (h?.hedged ?? 0) + w.hedged, hedgeWins: (h?.hedgeWins ?? 0) + w.hedgeWins,
       reasked: (h?.reasked ?? 0) + w.reasked, reaskWins: (h?.reaskWins ?? 0) + w.reaskWins,
-      ...(this.#pool ? { prepare: this.#pool.stats() } : {}),
+      ...(this.#pool ? { prepare: this.#pool.stats() } : this.#workers?.laneStats() ? { prepare: this.#workers.laneStats() } : {}),
     };
   }
 

@@ -36,10 +36,11 @@ import { CassetteError } from "../errors.ts";
 import { open } from "./open.ts";
 import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
-import type { PixelSink } from "./decode_source.ts";
+import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
+import { Deadline } from "../decode/deadline.ts";
 import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
-import { META, type Packet, type ToWorker } from "./worker_source.ts";
-import type { SerializedError } from "./packet.ts";
+import { META, type Packet, ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
+import type { LaneCounts, SerializedError } from "./packet.ts";
 import {
   CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
   TARGET_LEN, WIDTH,
@@ -177,11 +178,67 @@ interface Run {
   readonly groups: Map<number, Group>;
   /** The last packet's size: the next arena starts there (no growing copies in a steady epoch). */
   size: number;
+  /** The slow lane's claims, shared with the loader's thread and the other workers. */
+  owner?: Int32Array;
 }
 const runs = new Map<number, Run>();
 const splits = new Map<number, string[]>();
 /** Which run asked for each id in flight (the last, should two runs ask at once): where the sink decodes it. */
 const route = new Map<string, [Run, number]>();
+
+// --- the slow lane (NOTE [ Read workers: the slow lane ], src/read/worker_source.ts) -------
+
+/** This worker's place in the workers' status, its code in the runs' owners, the clock's base. */
+let lane: { status: Int32Array; at: number; code: number; base: number } | undefined;
+/** Never under 5 ms: a worker's collector pauses (1-3 ms) during a 7 µs decode would send its whole queue elsewhere (NOTE [ Read workers: the slow lane ]). */
+const deadline = new Deadline(5);
+let claimSeq = 0, claimAt = 0, claimId: string | undefined, jobs = 0;
+let laneCounts: LaneCounts | undefined, laneCountsAt = -Infinity;
+
+/**
+ * Before a sample's CPU stage (DecodeSource's `claim`): its position becomes this worker's
+ * (its code swapped for its negation), unless the loader's thread gave it to another worker
+ * meanwhile; the claim's start is stamped for the loader's thread to see.
+ */
+function claim(id: string): boolean {
+  const r = route.get(id);
+  const owner = r?.[0].owner;
+  if (!lane || !r || !owner) return true;
+  const was = Atomics.compareExchange(owner, r[1], lane.code, -lane.code);
+  if (was !== lane.code && was !== -lane.code) return false; // another worker's now
+  claimSeq = (claimSeq + 1) & 0x3fffffff;
+  claimAt = performance.now();
+  claimId = id;
+  Atomics.store(lane.status, lane.at + ST_SEQ, claimSeq);
+  Atomics.store(lane.status, lane.at + ST_START, Math.floor(performance.timeOrigin + claimAt - lane.base) + 1);
+  return true;
+}
+
+/** The claimed sample's CPU stage ended (answered, or failed): its time teaches the deadline, and the stamp is cleared. */
+function claimEnded(id: string): void {
+  if (!lane || id !== claimId) return;
+  claimId = undefined;
+  jobs++;
+  deadline.observe(performance.now() - claimAt, Atomics.load(lane.status, lane.at + ST_MOVED) === claimSeq);
+  Atomics.store(lane.status, lane.at + ST_START, 0);
+  Atomics.store(lane.status, lane.at + ST_DEADLINE, Number.isFinite(deadline.ms) ? Math.max(1, Math.round(deadline.ms * 1000)) : 0);
+}
+
+/** Two requests for one id in flight here (two runs, or a plan naming it twice): not taken back, as an answer could not say which it claims. */
+function keep(run: Run, pos: number): void {
+  if (lane && run.owner) Atomics.compareExchange(run.owner, pos, lane.code, -lane.code);
+}
+
+/** The lane's figures for packets, at most every 100 ms (a sort of 256 times). */
+function laneFigures(): LaneCounts | undefined {
+  if (!lane) return undefined;
+  const now = performance.now();
+  if (now - laneCountsAt >= 100) {
+    laneCountsAt = now;
+    laneCounts = { jobs, thresholdMs: deadline.ms, percentile: deadline.percentile, jobMs: deadline.jobMs() };
+  } else if (laneCounts) laneCounts.jobs = jobs;
+  return laneCounts;
+}
 
 function groupOf(run: Run, pos: number): Group {
   if (!run.strict) return (run.current ??= newGroup(run));
@@ -210,6 +267,7 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
   if (r && r[0] === run && r[1] === pos) route.delete(id);
   if (run.ended) return;
   run.outstanding--;
+  if (err === TAKEN_BACK) return takenBack(run, pos);
   const g = groupOf(run, pos);
   if (err || !s) g.errors.push({ pos, error: serialize(pos, id, err ?? new Error(`no answer for ${id}`)) });
   else {
@@ -224,6 +282,22 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
       ship(run, g);
     }
   } else if (answered >= run.batchSize || run.outstanding === 0) {
+    run.current = undefined;
+    ship(run, g);
+  }
+}
+
+/** A position another worker has now: it leaves this worker's packet (which may be complete without it). */
+function takenBack(run: Run, pos: number): void {
+  if (run.strict) {
+    const k = Math.floor(pos / run.batchSize), g = run.groups.get(k);
+    if (!g) return;
+    const answered = g.entries.length + g.errors.length;
+    if (--g.expected > answered) return;
+    run.groups.delete(k);
+    if (answered) ship(run, g);
+  } else if (run.outstanding === 0 && run.current) {
+    const g = run.current;
     run.current = undefined;
     ship(run, g);
   }
@@ -320,6 +394,7 @@ function ship(run: Run, g: Group): void {
   const packet: BatchPacket = {
     run: run.id, n, cols, buf, dataAt, used: a.at, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
     counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0 },
+    lane: laneFigures(),
   };
   scope.postMessage({ t: "packet", packet }, [buf, meta]);
 }
@@ -404,6 +479,16 @@ function pump(): void {
       continue;
     }
     if (run.ended) continue;
+    if (lane && run.owner) {
+      const o = run.owner[seq];
+      // Given to another worker while it waited here: not read.
+      if (o !== lane.code && o !== -lane.code) {
+        packetAnswered(run, seq, id, t0!, TAKEN_BACK);
+        continue;
+      }
+      const prev = route.get(id);
+      if (prev && (prev[0] !== run || prev[1] !== seq)) keep(prev[0], prev[1]), keep(run, seq);
+    }
     route.set(id, [run, seq]);
     if (!reads!.fetch(id, (err, s) => packetAnswered(run, seq, id, t0!, err, s))) saturated = true;
   }
@@ -421,7 +506,9 @@ scope.onMessage(async (data) => {
           mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
           transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
           sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : arena.decode(d, b, o)) } : undefined,
+          claim: msg.lane ? { start: claim, end: claimEnded } : undefined,
         });
+        if (msg.lane) lane = { status: new Int32Array(msg.lane.status), at: msg.lane.index * STATUS, code: msg.lane.code, base: msg.lane.base };
         src.onDrain(() => {
           saturated = false;
           pump();
@@ -450,7 +537,10 @@ scope.onMessage(async (data) => {
       splits.set(msg.split, msg.ids.split("\n"));
       return;
     case "plan":
-      runs.set(msg.run, { id: msg.run, ids: msg.split !== undefined ? splits.get(msg.split)! : msg.ids!.split("\n"), order: msg.order, batchSize: msg.batchSize, strict: msg.strict, ended: false, outstanding: 0, groups: new Map(), size: MIN_PACKET });
+      runs.set(msg.run, {
+        id: msg.run, ids: msg.split !== undefined ? splits.get(msg.split)! : msg.ids!.split("\n"), order: msg.order, batchSize: msg.batchSize, strict: msg.strict,
+        ended: false, outstanding: 0, groups: new Map(), size: MIN_PACKET, owner: msg.owner,
+      });
       return;
     case "read": {
       for (const buf of msg.free) free(buf);

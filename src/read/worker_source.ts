@@ -42,7 +42,8 @@ import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import type { HedgeOptions } from "./hedge.ts";
-import type { Packet as BatchPacket, PacketRead, PacketReader, PacketSink, ReadCounts, SerializedError } from "./packet.ts";
+import type { Packet as BatchPacket, LaneCounts, PacketRead, PacketReader, PacketSink, ReadCounts, SerializedError } from "./packet.ts";
+import type { PoolStats } from "../decode/pool.ts";
 
 /** Int32 fields per answer in a packet's `meta`: seq, label, data at, data length, conn, image at, width, height, channels, orientation. */
 export const META = 10;
@@ -62,11 +63,17 @@ export type ToWorker =
   | {
     t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions;
     transform?: { url: string; options?: unknown }; seed?: number; reads?: PacketReadOptions;
+    /** The slow lane (NOTE [ Read workers: the slow lane ]): the workers' status, this one's place in it and its code, the clock's base. */
+    lane?: { status: SharedArrayBuffer; index: number; code: number; base: number };
   }
   /** A split's ids joined by "\n", sent once: plans drawn from it come as positions in it. */
   | { t: "split"; split: number; ids: string }
   /** A packet read's plan: positions in a split sent before, or its ids joined by "\n". */
-  | { t: "plan"; run: number; split?: number; order?: Int32Array; ids?: string; batchSize: number; strict: boolean }
+  | {
+    t: "plan"; run: number; split?: number; order?: Int32Array; ids?: string; batchSize: number; strict: boolean;
+    /** Per plan position, the code of the worker it is asked of (negative: started there), shared: the slow lane's claims. */
+    owner?: Int32Array;
+  }
   /**
    * Plan positions to read, ranges[i] ([from, to) pairs) of runs[i], and packets' buffers back
    * once their batches were consumed (the worker fills them again): one message a turn, as
@@ -110,7 +117,33 @@ export interface WorkerSourceOptions {
   workerUrl?: URL;
   /** Retries and hedging inside the workers for packet reads (NOTE [ Packets ], src/read/packet.ts). */
   reads?: PacketReadOptions;
+  /** Packet reads: a worker stuck on a slow sample gives the samples it has not started to the others (default true). */
+  slowLane?: boolean;
 }
+
+/*
+ * NOTE [ Read workers: the slow lane ]: the decode pool's rule (NOTE [ Slow lane ] in
+ * src/decode/pool.ts) for read workers' packet reads. Each run's plan has a shared Int32 per
+ * position, its owner: the code of the worker it was asked of (written when the range is
+ * asked: one fill per batch). A worker claims a sample as its bytes arrive, before decoding
+ * it, by swapping its code for its negation; it stamps the claim's start in its status (and
+ * the deadline it learned from its own job times: src/decode/deadline.ts). When this thread
+ * sees a worker past its deadline (checked every LANE_CHECK_MS while runs read: a timer, not a
+ * check per packet, which cost the thread more), that worker takes the slow lane: it gets no new requests until it
+ * claims again, and each position it holds and has not started is swapped to another worker's
+ * code (one side wins: a swap from the code, or the worker's claim) and asked of that worker.
+ * The slow worker, when free, finds those positions no longer its own and drops them unread
+ * (TAKEN_BACK). A lost worker's positions are asked again as before, the fill giving them to
+ * the new owner: a terminated worker still running cannot claim them. Exactly once holds by the
+ * owner: one worker decodes and sends each position.
+ */
+/**
+ * Status Int32s per worker: claim sequence, start (ms since base, + 1; 0: idle), deadline (µs;
+ * 0: learning), the claim moved; 16 (64 bytes, a cache line) apart, so that one worker's stamps
+ * do not evict another's line at every sample.
+ */
+export const STATUS = 16, ST_SEQ = 0, ST_START = 1, ST_DEADLINE = 2, ST_MOVED = 3;
+const LANE_CHECK_MS = 10;
 
 /** A packet read as the loader's thread keeps it: the plan to send a replacement worker, where its last chunk went. */
 interface Run {
@@ -123,6 +156,8 @@ interface Run {
   sink: PacketSink;
   chunk: number;
   slot?: Slot;
+  /** The slow lane's claims (NOTE [ Read workers: the slow lane ]). */
+  owner?: Int32Array;
 }
 
 /*
@@ -143,10 +178,10 @@ export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
 /**
  * The read workers for `workers` as given: a number as it is; "auto" (or nothing) is
  * autoWorkers() for an address, but none for an open Store or Source (there is no address to
- * open in a worker), where the decode pool is asked for (a `decodeWorkers` count), where a
- * transform module runs (the pool's slow lane keeps a slow transform from holding the samples
- * behind it; read workers have none yet), or a transform function (samples are then handed
- * over one by one: workers would only add their messages).
+ * open in a worker), where the decode pool is asked for (a `decodeWorkers` count), or for a
+ * transform, a function (samples are then handed over one by one: workers would only add their
+ * messages) or a module: the decode pool runs a heavy CPU stage better than read workers do
+ * (NOTE [ Read workers: the slow lane ]), and `workers: N` puts it in read workers all the same.
  */
 export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown }): number {
   if (typeof o.workers === "number") return o.workers;
@@ -178,6 +213,14 @@ interface Slot {
   freed: ArrayBuffer[];
   /** Its packet reads' counters, as its last packet said. */
   counts?: ReadCounts;
+  /** This worker's code in the runs' owners: new for each worker started. */
+  code: number;
+  /** In the slow lane since its claim of this sequence number: gets no requests. */
+  slow?: number;
+  /** In the lane and holding positions not yet given to another worker. */
+  queued?: boolean;
+  /** Its slow lane's figures, as its last packet said. */
+  lane?: LaneCounts;
 }
 
 /** Starts the workers and resolves once each has opened the store (the first failure rejects, naming the address). */
@@ -213,6 +256,14 @@ export class WorkerSource implements ReadSource, PacketReader {
   #runSeq = 0;
   /** Ranges asked for while no worker was running: sent to the next one that starts. */
   #orphans: [number, number, number][] = [];
+  // The slow lane (NOTE [ Read workers: the slow lane ]).
+  readonly #lanes: boolean;
+  readonly #status: Int32Array;
+  readonly #base = Math.floor(performance.timeOrigin + performance.now());
+  #codes = 0;
+  #laneTimer?: ReturnType<typeof setInterval>;
+  #slowLane = 0;
+  #stolen = 0;
 
   constructor(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}) {
     const n = options.workers ?? 2;
@@ -229,6 +280,8 @@ export class WorkerSource implements ReadSource, PacketReader {
     // The cap is shared: each worker's own source is given its part of it.
     if (options.maxInFlight !== undefined) this.#open.maxInFlight = Math.max(1, Math.ceil(options.maxInFlight / n));
     this.#cap = new Capacity(options.maxInFlight ?? Infinity);
+    this.#lanes = options.slowLane ?? true;
+    this.#status = new Int32Array(new SharedArrayBuffer(n * STATUS * 4));
     for (let i = 0; i < n; i++) this.#spawn(i);
     this.ready = Promise.all(this.#slots.map((s) => s.opened)).then(([first]) => {
       this.#started = true;
@@ -242,7 +295,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     const worker = runtime.spawnWorker(this.#url);
     let opened!: (m: Extract<FromWorker, { t: "opened" }>) => void, failed!: (e: Error) => void;
     const slot: Slot = {
-      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, splits: new Set(), freed: [],
+      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, splits: new Set(), freed: [], code: ++this.#codes,
       opened: new Promise((res, rej) => ((opened = res), (failed = rej))),
     };
     slot.opened.catch(() => {});
@@ -273,7 +326,9 @@ export class WorkerSource implements ReadSource, PacketReader {
       this.#lost(slot, err);
     };
     // Each worker draws its own augmentations: its index goes into its seed.
-    worker.postMessage({ ...this.#open, seed: ((this.#open.seed ?? 0) ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0 });
+    this.#status.fill(0, index * STATUS, (index + 1) * STATUS);
+    const lane = this.#lanes ? { status: this.#status.buffer as SharedArrayBuffer, index, code: slot.code, base: this.#base } : undefined;
+    worker.postMessage({ ...this.#open, seed: ((this.#open.seed ?? 0) ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0, lane } satisfies ToWorker);
     // A replacement reads on for the runs in progress, and takes what found no worker.
     for (const [run, r] of this.#runs) this.#sendPlan(slot, run, r);
     const orphans = this.#orphans;
@@ -336,9 +391,13 @@ export class WorkerSource implements ReadSource, PacketReader {
     return this.#cap.take();
   }
 
-  #leastLoaded(): Slot | undefined {
+  /** The least loaded worker running, out of the slow lane where one is (`but`: not that one). */
+  #leastLoaded(but?: Slot): Slot | undefined {
     let best: Slot | undefined;
-    for (const s of this.#slots) if (!s.down && (!best || s.inFlight.size + s.load < best.inFlight.size + best.load)) best = s;
+    for (const s of this.#slots) {
+      if (s.down || s === but) continue;
+      if (!best || (best.slow !== undefined && s.slow === undefined) || ((s.slow === undefined) === (best.slow === undefined) && s.inFlight.size + s.load < best.inFlight.size + best.load)) best = s;
+    }
     return best;
   }
 
@@ -353,12 +412,14 @@ export class WorkerSource implements ReadSource, PacketReader {
       r.split = s.id;
       r.order = o.split.order;
     } else r.ids = plan.join("\n");
+    if (this.#lanes) r.owner = new Int32Array(new SharedArrayBuffer(plan.length * 4));
     this.#runs.set(run, r);
     for (const s of this.#slots) if (!s.down) this.#sendPlan(s, run, r);
     return {
       request: (ranges) => this.#request(run, ranges),
       end: () => {
         if (!this.#runs.delete(run)) return;
+        if (this.#runs.size === 0) clearInterval(this.#laneTimer), (this.#laneTimer = undefined);
         for (const s of this.#slots) {
           s.reads.delete(run);
           s.out.delete(run);
@@ -373,7 +434,7 @@ export class WorkerSource implements ReadSource, PacketReader {
       for (const s of this.#splits.values()) if (s.id === r.split) slot.worker.postMessage({ t: "split", split: s.id, ids: s.joined } satisfies ToWorker);
       slot.splits.add(r.split);
     }
-    slot.worker.postMessage({ t: "plan", run, split: r.split, order: r.order, ids: r.ids, batchSize: r.batchSize, strict: r.strict } satisfies ToWorker);
+    slot.worker.postMessage({ t: "plan", run, split: r.split, order: r.order, ids: r.ids, batchSize: r.batchSize, strict: r.strict, owner: r.owner } satisfies ToWorker);
   }
 
   /**
@@ -388,7 +449,7 @@ export class WorkerSource implements ReadSource, PacketReader {
       for (let from = ranges[k], to = ranges[k + 1]; from < to;) {
         const chunk = Math.floor(from / B);
         const end = Math.min(to, (chunk + 1) * B);
-        const slot = chunk === r.chunk && r.slot && !r.slot.down ? r.slot : this.#leastLoaded();
+        const slot = chunk === r.chunk && r.slot && !r.slot.down && r.slot.slow === undefined ? r.slot : this.#leastLoaded();
         r.chunk = chunk;
         r.slot = slot;
         if (slot) this.#assign(slot, run, from, end);
@@ -399,6 +460,15 @@ export class WorkerSource implements ReadSource, PacketReader {
   }
 
   #assign(slot: Slot, run: number, from: number, to: number): void {
+    const r = this.#runs.get(run);
+    if (r?.owner) {
+      r.owner.fill(slot.code, from, to);
+      if (!this.#laneTimer && !this.#closed) {
+        // Unref'd, while runs read.
+        this.#laneTimer = setInterval(() => this.#laneCheck(), LANE_CHECK_MS);
+        (this.#laneTimer as { unref?: () => void }).unref?.();
+      }
+    }
     const held = slot.reads.get(run);
     if (held) held.push(from, to);
     else slot.reads.set(run, [from, to]);
@@ -420,6 +490,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     if (slot.down) return; // replaced: its runs asked again for what it held
     slot.load -= p.n + p.errors.length;
     if (p.counts) slot.counts = p.counts;
+    if (p.lane) slot.lane = p.lane;
     let released = false;
     p.release = () => {
       if (released || slot.down || this.#closed || !p.buf.byteLength) return;
@@ -428,6 +499,93 @@ export class WorkerSource implements ReadSource, PacketReader {
       this.#queueFlush(); // with the next batch's request, most often: one message for both
     };
     this.#runs.get(p.run)?.sink.packet(p);
+  }
+
+  /** NOTE [ Read workers: the slow lane ]: a worker past its deadline gives back what it has not started. */
+  #laneCheck(): void {
+    const now = performance.timeOrigin + performance.now() - this.#base;
+    const st = this.#status;
+    // Out of the lane first: a worker done with its slow sample can take another's queue.
+    for (const slot of this.#slots) {
+      if (slot.down || slot.slow === undefined) continue;
+      const i = slot.index * STATUS;
+      if (Atomics.load(st, i + ST_START) === 0 || Atomics.load(st, i + ST_SEQ) !== slot.slow) slot.slow = slot.queued = undefined;
+    }
+    for (const slot of this.#slots) {
+      if (slot.down) continue;
+      if (slot.slow === undefined) {
+        const i = slot.index * STATUS;
+        const start = Atomics.load(st, i + ST_START), deadline = Atomics.load(st, i + ST_DEADLINE) / 1000;
+        if (start === 0 || deadline === 0 || slot.load === 0 || now - (start - 1) <= deadline) continue;
+        slot.slow = Atomics.load(st, i + ST_SEQ);
+        Atomics.store(st, i + ST_MOVED, slot.slow);
+        this.#slowLane++;
+        slot.queued = true;
+      }
+      // Until what it holds unstarted has gone: none may have been free to take it.
+      if (slot.queued) slot.queued = !this.#takeBack(slot);
+    }
+  }
+
+  /**
+   * Asks other workers for the positions `slot` holds and has not started: swapped to their
+   * code, a batch's part to one worker. False when it stopped for want of a worker out of the lane.
+   */
+  #takeBack(slot: Slot): boolean {
+    let stop = false;
+    for (const [run, ranges] of slot.reads) {
+      const r = this.#runs.get(run);
+      const owner = r?.owner;
+      if (!owner || stop) continue;
+      const B = r.batchSize;
+      const kept: number[] = [];
+      const moved: [Slot, number, number][] = [];
+      for (let k = 0; k < ranges.length; k += 2) {
+        let keptFrom = ranges[k];
+        for (let pos = ranges[k]; pos < ranges[k + 1] && !stop; pos++) {
+          if (owner[pos] !== slot.code) continue; // started (or answered) there: it stays
+          const last = moved.at(-1);
+          const extend = last !== undefined && last[2] === pos && Math.floor(last[1] / B) === Math.floor(pos / B);
+          const to = extend ? last[0] : this.#leastLoaded(slot);
+          if (!to || to.slow !== undefined) {
+            stop = true; // nobody free to take them: the rest stays
+            break;
+          }
+          if (Atomics.compareExchange(owner, pos, slot.code, to.code) !== slot.code) continue; // claimed just now
+          if (keptFrom < pos) kept.push(keptFrom, pos);
+          keptFrom = pos + 1;
+          if (extend) last[2]++;
+          else moved.push([to, pos, pos + 1]);
+          to.load++; // counted as it goes, so the next batch's part goes to the next least loaded
+        }
+        if (keptFrom < ranges[k + 1]) kept.push(keptFrom, ranges[k + 1]);
+      }
+      slot.reads.set(run, kept);
+      for (const [to, from, end] of moved) {
+        slot.load -= end - from;
+        to.load -= end - from; // #assign counts them
+        this.#stolen += end - from;
+        this.#assign(to, run, from, end);
+      }
+    }
+    return !stop;
+  }
+
+  /** The slow lane's figures, in the decode pool's shape (`Loader.stats().prepare`): the workers' own (their last packets') and this thread's. */
+  laneStats(): PoolStats | undefined {
+    if (!this.#lanes) return undefined;
+    let jobs = 0, thresholdMs = 0, percentile: 75 | 90 = 75;
+    const jobMs = { p50: 0, p99: 0, max: 0 };
+    for (const s of this.#slots) {
+      const l = s.lane;
+      if (!l) continue;
+      jobs += l.jobs;
+      thresholdMs = Math.max(thresholdMs, l.thresholdMs);
+      if (l.percentile === 90) percentile = 90;
+      jobMs.p50 = Math.max(jobMs.p50, l.jobMs.p50), jobMs.p99 = Math.max(jobMs.p99, l.jobMs.p99), jobMs.max = Math.max(jobMs.max, l.jobMs.max);
+    }
+    const n = this.#slots.filter((s) => !s.down).length;
+    return { workers: n, history: [[0, this.size]], jobs, slowLane: this.#slowLane, stolen: this.#stolen, thresholdMs: thresholdMs || Infinity, percentile, jobMs, periods: [] };
   }
 
   /** Packet reads: the epoch's tail re-asks (HedgeSource's urge) run in the workers; said once per change. */
@@ -508,6 +666,7 @@ export class WorkerSource implements ReadSource, PacketReader {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#laneTimer);
     this.#runs.clear();
     await Promise.all(this.#slots.map(async (s) => {
       if (s.down) return; // already stopped, its requests failed

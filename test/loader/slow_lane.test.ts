@@ -34,7 +34,7 @@ async function setup(): Promise<string[]> {
 }
 
 /** Two epochs with a consumer step; each batch's ids, and the loader's figures. */
-async function run1(o: { order?: "strict"; decodeWorkers?: number; slowLane?: boolean }): Promise<{ batches: string[][][]; stats: LoaderStats }> {
+async function run1(o: { order?: "strict"; decodeWorkers?: number; workers?: number; slowLane?: boolean }): Promise<{ batches: string[][][]; stats: LoaderStats }> {
   const loader = new Loader({
     store: address, dataset: "fm", ids: await setup(), batchSize: B, prefetch: 2, readAhead: true, seed: SEED,
     transform: { module: SPIN, options: TAIL }, ...o,
@@ -104,4 +104,37 @@ test("ready order: slow samples join later batches than planned far more often t
   assert.ok(slowShare >= 0.3 && slowShare >= 3 * fastShare, `later than planned: ${late.slowLate} of ${late.slow} slow samples, ${late.fastLate} of ${late.fast} fast ones`);
   const strict = await run({ order: "strict", decodeWorkers: 2, slowLane: false });
   strict.batches.forEach((handed, e) => assert.equal(handed.flat(), epochPlan(ids, { seed: SEED, epoch: e, batchSize: B }), "strict order is the plan"));
+}, { timeoutMs: 180_000 });
+
+/** Fast and slow samples handed over in a later batch than the plan's, over both epochs. */
+function lateness(batches: string[][][]): { slow: number; slowLate: number; fast: number; fastLate: number } {
+  const late = { slow: 0, slowLate: 0, fast: 0, fastLate: 0 };
+  batches.forEach((handed, e) => {
+    const plan = epochPlan(ids, { seed: SEED, epoch: e, batchSize: B });
+    const batchOf = new Map<string, number>();
+    handed.forEach((b, k) => b.forEach((id) => batchOf.set(id, k)));
+    plan.forEach((id, pos) => {
+      const later = batchOf.get(id)! > Math.floor(pos / B);
+      if (spinMs({ id, label: 0 }, TAIL) >= 50) late.slow++, late.slowLate += +later;
+      else late.fast++, late.fastLate += +later;
+    });
+  });
+  return late;
+}
+
+test("read workers (workers: 2 with a transform module): slow samples take their slow lane and the samples queued behind them go to the other worker; every id once, strict order the plan's batches", async () => {
+  const ready = await run({ workers: 2 });
+  const strict = await run({ workers: 2, order: "strict" });
+  const show = (s: LoaderStats, b: string[][][]) =>
+    `batch p50 ${s.batchMs.p50.toFixed(0)} p99 ${s.batchMs.p99.toFixed(0)} ms, slow lane ${s.prepare?.slowLane}, taken back ${s.prepare?.stolen}, deadline ${s.prepare?.thresholdMs} ms, late ${JSON.stringify(lateness(b))}`;
+  const msg = `ready: ${show(ready.stats, ready.batches)}; strict: ${show(strict.stats, strict.batches)}`;
+  for (const r of [ready, strict]) r.batches.forEach((b, e) => everyIdOnce(b, `epoch ${e}`));
+  for (const r of [ready, strict]) {
+    assert.ok(r.stats.prepare!.slowLane > 0 && r.stats.prepare!.stolen > 0, `samples took the slow lane and others were taken back (${msg})`);
+    assert.ok(Number.isFinite(r.stats.prepare!.thresholdMs) && r.stats.prepare!.jobs > 0, `the workers learned a deadline (${msg})`);
+  }
+  strict.batches.forEach((handed, e) => {
+    assert.ok(handed.every((b) => b.length === B), "strict batches are whole");
+    assert.equal(handed.flat(), epochPlan(ids, { seed: SEED, epoch: e, batchSize: B }), "strict order is the plan");
+  });
 }, { timeoutMs: 180_000 });

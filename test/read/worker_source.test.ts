@@ -308,6 +308,55 @@ test("a dead worker whose replacements cannot open the store: every request gets
   }
 }, { timeoutMs: 60_000 });
 
+test("slow lane: a read worker stuck on a slow sample gives the samples it has not started to the other, which sends them first; each position once", async () => {
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
+  const { column, POS } = await import("../../src/read/packet.ts");
+  const [slow, ...others] = ids;
+  const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
+  for (const slowLane of [true, false]) {
+    const src = new WorkerSource(address, "rnd", { workers: 2, decode: true, transform: { url: SPIN, options: { slowIds: [slow], slowMs: [600], fastMs: 1 } }, slowLane });
+    await src.ready;
+    /** Reads `plan` in ready order, batches of `B` asked at once: each packet's positions, in arrival order. */
+    const read = (plan: string[], B: number) =>
+      new Promise<number[][]>((resolve, reject) => {
+        const got: number[][] = [];
+        let n = 0;
+        const r = src.read(plan, { batchSize: B, strict: false }, {
+          packet: (p) => {
+            if (p.errors.length) reject(new Error(`errors: ${p.errors.map((e) => e.error.message).join("; ")}`));
+            got.push(Array.from(column(p, POS)));
+            p.release?.();
+            if ((n += p.n) >= plan.length) r.end(), resolve(got); // more: a position twice, which the check below names
+          },
+          lost: () => 0,
+        });
+        r.request([0, plan.length]);
+      });
+    try {
+      // Each worker learns its deadline (32 jobs or more) on the fast samples.
+      for (let k = 0; k < 3; k++) await read(others, 8);
+      const before = src.laneStats();
+      // One batch of all: asked of one worker, which answers in plan order and is stuck on the first.
+      const got = await read([slow, ...others], ids.length);
+      const all = got.flat().sort((a, b) => a - b);
+      assert.equal(all, ids.map((_, i) => i), `slowLane ${slowLane}: each position once (seed ${seed})`);
+      const last = got.findIndex((p) => p.includes(0));
+      const stats = src.laneStats();
+      if (slowLane) {
+        assert.is(last, got.length - 1, "the slow sample comes last");
+        assert.is(got[last].length, 1, `every other sample came before it: ${JSON.stringify(got)}`);
+        // (A loaded machine may put a worker in the lane before: what it took back then is not counted.)
+        assert.ok(stats!.slowLane > before!.slowLane && stats!.stolen - before!.stolen >= others.length, `taken back: ${JSON.stringify(before)} then ${JSON.stringify(stats)}`);
+      } else {
+        assert.is(stats, undefined, "no lane, no figures");
+        assert.ok(got[last].length === ids.length, `without the lane the samples behind it wait for it: ${JSON.stringify(got)}`);
+      }
+    } finally {
+      await src.close();
+    }
+  }
+});
+
 test("bad read-worker options are named", async () => {
   const bad = (o: Record<string, unknown>, what: RegExp) =>
     assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), (e: Error) => e instanceof CassetteError && what.test(e.message));
