@@ -7,6 +7,9 @@
  *   ready-nolane   ready order, the same pool, no slow lane
  *   ready-lane     ready order, the same pool, the slow lane (NOTE [ Slow lane ], src/decode/pool.ts)
  *   ready-auto     the defaults: ready order, the slow lane, the pool sized as it goes
+ *   rw-nolane      ready order, 2 read workers running the transform where they read, no slow lane
+ *   rw-lane        the same with the read workers' slow lane (NOTE [ Read workers: the slow lane ],
+ *                  src/read/worker_source.ts)
  *   ready-lane-1w  (--consumer cpu only) the slow lane on one fixed worker, a core left to the step
  *
  Two heavy tails (--tail):
@@ -83,6 +86,8 @@ const CONTENDERS = [
   { name: "ready-nolane", o: { decodeWorkers: 2, slowLane: false } },
   { name: "ready-lane", o: { decodeWorkers: 2 } },
   { name: "ready-auto", o: {} },
+  { name: "rw-nolane", o: { workers: 2, slowLane: false } },
+  { name: "rw-lane", o: { workers: 2 } },
   // Training on the same cores: is one worker, leaving a core to the step, the better fixed pool?
   ...(consumer === "cpu" ? [{ name: "ready-lane-1w", o: { decodeWorkers: 1 } }] : []),
 ];

@@ -8,7 +8,7 @@
  *   → { t: "open", address, dataset, maxInFlight, balance, decode }
  *   ← { t: "opened", name, dataset }  or  { t: "failed", error }
  *   → { t: "fetch", seqs: Int32Array, ids: "id\nid…" }          any number, any time
- *   ← { t: "done", packet: Packet }                              buffer transferred
+ *   ← { t: "packet", packet }   run 0, POS the seqs: a turn's answers; buffers transferred
  *   → { t: "close" }                                             ← { t: "closed" }
  *
  * and packet reads (NOTE [ Packets ], src/read/packet.ts), for an epoch run that takes
@@ -39,7 +39,7 @@ import type { ReadSource, Sample } from "./sample.ts";
 import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
 import { Deadline } from "../decode/deadline.ts";
 import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
-import { META, type Packet, ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
+import { ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
 import type { LaneCounts, SerializedError } from "./packet.ts";
 import {
   CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
@@ -123,16 +123,7 @@ class PacketArena implements PixelSink {
     return image;
   }
 
-  /** Hands the buffer over (to be transferred) and starts the next one as large as this one's use. */
-  take(): ArrayBuffer {
-    const buf = this.buf;
-    const used = this.at;
-    this.buf = new ArrayBuffer(Math.max(MIN_PACKET, used));
-    this.u8 = new Uint8Array(this.buf);
-    this.at = 0;
-    this.placed.clear();
-    return buf;
-  }
+
 }
 
 /**
@@ -156,7 +147,6 @@ function free(buf: ArrayBuffer): void {
   if (pool.length < POOL_MAX) pool.push(buf);
 }
 
-const arena = new PacketArena();
 
 // --- packet reads ----------------------------------------------------------------------------
 
@@ -316,7 +306,8 @@ function ship(run: Run, g: Group): void {
     const t = e.s.target;
     if (t && (t instanceof Float32Array) === floats && (!floats || t.length === first.length)) return true;
     const what = !t ? "none" : t instanceof Float32Array ? `a vector of ${t.length}` : "bytes";
-    g.errors.push({ pos: e.pos, error: serialize(e.pos, run.ids[run.order ? run.order[e.pos] : e.pos], new CassetteError("ERR_MALFORMED_INPUT", `Cannot batch sample ${run.ids[run.order ? run.order[e.pos] : e.pos]} as the batch's labels are ${floats ? `a vector of ${first.length}` : "bytes"} and its label is ${what}`)) });
+    const id = e.s.id;
+    g.errors.push({ pos: e.pos, error: serialize(e.pos, id, new CassetteError("ERR_MALFORMED_INPUT", `Cannot batch sample ${id} as the batch's labels are ${floats ? `a vector of ${first.length}` : "bytes"} and its label is ${what}`)) });
     return false;
   }) : g.entries;
   const n = entries.length;
@@ -401,10 +392,18 @@ function ship(run: Run, g: Group): void {
 /** CASSETTE_READ_INTO=0 decodes into arrays of their own, copied at the flush, as before (for A/B runs). */
 const into = runtime.env("CASSETTE_READ_INTO") !== "0";
 
-// The packet being filled: answers since the last flush.
-let answers: { seq: number; s: Sample }[] = [];
-let failures: SerializedError[] = [];
+/**
+ * Answers to single fetches (`t: "fetch"`) of one event-loop turn: a packet of their own, run
+ * 0, each entry's POS its request's sequence number. The same format as a packet read's: one
+ * way to pack a sample, whichever way it was asked for.
+ */
+const single: Run = { id: 0, ids: [], batchSize: Infinity, strict: false, ended: false, outstanding: 0, groups: new Map(), size: MIN_PACKET };
+let turn: Group | undefined;
 let flushTimer: ReturnType<typeof setTimeout> | undefined;
+
+function turnGroup(): Group {
+  return (turn ??= newGroup(single));
+}
 
 function serialize(seq: number, id: string, e: unknown): SerializedError {
   const err = e as { name?: string; code?: unknown; message?: string };
@@ -413,60 +412,19 @@ function serialize(seq: number, id: string, e: unknown): SerializedError {
 
 function flush(): void {
   flushTimer = undefined;
-  const n = answers.length;
-  if (n === 0 && failures.length === 0) return;
-  // The arena holds the images decoded into it; the samples' bytes and any other image (a
-  // transform's) are copied in after them.
-  let more = 0;
-  for (const { s } of answers) more += s.data.length + (s.image && !arena.placed.has(s.image) ? s.image.data.length : 0);
-  arena.reserve(more);
-  const u8 = arena.u8;
-  const meta = new Int32Array(n * META);
-  const conns: string[] = [];
-  const connIndex = new Map<string, number>();
-  let at = arena.at;
-  for (let i = 0; i < n; i++) {
-    const { seq, s } = answers[i];
-    const m = i * META;
-    meta[m] = seq;
-    meta[m + 1] = s.label;
-    u8.set(s.data, at);
-    meta[m + 2] = at;
-    meta[m + 3] = s.data.length;
-    at += s.data.length;
-    let c = -1;
-    if (s.conn !== undefined) {
-      c = connIndex.get(s.conn) ?? -1;
-      if (c < 0) connIndex.set(s.conn, (c = conns.push(s.conn) - 1));
-    }
-    meta[m + 4] = c;
-    const img = s.image;
-    if (img) {
-      let p = arena.placed.get(img);
-      if (p === undefined) {
-        u8.set(img.data, at);
-        p = at;
-        at += img.data.length;
-      }
-      meta[m + 5] = p;
-      meta[m + 6] = img.width;
-      meta[m + 7] = img.height;
-      meta[m + 8] = img.channels;
-      meta[m + 9] = img.orientation;
-    }
-  }
-  arena.at = at;
-  const buf = arena.take();
-  const packet: Packet = { meta, conns, buf, errors: failures };
-  answers = [];
-  failures = [];
-  scope.postMessage({ t: "done", packet }, [buf]);
+  const g = turn;
+  turn = undefined;
+  if (g && g.entries.length + g.errors.length) ship(single, g);
 }
 
 function answered(seq: number, id: string, err: Error | null, s?: Sample): void {
-  if (err || !s) failures.push(serialize(seq, id, err ?? new Error(`no answer for ${id}`)));
-  else if (s.target) failures.push(serialize(seq, id, new CassetteError("ERR_UNSUPPORTED", `Cannot read sample ${id} of ${source?.name} in a read worker as its label is not one integer (a ${s.target instanceof Float32Array ? "float vector" : "blob"}): the workers' packets carry one integer a sample; read it with workers: 0 (decodeWorkers still decode off the loader's thread)`)));
-  else answers.push({ seq, s });
+  const g = turnGroup();
+  if (err || !s) g.errors.push({ pos: seq, error: serialize(seq, id, err ?? new Error(`no answer for ${id}`)) });
+  else {
+    // Decoded elsewhere (a transform's image): copied into this turn's packet.
+    if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
+    g.entries.push({ pos: seq, s, ms: 0 });
+  }
   // One packet per event-loop turn: every answer that a socket read completed goes together.
   flushTimer ??= setTimeout(flush, 0);
 }
@@ -505,7 +463,7 @@ scope.onMessage(async (data) => {
         const src = await open(msg.address, {
           mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
           transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
-          sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : arena.decode(d, b, o)) } : undefined,
+          sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : turnGroup().arena.decode(d, b, o)) } : undefined,
           claim: msg.lane ? { start: claim, end: claimEnded } : undefined,
         });
         if (msg.lane) lane = { status: new Int32Array(msg.lane.status), at: msg.lane.index * STATUS, code: msg.lane.code, base: msg.lane.base };

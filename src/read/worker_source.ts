@@ -11,7 +11,7 @@
  *                  │ { t: "fetch", seqs, ids }
  *                  ▼
  *   worker: source.fetch ─► (decode) ─► packet per event-loop turn: one buffer, transferred
- *                  │ { t: "done", packet }
+ *                  │ { t: "packet", packet } (run 0: src/read/packet.ts's format)
  *                  ▼
  *   each answer's callback, its bytes and pixels views into the packet's buffer
  *
@@ -36,26 +36,14 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
-import { checkDecodeOptions, type DecodeOptions, type Image } from "../decode/decoder.ts";
+import { checkDecodeOptions, type DecodeOptions } from "../decode/decoder.ts";
 import { redact } from "../source/address.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import type { HedgeOptions } from "./hedge.ts";
-import type { Packet as BatchPacket, LaneCounts, PacketRead, PacketReader, PacketSink, ReadCounts, SerializedError } from "./packet.ts";
+import { column, type LaneCounts, type Packet as BatchPacket, POS, type PacketRead, type PacketReader, type PacketSink, type ReadCounts, sampleOf, type SerializedError } from "./packet.ts";
 import type { PoolStats } from "../decode/pool.ts";
-
-/** Int32 fields per answer in a packet's `meta`: seq, label, data at, data length, conn, image at, width, height, channels, orientation. */
-export const META = 10;
-
-/** The answers of one event-loop turn of a worker. */
-export interface Packet {
-  /** Answers, META fields each (the ids are known by their seq). */
-  meta: Int32Array;
-  conns: string[];
-  buf: ArrayBuffer;
-  errors: SerializedError[];
-}
 
 export type { SerializedError };
 
@@ -89,7 +77,6 @@ export type ToWorker =
 type FromWorker =
   | { t: "opened"; name: string; dataset?: string }
   | { t: "failed"; error: SerializedError }
-  | { t: "done"; packet: Packet }
   | { t: "packet"; packet: BatchPacket }
   | { t: "closed" };
 
@@ -303,8 +290,6 @@ export class WorkerSource implements ReadSource, PacketReader {
     worker.onmessage = (ev) => {
       const msg = ev.data as FromWorker;
       switch (msg.t) {
-        case "done":
-          return this.#deliver(slot, msg.packet);
         case "packet":
           return this.#packet(slot, msg.packet);
         case "opened":
@@ -487,6 +472,7 @@ export class WorkerSource implements ReadSource, PacketReader {
   }
 
   #packet(slot: Slot, p: BatchPacket): void {
+    if (p.run === 0) return this.#deliver(slot, p); // single fetches (a replaced worker's: already failed and retried)
     if (slot.down) return; // replaced: its runs asked again for what it held
     slot.load -= p.n + p.errors.length;
     if (p.counts) slot.counts = p.counts;
@@ -627,31 +613,22 @@ export class WorkerSource implements ReadSource, PacketReader {
     }
   }
 
-  #deliver(slot: Slot, p: Packet): void {
-    const { meta, buf } = p;
-    for (let m = 0; m < meta.length; m += META) {
-      const req = slot.inFlight.get(meta[m]);
+  /** Single fetches' answers: run 0, each entry's POS the request's sequence number. */
+  #deliver(slot: Slot, p: BatchPacket): void {
+    const pos = column(p, POS);
+    for (let i = 0; i < p.n; i++) {
+      const req = slot.inFlight.get(pos[i]);
       if (!req) continue; // its worker was replaced meanwhile: already failed and retried
-      slot.inFlight.delete(meta[m]);
+      slot.inFlight.delete(pos[i]);
       this.#cap.release();
-      const s: Sample = { id: req[0], label: meta[m + 1], data: new Uint8Array(buf, meta[m + 2], meta[m + 3]) };
-      if (meta[m + 4] >= 0) s.conn = p.conns[meta[m + 4]];
-      const channels = meta[m + 8];
-      if (channels) {
-        const width = meta[m + 6], height = meta[m + 7];
-        s.image = {
-          width, height, channels: channels as Image["channels"], orientation: meta[m + 9],
-          data: new Uint8Array(buf, meta[m + 5], width * height * channels),
-        };
-      }
-      req[1](null, s);
+      req[1](null, sampleOf(p, i, req[0]));
     }
-    for (const e of p.errors) {
-      const req = slot.inFlight.get(e.seq);
+    for (const { pos: seq, error } of p.errors) {
+      const req = slot.inFlight.get(seq);
       if (!req) continue;
-      slot.inFlight.delete(e.seq);
+      slot.inFlight.delete(seq);
       this.#cap.release();
-      req[1](revive(e));
+      req[1](revive(error));
     }
   }
 

@@ -355,7 +355,8 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
           else this.#conns.set(name, { bytes: counts[c] * bytes, samples: counts[c] });
         });
       }
-      this.#packets!.add(keep ? mergeKept(p, keep) : p);
+      // Without the entries not kept (answered already): a copy of the rest.
+      this.#packets!.add(keep ? mergePackets(p.run, [[p, keep]]) : p);
     }
     this.#wakeUp();
   }
@@ -448,11 +449,6 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     this.#wake = undefined;
     w?.();
   }
-}
-
-/** A packet without the entries not in `keep`. */
-function mergeKept(p: Packet, keep: number[]): Packet {
-  return mergePackets(p.run, [[p, keep]]);
 }
 
 /** A sample's error from a worker, named by sample and epoch as the per-sample path names it. */

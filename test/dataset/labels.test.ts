@@ -243,7 +243,7 @@ test("bad labels are named: a class out of range, a vector of another length, em
   }
 });
 
-test("what carries one integer a sample refuses the rest by name: exports, read workers handing over sample by sample; read workers' packets carry them as read here", async () => {
+test("what carries one integer a sample refuses the rest by name (exports); read workers carry them as read here, in packets and sample by sample", async () => {
   const address = `sqlite:${join(dir, "labels.sqlite")}`;
   const store = await openStore(address, { create: true });
   await ingest(store, FLOATS, { dataset: "floats" });
@@ -255,26 +255,23 @@ test("what carries one integer a sample refuses the rest by name: exports, read 
   } finally {
     await store.close();
   }
-  // A transform function on this thread takes samples one by one: those packets hold one integer.
-  const loader = new Loader({ store: address, dataset: "floats", ids, batchSize: 4, workers: 1, retries: 0, transform: (s) => s });
-  try {
-    await expectError((async () => {
-      for await (const _ of loader.epoch(0)) { /* the first answer fails */ }
-    })(), "ERR_UNSUPPORTED", /in a read worker as its label is not one integer \(a float vector\).*workers: 0/);
-  } finally {
-    await loader.close();
-  }
-  // Batch-sized packets (NOTE [ Packets ], src/read/packet.ts) carry the vectors: the same batches as reading here.
+  // Batch-sized packets (NOTE [ Packets ], src/read/packet.ts) carry the vectors: the same
+  // batches as reading here; and so do single fetches (a transform function on this thread takes
+  // samples one by one), whose answers come in the same format.
   const o = { store: address, dataset: "floats", ids, batchSize: 3, order: "strict" as const, seed: 4 };
-  const [here, there] = [new Loader({ ...o, workers: 0 }), new Loader({ ...o, workers: 2 })];
+  const [here, there, single] = [new Loader({ ...o, workers: 0 }), new Loader({ ...o, workers: 2 }), new Loader({ ...o, workers: 1, transform: (s) => s })];
   try {
-    const a = await Array.fromAsync(here.epoch(0)), b = await Array.fromAsync(there.epoch(0));
-    assert.ok(b.every((x) => x.images), "the workers' packets");
-    assert.equal(b.map((x) => x.ids), a.map((x) => x.ids));
-    assert.equal(b.map((x) => [x.targetWidth, Array.from(x.targets!)]), a.map((x) => [x.targetWidth, Array.from(x.targets!)]), "the vectors as read here");
-    assert.equal(b.flatMap((x) => x.items.map((s) => Array.from(s.target as Float32Array))), a.flatMap((x) => x.items.map((s) => Array.from(s.target as Float32Array))), "each sample's");
+    const a = await Array.fromAsync(here.epoch(0));
+    for (const [what, loader] of [["packets", there], ["sample by sample", single]] as const) {
+      const b = await Array.fromAsync(loader.epoch(0));
+      assert.is(b.every((x) => x.images), what === "packets", `${what}: the workers' packets`);
+      assert.equal(b.map((x) => x.ids), a.map((x) => x.ids), what);
+      assert.equal(b.map((x) => [x.targetWidth, Array.from(x.targets!)]), a.map((x) => [x.targetWidth, Array.from(x.targets!)]), `${what}: the vectors as read here`);
+      assert.equal(b.flatMap((x) => x.items.map((s) => Array.from(s.target as Float32Array))), a.flatMap((x) => x.items.map((s) => Array.from(s.target as Float32Array))), `${what}: each sample's`);
+    }
   } finally {
     await here.close();
     await there.close();
+    await single.close();
   }
 });
