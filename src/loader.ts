@@ -153,9 +153,10 @@ export interface LoaderOptions<T = Sample> {
    */
   decodeWorkers?: number | "auto";
   /**
-   * In the decode pool, a sample that takes longer than most (a deadline learned as it goes,
-   * NOTE [ Slow lane ] in src/decode/pool.ts) keeps running in the background while the
-   * samples queued behind it go to other workers; it joins a later batch (default true).
+   * A sample that takes longer than most (a deadline learned as it goes) keeps running in the
+   * background while the samples queued behind it go to other workers; it joins a later batch
+   * (default true). In the decode pool (NOTE [ Slow lane ] in src/decode/pool.ts) and in the
+   * read workers (NOTE [ Read workers: the slow lane ] in src/read/worker_source.ts).
    */
   slowLane?: boolean;
   /**

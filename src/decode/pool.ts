@@ -17,8 +17,8 @@
  * done, and the jobs queued behind it that it has not started are taken back (their claim
  * swapped id → 0 before the worker can swap it id → RUNNING: exactly one side wins) and go to
  * the other workers. The sample joins a later batch when it finishes; the ledger
- * (src/schedule/ledger.ts) still counts it once. The deadline is the p75 of the last 256 jobs'
- * times, as the paper starts with; when most samples moved were not really slow (over half
+ * (src/schedule/ledger.ts) still counts it once. The deadline (learned in deadline.ts, which
+ * the read workers' slow lane uses too) is the p75 of the last 256 jobs' times, as the paper starts with; when most samples moved were not really slow (over half
  * finished within twice the deadline: a skewed but light tail) it falls back to p90, and goes
  * back once under a fifth are (the paper's fallback, made a rule). It is never under twice the
  * median (a tight distribution's jitter is not a tail: moving those samples only churns the

@@ -114,15 +114,28 @@ export interface WorkerSourceOptions {
  * position, its owner: the code of the worker it was asked of (written when the range is
  * asked: one fill per batch). A worker claims a sample as its bytes arrive, before decoding
  * it, by swapping its code for its negation; it stamps the claim's start in its status (and
- * the deadline it learned from its own job times: src/decode/deadline.ts). When this thread
- * sees a worker past its deadline (checked every LANE_CHECK_MS while runs read: a timer, not a
- * check per packet, which cost the thread more), that worker takes the slow lane: it gets no new requests until it
+ * the deadline it learned from its own job times: src/decode/deadline.ts, never under 5 ms
+ * here, as a worker's collector pauses during 7 µs decodes tripped 1 ms). Every LANE_CHECK_MS
+ * while runs read (a timer: a check per packet cost this thread more), this thread looks for a
+ * worker past its deadline. That worker takes the slow lane: it gets no new requests until it
  * claims again, and each position it holds and has not started is swapped to another worker's
- * code (one side wins: a swap from the code, or the worker's claim) and asked of that worker.
- * The slow worker, when free, finds those positions no longer its own and drops them unread
- * (TAKEN_BACK). A lost worker's positions are asked again as before, the fill giving them to
- * the new owner: a terminated worker still running cannot claim them. Exactly once holds by the
- * owner: one worker decodes and sends each position.
+ * code (one side wins: a swap from the code, or the worker's claim) and asked of that worker
+ * (later checks go on while none was free). The slow worker, when free, finds those positions
+ * no longer its own and drops them unread (TAKEN_BACK). Two requests for one id in flight in
+ * one worker are kept there (an answer could not say which it claims). A lost worker's
+ * positions are asked again as before, the fill giving them to the new owner: a terminated
+ * worker still running cannot claim them. Exactly once holds by the owner: one worker decodes
+ * and sends each position.
+ *
+ * What it gives and costs (bench/RESULTS.md, "Read workers' slow lane"): a worker stuck 600 ms
+ * on one sample sends nothing for 600 ms without it, and with it the other worker sends the 47
+ * samples queued behind it first (test/read/worker_source.test.ts). On MINATOLoader's load
+ * (bench/minato.bench.ts: 1 in 10 samples 50-150 ms of CPU) read workers kept the consumer
+ * waiting 4.2 % of its step with the lane, 4.6 % without, where the decode pool did 1.2 %: a
+ * read worker reads and transforms in one thread and sends a batch's samples together, so a
+ * heavy CPU stage is better served by the pool, which readWorkers() keeps for a transform
+ * module. The claims cost a worker ~0.3 µs a sample: Fashion-MNIST in a tight loop read 6 %
+ * slower with the lane (105 600 vs 112 400 samples/s), and the same with a 1 ms step.
  */
 /**
  * Status Int32s per worker: claim sequence, start (ms since base, + 1; 0: idle), deadline (µs;
