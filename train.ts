@@ -341,7 +341,8 @@ async function main(): Promise<number> {
     const decodeOptions = C === 1 ? { grey: true } : {};
     const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"]; train?: boolean }) => {
       const l = new Loader<Sample>({
-        store: workers > 0 ? readAddress : readStore!, workers, decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
+        // "auto" where none was given: the same count, sized as reading goes on a larger machine (workerScale).
+        store: workers > 0 ? readAddress : readStore!, workers: run.workers ?? (workers > 0 ? "auto" : 0), decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
         order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, onError: run.onError, resume: o.resume,
         // --transform runs on the training samples only (evaluation sees the images as stored). A
         // module's answer becomes the sample's image. No function runs here per sample: with read

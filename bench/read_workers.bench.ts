@@ -38,7 +38,6 @@
  * `--idx PREFIX`. With a cassandra:// store the
  * database server shares these cores: see bench/RESULTS.md.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { runtime } from "../runtime-adapters/index.ts";
 import { Loader } from "../src/loader.ts";
 import type { Sample } from "../src/read/sample.ts";
@@ -93,16 +92,11 @@ try {
 ids = ids.slice(0, want);
 
 /**
- * CPU time of the calling thread in ms (the main thread's id is the process id), or NaN off
- * Linux: schedstat's time on the CPU, in ns (stat's utime + stime count 10 ms ticks, too coarse
- * for a thread that spends ~1 µs a sample).
+ * CPU time of the loader's thread in ms (runtime.threadCpuMs: Linux's schedstat, in ns; stat's
+ * utime + stime count 10 ms ticks, too coarse for a thread that spends ~1 µs a sample), or NaN
+ * off Linux.
  */
-const pid = (globalThis as { process?: { pid: number } }).process?.pid;
-function threadCpuMs(): number {
-  const f = `/proc/self/task/${pid}/schedstat`;
-  if (!pid || !existsSync(f)) return Number.NaN;
-  return Number(readFileSync(f, "utf8").split(" ")[0]) / 1e6;
-}
+const threadCpuMs = () => runtime.threadCpuMs();
 
 /** Holds the thread for `ms` of its own CPU time (not wall time: the workers share the cores); answers the CPU ms spent. */
 function busy(ms: number): number {

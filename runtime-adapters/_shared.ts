@@ -82,6 +82,20 @@ export function toPath(p: string | URL): string {
  * offer): the decode pool's scaler reads idle cores from the difference of two calls. Zero
  * totals where the runtime does not report times (the scaler then goes by its workers' own use).
  */
+/**
+ * The calling thread's CPU time so far in ms (Linux: /proc/thread-self/schedstat, ns; every
+ * runtime's workers are threads of their own), or NaN where that file is not: how busy a read
+ * worker was, for the scaler (src/decode/scaler.ts).
+ */
+export function threadCpuMs(): number {
+  try {
+    const { readFileSync } = (globalThis as any).process.getBuiltinModule("node:fs");
+    return Number(String(readFileSync("/proc/thread-self/schedstat", "utf8")).split(" ")[0]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 export function cpuTimes(): { cores: number; idleMs: number; totalMs: number } {
   const { cpus } = (globalThis as any).process.getBuiltinModule("node:os");
   const list = cpus() as { times: Record<string, number> }[];

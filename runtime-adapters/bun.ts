@@ -1,7 +1,7 @@
 /** Bun: Dawn through `bun-webgpu` (bun:ffi), bun:sqlite, web Workers. */
 import { constants, Database } from "bun:sqlite";
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { cpuTimes, immutableUri, toPath, webWorker, webWorkerScope } from "./_shared.ts";
+import { cpuTimes, threadCpuMs, immutableUri, toPath, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuRequest, Runtime, SqliteValue } from "./runtime.ts";
 
 declare const Bun: any;
@@ -107,6 +107,7 @@ export const bun: Runtime = {
   writeFile: async (p, d) => void (await Bun.write(toPath(p), d)),
   now: () => performance.now(),
   cpuTimes,
+  threadCpuMs,
   args: () => Bun.argv.slice(2),
   cwd: () => process.cwd(),
   env: (n) => Bun.env[n],

@@ -4,7 +4,7 @@
  * measured on our kernels (README, "WebGPU backends"; bench/gpu_backend.bench.ts).
  */
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { cpuTimes, nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
+import { cpuTimes, threadCpuMs, nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuBackend, GpuRequest, Runtime } from "./runtime.ts";
 
 let dawn: Promise<GPU> | undefined;
@@ -48,6 +48,7 @@ export const deno: Runtime = {
   writeFile: (p, d) => Deno.writeFile(p, d),
   now: () => performance.now(),
   cpuTimes,
+  threadCpuMs,
   args: () => [...Deno.args],
   cwd: () => Deno.cwd(),
   env: (n) => Deno.env.get(n),

@@ -3,7 +3,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { Worker as NodeWorker, parentPort } from "node:worker_threads";
 import process from "node:process";
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { cpuTimes, nodeSqlite } from "./_shared.ts";
+import { cpuTimes, threadCpuMs, nodeSqlite } from "./_shared.ts";
 import type { GpuRequest, Runtime, WorkerHandle } from "./runtime.ts";
 
 let dawn: Promise<GPU> | undefined;
@@ -51,6 +51,7 @@ export const node: Runtime = {
   writeFile: (p, d) => writeFile(p, d),
   now: () => performance.now(),
   cpuTimes,
+  threadCpuMs,
   args: () => process.argv.slice(2),
   cwd: () => process.cwd(),
   env: (n) => process.env[n],

@@ -70,6 +70,8 @@ export interface Runtime {
   now(): number;
   /** CPU time of the whole machine so far, summed over its cores (zeros where the runtime does not say). */
   cpuTimes(): { cores: number; idleMs: number; totalMs: number };
+  /** The calling thread's CPU time so far in ms, or NaN where the OS does not say (Linux does). */
+  threadCpuMs(): number;
   /** Command-line arguments after the script. */
   args(): string[];
   cwd(): string;

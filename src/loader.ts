@@ -36,7 +36,7 @@ import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
 import { checkReadOptions } from "./read/open.ts";
 import { ReadPath } from "./read/read_path.ts";
-import { readWorkers } from "./read/worker_source.ts";
+import { readWorkers, workerScale } from "./read/worker_source.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
@@ -132,11 +132,13 @@ export interface LoaderOptions<T = Sample> {
   maxInFlight?: number;
   /**
    * Read in this many worker threads, each with its own connections to the store, or "auto"
-   * (default): max(2, min(8, cores − 2)) for a store address, none for an open Store or Source
+   * (default): max(2, min(8, cores − 2)) for a store address, and on more than 4 cores sized as
+   * reading goes between 2 and cores − 1 (NOTE [ Worker scaling ]'s rule: the consumer's waits,
+   * the idle cores, the workers' backlog); none for an open Store or Source or a transform
    * (NOTE [ Read workers: how many ], src/read/worker_source.ts); 0: in this thread. The
    * driver's work, and with `decode` the decoding, then leave the thread that iterates the
    * batches, which is the one that feeds the GPU, and the workers hand over batch-sized packets
-   * (NOTE [ Packets ], src/read/packet.ts). Labels other than one integer read in this thread.
+   * (NOTE [ Packets ], src/read/packet.ts).
    */
   workers?: number | "auto";
   /**
@@ -216,7 +218,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
     if (o.resume !== undefined) this.#resume = checkResumeState(o.resume, this.#identity());
-    this.#read = new ReadPath({ ...o, transform: module, seed: o.seed, workers }, () => this.#schedule.drained());
+    this.#read = new ReadPath({ ...o, transform: module, seed: o.seed, workers, scaleWorkers: workerScale(workers, o.workers) }, () => this.#schedule.drained());
     this.#schedule = new EpochScheduler<Sample, T>(
       {
         batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", signal: o.signal,

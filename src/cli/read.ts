@@ -2,7 +2,7 @@
 import { Loader } from "../loader.ts";
 import { loadSplit } from "../dataset/splits.ts";
 import { datasetNeeded, open } from "../read/open.ts";
-import { readWorkers } from "../read/worker_source.ts";
+import { readWorkers, workerScale } from "../read/worker_source.ts";
 import type { ReadSource, Sample } from "../read/sample.ts";
 import { redact } from "../source/address.ts";
 import { progress } from "../observe/progress.ts";
@@ -96,12 +96,13 @@ export async function run(argv: string[]): Promise<number> {
   // The device before the store: no adapter is said at once, before any reading.
   const stage = pre && await TensorStage.open(pre);
   const decodeWorkers = intOption(options, "read", "decode-workers");
-  const workers = intOption(options, "read", "workers") ?? readWorkers(address, { decodeWorkers });
+  const workersGiven = intOption(options, "read", "workers");
+  const workers = workersGiven ?? readWorkers(address, { decodeWorkers });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
   // from them once they are open. Until the Loader has them, closing them is this function's.
   let reading: Promise<ReadSource> | undefined = workers > 0
-    ? open(address, { mode: "read", dataset, workers, decode: decode && { grey }, decodeWorkers, balance, reads: { hedge: options.has("hedge") ? {} : undefined, reaskTail: true } })
+    ? open(address, { mode: "read", dataset, workers, scaleWorkers: workerScale(workers, workersGiven), decode: decode && { grey }, decodeWorkers, balance, reads: { hedge: options.has("hedge") ? {} : undefined, reaskTail: true } })
     : undefined;
   reading?.catch(() => {}); // reported where it is awaited
   let source: ReadSource;

@@ -26,7 +26,8 @@
  * measured: every sample is assumed fast at first. The check is due every quarter deadline
  * (1 … 20 ms): answers run it when due, and a timer, every 4 ms or more, when none come.
  *
- * NOTE [ Worker scaling ]: with `autoscale`, every 250 ms the pool looks at the last period and
+ * NOTE [ Worker scaling ] (the rule in scaler.ts, which the read workers use too): with
+ * `autoscale`, every 250 ms the pool looks at the last period and
  * grows by one worker when jobs were waiting (queued, or behind another in a worker) at half
  * its answers or more, the consumer waited over 5 % of the period for
  * batches (`demand()`; assumed when no consumer reports) and at least half a core was idle;
@@ -66,6 +67,9 @@ import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 import { PngError, type PngErrorReason } from "./png_error.ts";
 import { Deadline } from "./deadline.ts";
+import { Scaler, type ScalePeriod } from "./scaler.ts";
+
+export type { ScalePeriod };
 
 /** Message to a worker (worker.ts): the set-up, once, then jobs. */
 export type PoolMessage =
@@ -133,26 +137,6 @@ export interface PrepareJob {
   label: number;
 }
 
-/** One scaling period: what the rule saw (NOTE [ Worker scaling ]) and what it did. */
-export interface ScalePeriod {
-  /** ms since the pool started. */
-  t: number;
-  /** Serving workers wanted before and after. */
-  workers: number;
-  to: number;
-  /** Jobs were waiting (queued, or behind another in a worker) at half the period's answers or more. */
-  backlog: boolean;
-  /** The consumer's share of the period spent waiting for batches (1 when no consumer reports). */
-  waited: number;
-  idleCores: number;
-  /** Serving workers' worth of time not spent on jobs. */
-  idleWorkers: number;
-  /** A consumer reports its waits (`demand`). */
-  consumer: boolean;
-  /** The fewest workers the period could shrink to: minWorkers, or two while the slow lane was used lately. */
-  floor: number;
-}
-
 /** The pool's figures (`Loader.stats().prepare`). */
 export interface PoolStats {
   /** Workers now (serving or in the slow lane). */
@@ -203,8 +187,6 @@ const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./worker.ts", "decode/work
 const SLOTS = 4096;
 export const RUNNING = -1;
 const PERIOD_MS = 250;
-/** How long after a job took the slow lane the scaler keeps a second worker for it (NOTE [ Worker scaling ]). */
-const LANE_HOLD_MS = 4000;
 
 /** Starts the workers and resolves when each has its decoder (and transform) loaded. */
 export async function createDecodePool(options: DecodePoolOptions = {}): Promise<JpegDecodePool> {
@@ -246,19 +228,12 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   // Scaling.
   #period?: ReturnType<typeof setInterval>;
   #periodStart = 0;
-  #cpu = runtime.cpuTimes();
+  readonly #scaler: Scaler;
   #answersSeen = 0;
   #answersWaiting = 0;
-  #waitMs = 0;
-  #consumerSeen = false;
-  #idlePeriods = 0;
-  #starvedPeriods = 0;
   readonly #history: [number, number][] = [];
-  readonly #periods: ScalePeriod[] = [];
   #jobs = 0;
   #slowLane = 0;
-  /** When a job last took the slow lane (runtime.now()). */
-  #laneAt = -Infinity;
   #stolen = 0;
 
   constructor(options: DecodePoolOptions = {}) {
@@ -266,7 +241,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot start a decode pool as ${why}`);
     };
     const o = this.#o = options;
-    const cores = this.#cpu.cores;
+    const cores = runtime.cpuTimes().cores;
     this.#min = o.minWorkers ?? 1;
     this.#max = o.maxWorkers ?? Math.max(this.#min, cores);
     if (!Number.isInteger(this.#min) || this.#min < 1) bad(`'minWorkers' must be a positive integer: current value is ${o.minWorkers}`);
@@ -276,6 +251,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     const per = o.perWorker ?? 2;
     if (!Number.isInteger(per) || per < 1) bad(`'perWorker' must be a positive integer: current value is ${per}`);
     this.#perWorker = per;
+    this.#scaler = new Scaler({ min: this.#min, max: this.#max });
     this.#lanes = o.slowLane ?? true;
     this.#url = o.workerUrl ?? DEFAULT_WORKER_URL;
     for (let s = SLOTS - 1; s >= 0; s--) this.#free.push(s);
@@ -497,7 +473,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     }
     if (this.#o.autoscale && busy && !this.#period && !this.#closed) {
       this.#periodStart = runtime.now();
-      this.#cpu = runtime.cpuTimes();
+      this.#scaler.restart();
       this.#period = setInterval(() => this.#scale(), PERIOD_MS);
       (this.#period as { unref?: () => void }).unref?.();
     }
@@ -519,7 +495,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         if (now - Atomics.load(this.#claims, s * 2 + 1) <= this.#deadline.ms) break;
         slot.slowJob = job.id;
         this.#slowLane++;
-        this.#laneAt = runtime.now();
+        this.#scaler.laneUsed();
         const back: Pending[] = [];
         for (const other of slot.inFlight.values()) {
           const o = other.req.slot;
@@ -554,42 +530,20 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
 
   /** The consumer waited `waitMs` for a batch (the loader reports each hand-over): scaling's demand signal. */
   demand(waitMs: number): void {
-    this.#consumerSeen = true;
-    this.#waitMs += waitMs;
+    this.#scaler.demand(waitMs);
   }
 
-  /** NOTE [ Worker scaling ]. */
+  /** NOTE [ Worker scaling ]: the period's figures to the rule (scaler.ts), and its answer. */
   #scale(): void {
-    const now = runtime.now(), periodMs = now - this.#periodStart;
-    const cpu = runtime.cpuTimes();
-    const total = cpu.totalMs - this.#cpu.totalMs;
-    const idleCores = total > 0 ? (cpu.cores * (cpu.idleMs - this.#cpu.idleMs)) / total : Infinity;
-    let busy = 0;
-    for (const s of this.#slots) busy += s.busyMs, s.busyMs = 0;
-    const serving = this.#serving();
-    // A long job is counted whole in the period it ends in: clamped, its excess is not idleness elsewhere.
-    const idleWorkers = Math.max(0, serving - busy / Math.max(1, periodMs));
-    const waited = this.#consumerSeen ? this.#waitMs / Math.max(1, periodMs) : 1;
+    const now = runtime.now();
+    let busyMs = 0;
+    for (const s of this.#slots) busyMs += s.busyMs, s.busyMs = 0;
     // Jobs waited (in the queue, or behind another job in a worker) at most answers of the period.
     const backlog = this.#answersSeen > 0 ? this.#answersWaiting * 2 >= this.#answersSeen : this.pending > this.#serving();
     this.#answersSeen = this.#answersWaiting = 0;
-    this.#idlePeriods = idleWorkers > 1 ? this.#idlePeriods + 1 : 0;
-    this.#starvedPeriods = idleCores < 0.25 && this.#consumerSeen && waited < 0.01 && idleWorkers >= 0.5 ? this.#starvedPeriods + 1 : 0;
-    const from = this.#target;
-    const floor = now - this.#laneAt < LANE_HOLD_MS ? Math.min(this.#max, Math.max(this.#min, 2)) : this.#min;
-    if (backlog && waited > 0.05 && idleCores >= 0.5 && this.#target < this.#max) this.resize(this.#target + 1);
-    else if (this.#target > floor && (this.#idlePeriods >= 4 || this.#starvedPeriods >= 4)) {
-      this.#idlePeriods = this.#starvedPeriods = 0;
-      this.resize(this.#target - 1);
-    }
-    this.#periods.push({
-      t: Math.round(performance.timeOrigin + performance.now() - this.#base), workers: from, to: this.#target, backlog, waited: round3(waited),
-      idleCores: round3(Math.min(idleCores, cpu.cores)), idleWorkers: round3(idleWorkers), consumer: this.#consumerSeen, floor,
-    });
-    if (this.#periods.length > 400) this.#periods.splice(0, 200);
+    const to = this.#scaler.period({ workers: this.#target, serving: this.#serving(), busyMs, backlog, periodMs: now - this.#periodStart });
+    if (to !== this.#target) this.resize(to);
     this.#periodStart = now;
-    this.#cpu = cpu;
-    this.#waitMs = 0;
     if (this.pending === 0 && this.#target <= this.#min && this.#period) {
       clearInterval(this.#period);
       this.#period = undefined;
@@ -636,7 +590,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     return {
       workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#jobs, slowLane: this.#slowLane,
       stolen: this.#stolen, thresholdMs: this.#deadline.ms, percentile: this.#deadline.percentile, jobMs: this.#deadline.jobMs(),
-      periods: this.#periods.slice(),
+      periods: this.#scaler.periods.slice(),
     };
   }
 
@@ -669,10 +623,6 @@ function notBytes(bytes: unknown): CassetteError {
 
 function closedError(): CassetteError {
   return new CassetteError("ERR_INVALID_OPTION", "Cannot decode as the pool is closed");
-}
-
-function round3(x: number): number {
-  return Number.isFinite(x) ? Math.round(x * 1000) / 1000 : x;
 }
 
 function reviveError(e: { name: string; code?: string; reason?: string; offset?: number; message: string }): Error {

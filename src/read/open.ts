@@ -66,6 +66,8 @@ export interface OpenReadOptions {
   balance?: "rate" | "driver";
   /** Read in this many worker threads, each with its own connections (default 0: here). Needs an address. */
   workers?: number;
+  /** With `workers`: size them as reading goes, between these (WorkerSourceOptions' `scale`). */
+  scaleWorkers?: { min: number; max: number };
   /** Decode each sample where it is read (in its worker with `workers`) into `Sample.image` (default false). */
   decode?: boolean | DecodeOptions;
   /**
@@ -158,6 +160,7 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
     // Each worker opens the same address with this function (workers: 0) and decodes there.
     return openWorkerSource(target, o.dataset, {
       workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads, slowLane: o.slowLane,
+      scale: o.scaleWorkers,
     });
   }
   let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;

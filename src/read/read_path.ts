@@ -25,6 +25,7 @@ export interface ReadPathOptions {
   store: string | Store | Source;
   dataset?: string;
   workers?: number;
+  scaleWorkers?: { min: number; max: number };
   decode?: boolean | DecodeOptions;
   decodeWorkers?: number | "auto";
   transform?: TransformModule;
@@ -57,7 +58,7 @@ export class ReadPath {
     this.#source ??= (async () => {
       const o = this.#o;
       let src: ReadSource = await open(o.store, {
-        mode: "read", dataset: o.dataset, workers: o.workers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
+        mode: "read", dataset: o.dataset, workers: o.workers, scaleWorkers: o.scaleWorkers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
         balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed,
         reads: { retries: o.retries, ...(o.hedge ? { hedge: o.hedge === true ? {} : o.hedge } : {}), reaskTail: o.reaskTail },
       });
@@ -93,6 +94,7 @@ export class ReadPath {
   /** The consumer waited `waitMs` for a batch: the decode pool's demand signal (NOTE [ Worker scaling ]). */
   demand(waitMs: number): void {
     this.#pool?.demand(waitMs);
+    this.#workers?.demand(waitMs);
   }
 
   counters(): ReadCounters {

@@ -44,6 +44,7 @@ import type { ReadSource, Sample } from "./sample.ts";
 import type { HedgeOptions } from "./hedge.ts";
 import { column, type LaneCounts, type Packet as BatchPacket, POS, type PacketRead, type PacketReader, type PacketSink, type ReadCounts, sampleOf, type SerializedError } from "./packet.ts";
 import type { PoolStats } from "../decode/pool.ts";
+import { Scaler } from "../decode/scaler.ts";
 
 export type { SerializedError };
 
@@ -106,6 +107,12 @@ export interface WorkerSourceOptions {
   reads?: PacketReadOptions;
   /** Packet reads: a worker stuck on a slow sample gives the samples it has not started to the others (default true). */
   slowLane?: boolean;
+  /**
+   * Size the workers as reading goes, between `min` and `max`, by NOTE [ Worker scaling ]'s rule
+   * (src/decode/scaler.ts): the consumer's waits (`demand`), the idle cores, and the workers'
+   * own CPU time (default: `workers`, fixed).
+   */
+  scale?: { min: number; max: number; cpuTimes?: () => { cores: number; idleMs: number; totalMs: number } };
 }
 
 /*
@@ -144,6 +151,8 @@ export interface WorkerSourceOptions {
  */
 export const STATUS = 16, ST_SEQ = 0, ST_START = 1, ST_DEADLINE = 2, ST_MOVED = 3;
 const LANE_CHECK_MS = 10;
+/** Ticks of LANE_CHECK_MS per scaling period (250 ms, as the decode pool's). */
+const SCALE_TICKS = 25;
 
 /** A packet read as the loader's thread keeps it: the plan to send a replacement worker, where its last chunk went. */
 interface Run {
@@ -168,7 +177,11 @@ interface Run {
  * as the thread itself (1 worker: 2.0×), and train.ts on lavapipe, whose training takes the
  * same cores, ran 9.0-9.3 s for 0, 1 and 2 workers alike: reading in the thread never won
  * (bench/RESULTS.md, "Packets"). Two cores stay for the thread that feeds the GPU and the
- * GPU's driver; past 8, a 16-core machine is to say (tools/gpu/measure.sh runs 1-14).
+ * GPU's driver. On more than 4 cores "auto" starts there and sizes them as reading goes,
+ * between 2 and cores − 1 (workerScale, and WorkerSource's #scale: NOTE [ Worker scaling ]'s
+ * rule, the busy time a worker's time holding requests, a new worker taking half of the
+ * busiest one's queue); how far that is from the best fixed count on a 16-core machine is for
+ * the GPU kit to say (tools/gpu/measure.sh runs 1-14 fixed, and train.ts's defaults).
  */
 /** The read workers "auto" means on a machine of `cores` cores. */
 export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
@@ -187,6 +200,16 @@ export function readWorkers(target: unknown, o: { workers?: number | "auto"; dec
   if (typeof o.workers === "number") return o.workers;
   if (typeof target !== "string" || o.transform || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
   return autoWorkers();
+}
+
+/**
+ * NOTE [ Read workers: how many ]: "auto" (nothing given) on a machine of more than 4 cores
+ * also sizes the read workers as they go (NOTE [ Worker scaling ]), from autoWorkers() between
+ * 2 and cores − 1; on fewer cores the measured 2 stay fixed. A count given is kept.
+ */
+export function workerScale(workers: number, given: unknown, cores: number = runtime.cpuTimes().cores): { min: number; max: number } | undefined {
+  if (typeof given === "number" || workers === 0 || cores <= 4) return undefined;
+  return { min: 2, max: Math.max(workers, cores - 1) };
 }
 
 const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./read_worker.ts", "read/read_worker.js");
@@ -221,6 +244,12 @@ interface Slot {
   queued?: boolean;
   /** Its slow lane's figures, as its last packet said. */
   lane?: LaneCounts;
+  /** Scaling: the ticks of this period it held work (requests unanswered). */
+  busyTicks: number;
+  /** Being retired by the scaler: gets no requests, and stops once it holds none. */
+  retiring?: boolean;
+  /** Retired: stopped on purpose, not replaced. */
+  retired?: boolean;
 }
 
 /** Starts the workers and resolves once each has opened the store (the first failure rejects, naming the address). */
@@ -259,7 +288,14 @@ export class WorkerSource implements ReadSource, PacketReader {
   // The slow lane (NOTE [ Read workers: the slow lane ]).
   readonly #lanes: boolean;
   readonly #status: Int32Array;
+  readonly #scaler?: Scaler;
+  /** Serving workers wanted (the scaler's), and [ms since start, workers] at each change. */
+  #target: number;
+  readonly #history: [number, number][] = [];
+  #ticks = 0;
+  #periodStart = 0;
   readonly #base = Math.floor(performance.timeOrigin + performance.now());
+  readonly #base0 = runtime.now();
   #codes = 0;
   #laneTimer?: ReturnType<typeof setInterval>;
   #slowLane = 0;
@@ -281,8 +317,18 @@ export class WorkerSource implements ReadSource, PacketReader {
     if (options.maxInFlight !== undefined) this.#open.maxInFlight = Math.max(1, Math.ceil(options.maxInFlight / n));
     this.#cap = new Capacity(options.maxInFlight ?? Infinity);
     this.#lanes = options.slowLane ?? true;
-    this.#status = new Int32Array(new SharedArrayBuffer(n * STATUS * 4));
+    if (options.scale) {
+      const { min, max } = options.scale;
+      if (!Number.isInteger(min) || !Number.isInteger(max) || min < 1 || max < min) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot read in worker threads as 'scale' must be whole numbers 1 ≤ min ≤ max: current value is ${JSON.stringify(options.scale)}`);
+      }
+      this.#scaler = new Scaler({ min, max, cpuTimes: options.scale.cpuTimes });
+    }
+    this.#target = n;
+    // Room for the retiring workers beside the most serving ones.
+    this.#status = new Int32Array(new SharedArrayBuffer(Math.max(n, 2 * (options.scale?.max ?? 0)) * STATUS * 4));
     for (let i = 0; i < n; i++) this.#spawn(i);
+    this.#history.push([0, n]);
     this.ready = Promise.all(this.#slots.map((s) => s.opened)).then(([first]) => {
       this.#started = true;
       this.name = `${first.name}, ${n} read worker${n === 1 ? "" : "s"}`;
@@ -295,7 +341,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     const worker = runtime.spawnWorker(this.#url);
     let opened!: (m: Extract<FromWorker, { t: "opened" }>) => void, failed!: (e: Error) => void;
     const slot: Slot = {
-      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, splits: new Set(), freed: [], code: ++this.#codes,
+      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, splits: new Set(), freed: [], code: ++this.#codes, busyTicks: 0,
       opened: new Promise((res, rej) => ((opened = res), (failed = rej))),
     };
     slot.opened.catch(() => {});
@@ -325,7 +371,8 @@ export class WorkerSource implements ReadSource, PacketReader {
     };
     // Each worker draws its own augmentations: its index goes into its seed.
     this.#status.fill(0, index * STATUS, (index + 1) * STATUS);
-    const lane = this.#lanes ? { status: this.#status.buffer as SharedArrayBuffer, index, code: slot.code, base: this.#base } : undefined;
+    // Owners and claims serve the lane and the scaler alike (both give a worker's queue to another).
+    const lane = this.#lanes || this.#scaler ? { status: this.#status.buffer as SharedArrayBuffer, index, code: slot.code, base: this.#base } : undefined;
     worker.postMessage({ ...this.#open, seed: ((this.#open.seed ?? 0) ^ Math.imul(index + 1, 0x9e3779b1)) >>> 0, lane } satisfies ToWorker);
     // A replacement reads on for the runs in progress, and takes what found no worker.
     for (const [run, r] of this.#runs) this.#sendPlan(slot, run, r);
@@ -359,7 +406,8 @@ export class WorkerSource implements ReadSource, PacketReader {
     });
     const delay = this.#failures === 0 ? 0 : Math.min(5000, 100 * 2 ** this.#failures);
     this.#failures++;
-    if (!this.#closed) setTimeout(() => this.#closed || this.#spawn(slot.index), delay);
+    if (slot.retiring) slot.retired = true; // the scaler was letting it go: not replaced
+    else if (!this.#closed) setTimeout(() => this.#closed || this.#slots[slot.index] !== slot || this.#spawn(slot.index), delay);
     for (const [, [id, done]] of failed) {
       this.#cap.release();
       done(Object.assign(new CassetteError("ERR_RUNTIME", `Cannot read sample ${id} as read worker ${slot.index} stopped: ${err.message}`, { cause: err }), { retryable: true }));
@@ -393,7 +441,7 @@ export class WorkerSource implements ReadSource, PacketReader {
   #leastLoaded(but?: Slot): Slot | undefined {
     let best: Slot | undefined;
     for (const s of this.#slots) {
-      if (s.down || s === but) continue;
+      if (s.down || s.retiring || s === but) continue;
       if (!best || (best.slow !== undefined && s.slow === undefined) || ((s.slow === undefined) === (best.slow === undefined) && s.inFlight.size + s.load < best.inFlight.size + best.load)) best = s;
     }
     return best;
@@ -410,7 +458,7 @@ export class WorkerSource implements ReadSource, PacketReader {
       r.split = s.id;
       r.order = o.split.order;
     } else r.ids = plan.join("\n");
-    if (this.#lanes) r.owner = new Int32Array(new SharedArrayBuffer(plan.length * 4));
+    if (this.#lanes || this.#scaler) r.owner = new Int32Array(new SharedArrayBuffer(plan.length * 4));
     this.#runs.set(run, r);
     for (const s of this.#slots) if (!s.down) this.#sendPlan(s, run, r);
     return {
@@ -447,7 +495,7 @@ export class WorkerSource implements ReadSource, PacketReader {
       for (let from = ranges[k], to = ranges[k + 1]; from < to;) {
         const chunk = Math.floor(from / B);
         const end = Math.min(to, (chunk + 1) * B);
-        const slot = chunk === r.chunk && r.slot && !r.slot.down && r.slot.slow === undefined ? r.slot : this.#leastLoaded();
+        const slot = chunk === r.chunk && r.slot && !r.slot.down && !r.slot.retiring && r.slot.slow === undefined ? r.slot : this.#leastLoaded();
         r.chunk = chunk;
         r.slot = slot;
         if (slot) this.#assign(slot, run, from, end);
@@ -459,13 +507,15 @@ export class WorkerSource implements ReadSource, PacketReader {
 
   #assign(slot: Slot, run: number, from: number, to: number): void {
     const r = this.#runs.get(run);
-    if (r?.owner) {
-      r.owner.fill(slot.code, from, to);
-      if (!this.#laneTimer && !this.#closed) {
-        // Unref'd, while runs read.
-        this.#laneTimer = setInterval(() => this.#laneCheck(), LANE_CHECK_MS);
-        (this.#laneTimer as { unref?: () => void }).unref?.();
-      }
+    r?.owner?.fill(slot.code, from, to);
+    if ((r?.owner || this.#scaler) && !this.#laneTimer && !this.#closed) {
+      // Unref'd, while runs read: the lane's checks, and every SCALE_TICKS the scaler's period.
+      this.#periodStart = runtime.now();
+      this.#scaler?.restart();
+      for (const s of this.#slots) s.busyTicks = 0;
+      this.#ticks = 0;
+      this.#laneTimer = setInterval(() => this.#tick(), LANE_CHECK_MS);
+      (this.#laneTimer as { unref?: () => void }).unref?.();
     }
     const held = slot.reads.get(run);
     if (held) held.push(from, to);
@@ -490,6 +540,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     slot.load -= p.n + p.errors.length;
     if (p.counts) slot.counts = p.counts;
     if (p.lane) slot.lane = p.lane;
+    if (slot.retiring) queueMicrotask(() => this.#retireIfDone(slot));
     let released = false;
     p.release = () => {
       if (released || slot.down || this.#closed || !p.buf.byteLength) return;
@@ -498,6 +549,85 @@ export class WorkerSource implements ReadSource, PacketReader {
       this.#queueFlush(); // with the next batch's request, most often: one message for both
     };
     this.#runs.get(p.run)?.sink.packet(p);
+  }
+
+  #tick(): void {
+    if (this.#lanes) this.#laneCheck();
+    if (!this.#scaler) return;
+    for (const s of this.#slots) if (s.load + s.inFlight.size > 0) s.busyTicks++;
+    if (++this.#ticks % SCALE_TICKS === 0) this.#scale();
+  }
+
+  /** The consumer waited `waitMs` for a batch: the scaler's demand signal (NOTE [ Worker scaling ]). */
+  demand(waitMs: number): void {
+    this.#scaler?.demand(waitMs);
+  }
+
+  /**
+   * NOTE [ Worker scaling ] for read workers: a worker is busy while it holds requests
+   * unanswered (sampled every tick: reading or decoding, it has work; its thread's CPU time
+   * would call a worker waiting for a core, or for its store, idle), and there is a backlog
+   * when every serving worker holds some. One more worker starts (asked the runs' plans as a
+   * replacement is) and takes half of what the busiest holds and has not started; or the least
+   * loaded one retires: it gets no requests, gives what it has not started to the others, and
+   * stops once it holds nothing.
+   */
+  #scale(): void {
+    const now = runtime.now(), periodMs = now - this.#periodStart;
+    this.#periodStart = now;
+    const serving = this.#slots.filter((s) => !s.down && !s.retiring && s.slow === undefined);
+    let busyMs = 0, backlog = serving.length > 0;
+    for (const s of serving) {
+      busyMs += (s.busyTicks / SCALE_TICKS) * periodMs;
+      if (s.load + s.inFlight.size === 0) backlog = false;
+    }
+    for (const s of this.#slots) s.busyTicks = 0;
+    this.resize(this.#scaler!.period({ workers: this.#target, serving: serving.length, busyMs, backlog, periodMs }));
+    for (const s of this.#slots) if (s.retiring) this.#retireIfDone(s);
+  }
+
+  /**
+   * Sets the number of workers (the scaler's answer, or a caller's): starts more, or retires the
+   * least loaded ones (no more requests; what they hold and have not started goes to the others;
+   * they stop once they hold nothing).
+   */
+  resize(n: number): void {
+    if (this.#closed || !Number.isInteger(n) || n < 1) return;
+    const from = this.#target;
+    while (this.#target < n) {
+      let index = this.#slots.findIndex((s) => s.retired);
+      if (index < 0) index = this.#slots.length;
+      if ((index + 1) * STATUS > this.#status.length) break; // too many still retiring: a later period
+      this.#target++;
+      const fresh = this.#spawn(index);
+      // It takes half of what the busiest worker holds and has not started (with the lane's owners).
+      let busiest: Slot | undefined;
+      for (const s of this.#slots) if (s !== fresh && !s.down && !s.retiring && (!busiest || s.load > busiest.load)) busiest = s;
+      // The later half: the busiest goes on with what it would do next while the new one starts.
+      if (busiest && busiest.load > 1) this.#takeBack(busiest, fresh, Math.ceil(busiest.load / 2), Math.floor(busiest.load / 2));
+    }
+    while (this.#target > n) {
+      let pick: Slot | undefined;
+      for (const s of this.#slots) if (!s.down && !s.retiring && (!pick || s.load + s.inFlight.size < pick.load + pick.inFlight.size)) pick = s;
+      if (!pick) break;
+      this.#target--;
+      pick.retiring = true;
+      if (pick.slow === undefined) this.#takeBack(pick);
+      this.#retireIfDone(pick);
+    }
+    if (this.#target !== from) this.#history.push([Math.round(runtime.now() - this.#base0), this.#target]);
+  }
+
+  /** A retiring worker that holds nothing more stops (its source closed first). */
+  #retireIfDone(slot: Slot): void {
+    if (!slot.retiring || slot.down || slot.load > 0 || slot.inFlight.size > 0) return;
+    slot.down = slot.retired = true;
+    slot.reads.clear();
+    slot.out.clear();
+    if (slot.counts) for (const k of Object.keys(this.#gone) as (keyof ReadCounts)[]) this.#gone[k] += slot.counts[k];
+    slot.worker.postMessage({ t: "close" } satisfies ToWorker);
+    const timer = setTimeout(() => slot.worker.terminate(), 5000);
+    slot.closed = () => (clearTimeout(timer), slot.worker.terminate());
   }
 
   /** NOTE [ Read workers: the slow lane ]: a worker past its deadline gives back what it has not started. */
@@ -528,9 +658,10 @@ export class WorkerSource implements ReadSource, PacketReader {
 
   /**
    * Asks other workers for the positions `slot` holds and has not started: swapped to their
-   * code, a batch's part to one worker. False when it stopped for want of a worker out of the lane.
+   * code, a batch's part to one worker (or all to `only`, past the first `skip`, at most
+   * `limit`). False when it stopped for want of a worker out of the lane (or at the limit).
    */
-  #takeBack(slot: Slot): boolean {
+  #takeBack(slot: Slot, only?: Slot, skip = 0, limit = Infinity): boolean {
     let stop = false;
     for (const [run, ranges] of slot.reads) {
       const r = this.#runs.get(run);
@@ -543,10 +674,11 @@ export class WorkerSource implements ReadSource, PacketReader {
         let keptFrom = ranges[k];
         for (let pos = ranges[k]; pos < ranges[k + 1] && !stop; pos++) {
           if (owner[pos] !== slot.code) continue; // started (or answered) there: it stays
+          if (skip > 0 && skip--) continue; // left to it (the first ones: a new worker takes the later)
           const last = moved.at(-1);
           const extend = last !== undefined && last[2] === pos && Math.floor(last[1] / B) === Math.floor(pos / B);
-          const to = extend ? last[0] : this.#leastLoaded(slot);
-          if (!to || to.slow !== undefined) {
+          const to = extend ? last[0] : only ?? this.#leastLoaded(slot);
+          if (!to || to.slow !== undefined || limit-- <= 0) {
             stop = true; // nobody free to take them: the rest stays
             break;
           }
@@ -572,7 +704,7 @@ export class WorkerSource implements ReadSource, PacketReader {
 
   /** The slow lane's figures, in the decode pool's shape (`Loader.stats().prepare`): the workers' own (their last packets') and this thread's. */
   laneStats(): PoolStats | undefined {
-    if (!this.#lanes) return undefined;
+    if (!this.#lanes && !this.#scaler) return undefined;
     let jobs = 0, thresholdMs = 0, percentile: 75 | 90 = 75;
     const jobMs = { p50: 0, p99: 0, max: 0 };
     for (const s of this.#slots) {
@@ -583,8 +715,11 @@ export class WorkerSource implements ReadSource, PacketReader {
       if (l.percentile === 90) percentile = 90;
       jobMs.p50 = Math.max(jobMs.p50, l.jobMs.p50), jobMs.p99 = Math.max(jobMs.p99, l.jobMs.p99), jobMs.max = Math.max(jobMs.max, l.jobMs.max);
     }
-    const n = this.#slots.filter((s) => !s.down).length;
-    return { workers: n, history: [[0, this.size]], jobs, slowLane: this.#slowLane, stolen: this.#stolen, thresholdMs: thresholdMs || Infinity, percentile, jobMs, periods: [] };
+    const n = this.#slots.filter((s) => !s.down && !s.retiring).length;
+    return {
+      workers: n, history: this.#history.slice(), jobs, slowLane: this.#slowLane, stolen: this.#stolen, thresholdMs: thresholdMs || Infinity, percentile, jobMs,
+      periods: this.#scaler?.periods.slice() ?? [],
+    };
   }
 
   /** Packet reads: the epoch's tail re-asks (HedgeSource's urge) run in the workers; said once per change. */

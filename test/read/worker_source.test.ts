@@ -357,6 +357,91 @@ test("slow lane: a read worker stuck on a slow sample gives the samples it has n
   }
 });
 
+test("scaling read workers: idle workers retire (what they hold goes on elsewhere), a backlog with idle cores starts one more; every position once", async () => {
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
+  const { column, POS } = await import("../../src/read/packet.ts");
+  /** Reads `plan` in batches of 4, asking for the next one `gapMs` after each packet: each position's count. */
+  const read = (src: InstanceType<typeof WorkerSource>, plan: string[], gapMs: number, whole: boolean) =>
+    new Promise<number[]>((resolve) => {
+      const seen = new Array(plan.length).fill(0);
+      let n = 0, next = 0;
+      const ask = () => {
+        if (next < plan.length) r.request([next, Math.min(plan.length, next + 4)]), (next += 4);
+      };
+      const r = src.read(plan, { batchSize: 4, strict: false }, {
+        packet: (p) => {
+          if (p.errors.length) throw new Error(`errors: ${JSON.stringify(p.errors)}`);
+          for (const pos of column(p, POS)) seen[pos]++;
+          n += p.n + p.errors.length;
+          p.release?.();
+          if (n >= plan.length) r.end(), resolve(seen);
+          else if (!whole) setTimeout(ask, gapMs);
+        },
+        lost: () => 0,
+      });
+      if (whole) r.request([0, plan.length]);
+      else ask();
+    });
+  // Idle: a batch asked for every 100 ms, where a worker answers it in a few. Four periods (a second) of a worker's worth idle retire one.
+  const idle = new WorkerSource(address, "rnd", { workers: 2, decode: true, scale: { min: 1, max: 2 } });
+  await idle.ready;
+  try {
+    const plan = Array.from({ length: 2 }, () => ids).flat(); // 96 positions, 24 batches: ~2.4 s
+    const seen = await read(idle, plan, 100, false);
+    assert.ok(seen.every((c) => c === 1), `every position once: ${JSON.stringify(seen)}`);
+    const st = idle.laneStats()!;
+    assert.is(st.workers, 1, `an idle worker retired: ${JSON.stringify(st.history)}, periods ${JSON.stringify(st.periods.slice(0, 8))}`);
+    assert.equal(st.history.map(([, n]) => n), [2, 1], "its history");
+  } finally {
+    await idle.close();
+  }
+  // Distinct ids from here on (a worker keeps to itself an id it was asked for twice).
+  const distinct = await openStore(address);
+  await distinct.createDataset(SPEC("distinct"));
+  await distinct.put("distinct", Array.from({ length: 400 }, (_, i) => ({ key: `d${i}`, label: i, data: randomBytes(next, 16) })));
+  const distinctIds = (await Array.fromAsync(distinct.scanNat("distinct"))).flat().map((r) => r.id);
+  await distinct.close();
+  // A backlog: everything asked of one worker at once, a transform of 3 ms a sample (~1.2 s in
+  // all), on a machine whose cores are half idle (its CPU times given: a loaded test machine has
+  // none to spare, and the rule rightly would not grow there).
+  let t = 0;
+  const halfIdle = () => ((t += 100), { cores: 2, idleMs: t, totalMs: 2 * t });
+  const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
+  // The transform on the bytes (no decoding): it spins 3 ms a sample.
+  // No slow lane: what moves to the new worker is the scaler's doing.
+  const busy = new WorkerSource(address, "distinct", { workers: 1, transform: { url: SPIN, options: { slowIds: [], fastMs: 3 } }, scale: { min: 1, max: 2, cpuTimes: halfIdle }, slowLane: false });
+  await busy.ready;
+  try {
+    const seen = await read(busy, distinctIds, 0, true);
+    assert.ok(seen.every((c) => c === 1), `every position once: ${JSON.stringify(seen)}`);
+    const st = busy.laneStats()!;
+    assert.equal(st.history.map(([, n]) => n).slice(0, 2), [1, 2], `grew, to its bound: ${JSON.stringify(st.history)}, periods ${JSON.stringify(st.periods)}`);
+    assert.ok(st.stolen > 0, `the new worker took part of the first one's queue: ${JSON.stringify(st)}`);
+  } finally {
+    await busy.close();
+  }
+  // Retired mid-read while holding positions: those it had not started go to the other worker,
+  // the rest it sends before it stops. Distinct ids (a worker keeps an id it was asked twice).
+  // No idle core (so the scaler starts none), no slow lane: what moves is the retirement's doing.
+  let u = 0;
+  const noIdle = () => ((u += 100), { cores: 2, idleMs: 0, totalMs: 2 * u });
+  const two = new WorkerSource(address, "distinct", { workers: 2, transform: { url: SPIN, options: { slowIds: [], fastMs: 3 } }, slowLane: false, scale: { min: 1, max: 2, cpuTimes: noIdle } });
+  await two.ready;
+  try {
+    const reading = read(two, distinctIds.slice(0, 200), 0, true);
+    await new Promise((r) => setTimeout(r, 150));
+    two.resize(1);
+    const seen = await reading;
+    assert.ok(seen.every((c) => c === 1), `every position once: ${JSON.stringify(seen)}`);
+    const st = two.laneStats()!;
+    assert.is(st.workers, 1, "one worker left");
+    assert.equal(st.history.map(([, n]) => n), [2, 1], "its history");
+    assert.ok(st.stolen > 0, `what it had not started went to the other: ${JSON.stringify(st)}`);
+  } finally {
+    await two.close();
+  }
+});
+
 test("bad read-worker options are named", async () => {
   const bad = (o: Record<string, unknown>, what: RegExp) =>
     assert.throws(() => new Loader({ store: address, dataset: "rnd", ids, batchSize: 4, ...o }), (e: Error) => e instanceof CassetteError && what.test(e.message));
@@ -368,6 +453,17 @@ test("bad read-worker options are named", async () => {
   assert.match(e?.message ?? "", /'workers' must be a positive integer: current value is 0/);
   const d = await openWorkerSource(address, "rnd", { workers: 1, decode: { grey: 1 as never } }).then(() => null, (e) => e);
   assert.match(d?.message ?? "", /'grey' must be true or false: current value is number 1/);
+  const sc = await openWorkerSource(address, "rnd", { workers: 1, scale: { min: 3, max: 2 } }).then(() => null, (e) => e);
+  assert.match(sc?.message ?? "", /'scale' must be whole numbers 1 ≤ min ≤ max: current value is \{"min":3,"max":2\}/);
+});
+
+test("workers: \"auto\" scales the read workers on more than 4 cores, between 2 and cores − 1; a count given, or a small machine, keeps them fixed", async () => {
+  const { workerScale } = await import("../../src/read/worker_source.ts");
+  assert.equal(workerScale(8, undefined, 16), { min: 2, max: 15 });
+  assert.equal(workerScale(8, "auto", 16), { min: 2, max: 15 });
+  assert.is(workerScale(8, 8, 16), undefined, "a count given");
+  assert.is(workerScale(2, undefined, 4), undefined, "4 cores");
+  assert.is(workerScale(0, undefined, 16), undefined, "no workers");
 });
 
 test("Loader with read workers from Cassandra: two epochs, every sample once, bytes as stored", async () => {
