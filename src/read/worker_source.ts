@@ -230,6 +230,8 @@ interface Slot {
   reads: Map<number, number[]>;
   out: Map<number, number[]>;
   load: number;
+  /** `load` by run: what a run that ends leaves unanswered here is no longer load. */
+  runLoad: Map<number, number>;
   /** Splits this worker was sent. */
   splits: Set<number>;
   /** Packet buffers released, to go back with the next message. */
@@ -341,7 +343,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     const worker = runtime.spawnWorker(this.#url);
     let opened!: (m: Extract<FromWorker, { t: "opened" }>) => void, failed!: (e: Error) => void;
     const slot: Slot = {
-      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, splits: new Set(), freed: [], code: ++this.#codes, busyTicks: 0,
+      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, runLoad: new Map(), splits: new Set(), freed: [], code: ++this.#codes, busyTicks: 0,
       opened: new Promise((res, rej) => ((opened = res), (failed = rej))),
     };
     slot.opened.catch(() => {});
@@ -469,6 +471,9 @@ export class WorkerSource implements ReadSource, PacketReader {
         for (const s of this.#slots) {
           s.reads.delete(run);
           s.out.delete(run);
+          s.load -= s.runLoad.get(run) ?? 0;
+          s.runLoad.delete(run);
+          if (s.retiring) this.#retireIfDone(s);
           if (!s.down && !this.#closed) s.worker.postMessage({ t: "end", run } satisfies ToWorker);
         }
       },
@@ -524,6 +529,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     if (out) out.push(from, to);
     else slot.out.set(run, [from, to]);
     slot.load += to - from;
+    slot.runLoad.set(run, (slot.runLoad.get(run) ?? 0) + to - from);
     this.#queueFlush();
   }
 
@@ -537,7 +543,11 @@ export class WorkerSource implements ReadSource, PacketReader {
   #packet(slot: Slot, p: BatchPacket): void {
     if (p.run === 0) return this.#deliver(slot, p); // single fetches (a replaced worker's: already failed and retried)
     if (slot.down) return; // replaced: its runs asked again for what it held
-    slot.load -= p.n + p.errors.length;
+    // A run that ended took its load away then (its late packets count for nothing).
+    if (this.#runs.has(p.run)) {
+      slot.load -= p.n + p.errors.length;
+      slot.runLoad.set(p.run, (slot.runLoad.get(p.run) ?? 0) - p.n - p.errors.length);
+    }
     if (p.counts) slot.counts = p.counts;
     if (p.lane) slot.lane = p.lane;
     if (slot.retiring) queueMicrotask(() => this.#retireIfDone(slot));
@@ -694,6 +704,7 @@ export class WorkerSource implements ReadSource, PacketReader {
       slot.reads.set(run, kept);
       for (const [to, from, end] of moved) {
         slot.load -= end - from;
+        slot.runLoad.set(run, (slot.runLoad.get(run) ?? 0) - (end - from));
         to.load -= end - from; // #assign counts them
         this.#stolen += end - from;
         this.#assign(to, run, from, end);
