@@ -86,26 +86,6 @@ test("a CPU-bound heavy tail: with the slow lane the consumer waits less than st
   assert.ok(lanes.stats.prepare!.history.every(([, n]) => n >= 1 && n <= lanes.stats.prepare!.periods.length + 8), "worker counts recorded");
 }, { timeoutMs: 180_000 });
 
-test("ready order: slow samples join later batches than planned far more often than fast ones; strict order keeps the plan", async () => {
-  const { batches } = await run({ decodeWorkers: 2 });
-  const late = { slow: 0, slowLate: 0, fast: 0, fastLate: 0 };
-  batches.forEach((handed, e) => {
-    const plan = epochPlan(ids, { seed: SEED, epoch: e, batchSize: B });
-    const batchOf = new Map<string, number>();
-    handed.forEach((b, k) => b.forEach((id) => batchOf.set(id, k)));
-    plan.forEach((id, pos) => {
-      const later = batchOf.get(id)! > Math.floor(pos / B);
-      if (spinMs({ id, label: 0 }, TAIL) >= 50) late.slow++, late.slowLate += +later;
-      else late.fast++, late.fastLate += +later;
-    });
-  });
-  const slowShare = late.slowLate / late.slow, fastShare = late.fastLate / late.fast;
-  assert.ok(late.slow > 40, `slow samples in two epochs: ${late.slow}`);
-  assert.ok(slowShare >= 0.3 && slowShare >= 3 * fastShare, `later than planned: ${late.slowLate} of ${late.slow} slow samples, ${late.fastLate} of ${late.fast} fast ones`);
-  const strict = await run({ order: "strict", decodeWorkers: 2, slowLane: false });
-  strict.batches.forEach((handed, e) => assert.equal(handed.flat(), epochPlan(ids, { seed: SEED, epoch: e, batchSize: B }), "strict order is the plan"));
-}, { timeoutMs: 180_000 });
-
 /** Fast and slow samples handed over in a later batch than the plan's, over both epochs. */
 function lateness(batches: string[][][]): { slow: number; slowLate: number; fast: number; fastLate: number } {
   const late = { slow: 0, slowLate: 0, fast: 0, fastLate: 0 };
@@ -121,6 +101,15 @@ function lateness(batches: string[][][]): { slow: number; slowLate: number; fast
   });
   return late;
 }
+
+test("ready order: slow samples join later batches than planned far more often than fast ones; strict order keeps the plan", async () => {
+  const late = lateness((await run({ decodeWorkers: 2 })).batches);
+  const slowShare = late.slowLate / late.slow, fastShare = late.fastLate / late.fast;
+  assert.ok(late.slow > 40, `slow samples in two epochs: ${late.slow}`);
+  assert.ok(slowShare >= 0.3 && slowShare >= 3 * fastShare, `later than planned: ${late.slowLate} of ${late.slow} slow samples, ${late.fastLate} of ${late.fast} fast ones`);
+  const strict = await run({ order: "strict", decodeWorkers: 2, slowLane: false });
+  strict.batches.forEach((handed, e) => assert.equal(handed.flat(), epochPlan(ids, { seed: SEED, epoch: e, batchSize: B }), "strict order is the plan"));
+}, { timeoutMs: 180_000 });
 
 test("read workers (workers: 2 with a transform module): slow samples take their slow lane and the samples queued behind them go to the other worker; every id once, strict order the plan's batches", async () => {
   const ready = await run({ workers: 2 });
