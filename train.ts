@@ -65,7 +65,8 @@ throughput.svg (images/s and the share of time spent waiting for data, per epoch
 
 Defaults depend on the adapter: on a CPU driver (lavapipe/llvmpipe, SwiftShader) --model mlp
 --epochs 3; on a GPU --model cnn --epochs 10. --workers comes from the cores on every adapter:
-max(2, min(8, cores − 2)) (none with --transform). Explicit options always win. Every epoch
+max(2, min(8, cores − 2)), sized as reading goes on more than 4 cores (none with --transform).
+Explicit options always win. Every epoch
 trains on every training sample: the last batch is short when the batch size does not divide
 them (the model line says its size).
 
@@ -87,7 +88,8 @@ them (the model line says its size).
   --workers N         read and decode in N worker threads, each with its own connections to the
                       store, handing over batch-sized packets; 0: in the training thread.
                       Frees that thread, which submits the GPU's work, from the driver's and
-                      the decoder's (default: max(2, min(8, cores − 2)); 0 with --transform)
+                      the decoder's (default: max(2, min(8, cores − 2)), sized as it goes on
+                      more than 4 cores; 0 with --transform)
   --latency-ms MS     add MS of one-way delay per direction through the project's TCP proxy
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals

@@ -43,8 +43,9 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
   --hedge              re-ask for samples slower than the recent p95 latency × 2 (at most 5 %
                        of requests); the first answer wins
   --workers N          read in N worker threads, each with its own connections, handing over
-                       batch-sized packets (default: max(2, min(8, cores − 2)), none with
-                       --decode-workers; 0: in the loader's thread)
+                       batch-sized packets (default: max(2, min(8, cores − 2)), sized as it
+                       goes on more than 4 cores; none with --decode-workers; 0: in the
+                       loader's thread)
   --decode             decode every JPEG as it arrives (in its read worker with --workers)
   --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
