@@ -327,8 +327,9 @@ export class WorkerSource implements ReadSource, PacketReader {
       this.#scaler = new Scaler({ min, max, cpuTimes: options.scale.cpuTimes });
     }
     this.#target = n;
-    // Room for the retiring workers beside the most serving ones.
-    this.#status = new Int32Array(new SharedArrayBuffer(Math.max(n, 2 * (options.scale?.max ?? 0)) * STATUS * 4));
+    // Room for the retiring workers beside the most serving ones (resize() past twice the
+    // first count, without `scale`, waits for retired ones' places).
+    this.#status = new Int32Array(new SharedArrayBuffer(2 * Math.max(n, options.scale?.max ?? 0) * STATUS * 4));
     for (let i = 0; i < n; i++) this.#spawn(i);
     this.#history.push([0, n]);
     this.ready = Promise.all(this.#slots.map((s) => s.opened)).then(([first]) => {
