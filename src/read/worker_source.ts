@@ -578,7 +578,7 @@ export class WorkerSource implements ReadSource, PacketReader {
    * NOTE [ Worker scaling ] for read workers: a worker is busy while it holds requests
    * unanswered (sampled every tick: reading or decoding, it has work; its thread's CPU time
    * would call a worker waiting for a core, or for its store, idle), and there is a backlog
-   * when every serving worker holds some. One more worker starts (asked the runs' plans as a
+   * when every serving worker held some at 90 % of the period's ticks or more. One more worker starts (asked the runs' plans as a
    * replacement is) and takes half of what the busiest holds and has not started; or the least
    * loaded one retires: it gets no requests, gives what it has not started to the others, and
    * stops once it holds nothing.
@@ -590,7 +590,9 @@ export class WorkerSource implements ReadSource, PacketReader {
     let busyMs = 0, backlog = serving.length > 0;
     for (const s of serving) {
       busyMs += (s.busyTicks / SCALE_TICKS) * periodMs;
-      if (s.load + s.inFlight.size === 0) backlog = false;
+      // Work waited for the workers: each held requests nearly all the period (not at one tick:
+      // an idle worker asked for a batch now and then holds one at some ticks).
+      if (s.busyTicks < 0.9 * SCALE_TICKS) backlog = false;
     }
     for (const s of this.#slots) s.busyTicks = 0;
     this.resize(this.#scaler!.period({ workers: this.#target, serving: serving.length, busyMs, backlog, periodMs }));

@@ -56,18 +56,26 @@ for (const [name, spec] of Object.entries(SPECS)) {
       const train = await model.takeTrainMetrics();
       const loss = sequentialLossRef(spec.layers as LayerSpec[], spec.input, params, x, labels, B);
       assert.ok(Math.abs(train.loss - loss) < 1e-4, `loss ${train.loss} vs reference ${loss} (seed ${seed})`);
-      params.forEach((p, k) => {
+      const checks = params.map((p, k) => {
         const idx = someIndices(next, p.length, 12);
         const want = numericGrad((v) => {
           const ps = params.slice();
           ps[k] = v;
           return sequentialLossRef(spec.layers as LayerSpec[], spec.input, ps, x, labels, B);
         }, p, idx, 1e-6);
+        return { k, idx, want };
+      });
+      // f32 rounding is relative to the terms summed, whose size is the model's gradients': a
+      // bias before a batch norm has a true gradient of 0 (the norm takes the batch's mean out),
+      // and on the GPU the rounding of that cancelling sum (scaled by 1/σ) is what is left:
+      // 1.02e-4 against weights' gradients of 0.84 (seed 1988687233).
+      const scale = Math.max(...checks.flatMap((c) => Array.from(c.want, Math.abs)));
+      for (const { k, idx, want } of checks) {
         idx.forEach((i, j) => {
           const got = grads[k][i];
-          assert.ok(Math.abs(got - want[j]) <= 1e-4 + 1e-3 * Math.abs(want[j]), `${model.parameters[k].name}[${i}]: ${got} vs ${want[j]} (seed ${seed})`);
+          assert.ok(Math.abs(got - want[j]) <= 1e-4 + 1e-3 * Math.abs(want[j]) + 2e-4 * scale, `${model.parameters[k].name}[${i}]: ${got} vs ${want[j]} (seed ${seed})`);
         });
-      });
+      }
     } finally {
       X.buffer.destroy();
       await model.destroy();
