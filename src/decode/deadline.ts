@@ -36,6 +36,11 @@ export class Deadline {
     this.#floor = floorMs;
   }
 
+  /** Jobs observed so far. */
+  get jobs(): number {
+    return this.#n;
+  }
+
   /** A job took `ms`; `moved`: it ran past the deadline (its worker took the slow lane). */
   observe(ms: number, moved = ms > this.ms): void {
     this.#times[this.#n++ % WINDOW] = ms;

@@ -232,7 +232,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #answersSeen = 0;
   #answersWaiting = 0;
   readonly #history: [number, number][] = [];
-  #jobs = 0;
   #slowLane = 0;
   #stolen = 0;
 
@@ -321,7 +320,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     slot.inFlight.delete(msg.id);
     this.#release(job);
     slot.busyMs += msg.ms;
-    this.#jobs++;
     this.#answersSeen++;
     if (this.pending > this.#serving()) this.#answersWaiting++;
     this.#deadline.observe(msg.ms, slot.slowJob === msg.id);
@@ -588,7 +586,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
 
   stats(): PoolStats {
     return {
-      workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#jobs, slowLane: this.#slowLane,
+      workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#deadline.jobs, slowLane: this.#slowLane,
       stolen: this.#stolen, thresholdMs: this.#deadline.ms, percentile: this.#deadline.percentile, jobMs: this.#deadline.jobMs(),
       periods: this.#scaler.periods.slice(),
     };

@@ -87,7 +87,13 @@ export interface DecodeSourceOptions {
    * src/read/worker_source.ts), and it is answered with `TAKEN_BACK`, not decoded; `end` is
    * called when that stage has ended, before the sample is answered.
    */
-  claim?: { start(id: string): boolean; end(id: string): void };
+  claim?: SampleClaim;
+}
+
+/** A read worker's claims on the samples it decodes (DecodeSourceOptions' `claim`). */
+export interface SampleClaim {
+  start(id: string): boolean;
+  end(id: string): void;
 }
 
 /** A sample its worker gave up before decoding it, for another worker to: no error of the sample's. */
@@ -107,7 +113,7 @@ export class DecodeSource implements ReadSource {
   readonly #decode: boolean;
   readonly #transform?: LoadedTransform;
   readonly #sink?: PixelSink;
-  readonly #claim?: { start(id: string): boolean; end(id: string): void };
+  readonly #claim?: SampleClaim;
   /** The decode pool, when the CPU stage runs in one. */
   readonly pool?: PreparePool;
   readonly ids?: () => string[] | Promise<string[]>;

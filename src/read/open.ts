@@ -43,7 +43,7 @@ import type { S3Options } from "../source/s3.ts";
 import type { WebDatasetSourceOptions } from "../source/webdataset_source.ts";
 import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
-import { DecodeSource, type KeyedSource, type PixelSink } from "./decode_source.ts";
+import { DecodeSource, type KeyedSource, type PixelSink, type SampleClaim } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
 import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
 
@@ -88,7 +88,7 @@ export interface OpenReadOptions {
   /** With `decode` here (decodeWorkers: 0) and no transform: where images go (a read worker's packet). */
   sink?: PixelSink;
   /** With `decode` or a transform here (decodeWorkers: 0): DecodeSourceOptions' `claim` (a read worker's slow lane). */
-  claim?: { start(id: string): boolean; end(id: string): void };
+  claim?: SampleClaim;
   /** With `workers`: retries and hedging inside the workers for packet reads (the Loader's; NOTE [ Packets ]). */
   reads?: PacketReadOptions;
 }

@@ -122,8 +122,6 @@ class PacketArena implements PixelSink {
     this.at += img.data.length;
     return image;
   }
-
-
 }
 
 /**
@@ -146,7 +144,6 @@ function reuse(bytes: number): ArrayBuffer {
 function free(buf: ArrayBuffer): void {
   if (pool.length < POOL_MAX) pool.push(buf);
 }
-
 
 // --- packet reads ----------------------------------------------------------------------------
 
@@ -182,7 +179,7 @@ const route = new Map<string, [Run, number]>();
 let lane: { status: Int32Array; at: number; code: number; base: number } | undefined;
 /** Never under 5 ms: a worker's collector pauses (1-3 ms) during a 7 µs decode would send its whole queue elsewhere (NOTE [ Read workers: the slow lane ]). */
 const deadline = new Deadline(5);
-let claimSeq = 0, claimAt = 0, claimId: string | undefined, jobs = 0;
+let claimSeq = 0, claimAt = 0, claimId: string | undefined, published = 0;
 let laneCounts: LaneCounts | undefined, laneCountsAt = -Infinity;
 
 /**
@@ -208,10 +205,11 @@ function claim(id: string): boolean {
 function claimEnded(id: string): void {
   if (!lane || id !== claimId) return;
   claimId = undefined;
-  jobs++;
   deadline.observe(performance.now() - claimAt, Atomics.load(lane.status, lane.at + ST_MOVED) === claimSeq);
   Atomics.store(lane.status, lane.at + ST_START, 0);
-  Atomics.store(lane.status, lane.at + ST_DEADLINE, Number.isFinite(deadline.ms) ? Math.max(1, Math.round(deadline.ms * 1000)) : 0);
+  // Published when it changes (it is re-learned now and then, not per job).
+  const us = Number.isFinite(deadline.ms) ? Math.max(1, Math.round(deadline.ms * 1000)) : 0;
+  if (us !== published) Atomics.store(lane.status, lane.at + ST_DEADLINE, (published = us));
 }
 
 /** Two requests for one id in flight here (two runs, or a plan naming it twice): not taken back, as an answer could not say which it claims. */
@@ -225,8 +223,8 @@ function laneFigures(): LaneCounts | undefined {
   const now = performance.now();
   if (now - laneCountsAt >= 100) {
     laneCountsAt = now;
-    laneCounts = { jobs, thresholdMs: deadline.ms, percentile: deadline.percentile, jobMs: deadline.jobMs() };
-  } else if (laneCounts) laneCounts.jobs = jobs;
+    laneCounts = { jobs: deadline.jobs, thresholdMs: deadline.ms, percentile: deadline.percentile, jobMs: deadline.jobMs() };
+  } else if (laneCounts) laneCounts.jobs = deadline.jobs;
   return laneCounts;
 }
 
@@ -259,12 +257,7 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
   run.outstanding--;
   if (err === TAKEN_BACK) return takenBack(run, pos);
   const g = groupOf(run, pos);
-  if (err || !s) g.errors.push({ pos, error: serialize(pos, id, err ?? new Error(`no answer for ${id}`)) });
-  else {
-    // Decoded elsewhere (a transform's image; another run's packet): copied into this one.
-    if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
-    g.entries.push({ pos, s, ms: runtime.now() - t0 });
-  }
+  join(g, pos, id, err, s, runtime.now() - t0);
   const answered = g.entries.length + g.errors.length;
   if (run.strict) {
     if (answered === g.expected) {
@@ -274,6 +267,16 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
   } else if (answered >= run.batchSize || run.outstanding === 0) {
     run.current = undefined;
     ship(run, g);
+  }
+}
+
+/** An answer joins the packet `g` at `pos`: its sample, or its error. */
+function join(g: Group, pos: number, id: string, err: Error | null, s: Sample | undefined, ms: number): void {
+  if (err || !s) g.errors.push({ pos, error: serialize(pos, id, err ?? new Error(`no answer for ${id}`)) });
+  else {
+    // Decoded elsewhere (a transform's image; another run's packet): copied into this one.
+    if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
+    g.entries.push({ pos, s, ms });
   }
 }
 
@@ -418,13 +421,7 @@ function flush(): void {
 }
 
 function answered(seq: number, id: string, err: Error | null, s?: Sample): void {
-  const g = turnGroup();
-  if (err || !s) g.errors.push({ pos: seq, error: serialize(seq, id, err ?? new Error(`no answer for ${id}`)) });
-  else {
-    // Decoded elsewhere (a transform's image): copied into this turn's packet.
-    if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
-    g.entries.push({ pos: seq, s, ms: 0 });
-  }
+  join(turnGroup(), seq, id, err, s, 0);
   // One packet per event-loop turn: every answer that a socket read completed goes together.
   flushTimer ??= setTimeout(flush, 0);
 }

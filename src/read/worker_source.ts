@@ -299,7 +299,7 @@ export class WorkerSource implements ReadSource, PacketReader {
   readonly #base = Math.floor(performance.timeOrigin + performance.now());
   readonly #base0 = runtime.now();
   #codes = 0;
-  #laneTimer?: ReturnType<typeof setInterval>;
+  #ticker?: ReturnType<typeof setInterval>;
   #slowLane = 0;
   #stolen = 0;
 
@@ -402,7 +402,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     const reads = [...slot.reads];
     slot.reads.clear();
     // What it counted is kept; what it held and had not sent is asked again: retries too.
-    if (slot.counts) for (const k of Object.keys(this.#gone) as (keyof ReadCounts)[]) this.#gone[k] += slot.counts[k];
+    this.#keepCounts(slot);
     slot.out.clear();
     queueMicrotask(() => {
       for (const [run, ranges] of reads) this.#gone.retries += this.#runs.get(run)?.sink.lost(ranges) ?? 0;
@@ -468,7 +468,7 @@ export class WorkerSource implements ReadSource, PacketReader {
       request: (ranges) => this.#request(run, ranges),
       end: () => {
         if (!this.#runs.delete(run)) return;
-        if (this.#runs.size === 0) clearInterval(this.#laneTimer), (this.#laneTimer = undefined);
+        if (this.#runs.size === 0) clearInterval(this.#ticker), (this.#ticker = undefined);
         for (const s of this.#slots) {
           s.reads.delete(run);
           s.out.delete(run);
@@ -514,14 +514,14 @@ export class WorkerSource implements ReadSource, PacketReader {
   #assign(slot: Slot, run: number, from: number, to: number): void {
     const r = this.#runs.get(run);
     r?.owner?.fill(slot.code, from, to);
-    if ((r?.owner || this.#scaler) && !this.#laneTimer && !this.#closed) {
+    if ((r?.owner || this.#scaler) && !this.#ticker && !this.#closed) {
       // Unref'd, while runs read: the lane's checks, and every SCALE_TICKS the scaler's period.
       this.#periodStart = runtime.now();
       this.#scaler?.restart();
       for (const s of this.#slots) s.busyTicks = 0;
       this.#ticks = 0;
-      this.#laneTimer = setInterval(() => this.#tick(), LANE_CHECK_MS);
-      (this.#laneTimer as { unref?: () => void }).unref?.();
+      this.#ticker = setInterval(() => this.#tick(), LANE_CHECK_MS);
+      (this.#ticker as { unref?: () => void }).unref?.();
     }
     const held = slot.reads.get(run);
     if (held) held.push(from, to);
@@ -529,8 +529,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     const out = slot.out.get(run);
     if (out) out.push(from, to);
     else slot.out.set(run, [from, to]);
-    slot.load += to - from;
-    slot.runLoad.set(run, (slot.runLoad.get(run) ?? 0) + to - from);
+    addLoad(slot, run, to - from);
     this.#queueFlush();
   }
 
@@ -546,8 +545,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     if (slot.down) return; // replaced: its runs asked again for what it held
     // A run that ended took its load away then (its late packets count for nothing).
     if (this.#runs.has(p.run)) {
-      slot.load -= p.n + p.errors.length;
-      slot.runLoad.set(p.run, (slot.runLoad.get(p.run) ?? 0) - p.n - p.errors.length);
+      addLoad(slot, p.run, -(p.n + p.errors.length));
     }
     if (p.counts) slot.counts = p.counts;
     if (p.lane) slot.lane = p.lane;
@@ -637,7 +635,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     slot.down = slot.retired = true;
     slot.reads.clear();
     slot.out.clear();
-    if (slot.counts) for (const k of Object.keys(this.#gone) as (keyof ReadCounts)[]) this.#gone[k] += slot.counts[k];
+    this.#keepCounts(slot);
     slot.worker.postMessage({ t: "close" } satisfies ToWorker);
     const timer = setTimeout(() => slot.worker.terminate(), 5000);
     slot.closed = () => (clearTimeout(timer), slot.worker.terminate());
@@ -706,9 +704,8 @@ export class WorkerSource implements ReadSource, PacketReader {
       }
       slot.reads.set(run, kept);
       for (const [to, from, end] of moved) {
-        slot.load -= end - from;
-        slot.runLoad.set(run, (slot.runLoad.get(run) ?? 0) - (end - from));
-        to.load -= end - from; // #assign counts them
+        addLoad(slot, run, -(end - from));
+        to.load -= end - from; // counted as it went: #assign counts them
         this.#stolen += end - from;
         this.#assign(to, run, from, end);
       }
@@ -734,6 +731,11 @@ export class WorkerSource implements ReadSource, PacketReader {
       workers: n, history: this.#history.slice(), jobs, slowLane: this.#slowLane, stolen: this.#stolen, thresholdMs: thresholdMs || Infinity, percentile, jobMs,
       periods: this.#scaler?.periods.slice() ?? [],
     };
+  }
+
+  /** A worker that stops: what it counted stays in the totals. */
+  #keepCounts(slot: Slot): void {
+    if (slot.counts) for (const k of Object.keys(this.#gone) as (keyof ReadCounts)[]) this.#gone[k] += slot.counts[k];
   }
 
   /** Packet reads: the epoch's tail re-asks (HedgeSource's urge) run in the workers; said once per change. */
@@ -805,7 +807,7 @@ export class WorkerSource implements ReadSource, PacketReader {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#laneTimer);
+    clearInterval(this.#ticker);
     this.#runs.clear();
     await Promise.all(this.#slots.map(async (s) => {
       if (s.down) return; // already stopped, its requests failed
@@ -821,6 +823,12 @@ export class WorkerSource implements ReadSource, PacketReader {
       s.inFlight.clear();
     }));
   }
+}
+
+/** `n` more (or fewer) positions of `run` held by `slot`. */
+function addLoad(slot: Slot, run: number, n: number): void {
+  slot.load += n;
+  slot.runLoad.set(run, (slot.runLoad.get(run) ?? 0) + n);
 }
 
 function revive(e: SerializedError, prefix = ""): Error {
