@@ -68,8 +68,9 @@ test("ready order, out of order: a loader resumed from state() hands over exactl
   const plan = epochPlan(ids, { seed, epoch: 1, batchSize: 10 });
   assert.is(state.epoch, 1);
   assert.is(state.handed, before.length, `seed ${seed}`);
-  // Out-of-order deliveries: what was handed over is not the plan's prefix (with late samples).
-  if (slow.size) assert.not.equal(new Set(before), new Set(plan.slice(0, before.length)), `seed ${seed}: ready order moved samples`);
+  // Out-of-order deliveries: what was handed over is not the plan's prefix, where that prefix
+  // holds a late sample (with k = 1 its 10 samples may all be fast: seed 2247727186).
+  if (plan.slice(0, before.length).some((id) => slow.has(id))) assert.not.equal(new Set(before), new Set(plan.slice(0, before.length)), `seed ${seed}: ready order moved samples`);
   exactlyOnce([...before, ...after], plan, `seed ${seed}, k ${k}`);
   // The bitmap is a bit a sample, not the ids.
   assert.ok(state.bitmap.length <= Math.ceil(Math.ceil(ids.length / 8) / 3) * 4, `bitmap of ${state.bitmap.length} chars`);
