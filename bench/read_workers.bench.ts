@@ -7,7 +7,7 @@
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
- *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--quick] [--json]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--no-slabs] [--quick] [--json]
  *
  * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
  * (Linux: /proc/self/task/PID/schedstat, ns). 1e6 ÷ that is the most samples per second
@@ -33,11 +33,16 @@
  * false`; NOTE [ Read workers: the slow lane ] in src/read/worker_source.ts): what its claims,
  * stamps and checks cost where no sample is slow.
  *
+ * `--no-slabs` runs each worker count also with packets in buffers of their own, transferred
+ * (CASSETTE_PACKET_SLABS=0), not in slabs that cross once (NOTE [ Packet slabs ] in
+ * src/read/packet.ts): what the receiving heap's collections cost the loader's thread.
+ *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
  * `--idx PREFIX`. With a cassandra:// store the
  * database server shares these cores: see bench/RESULTS.md.
  */
+import process from "node:process";
 import { runtime } from "../runtime-adapters/index.ts";
 import { Loader } from "../src/loader.ts";
 import type { Sample } from "../src/read/sample.ts";
@@ -47,9 +52,9 @@ import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
   program: "bench/read_workers.bench.ts",
-  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--quick] [--json]",
+  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--no-slabs] [--quick] [--json]",
   valued: ["store", "dataset", "workers", "samples", "rounds", "step-ms", "idx"],
-  flags: ["grey", "quick", "per-sample", "no-lane"],
+  flags: ["grey", "quick", "per-sample", "no-lane", "no-slabs"],
 });
 const quick = args.has("quick");
 const json = args.has("json");
@@ -59,8 +64,11 @@ const dataset = args.str("dataset", "fashion-mnist");
 const counts = args.list("workers", ["0", "1", "2"]).map(Number);
 if (!counts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
 // A contender: a worker count, (with --per-sample) -w for the same count handing over sample by
-// sample, (with --no-lane) w + 0.5 for the same count without the slow lane.
-const workerCounts = counts.flatMap((w) => (w > 0 ? [w, ...(args.has("per-sample") ? [-w] : []), ...(args.has("no-lane") ? [w + 0.5] : [])] : [w]));
+// sample, (with --no-lane) w + 0.5 for the same count without the slow lane, (with --no-slabs)
+// w + 0.25 for the same count with packets transferred, not in slabs.
+const workerCounts = counts.flatMap((w) =>
+  w > 0 ? [w, ...(args.has("per-sample") ? [-w] : []), ...(args.has("no-lane") ? [w + 0.5] : []), ...(args.has("no-slabs") ? [w + 0.25] : [])] : [w]
+);
 const rounds = args.int("rounds", quick ? 1 : 5);
 const stepMs = args.num("step-ms", 0);
 const log = (s: string) => json || console.log(s);
@@ -116,9 +124,12 @@ interface Result { samplesPerSec: number; threadUsPerSample: number }
 let staging = new Uint8Array(1 << 20);
 async function once(contender: number, seed: number): Promise<Result> {
   const workers = Math.floor(Math.abs(contender));
+  // Read when the workers start (WorkerSource's `slabs` default): set for this contender only.
+  if (contender % 1 === 0.25) process.env.CASSETTE_PACKET_SLABS = "0";
+  else delete process.env.CASSETTE_PACKET_SLABS;
   const loader = new Loader({
     store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true,
-    ...(contender % 1 ? { slowLane: false } : {}),
+    ...(contender % 1 === 0.5 ? { slowLane: false } : {}),
     ...(contender < 0 ? { transform: (s: Sample) => s } : {}),
   });
   try {
@@ -154,7 +165,8 @@ async function once(contender: number, seed: number): Promise<Result> {
 
 const name = (c: number) => {
   const w = Math.floor(Math.abs(c));
-  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) + (c < 0 ? ", per sample" : c % 1 ? ", no slow lane" : w > 0 ? ", packets" : "");
+  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) +
+    (c < 0 ? ", per sample" : c % 1 === 0.5 ? ", no slow lane" : c % 1 === 0.25 ? ", no slabs" : w > 0 ? ", packets" : "");
 };
 log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on${grey ? " (grey)" : ""}, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
 const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));

@@ -62,6 +62,7 @@ export class PacketAssembler<T> {
         start = i;
       }
     }
+    p.release?.(); // copied out: its buffer can be filled again
   }
 
   #file(k: number, p: Packet, n: number): void {
@@ -107,6 +108,8 @@ export class PacketAssembler<T> {
         if (this.#headAt === q.n) this.#queue.shift(), (this.#headAt = 0);
       }
       p = mergePackets(this.#run, parts);
+      // Those wholly copied can be filled again (the head may still hold entries for the next batch).
+      for (const [q] of parts) if (q !== this.#queue[0]) q.release?.();
     }
     this.#queued -= p.n;
     const freed = p.n + this.#skippedHeld;
@@ -133,6 +136,7 @@ export class PacketAssembler<T> {
         const all: [Packet, number][] = list.flatMap((q) => Array.from({ length: q.n }, (_, i) => [q, i] as [Packet, number]));
         all.sort((a, b) => a[0].cols[a[1]] - b[0].cols[b[1]]);
         p = mergePackets(this.#run, all.map(([q, i]) => [q, [i]] as const));
+        for (const q of list) q.release?.();
       }
       return { batch: packetBatch<T>(this.#epoch, k, this.#plan, p), freed };
     }

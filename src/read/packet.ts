@@ -25,7 +25,22 @@
  * preprocessing upload (NOTE [ Packed preprocessing input ], src/gpu/pack.ts). Entries are in
  * plan order in strict order, in arrival order in ready order; IMAGE_AT points anywhere in the
  * image region (images land where they were decoded), the bytes lie in entry order. CHANNELS 0:
- * no image (the read path does not decode). A packet's buffers are transferred, never copied.
+ * no image (the read path does not decode). A packet's buffers are never copied.
+ *
+ * NOTE [ Packet slabs ]: a packet read's `buf` is a slab, a SharedArrayBuffer its worker made
+ * and names by a number. It crosses to the loader's thread once, with the first packet filled
+ * in it; later packets in it carry only its number. Batch.release() sends the number back (the
+ * loader's thread keeps the buffer for the packets to come), and a slab whose batch was dropped
+ * unreleased goes back when the loader's thread collects it (a FinalizationRegistry: the worker
+ * then sends it again). Why not transfer an ArrayBuffer each time, as packets did at first: the
+ * receiving thread's heap counts every ArrayBuffer that arrives as new memory, so a 300 kB
+ * packet a batch set off a young-generation collection every ~40 batches, 1-6 ms each, on the
+ * thread that feeds the GPU: 30-40 % of its CPU in a tight loop on Fashion-MNIST (Bun; the
+ * buffers were recycled, not new). With slabs it collects once or twice an epoch (bench/
+ * RESULTS.md, "Packet slabs"). A worker holds at most 32 slabs and 64 MiB of them; past that
+ * (a consumer that keeps its batches), and for single fetches, whose answers are never
+ * released, a packet's buffer is its own and transferred. The cost: after release() a batch's
+ * views may read a later batch's bytes (they read as empty when the buffer was transferred).
  */
 import type { Image } from "../decode/decoder.ts";
 import type { Sample } from "./sample.ts";
@@ -90,6 +105,12 @@ export interface Packet {
   /** Gives `buf` back to the worker that filled it, for a later packet (set where it is received). */
   release?: () => void;
 }
+
+/**
+ * A packet as it crosses from a worker: `buf` is absent where `slab` names a slab the loader's
+ * thread already holds (NOTE [ Packet slabs ]); `forget` names slabs the worker dropped.
+ */
+export type WirePacket = Omit<Packet, "buf" | "release"> & { buf?: ArrayBuffer; slab?: number; forget?: number[] };
 
 /** A column of a packet as a view (no copy). */
 export function column(p: Pick<Packet, "cols" | "n">, c: number): Int32Array<ArrayBuffer> {

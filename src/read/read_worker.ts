@@ -40,7 +40,7 @@ import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
 import { Deadline } from "../decode/deadline.ts";
 import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
 import { ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
-import type { LaneCounts, SerializedError } from "./packet.ts";
+import type { LaneCounts, SerializedError, WirePacket } from "./packet.ts";
 import {
   CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
   TARGET_LEN, WIDTH,
@@ -76,9 +76,12 @@ class PacketArena implements PixelSink {
 
   /** Bytes the buffer takes at its first growth: a packet's arena starts empty and grows once to the last packet's size. */
   readonly #hint: number;
+  /** A packet read's arena fills slabs where it can (NOTE [ Packet slabs ], src/read/packet.ts). */
+  readonly #slabs: boolean;
 
-  constructor(hint?: number) {
+  constructor(hint?: number, slabs = false) {
     this.#hint = hint ?? 0;
+    this.#slabs = slabs && slabsOn;
     if (hint !== undefined) this.buf = new ArrayBuffer(0), this.u8 = new Uint8Array(this.buf);
   }
 
@@ -104,7 +107,8 @@ class PacketArena implements PixelSink {
   /** Room for `n` more bytes: a larger buffer holding what is written so far. */
   reserve(n: number): void {
     if (this.at + n <= this.buf.byteLength) return;
-    const buf = reuse(Math.max(this.at + n, Math.ceil(this.buf.byteLength * 1.5), this.#hint));
+    const bytes = Math.max(this.at + n, Math.ceil(this.buf.byteLength * 1.5), this.#hint);
+    const buf = (this.#slabs && takeSlab(bytes)) || reuse(bytes);
     const u8 = new Uint8Array(buf);
     u8.set(this.u8.subarray(0, this.at));
     if (this.#hint && this.buf.byteLength) free(this.buf);
@@ -142,7 +146,56 @@ function reuse(bytes: number): ArrayBuffer {
 }
 
 function free(buf: ArrayBuffer): void {
-  if (pool.length < POOL_MAX) pool.push(buf);
+  const id = slabIds.get(buf);
+  if (id !== undefined) slabFree.push(id); // an arena that grew out of a slab (never sent)
+  else if (pool.length < POOL_MAX) pool.push(buf);
+}
+
+/*
+ * The slabs (NOTE [ Packet slabs ], src/read/packet.ts): shared buffers named by a number that
+ * is never reused. `slabSent`: the loader's thread holds that slab's buffer (sent once; a packet
+ * after names it only). At most SLABS_MAX of them, SLAB_BYTES_MAX in all: past that, or where
+ * shared memory is missing, packets are filled in buffers of their own, transferred.
+ */
+let slabsOn = typeof SharedArrayBuffer === "function";
+const SLABS_MAX = 32, SLAB_BYTES_MAX = 64 << 20;
+const slabById = new Map<number, ArrayBuffer>();
+const slabIds = new Map<ArrayBuffer, number>();
+const slabFree: number[] = [];
+const slabSent = new Set<number>();
+/** Slabs dropped here (they fit no packet any more): the loader's thread forgets them with the next packet. */
+let slabsForgotten: number[] = [];
+let slabBytes = 0, slabSeq = 0;
+
+/** A free slab of at least `bytes` (not one far larger), or a new one while the caps allow. */
+function takeSlab(bytes: number): ArrayBuffer | undefined {
+  for (let i = slabFree.length - 1; i >= 0; i--) {
+    const b = slabById.get(slabFree[i])!;
+    if (b.byteLength >= bytes && b.byteLength <= 4 * bytes + 65536) return slabById.get(slabFree.splice(i, 1)[0]);
+  }
+  // At a cap, a free slab that fits no packet (the sizes changed: another run, other options) makes room.
+  while ((slabById.size >= SLABS_MAX || slabBytes + bytes > SLAB_BYTES_MAX) && slabFree.length > 0) {
+    const id = slabFree.shift()!, b = slabById.get(id)!;
+    slabById.delete(id), slabIds.delete(b), slabSent.delete(id);
+    slabBytes -= b.byteLength;
+    slabsForgotten.push(id);
+  }
+  if (slabById.size >= SLABS_MAX || slabBytes + bytes > SLAB_BYTES_MAX) return undefined;
+  const b = new SharedArrayBuffer(bytes) as unknown as ArrayBuffer;
+  const id = ++slabSeq;
+  slabById.set(id, b), slabIds.set(b, id);
+  slabBytes += bytes;
+  return b;
+}
+
+/** The loader's thread is done with slabs: `id` > 0 released (it keeps the buffer), < 0 collected there (it has none). */
+function slabsBack(ids: readonly number[]): void {
+  for (const x of ids) {
+    const id = Math.abs(x);
+    if (!slabById.has(id)) continue; // forgotten meanwhile
+    if (x < 0) slabSent.delete(id);
+    slabFree.push(id);
+  }
 }
 
 // --- packet reads ----------------------------------------------------------------------------
@@ -237,7 +290,8 @@ function groupOf(run: Run, pos: number): Group {
 }
 
 function newGroup(run: Run): Group {
-  return { arena: new PacketArena(run.size), entries: [], errors: [], expected: 0 };
+  // Single fetches' answers go to callbacks one by one, never released: buffers of their own.
+  return { arena: new PacketArena(run.size, run.id !== 0), entries: [], errors: [], expected: 0 };
 }
 
 /** Decodes each image into the packet its sample will join. */
@@ -385,12 +439,19 @@ function ship(run: Run, g: Group): void {
   }
   run.size = Math.max(MIN_PACKET, a.at);
   const buf = a.buf; // transferred as it is: trimming it would copy every pixel
-  const packet: BatchPacket = {
+  const slab = slabIds.get(buf);
+  const packet: WirePacket = {
     run: run.id, n, cols, buf, dataAt, used: a.at, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
     counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0 },
     lane: laneFigures(),
   };
-  scope.postMessage({ t: "packet", packet }, [buf, meta]);
+  if (slabsForgotten.length) packet.forget = slabsForgotten, slabsForgotten = [];
+  if (slab === undefined) return scope.postMessage({ t: "packet", packet }, [buf, meta]);
+  // A slab crosses once; after that its number says which (NOTE [ Packet slabs ]).
+  packet.slab = slab;
+  if (slabSent.has(slab)) packet.buf = undefined;
+  else slabSent.add(slab);
+  scope.postMessage({ t: "packet", packet }, [meta]);
 }
 /** CASSETTE_READ_INTO=0 decodes into arrays of their own, copied at the flush, as before (for A/B runs). */
 const into = runtime.env("CASSETTE_READ_INTO") !== "0";
@@ -463,6 +524,7 @@ scope.onMessage(async (data) => {
           sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : turnGroup().arena.decode(d, b, o)) } : undefined,
           claim: msg.lane ? { start: claim, end: claimEnded } : undefined,
         });
+        if (msg.slabs === false) slabsOn = false;
         if (msg.lane) lane = { status: new Int32Array(msg.lane.status), at: msg.lane.index * STATUS, code: msg.lane.code, base: msg.lane.base };
         src.onDrain(() => {
           saturated = false;
@@ -499,6 +561,7 @@ scope.onMessage(async (data) => {
       return;
     case "read": {
       for (const buf of msg.free) free(buf);
+      if (msg.slabs) slabsBack(msg.slabs);
       const t0 = runtime.now();
       msg.runs.forEach((id, i) => {
         const run = runs.get(id), r = msg.ranges[i];

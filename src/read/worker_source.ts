@@ -42,7 +42,7 @@ import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import type { HedgeOptions } from "./hedge.ts";
-import { column, type LaneCounts, type Packet as BatchPacket, POS, type PacketRead, type PacketReader, type PacketSink, type ReadCounts, sampleOf, type SerializedError } from "./packet.ts";
+import { column, type LaneCounts, type Packet as BatchPacket, POS, type PacketRead, type PacketReader, type PacketSink, type ReadCounts, sampleOf, type SerializedError, type WirePacket } from "./packet.ts";
 import type { PoolStats } from "../decode/pool.ts";
 import { Scaler } from "../decode/scaler.ts";
 
@@ -54,6 +54,8 @@ export type ToWorker =
     transform?: { url: string; options?: unknown }; seed?: number; reads?: PacketReadOptions;
     /** The slow lane (NOTE [ Read workers: the slow lane ]): the workers' status, this one's place in it and its code, the clock's base. */
     lane?: { status: SharedArrayBuffer; index: number; code: number; base: number };
+    /** false: packets in buffers of their own, transferred, not in slabs (NOTE [ Packet slabs ], src/read/packet.ts). */
+    slabs?: boolean;
   }
   /** A split's ids joined by "\n", sent once: plans drawn from it come as positions in it. */
   | { t: "split"; split: number; ids: string }
@@ -68,7 +70,11 @@ export type ToWorker =
    * once their batches were consumed (the worker fills them again): one message a turn, as
    * posting a message costs the loader's thread more than anything else it does per batch.
    */
-  | { t: "read"; runs: number[]; ranges: Int32Array[]; free: ArrayBuffer[] }
+  | {
+    t: "read"; runs: number[]; ranges: Int32Array[]; free: ArrayBuffer[];
+    /** Slabs done with: > 0 released (this thread keeps the buffer), < 0 collected here (send it again). */
+    slabs?: number[];
+  }
   | { t: "end"; run: number }
   | { t: "urge"; on: boolean }
   /** `ids` joined by "\n": one string crosses, not one per request. */
@@ -78,7 +84,7 @@ export type ToWorker =
 type FromWorker =
   | { t: "opened"; name: string; dataset?: string }
   | { t: "failed"; error: SerializedError }
-  | { t: "packet"; packet: BatchPacket }
+  | { t: "packet"; packet: WirePacket }
   | { t: "closed" };
 
 /** How a worker reads for packets: its retries and hedging, as the loader's thread does per sample. */
@@ -107,6 +113,11 @@ export interface WorkerSourceOptions {
   reads?: PacketReadOptions;
   /** Packet reads: a worker stuck on a slow sample gives the samples it has not started to the others (default true). */
   slowLane?: boolean;
+  /**
+   * Packet reads fill slabs, shared buffers that cross once (NOTE [ Packet slabs ],
+   * src/read/packet.ts; default true, or CASSETTE_PACKET_SLABS=0 for false: the bench's A/B).
+   */
+  slabs?: boolean;
   /**
    * Size the workers as reading goes, between `min` and `max`, by NOTE [ Worker scaling ]'s rule
    * (src/decode/scaler.ts): the consumer's waits (`demand`), the idle cores, and the workers'
@@ -234,8 +245,11 @@ interface Slot {
   runLoad: Map<number, number>;
   /** Splits this worker was sent. */
   splits: Set<number>;
-  /** Packet buffers released, to go back with the next message. */
+  /** Packet buffers released, to go back with the next message; slabs released (> 0) or collected (< 0). */
   freed: ArrayBuffer[];
+  freedSlabs: number[];
+  /** Slabs of this worker's this thread holds while they are free to fill again (NOTE [ Packet slabs ]). */
+  slabs: Map<number, ArrayBuffer>;
   /** Its packet reads' counters, as its last packet said. */
   counts?: ReadCounts;
   /** This worker's code in the runs' owners: new for each worker started. */
@@ -302,6 +316,12 @@ export class WorkerSource implements ReadSource, PacketReader {
   #ticker?: ReturnType<typeof setInterval>;
   #slowLane = 0;
   #stolen = 0;
+  /** A slab collected here unreleased (its batch dropped): its worker may fill it again, and sends it again. */
+  readonly #slabsGone = new FinalizationRegistry<{ slot: Slot; id: number }>(({ slot, id }) => {
+    if (slot.down || this.#closed) return;
+    slot.freedSlabs.push(-id);
+    this.#queueFlush();
+  });
 
   constructor(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}) {
     const n = options.workers ?? 2;
@@ -314,7 +334,10 @@ export class WorkerSource implements ReadSource, PacketReader {
     this.name = `${redact(address)}${dataset ? ` (${dataset})` : ""}`;
     this.dataset = dataset;
     this.#url = options.workerUrl ?? DEFAULT_WORKER_URL;
-    this.#open = { t: "open", address, dataset, balance: options.balance, decode: options.decode, transform: options.transform, seed: options.seed, reads: options.reads };
+    this.#open = {
+      t: "open", address, dataset, balance: options.balance, decode: options.decode, transform: options.transform, seed: options.seed, reads: options.reads,
+      slabs: options.slabs ?? runtime.env("CASSETTE_PACKET_SLABS") !== "0",
+    };
     // The cap is shared: each worker's own source is given its part of it.
     if (options.maxInFlight !== undefined) this.#open.maxInFlight = Math.max(1, Math.ceil(options.maxInFlight / n));
     this.#cap = new Capacity(options.maxInFlight ?? Infinity);
@@ -344,7 +367,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     const worker = runtime.spawnWorker(this.#url);
     let opened!: (m: Extract<FromWorker, { t: "opened" }>) => void, failed!: (e: Error) => void;
     const slot: Slot = {
-      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, runLoad: new Map(), splits: new Set(), freed: [], code: ++this.#codes, busyTicks: 0,
+      index, worker, inFlight: new Map(), seqs: [], ids: [], reads: new Map(), out: new Map(), load: 0, runLoad: new Map(), splits: new Set(), freed: [], freedSlabs: [], slabs: new Map(), code: ++this.#codes, busyTicks: 0,
       opened: new Promise((res, rej) => ((opened = res), (failed = rej))),
     };
     slot.opened.catch(() => {});
@@ -540,9 +563,19 @@ export class WorkerSource implements ReadSource, PacketReader {
     }
   }
 
-  #packet(slot: Slot, p: BatchPacket): void {
-    if (p.run === 0) return this.#deliver(slot, p); // single fetches (a replaced worker's: already failed and retried)
+  #packet(slot: Slot, wire: WirePacket): void {
+    if (wire.run === 0) return this.#deliver(slot, wire as BatchPacket); // single fetches (a replaced worker's: already failed and retried)
     if (slot.down) return; // replaced: its runs asked again for what it held
+    // NOTE [ Packet slabs ]: a slab crosses once; held here only while free, else by its packet.
+    for (const id of wire.forget ?? []) slot.slabs.delete(id);
+    const slab = wire.slab;
+    if (slab !== undefined) {
+      if (wire.buf) this.#slabsGone.register(wire.buf, { slot, id: slab });
+      else wire.buf = slot.slabs.get(slab);
+      slot.slabs.delete(slab);
+      if (!wire.buf) throw new CassetteError("ERR_RUNTIME", `Cannot take a packet from read worker ${slot.index} as it names slab ${slab}, which this thread does not hold`);
+    }
+    const p = wire as BatchPacket;
     // A run that ended took its load away then (its late packets count for nothing).
     if (this.#runs.has(p.run)) {
       addLoad(slot, p.run, -(p.n + p.errors.length));
@@ -554,7 +587,8 @@ export class WorkerSource implements ReadSource, PacketReader {
     p.release = () => {
       if (released || slot.down || this.#closed || !p.buf.byteLength) return;
       released = true;
-      slot.freed.push(p.buf);
+      if (slab === undefined) slot.freed.push(p.buf);
+      else slot.slabs.set(slab, p.buf), slot.freedSlabs.push(slab);
       this.#queueFlush(); // with the next batch's request, most often: one message for both
     };
     this.#runs.get(p.run)?.sink.packet(p);
@@ -762,12 +796,13 @@ export class WorkerSource implements ReadSource, PacketReader {
     this.#flushQueued = false;
     for (const s of this.#slots) {
       if (s.down) continue;
-      if (s.out.size || s.freed.length) {
+      if (s.out.size || s.freed.length || s.freedSlabs.length) {
         const runs: number[] = [], ranges: Int32Array[] = [];
         for (const [run, r] of s.out) runs.push(run), ranges.push(new Int32Array(r));
-        s.worker.postMessage({ t: "read", runs, ranges, free: s.freed } satisfies ToWorker, s.freed);
+        s.worker.postMessage({ t: "read", runs, ranges, free: s.freed, ...(s.freedSlabs.length ? { slabs: s.freedSlabs } : {}) } satisfies ToWorker, s.freed);
         s.out.clear();
         s.freed = [];
+        s.freedSlabs = [];
       }
       if (s.ids.length === 0) continue;
       const seqs = Int32Array.from(s.seqs);

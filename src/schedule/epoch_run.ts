@@ -357,6 +357,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
       }
       // Without the entries not kept (answered already): a copy of the rest.
       this.#packets!.add(keep ? mergePackets(p.run, [[p, keep]]) : p);
+      if (keep) p.release?.(); // copied
     }
     this.#wakeUp();
   }

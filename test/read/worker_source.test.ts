@@ -357,6 +357,72 @@ test("slow lane: a read worker stuck on a slow sample gives the samples it has n
   }
 });
 
+test("packet slabs: a released packet's slab is filled again; a batch held is never written over; past the cap packets are buffers of their own", async () => {
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
+  const { POS, sampleOf } = await import("../../src/read/packet.ts");
+  type P = import("../../src/read/packet.ts").Packet;
+  // (Not instanceof: a buffer that crossed from a worker may have another realm's prototype.)
+  const shared = (p: P) => Object.prototype.toString.call(p.buf) === "[object SharedArrayBuffer]";
+  // What each id's pixels are, decoded here from the stored bytes.
+  const here = await openReadSource(address, "rnd");
+  const jpeg = await createJpegDecoder();
+  const want = new Map<string, Uint8Array>();
+  for (const id of ids) want.set(id, jpeg.decode((await fetchOne(here, id)).data).data);
+  await here.close();
+  /** Entry i of `p` holds the pixels of the id at its plan position. */
+  const check = (p: P, plan: string[], what: string) => {
+    const pos = p.cols.subarray(POS * p.n, POS * p.n + p.n);
+    for (let i = 0; i < p.n; i++) {
+      const id = plan[pos[i]], img = sampleOf(p, i, id).image!, w = want.get(id)!;
+      assert.ok(img.data.length === w.length && img.data.every((v, j) => v === w[j]), `${what}: pixels of ${id} at position ${pos[i]} (seed ${seed})`);
+    }
+  };
+  /** Reads `plan` as a loader's window does: 4 batches asked at first, one more for each packet. */
+  const read = (src: InstanceType<typeof WorkerSource>, plan: string[], B: number, release: boolean) =>
+    new Promise<P[]>((resolve, reject) => {
+      const got: P[] = [];
+      let n = 0, next = 0;
+      const ask = (k: number) => {
+        const to = Math.min(plan.length, next + k * B);
+        if (to > next) r.request([next, to]), (next = to);
+      };
+      const r = src.read(plan, { batchSize: B, strict: false }, {
+        packet: (p) => {
+          if (p.errors.length) return reject(new Error(`errors: ${p.errors.map((e) => e.error.message).join("; ")}`));
+          got.push(p);
+          if (release) check(p, plan, "released"), p.release?.();
+          if ((n += p.n) >= plan.length) r.end(), resolve(got);
+          else ask(1);
+        },
+        lost: () => 0,
+      });
+      ask(4);
+    });
+  const plan = Array.from({ length: 4 }, () => ids).flat(); // 192 positions
+  const cycled = new WorkerSource(address, "rnd", { workers: 2, decode: true });
+  await cycled.ready;
+  try {
+    const got = await read(cycled, plan, 2, true);
+    assert.ok(got.every(shared), "packet reads fill slabs");
+    const slabs = new Set(got.map((p) => p.buf)).size;
+    assert.ok(slabs < got.length / 3, `released slabs are filled again: ${slabs} slabs for ${got.length} packets`);
+  } finally {
+    await cycled.close();
+  }
+  // One worker, every packet held: none is written over, and past 32 slabs packets come in buffers of their own.
+  const held = new WorkerSource(address, "rnd", { workers: 1, decode: true });
+  await held.ready;
+  try {
+    const got = await read(held, plan, 2, false);
+    for (const p of got) check(p, plan, "held");
+    const inSlabs = got.filter(shared);
+    assert.ok(inSlabs.length > 0 && inSlabs.length <= 32, `at most 32 slabs a worker: ${inSlabs.length} of ${got.length} packets`);
+    assert.is(new Set(inSlabs.map((p) => p.buf)).size, inSlabs.length, "no slab held twice");
+  } finally {
+    await held.close();
+  }
+});
+
 test("scaling read workers: idle workers retire (what they hold goes on elsewhere), a backlog with idle cores starts one more; every position once", async () => {
   const { WorkerSource } = await import("../../src/read/worker_source.ts");
   const { column, POS } = await import("../../src/read/packet.ts");
