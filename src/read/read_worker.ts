@@ -202,7 +202,14 @@ function slabsBack(ids: readonly number[]): void {
 
 interface Entry { pos: number; s: Sample; ms: number }
 /** A packet being filled: its own arena, so that its images are where it is sent from. */
-interface Group { arena: PacketArena; entries: Entry[]; errors: BatchPacket["errors"]; expected: number }
+interface Group {
+  arena: PacketArena;
+  entries: Entry[];
+  errors: BatchPacket["errors"];
+  expected: number;
+  /** When its first answer joined (performance.now()). */
+  firstAt: number;
+}
 interface Run {
   id: number;
   /** The plan's ids: `ids[order[pos]]` where it came as positions in a split, else `ids[pos]`. */
@@ -291,7 +298,7 @@ function groupOf(run: Run, pos: number): Group {
 
 function newGroup(run: Run): Group {
   // Single fetches' answers go to callbacks one by one, never released: buffers of their own.
-  return { arena: new PacketArena(run.size, run.id !== 0), entries: [], errors: [], expected: 0 };
+  return { arena: new PacketArena(run.size, run.id !== 0), entries: [], errors: [], expected: 0, firstAt: 0 };
 }
 
 /** Decodes each image into the packet its sample will join. */
@@ -318,14 +325,24 @@ function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Erro
       run.groups.delete(Math.floor(pos / run.batchSize));
       ship(run, g);
     }
-  } else if (answered >= run.batchSize || run.outstanding === 0) {
+  } else if (answered >= run.batchSize || run.outstanding === 0 || waited(g)) {
     run.current = undefined;
     ship(run, g);
   }
 }
 
+/**
+ * Ready order: a packet whose first answer has waited the deadline goes as it is, not full
+ * (NOTE [ Read workers: the slow lane ], src/read/worker_source.ts): with a heavy CPU stage the
+ * samples of a batch would otherwise wait for each other, and for a slow one among them.
+ */
+function waited(g: Group): boolean {
+  return lane !== undefined && performance.now() - g.firstAt >= deadline.ms;
+}
+
 /** An answer joins the packet `g` at `pos`: its sample, or its error. */
 function join(g: Group, pos: number, id: string, err: Error | null, s: Sample | undefined, ms: number): void {
+  if (g.entries.length + g.errors.length === 0) g.firstAt = performance.now();
   if (err || !s) g.errors.push({ pos, error: serialize(pos, id, err ?? new Error(`no answer for ${id}`)) });
   else {
     // Decoded elsewhere (a transform's image; another run's packet): copied into this one.

@@ -143,16 +143,19 @@ export interface WorkerSourceOptions {
  * one worker are kept there (an answer could not say which it claims). A lost worker's
  * positions are asked again as before, the fill giving them to the new owner: a terminated
  * worker still running cannot claim them. Exactly once holds by the owner: one worker decodes
- * and sends each position.
+ * and sends each position. In ready order a worker also sends a packet before it is full once
+ * its first answer has waited the deadline (read_worker.ts `waited`): with a heavy CPU stage a
+ * batch's samples would otherwise wait for each other in the worker, and for a slow one among
+ * them; Fashion-MNIST fills a packet long before the 5 ms floor.
  *
  * What it gives and costs (bench/RESULTS.md, "Read workers' slow lane"): a worker stuck 600 ms
  * on one sample sends nothing for 600 ms without it, and with it the other worker sends the 47
  * samples queued behind it first (test/read/worker_source.test.ts). On MINATOLoader's load
  * (bench/minato.bench.ts: 1 in 10 samples 50-150 ms of CPU) read workers kept the consumer
- * waiting 4.2 % of its step with the lane, 4.6 % without, where the decode pool did 1.2 %: a
- * read worker reads and transforms in one thread and sends a batch's samples together, so a
- * heavy CPU stage is better served by the pool, which readWorkers() keeps for a transform
- * module. The claims cost a worker ~0.3 µs a sample: Fashion-MNIST in a tight loop read 6 %
+ * waiting 3.6 % of its step with the lane (4.2 % before packets went at the deadline), 5.0 %
+ * without, where the decode pool did 1.2-1.9 %: a read worker reads and transforms in one
+ * thread and holds the answers of a packet until it goes, so a heavy CPU stage is still better
+ * served by the pool, which readWorkers() keeps for a transform module. The claims cost a worker ~0.3 µs a sample: Fashion-MNIST in a tight loop read 6 %
  * slower with the lane (105 600 vs 112 400 samples/s), and the same with a 1 ms step.
  */
 /**

@@ -357,6 +357,38 @@ test("slow lane: a read worker stuck on a slow sample gives the samples it has n
   }
 });
 
+test("ready order with a heavy CPU stage: a packet goes once its first answer has waited the deadline, not when a batch is full; each position once", async () => {
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
+  const { column, POS } = await import("../../src/read/packet.ts");
+  const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
+  // 8 ms a sample: the deadline it learns is ≥ 2 × 8 ms, so a batch of 24 (~190 ms) would hold its first answers ~180 ms.
+  const src = new WorkerSource(address, "rnd", { workers: 1, decode: true, transform: { url: SPIN, options: { slowIds: [], fastMs: 8 } } });
+  await src.ready;
+  try {
+    const plan = Array.from({ length: 3 }, () => ids).flat(); // 144 positions: the first 32 teach the deadline
+    const sizes: number[] = [], seen = new Array(plan.length).fill(0);
+    await new Promise<void>((resolve, reject) => {
+      let n = 0;
+      const r = src.read(plan, { batchSize: 24, strict: false }, {
+        packet: (p) => {
+          if (p.errors.length) return reject(new Error(`errors: ${p.errors.map((e) => e.error.message).join("; ")}`));
+          sizes.push(p.n);
+          for (const pos of column(p, POS)) seen[pos]++;
+          p.release?.();
+          if ((n += p.n) >= plan.length) r.end(), resolve();
+        },
+        lost: () => 0,
+      });
+      r.request([0, plan.length]);
+    });
+    assert.ok(seen.every((c) => c === 1), `each position once: ${JSON.stringify(seen)}`);
+    const late = sizes.slice(-4);
+    assert.ok(late.every((n) => n < 12), `once the deadline is learned, packets go well before a batch is full: ${JSON.stringify(sizes)}`);
+  } finally {
+    await src.close();
+  }
+});
+
 test("packet slabs: a released packet's slab is filled again; a batch held is never written over; past the cap packets are buffers of their own", async () => {
   const { WorkerSource } = await import("../../src/read/worker_source.ts");
   const { POS, sampleOf } = await import("../../src/read/packet.ts");
