@@ -1,5 +1,5 @@
 /**
- * MINATOLoader's experiment at this machine's scale (../shared/papers/minatoloader-2026.txt §5):
+ * MINATOLoader's experiment at this machine's scale (MinatoLoader (arXiv:2509.10712), §5):
  * per-sample preprocessing with a heavy tail, a consumer step standing in for training, and
  * four loaders side by side in one run, interleaved round by round:
  *

@@ -1,9 +1,9 @@
 /**
- * cassette beside the Python loaders people use today (issue 20; the 2025 paper's §5 at this
- * machine's scale): every contender reads the same dataset from the same Cassandra node through
- * the same latency proxy, makes its training tensor batch by batch, and runs as its own process.
- * Contenders run interleaved, round by round, in each setting, so that a slow minute of the
- * shared machine falls on all of them alike.
+ * cassette beside the Python loaders people use today (issue 20; §5 of "Hiding Latencies…"
+ * (arXiv:2503.22643) at this machine's scale): every contender reads the same dataset from the same
+ * Cassandra node through the same latency proxy, makes its training tensor batch by batch, and runs
+ * as its own process. Contenders run interleaved, round by round, in each setting, so that a slow
+ * minute of the shared machine falls on all of them alike.
  *
  *   cassette            cassette read --decode (the loader's thread reads and decodes)
  *   cassette-w2         the same with two read workers (a thread each, decoding where they read)

@@ -1,7 +1,7 @@
 /**
- * The 2025 paper's tight-loop read at this machine's scale: JPEGs from a real Cassandra node,
- * at RTT 0, 20 ms and 150 ms through the project's TCP latency proxy, and with one connection
- * in four congested. In each setting, side by side in one run:
+ * The tight-loop read of "Hiding Latencies…" (arXiv:2503.22643) at this machine's scale: JPEGs from
+ * a real Cassandra node, at RTT 0, 20 ms and 150 ms through the project's TCP latency proxy, and
+ * with one connection in four congested. In each setting, side by side in one run:
  *
  *   raw driver    the same prepared SELECT, up to the same number in flight (slow start from 64),
  *                 no loader logic: the ceiling
@@ -259,7 +259,8 @@ async function setting(spec: SetSpec, ids: string[], meanBytes: number, key: str
   const last: Record<string, { loader: Loader; trace: Trace }> = {};
 
   // Each repetition is two epochs of one loader, as training reads: the first ramps the
-  // window up (2025 paper §3.4), the second starts at the depth the first learned.
+  // window up ("Hiding Latencies…" (arXiv:2503.22643), §3.4), the second starts at the depth the
+  // first learned.
   const run = (name: string, order: "ready" | "strict", v: Variant, rampStart?: number) => async () => {
     const loader = new Loader({ store: sources[v.key], ids, batchSize: B, prefetch, order, hedge, reaskTail: true, rampStart, seed: (seeds[name] = (seeds[name] ?? 0) + 1) });
     const trace: Trace = { start: wall(), end: 0, batches: [], epoch1At: 0, epoch1Samples: 0 };

@@ -4,7 +4,7 @@
  * SQLite store, against the no-I/O upper
  * bound (the same steps on the same pixels held on the GPU), for each model. Every contender
  * is one `train.ts --json` process; contenders are interleaved round by round so the shared
- * machine's noise hits them alike. The 2025 paper reports 94–96 % of the
+ * machine's noise hits them alike. "Hiding Latencies…" (arXiv:2503.22643) reports 94–96 % of the
  * bound on 8 A100s; cassette's target is ≥ 95 %.
  *
  *   bun bench/train_io.bench.ts [--model mlp,cnn] [--limit N] [--epochs E] [--rounds R]

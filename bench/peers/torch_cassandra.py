@@ -9,8 +9,9 @@ Pillow and makes the training tensor, the way people feed PyTorch from a store t
 Two designs:
   --threads 0 (default)  PyTorch's own: each worker process fetches a batch's samples one after
                          another, one blocking query each (the `Dataset.__getitem__` contract).
-  --threads T            ConcurrentDataLoader's "threaded" fetcher (Svogor et al., the paper in
-                         shared/papers/concurrent-dataloader.txt, §"Threaded implementation"):
+  --threads T            ConcurrentDataLoader's "threaded" fetcher (Svogor et al., "Profiling and
+                         Improving the PyTorch Dataloader for high-latency Storage", arXiv:2211.04908,
+                         §"Threaded implementation"):
                          each worker receives a batch's indices and fetches them on a pool of T
                          threads at once, then puts the batch back in the order asked. Here the
                          hook is `Dataset.__getitems__`, which DataLoader's fetcher calls with a

@@ -1,9 +1,10 @@
 /**
  * Writes an ImageNet-like set for the read benchmark: N colour JPEGs of 500×375 (ImageNet's
- * most common size) of ~110 kB (ImageNet-1k's mean is ~110 kB; 2025 paper Table 1: 115 kB), each a
- * different crop, scale and mirror of a real photograph, encoded by libjpeg-turbo's cjpeg at the
- * quality that brings it nearest a size drawn around 110 kB. Seeded: the same arguments give
- * the same files. Called by make_imagenet_like.sh (which fetches the photos); see README.md.
+ * most common size) of ~110 kB (ImageNet-1k's mean is ~110 kB; "Hiding Latencies…"
+ * (arXiv:2503.22643), Table 1: 115 kB), each a different crop, scale and mirror of a real
+ * photograph, encoded by libjpeg-turbo's cjpeg at the quality that brings it nearest a size drawn
+ * around 110 kB. Seeded: the same arguments give the same files. Called by make_imagenet_like.sh
+ * (which fetches the photos); see README.md.
  *
  *   bun bench/read/make_imagenet_like.ts --sources A.ppm,B.ppm --out DIR [--n 2000] [--seed 1]
  *

@@ -1,7 +1,7 @@
 /**
  * The proxy in its own process (tools/proxy/process.ts) sampling every connection's byte
  * counts, and what the read benchmark draws from them: `rates(from, to)` gives MB/s per
- * connection per sample interval (the 2025 paper's Figs. 5–6).
+ * connection per sample interval (Figs. 5–6 of "Hiding Latencies…" (arXiv:2503.22643)).
  */
 import { type ProxyProcess, type Snapshot, startProxyProcess } from "../../tools/proxy/process.ts";
 

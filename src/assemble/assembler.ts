@@ -5,8 +5,9 @@
  * and transformed — not from a fixed list of ids. A slow connection or a slow decode delays
  * only its own samples, which join a later batch, so the consumer waits for the *fastest*
  * `batchSize` of the outstanding samples rather than for the slowest of a fixed set. This one
- * mechanism gives the 2025 paper's out-of-order incremental prefetching and MINATOLoader's
- * fast/slow queues. `strict` order builds batch k from plan positions k·B … (k+1)·B − 1.
+ * mechanism gives "Hiding Latencies…" (arXiv:2503.22643)'s out-of-order incremental prefetching and
+ * MINATOLoader's fast/slow queues. `strict` order builds batch k from plan positions
+ * k·B … (k+1)·B − 1.
  *
  *   ready:   arrivals ─► [ a f c | b e … ] ─► batch of the first B to arrive
  *   strict:  slots by plan position [0 1 2 | 3 4 5 | …] ─► batch k once its B slots are in

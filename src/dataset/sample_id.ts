@@ -1,7 +1,8 @@
 /**
  * Portable sample ids: the UUIDv5 (RFC 9562 §5.5) of `DATASET/KEY` under cassette's namespace.
  * The same dataset and key give the same id on every machine and in every store, so ingesting
- * twice never duplicates a sample (2021 paper §3.2).
+ * twice never duplicates a sample ("Scaling DL data management with Cassandra DB" (IEEE BigData
+ * 2021), §3.2).
  */
 import { createHash } from "node:crypto";
 import { CassetteError } from "../errors.ts";

@@ -1,6 +1,6 @@
 /**
- * The three tables of the 2021 paper (§3.2) per dataset, for SQLite and Cassandra, plus one
- * registry table of datasets and their specs:
+ * The three tables of "Scaling DL data management with Cassandra DB" (IEEE BigData 2021), §3.2, per
+ * dataset, for SQLite and Cassandra, plus one registry table of datasets and their specs:
  *
  *   cassette_datasets        name → table prefix, spec (JSON)
  *   <p>_data_by_uuid         id → label, data: all that training reads, in one query

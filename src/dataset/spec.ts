@@ -1,8 +1,9 @@
 /**
  * A dataset's spec: its metadata columns, the columns that group samples (the natural
- * partition key of metadata_by_nat, 2021 paper §3.2), and its labels. It is stored with the
- * dataset, so a reader never has to be told the schema again, and hashed into split files so a
- * split can be checked against the dataset it was made from.
+ * partition key of metadata_by_nat, "Scaling DL data management with Cassandra DB" (IEEE BigData
+ * 2021), §3.2), and its labels. It is stored with the dataset, so a reader never has to be told the
+ * schema again, and hashed into split files so a split can be checked against the dataset it was
+ * made from.
  */
 import { createHash } from "node:crypto";
 import { CassetteError } from "../errors.ts";

@@ -1,5 +1,6 @@
 /**
- * Splits from metadata (2021 paper §4.1, the list manager), done with care:
+ * Splits from metadata ("Scaling DL data management with Cassandra DB" (IEEE BigData 2021), §4.1,
+ * the list manager), done with care:
  *
  *   1. rows of metadata_by_nat are grouped by the chosen columns (e.g. patient_id): a group
  *      never lands in two splits, so nothing leaks from train to test;

@@ -4,7 +4,7 @@
  * the CPU stage of a sample off the loader's thread. Results come in the order jobs *finish*:
  * a slow image never holds back the ones behind it, which is what the ready-order assembler
  * wants. Two things make that hold when per-sample cost is heavy-tailed (MINATOLoader,
- * ../shared/papers/minatoloader-2026.txt §4), and one sizes the pool:
+ * MinatoLoader (arXiv:2509.10712), §4), and one sizes the pool:
  *
  *   decode/prepare ─► queue ─► worker with the fewest jobs in flight (≤ perWorker each)
  *                                │ claims[slot] = job id           (SharedArrayBuffer)

@@ -1,8 +1,9 @@
 /**
  * The epoch plan: which ids this rank reads in epoch `e`, and in which order. A pure value of
  * (ids, seed, epoch, rank, worldSize): every rank computes the same permutation and takes its
- * own stride of it, with no coordinator (2021 paper §6.2) and no mutable epoch state (the
- * `set_epoch` trap of torch's DistributedSampler).
+ * own stride of it, with no coordinator ("Scaling DL data management with Cassandra DB" (IEEE
+ * BigData 2021), §6.2) and no mutable epoch state (the `set_epoch` trap of torch's
+ * DistributedSampler).
  *
  *   permutation of the split (seed, epoch):  a b c d e f g h i j
  *   rank 0 of 3 takes positions 0, 3, 6, 9:  a       d       g       j

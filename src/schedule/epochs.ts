@@ -17,17 +17,17 @@ import { Window } from "./window.ts";
 import type { PacketReader } from "../read/packet.ts";
 
 /*
- * NOTE [ First window in bytes ]: a burst's harm is its bytes (2025 paper §3.4: many ranks
- * filling their buffers at once overwhelm the network), but the ramp starts from `rampStart`
- * batches whatever a sample weighs. Two batches of 110 kB photographs at batch 32 send ~7 MB;
- * two of 1 kB Fashion-MNIST images send 256 kB, and on a 150 ms link climbing from there to
- * the thousands of requests the link holds costs the first epoch several round trips. So once
- * answers show a far link (WIDE_MS or more) with no queue and what a sample weighs, the window
- * widens at once to FIRST_WINDOW_BYTES' worth of samples: the same burst in bytes as the
- * photographs' start, never fewer batches than `rampStart`, never beyond `maxPrefetch` (nor
- * maxPrefetchBytes, which bounds every window). Nearer links keep the ramp, which fills them
- * in a few of their short round trips. The evidence is the second round trip's answers
- * (DepthPolicy.farAtLeast): a cold start held a near link's first answers 12-60 ms in tests
+ * NOTE [ First window in bytes ]: a burst's harm is its bytes ("Hiding Latencies…"
+ * (arXiv:2503.22643), §3.4: many ranks filling their buffers at once overwhelm the network), but
+ * the ramp starts from `rampStart` batches whatever a sample weighs. Two batches of 110 kB
+ * photographs at batch 32 send ~7 MB; two of 1 kB Fashion-MNIST images send 256 kB, and on a 150 ms
+ * link climbing from there to the thousands of requests the link holds costs the first epoch
+ * several round trips. So once answers show a far link (WIDE_MS or more) with no queue and what a
+ * sample weighs, the window widens at once to FIRST_WINDOW_BYTES' worth of samples: the same burst
+ * in bytes as the photographs' start, never fewer batches than `rampStart`, never beyond
+ * `maxPrefetch` (nor maxPrefetchBytes, which bounds every window). Nearer links keep the ramp,
+ * which fills them in a few of their short round trips. The evidence is the second round trip's
+ * answers (DepthPolicy.farAtLeast): a cold start held a near link's first answers 12-60 ms in tests
  * and at RTT 0, and would have widened it. A stall that still fools it is undone by the first
  * answer faster than WIDE_MS, before the widened depth would carry into later epochs.
  */

@@ -1,9 +1,9 @@
 /**
  * How many samples may be outstanding (requested but not yet handed to the consumer): the
- * prefetch window, reached by a ramp (2025 paper §3.4). The window starts at `start` batches
- * and grows by one batch for every four consumed — "request 5 for every 4 consumed" — until it
- * holds `prefetch` batches, so a start never floods the network and the burst stays ≤ 25 %
- * above the steady state.
+ * prefetch window, reached by a ramp ("Hiding Latencies…" (arXiv:2503.22643), §3.4). The window
+ * starts at `start` batches and grows by one batch for every four consumed — "request 5 for every 4
+ * consumed" — until it holds `prefetch` batches, so a start never floods the network and the burst
+ * stays ≤ 25 % above the steady state.
  *
  *   consumed batches:  0  4  8  12 …
  *   window (batches):  2  3  4  5 … prefetch

@@ -7,7 +7,8 @@
  * connection from a healthy one: a connection at 1 MB/s among three fast ones keeps about a
  * quarter of the requests, which then wait in its queue for seconds. In ready order that costs
  * window slots (the samples stuck there are outstanding); in strict order every batch with a
- * sample on it waits. The 2025 paper (§3.4) saw such connections on real internet routes.
+ * sample on it waits. "Hiding Latencies…" (arXiv:2503.22643), §3.4, saw such connections on real
+ * internet routes.
  *
  * RateChooser picks the lane with the least expected completion time, (inFlight + 1) / rate,
  * where rate is the lane's completions per ms: an exponential average over intervals of ≥ 50 ms

@@ -1,5 +1,5 @@
 /**
- * MINATOLoader's claim on this loader (../shared/papers/minatoloader-2026.txt §4): a CPU-bound
+ * MINATOLoader's claim on this loader (MinatoLoader (arXiv:2509.10712), §4): a CPU-bound
  * heavy tail in a transform module does not hold batches. The transform (test/fixtures/
  * transforms/spin.ts) spins the CPU: one sample in ten for 50–150 ms, the rest 2 ms, in the
  * decode pool, on this machine's cores; the consumer's step (80 ms a batch of 8) stands in for

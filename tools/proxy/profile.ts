@@ -1,8 +1,8 @@
 /**
  * What the latency proxy does to one connection: a profile of delay, jitter and bandwidth,
  * chosen per accepted connection (`profile(connIndex)`), and helpers for the profiles the
- * benchmarks use (the 2025 paper's RTT 0 / 20 ms / 150 ms, and "one connection in four
- * congested at 1 MB/s").
+ * benchmarks use ("Hiding Latencies…" (arXiv:2503.22643): RTT 0 / 20 ms / 150 ms, and "one
+ * connection in four congested at 1 MB/s").
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
@@ -39,9 +39,9 @@ export function uniform(delayMs: number, extra: Omit<Profile, "delayMs"> = {}): 
  * for n = 4), `normal` otherwise. The first connection, often a driver's control connection,
  * is normal.
  *
- * With `rotateMs`, congestion moves, as on routes whose load changes (the 2025 paper, §3.3):
- * in period k = ⌊(now − start) / rotateMs⌋ connection `i` is congested when
- * `(i + k) % n === n - 1`. Only the bandwidth cap moves; delay and jitter are `normal`'s.
+ * With `rotateMs`, congestion moves, as on routes whose load changes ("Hiding Latencies…"
+ * (arXiv:2503.22643), §3.3): in period k = ⌊(now − start) / rotateMs⌋ connection `i` is congested
+ * when `(i + k) % n === n - 1`. Only the bandwidth cap moves; delay and jitter are `normal`'s.
  *
  * ```ts
  * const oneInFour = unevenEvery(4, { delayMs: 10, bandwidthBytesPerSec: 1_000_000 }, { delayMs: 10 });

@@ -1,9 +1,9 @@
 /**
  * A TCP latency proxy: the kernel of the development machines has no `tc netem`, so benchmarks
- * and tests put this between cassette and a real server to get the 2025 paper's round trips
- * (0, 20, 150 ms) and uneven connections. Each accepted connection gets its own profile
- * (delay, jitter, bandwidth cap); each direction is a DelayLine (delay_line.ts), so a stream
- * is delayed, not throttled to bytes-per-round-trip.
+ * and tests put this between cassette and a real server to get "Hiding Latencies…"
+ * (arXiv:2503.22643)'s round trips (0, 20, 150 ms) and uneven connections. Each accepted connection
+ * gets its own profile (delay, jitter, bandwidth cap); each direction is a DelayLine
+ * (delay_line.ts), so a stream is delayed, not throttled to bytes-per-round-trip.
  *
  * ```ts
  * const proxy = await startProxy({ target: { host: "127.0.0.1", port: 9042 }, profile: uniform(75) });
