@@ -10,10 +10,11 @@
  *
  * Two kernels rather than one: the triangle filter reads chroma samples across block and MCU
  * edges, which a one-block-per-thread IDCT cannot see; a plane in between makes both passes
- * plain gathers. Pixels match the WASM decoder's full decode within ±2 per channel (2 is the
- * worst seen on test/fixtures/jpeg): upsampling and colour use the decoder's own integer
- * formulas and add nothing, but the IDCTs are both f32 with a different order of operations,
- * so a sample may round the other way, and YCbCr→RGB scales a chroma step by up to 1.772.
+ * plain gathers. Pixels are within ±2 per channel of an f64 IDCT with the same upsampling and
+ * colour (test/reference/idct_ycbcr.ts), and within ±3 of the WASM decoder's full decode, whose
+ * IDCT is libjpeg's integer one (islow): upsampling and colour use the decoder's own integer
+ * formulas and add nothing, but an f32 IDCT may round a sample the other way than f64 or islow,
+ * and YCbCr→RGB scales a chroma step by up to 1.772 (test/gpu/idct.test.ts checks both bounds).
  *
  * NOTE [ Coefficient upload ]  one storage buffer, array<u32>, built by `planCoefficients`:
  *
