@@ -32,7 +32,7 @@ export function uuidv5(namespace: string, name: string): string {
  * @example
  * ```ts
  * import { sampleId } from "cassette";
- * console.log(sampleId("fashion-mnist", "train/0")); // the same on every machine
+ * console.log(sampleId("fashion-mnist", "train/0")); // 6ceecba5-6052-5b9e-9e8a-368b24047c2e (on every machine)
  * ```
  */
 export function sampleId(dataset: string, key: string): string {

@@ -44,7 +44,8 @@ const infos = new WeakMap<GPUDevice, DeviceInfo>();
  * ```ts
  * import { requestDevice, deviceInfo } from "cassette";
  * const device = await requestDevice();
- * console.log(deviceInfo(device)); // { runtime: "bun", backend: "dawn", adapter: "llvmpipe …", cpu: true }
+ * const info = deviceInfo(device)!; // e.g. { runtime: "bun", backend: "dawn", adapter: "llvmpipe …", cpu: true } here
+ * console.log(typeof info.adapter, typeof info.cpu); // string boolean
  * device.destroy();
  * ```
  */

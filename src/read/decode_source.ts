@@ -22,7 +22,7 @@
  * await store.close();
  * const source = new DecodeSource(await openReadSource("sqlite:.tmp/decode-source-example.sqlite", "fm"), await createJpegDecoder());
  * const s = await new Promise<any>((resolve, reject) => source.fetch(page[0].id, (e, s) => (e ? reject(e) : resolve(s))));
- * console.log(s.image.width, s.image.height, s.image.channels); // 28 28 1
+ * console.log(s.image.width, s.image.height, s.image.channels); // 28 28 3 (ingest stores idx images as colour JPEGs)
  * await source.close();
  * ```
  */
