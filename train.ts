@@ -46,6 +46,7 @@ import { type Dashboard, type DashboardFrame, frameFromStats, startDashboard } f
 if (runtime.name === "node") await import("./runtime-adapters/node_hooks.mjs");
 const { createPreprocessor } = await import("./src/gpu/preprocess.ts");
 const { createModel } = await import("./src/train/model.ts");
+const { inputNormalization } = await import("./src/train/predict.ts");
 const { MODELS } = await import("./src/train/models.ts");
 const { GpuDataset } = await import("./src/train/gpu_dataset.ts");
 const { readCheckpoint, restoreCheckpoint, saveCheckpoint, CHECKPOINT_FILE } = await import("./src/train/checkpoint.ts");
@@ -359,12 +360,10 @@ async function main(): Promise<number> {
     const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false, resume: resume?.run.loader, train: true });
     const evalBatch = Math.max(run.batch, 500);
     const testLoader = test.length ? loader(test, { order: "strict", shuffle: false, batch: evalBatch, dropLast: false }) : undefined;
-    const pre = await createPreprocessor(device, {
-      width: W, height: H, channels: C === 1 ? 1 : 3,
-      mean: C === 1 ? [FASHION_MNIST_MEAN] : [0.485, 0.456, 0.406],
-      std: C === 1 ? [FASHION_MNIST_STD] : [0.229, 0.224, 0.225],
-    });
+    const normalize = inputNormalization(C === 1 ? 1 : 3);
+    const pre = await createPreprocessor(device, { width: W, height: H, channels: C === 1 ? 1 : 3, ...normalize });
     const model = createModel(device, modelName, { seed: run.seed, optimizer: { kind: "adam", lr: run.lr } });
+    model.normalize = normalize; // into the weights' header: predict normalizes as this run did
     if (resume) await restoreCheckpoint(model, resume);
     const classes = model.classes;
 

@@ -23,7 +23,8 @@ export const help = `usage: cassette predict --store URL --dataset NAME --weight
 
 Runs the model of a weights file (train.ts --save FILE writes one; its header names the
 model, so the file is enough) over the samples of a split, or of the whole dataset, through
-the loader and GPU path train.ts evaluates with: decode, resize and normalize on the GPU, the
+the loader and GPU path train.ts evaluates with: decode, resize and normalize on the GPU (as the
+weights' header says the model was trained; older files: train.ts's defaults), the
 model's eval forward (batch norm with its running statistics), softmax. Each sample is
 predicted exactly once. Where samples have labels it prints the accuracy (top-1 and top-k)
 and a confusion matrix (rows: the label, columns: the prediction).

@@ -93,6 +93,12 @@ export class Sequential {
   /** Per-sample output shape of each layer. */
   readonly shapes: number[][];
   readonly classes: number;
+  /**
+   * The input normalization the model was trained with, per channel, on pixels scaled to 0…1
+   * (train.ts sets it): saved in the weights' header and read back by `load`, so that predict
+   * normalizes as training did. Undefined: not recorded (files from before it was).
+   */
+  normalize?: Normalization;
   readonly #params: Slot[][];
   readonly #state: Slot[][];
   readonly #buffers: GPUBuffer[];
@@ -372,7 +378,10 @@ export class Sequential {
     const slots = [...this.#params.flat(), ...this.#state.flat()];
     const values = await this.#read(slots.map((s) => s.value));
     return {
-      header: { format: "cassette-weights", version: 1, model: this.spec, tensors: slots.map((s) => ({ name: s.spec.name, shape: s.spec.shape, dtype: "f32" })) },
+      header: {
+        format: "cassette-weights", version: 1, model: this.spec, tensors: slots.map((s) => ({ name: s.spec.name, shape: s.spec.shape, dtype: "f32" })),
+        ...(this.normalize ? { normalize: this.normalize } : {}),
+      },
       values,
     };
   }
@@ -387,6 +396,7 @@ export class Sequential {
   async load(path: string | URL): Promise<void> {
     const { header, values } = decodeWeights(await runtime.readFile(path), String(path));
     await this.setWeights(header, values, String(path));
+    if (header.normalize !== undefined) this.normalize = checkNormalization(header.normalize, this.spec.input[0], `weights file ${path}`);
   }
 
   /**
@@ -510,4 +520,21 @@ export async function writeAtomically(path: string | URL, bytes: Uint8Array): Pr
   const tmp = `${target}.${process.pid}.tmp`;
   await runtime.writeFile(tmp, bytes);
   await rename(tmp, target);
+}
+
+/** Per-channel mean and standard deviation of the input, on pixels scaled to 0…1. */
+export interface Normalization {
+  mean: number[];
+  std: number[];
+}
+
+/** A normalization as a header carries it: one mean and a positive std per channel (or one for all). */
+export function checkNormalization(n: unknown, channels: number, where: string): Normalization {
+  const o = n as Partial<Normalization> | null;
+  const ok = (xs: unknown, positive: boolean) =>
+    Array.isArray(xs) && (xs.length === 1 || xs.length === channels) && xs.every((x) => typeof x === "number" && Number.isFinite(x) && (!positive || x > 0));
+  if (!o || typeof o !== "object" || !ok(o.mean, false) || !ok(o.std, true)) {
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use the input normalization of ${where} as it must be { mean, std } with 1 or ${channels} numbers each, std > 0: current value is ${JSON.stringify(n)?.slice(0, 200)}`);
+  }
+  return { mean: o.mean!.slice(), std: o.std!.slice() };
 }

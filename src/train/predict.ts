@@ -121,7 +121,8 @@ export interface PredictedBatch {
 
 /**
  * Normalization by the model's channels, as train.ts picks it: Fashion-MNIST's statistics for
- * one channel (what the named models train on), ImageNet's for three.
+ * one channel (what the named models train on), ImageNet's for three. predict uses the model's
+ * own (`Sequential.normalize`, from its weights' header) where the file records it.
  */
 export function inputNormalization(channels: number): { mean: number[]; std: number[] } {
   return channels === 1 ? { mean: [FASHION_MNIST_MEAN], std: [FASHION_MNIST_STD] } : { mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225] };
@@ -184,7 +185,8 @@ export async function* predict(model: Sequential, o: PredictOptions): AsyncGener
   };
   let pre: Preprocessor | undefined;
   try {
-    pre = await createPreprocessor(model.device, { width: W, height: H, channels: C, ...inputNormalization(C) });
+    // As the model was trained (its weights' header), else as train.ts did before it recorded it.
+    pre = await createPreprocessor(model.device, { width: W, height: H, channels: C, ...(model.normalize ?? inputNormalization(C)) });
     for await (const b of loaderBatches(loader, pre, 0)) {
       for (let i = 0; i < b.n; i++) {
         if (b.labels[i] >= model.classes) {

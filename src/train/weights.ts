@@ -8,7 +8,9 @@
  *
  * The header names the model and lists every tensor (parameters, then state such as batch
  * norm's running statistics) with its shape and dtype, so a file loads only into a model of the
- * same architecture, and the error says which tensor differs. A checkpoint (checkpoint.ts) is
+ * same architecture, and the error says which tensor differs. `normalize` (where the model's
+ * `normalize` is set: train.ts sets it) is the input normalization it was trained with, which
+ * predict applies. A checkpoint (checkpoint.ts) is
  * the same container with format "cassette-checkpoint": the model's tensors, the optimizer's,
  * and the run's state in its header.
  */
@@ -24,6 +26,8 @@ export interface WeightHeader {
   model: unknown;
   /** dtype is "f32" (the only one written; files from before it was recorded have none). */
   tensors: { name: string; shape: number[]; dtype?: "f32" }[];
+  /** The input normalization the model was trained with (model.ts `Normalization`); absent in older files. */
+  normalize?: { mean: number[]; std: number[] };
   /** Anything else the container carries (a checkpoint's run state). */
   [more: string]: unknown;
 }

@@ -1,6 +1,6 @@
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -157,6 +157,45 @@ test("cassette predict from cassette export's folder (file:) predicts what it pr
   assert.ok(a.every((x) => x.key === null), "an export keeps no keys");
   assert.equal(a.map((x) => [x.id, x.classes, x.probs, x.label]), b.map((x) => [x.id, x.classes, x.probs, x.label]));
 }, { timeoutMs: 90_000 });
+
+test("the weights' header carries train.ts's input normalization, and predict normalizes by the model's own; a bad one is named", async () => {
+  await setUp();
+  const { decodeWeights, encodeWeights } = await import("../../src/train/weights.ts");
+  const { predict } = await import("../../src/train/predict.ts");
+  const bytes = readFileSync(weights);
+  const { header, values } = decodeWeights(bytes, weights);
+  assert.equal(header.normalize, inputNormalization(1), "train.ts --save recorded the normalization it trained with");
+  const device = await testDevice();
+  const s = await openStore(store, { create: false });
+  const ids = (await storedIds(s, "fm")).slice(0, 40);
+  const { model } = await loadModel(device, weights);
+  /** Each id's top class and its probability, predicted with the model's normalization as it stands. */
+  const run = async () => {
+    const out = new Map<string, string>();
+    for await (const b of predict(model, { store: s, dataset: "fm", ids, topK: 1, batchSize: 16 })) {
+      b.ids.forEach((id, i) => out.set(id, `${b.classes[i]}:${b.probs[i].toFixed(5)}`));
+    }
+    return out;
+  };
+  try {
+    assert.equal(model.normalize, header.normalize, "loadModel reads it");
+    const recorded = await run();
+    model.normalize = { mean: [0.9], std: [0.1] };
+    const other = await run();
+    assert.ok([...recorded].some(([id, p]) => other.get(id) !== p), "another normalization in the model gives other predictions: predict uses the model's");
+    model.normalize = undefined; // a file from before it was recorded: inputNormalization, as train.ts used
+    assert.equal(await run(), recorded);
+  } finally {
+    await model.destroy();
+    await s.close();
+  }
+  const bad = join(dir, "bad-normalize.bin");
+  writeFileSync(bad, encodeWeights({ ...header, normalize: { mean: [0.2], std: [0] } }, values));
+  await loadModel(device, bad).then(
+    () => assert.unreachable("a std of 0 loads"),
+    (e: Error) => assert.match(e.message, /normalization of weights file .*bad-normalize\.bin .*std > 0/),
+  );
+});
 
 test("cassette predict refuses by name: another model's weights, a bad table name, a table of other columns; --help", async () => {
   await setUp();
