@@ -15,6 +15,7 @@
  * ```
  */
 import { CassetteError } from "../errors.ts";
+import { roundHalfEven } from "../util/round.ts";
 import { describe, type Image } from "./decoder.ts";
 
 /** A rectangle in pixels: left, top, width, height. */
@@ -132,11 +133,6 @@ export function randomCropBox(
   return { x: Math.floor((width - w) / 2), y: Math.floor((height - h) / 2), w, h };
 }
 
-/** Python's round(), which get_params uses: halves go to the even neighbour. */
-function roundHalfEven(x: number): number {
-  const r = Math.round(x);
-  return x % 1 === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
 
 function checkImage(src: Image): void {
   const ok = typeof src === "object" && src !== null && Number.isInteger(src.width) && Number.isInteger(src.height) &&

@@ -25,6 +25,8 @@
  */
 import { CassetteError } from "../errors.ts";
 import { hash32, rng } from "../plan/rng.ts";
+import { roundHalfEven } from "../util/round.ts";
+import { randomCropBox } from "../decode/crop.ts";
 
 /** Bytes of one table record. */
 export const RECORD_BYTES = 32;
@@ -101,7 +103,9 @@ export function planImage(width: number, height: number, o: PlanOptions, epoch: 
   } else if (crop.kind === "center") {
     box = centerBox(width, height, o.width, o.height, crop.resize ?? Math.min(o.width, o.height));
   } else {
-    box = randomResizedBox(width, height, crop.scale ?? [0.08, 1], crop.ratio ?? [3 / 4, 4 / 3], r.next);
+    // torchvision's RandomResizedCrop box, the same one the CPU transform draws (decode/crop.ts).
+    const b = randomCropBox(width, height, r.next, crop.scale ?? [0.08, 1], crop.ratio ?? [3 / 4, 4 / 3]);
+    box = [b.x, b.y, b.w, b.h];
   }
   const p = o.flip ?? 0;
   const mirror = p > 0 && rng(o.seed ?? 0, epoch, key, 2).next() < p;
@@ -120,41 +124,6 @@ function centerBox(w: number, h: number, outW: number, outH: number, resize: num
   return [left * sx, top * sy, outW * sx, outH * sy];
 }
 
-/** Python's round(), which CenterCrop uses: halves go to the even neighbour. */
-function roundHalfEven(x: number): number {
-  const r = Math.round(x);
-  return Math.abs(x % 1) === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
-
-/** torchvision RandomResizedCrop.get_params: ten tries, then a centred box of clamped ratio. */
-function randomResizedBox(
-  w: number,
-  h: number,
-  scale: readonly [number, number],
-  ratio: readonly [number, number],
-  next: () => number,
-): [number, number, number, number] {
-  const area = w * h;
-  const lo = Math.log(ratio[0]), hi = Math.log(ratio[1]);
-  for (let attempt = 0; attempt < 10; attempt++) {
-    const target = area * (scale[0] + next() * (scale[1] - scale[0]));
-    const aspect = Math.exp(lo + next() * (hi - lo));
-    const cw = roundHalfEven(Math.sqrt(target * aspect));
-    const ch = roundHalfEven(Math.sqrt(target / aspect));
-    if (cw > 0 && ch > 0 && cw <= w && ch <= h) {
-      const top = Math.floor(next() * (h - ch + 1));
-      const left = Math.floor(next() * (w - cw + 1));
-      return [left, top, cw, ch];
-    }
-  }
-  const inRatio = w / h;
-  let cw = w, ch = h;
-  if (inRatio < ratio[0]) ch = roundHalfEven(w / ratio[0]);
-  else if (inRatio > ratio[1]) cw = roundHalfEven(h * ratio[1]);
-  cw = Math.max(1, Math.min(w, cw));
-  ch = Math.max(1, Math.min(h, ch));
-  return [Math.floor((w - cw) / 2), Math.floor((h - ch) / 2), cw, ch];
-}
 
 /** A decoded image: u8 pixels, interleaved (HWC), rows unpadded. */
 export interface DecodedImage {
