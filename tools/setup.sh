@@ -139,6 +139,11 @@ step "versitygw (S3 server for the tests, from the Go module proxy, into $CACHE/
 bash "$ROOT/tools/s3/versitygw.sh" build
 took $s
 
+# --- the Python webdataset package, pinned (the WebDataset interop test reads our shards with it)
+step "webdataset for Python (PyPI, pinned, into $CACHE/wds-venv)"; s=$SECONDS
+bash "$ROOT/tools/python/webdataset.sh"
+took $s
+
 # --- build ------------------------------------------------------------------------------------
 step "build (wasm + bundle)"; s=$SECONDS
 node_modules/.bin/bun build.ts

@@ -1,11 +1,14 @@
 /**
  * Real tar tools for the interoperability tests: GNU tar and Python's tarfile (stdlib), run
  * through files (Deno's spawnSync can stall on large piped data), and the `webdataset`
- * package when a virtual environment under .tmp/ has it. Each `has…` says why not when absent,
- * for the test's skip reason.
+ * package from the virtual environment the set-up builds (tools/python/webdataset.sh). Each
+ * `NO_…` says why a tool is absent, for the test's skip reason; the webdataset package is not
+ * optional: its check fails, naming the set-up step, where it is missing.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
 
 /** Runs `cmd args`, throwing with its stderr when it fails; its stdout. */
 export function sh(cmd: string, args: string[], opts: { cwd?: string } = {}): string {
@@ -24,11 +27,10 @@ export const NO_GNU_TAR = missing("tar", ["--version"], "GNU tar");
 /** A skip reason when python3 is absent, else false. */
 export const NO_PYTHON = missing("python3", ["-c", "import tarfile, json, hashlib"], "python3");
 
-/** The Python with `webdataset` installed (python3 -m venv .tmp/wds-venv && .tmp/wds-venv/bin/pip install webdataset). */
-export const WDS_PYTHON = ".tmp/wds-venv/bin/python";
-export const NO_WEBDATASET = existsSync(WDS_PYTHON)
-  ? missing(WDS_PYTHON, ["-c", "import webdataset"], "the webdataset package")
-  : `the webdataset package is not installed (python3 -m venv .tmp/wds-venv && .tmp/wds-venv/bin/pip install webdataset)`;
+/** The Python with `webdataset` installed, as tools/python/webdataset.sh builds it. */
+export const WDS_PYTHON = join(process.env.CASSETTE_CACHE ?? join(homedir(), ".cache", "cassette"), "wds-venv", "bin", "python");
+/** Why the webdataset package cannot be run, else false. */
+export const NO_WEBDATASET = missing(WDS_PYTHON, ["-c", "import webdataset"], "the webdataset package (bash tools/setup.sh, or bash tools/python/webdataset.sh, installs it)");
 
 /** Python's tarfile's view of an archive: each regular file's name, size and SHA-1, in order. */
 export function pythonTarList(path: string): { name: string; size: number; sha1: string }[] {
