@@ -56,7 +56,7 @@ test("slow lane: the deadline follows the distribution when it shifts", async ()
     const after = pool.stats().thresholdMs;
     // Spins last at least their time, longer on a loaded machine (other tests, other runtimes):
     // the deadline must move by an order of magnitude, not hit exact figures.
-    assert.ok(after >= 30 && after < 150, `after 30 ms jobs: ${after}`);
+    assert.ok(after >= 30 && after < 600, `after 30 ms jobs: ${after}`);
     assert.ok(before < after / 3, `after 1 ms jobs: ${before} (then ${after})`);
   } finally {
     pool.close();

@@ -66,7 +66,8 @@ test("a zlib bomb (a 10 KB IDAT inflating to 10 MB under a 64×64 IHDR) stops at
   assert.is(e.reason, "too-much-data", e.message);
   assert.is(e.expected, height * (width + 1));
   assert.match(e.message, /expected 4160 bytes/);
-  assert.ok(runtime.now() - t0 < 100, "found at once");
+  // Found before inflating (the whole bomb would take seconds); a loaded machine may pause the thread.
+  assert.ok(runtime.now() - t0 < 1000, `found at once: ${(runtime.now() - t0).toFixed(0)} ms`);
   // No more than the file and the image's own size were ever asked for.
   assert.ok(png.memoryBytes - before <= 64 << 10, `memory grew by ${png.memoryBytes - before} bytes`);
   // The same stream with stored blocks, and split over IDATs of 7 bytes.
