@@ -26,15 +26,32 @@ function dawnGpu(): Promise<GPU | undefined> {
 function withCompleteLimits(adapter: GPUAdapter): GPUAdapter {
   const request = adapter.requestDevice.bind(adapter);
   adapter.requestDevice = (desc: GPUDeviceDescriptor = {}) => {
-    if (!desc.requiredLimits) return keepingPackedBuffers(() => request(desc));
+    if (!desc.requiredLimits) return keepingPackedBuffers(() => request(desc)).then(compilingSafely);
     const limits: Record<string, number> = { ...(desc.requiredLimits as Record<string, number>) };
     for (const k in adapter.limits) {
       const v = (adapter.limits as unknown as Record<string, unknown>)[k];
       if (v === 0 && !(k in limits)) limits[k] = 0;
     }
-    return keepingPackedBuffers(() => request({ ...desc, requiredLimits: limits }));
+    return keepingPackedBuffers(() => request({ ...desc, requiredLimits: limits })).then(compilingSafely);
   };
   return adapter;
+}
+
+/**
+ * The same for what a compile packs: bun-webgpu 0.1.5 encodes a shader's code, a pipeline's
+ * entry point and its constants' names with a TextEncoder and hands Dawn the bytes' address
+ * only (node_modules/bun-webgpu/index.js, the "char*" packer: `ptr(encoder.encode(val))`), so
+ * a collection in between freed the code Dawn parsed: "Error while parsing WGSL: :1:1 error:
+ * null character found" (1 compile in ~150 after `Bun.gc(false)`, test/gpu/shader_compile.test.ts;
+ * once in a CI run's model test).
+ */
+function compilingSafely(device: GPUDevice): GPUDevice {
+  const d = device as unknown as Record<string, (...a: unknown[]) => unknown>;
+  for (const name of ["createShaderModule", "createComputePipeline", "createComputePipelineAsync"]) {
+    const call = d[name].bind(device);
+    d[name] = (...args: unknown[]) => keepingPackedBuffers(() => call(...args));
+  }
+  return device;
 }
 
 /**
@@ -49,9 +66,16 @@ function withCompleteLimits(adapter: GPUAdapter): GPUAdapter {
  * inside `requestDevice`, so every ArrayBuffer constructed during that call is held here until
  * Dawn has answered.
  */
-function keepingPackedBuffers(request: () => Promise<GPUDevice>): Promise<GPUDevice> {
+function keepingPackedBuffers<T>(call: () => T): T {
   const Native = globalThis.ArrayBuffer;
-  const kept: ArrayBuffer[] = [];
+  const encode = TextEncoder.prototype.encode;
+  const kept: unknown[] = [];
+  // Strings are packed through a TextEncoder: its outputs are held too.
+  TextEncoder.prototype.encode = function (this: TextEncoder, input?: string) {
+    const bytes = encode.call(this, input);
+    kept.push(bytes);
+    return bytes;
+  };
   // A Proxy, not a subclass: `x instanceof ArrayBuffer` stays true for buffers made before.
   globalThis.ArrayBuffer = new Proxy(Native, {
     construct(target, args) {
@@ -60,13 +84,17 @@ function keepingPackedBuffers(request: () => Promise<GPUDevice>): Promise<GPUDev
       return b;
     },
   });
-  let answer: Promise<GPUDevice>;
+  let answer: T;
   try {
-    answer = request();
+    answer = call();
   } finally {
     globalThis.ArrayBuffer = Native;
+    TextEncoder.prototype.encode = encode;
   }
-  return answer.finally(() => void kept.length); // `kept` stays reachable until here
+  // A promise's packing may be read until it settles: `kept` stays reachable until then.
+  if (answer instanceof Promise) return answer.finally(() => void kept.length) as T;
+  void kept.length;
+  return answer;
 }
 
 export const bun: Runtime = {
