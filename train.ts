@@ -30,7 +30,7 @@ import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
-import type { TrainBatch } from "./src/train/model.ts";
+import type { Sequential, TrainBatch } from "./src/train/model.ts";
 import { carried, type EpochCarry, fit, type EpochReport } from "./src/train/fit.ts";
 import { loaderBatches, type LoaderTrainBatch, pixelsOf } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
@@ -294,296 +294,432 @@ async function main(): Promise<number> {
 
   // The device first: its kind picks the defaults.
   const device = await requestDevice({ backend: run.backend });
-  const info = deviceInfo(device)!;
-  // The GPU default is the model whose 10-epoch accuracy was measured (bench/RESULTS.md).
-  const modelName = run.model ?? (info.cpu ? "mlp" : "cnn");
-  const epochs = run.epochs ?? (info.cpu ? 3 : 10);
-  // Reading in the training thread costs it 30-70 µs a sample, which caps what a fast card can
-  // be fed; read workers hand it packets at ~0.1 µs a sample, and on lavapipe, whose training
-  // takes the same cores, they cost nothing either (NOTE [ Read workers: how many ]).
-  const workers = run.workers ?? readWorkers(run.address, { transform: run.transform });
-  const spec = MODELS[modelName];
-  const [C, H, W] = spec.input;
-  log(`device   ${info.runtime}, ${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: small defaults)" : ""}`);
+  const setup = defaults(run, device);
+  log(`device   ${setup.info.runtime}, ${setup.info.backend}: ${setup.info.adapter}${setup.info.cpu ? " (a CPU driver: small defaults)" : ""}`);
   if (resume) {
     const r = resume.run;
-    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${epochs}, ${r.loader.handed} of its ${r.loader.planned} samples trained, step ${r.step} (written ${r.time})`);
+    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${setup.epochs}, ${r.loader.handed} of its ${r.loader.planned} samples trained, step ${r.step} (written ${r.time})`);
   }
-
-  let store: Store | undefined, readStore: Store | undefined, proxy: ProxyProcess | undefined;
-  const loaders: Loader<Sample>[] = [];
-  let dashboard: Dashboard | undefined, dashboardTimer: ReturnType<typeof setInterval> | undefined;
+  const held: Held = { loaders: [] };
   try {
-    store = await openRunStore(run);
+    const store = held.store = await openRunStore(run);
     const ing = await ensureDataset(store, run, log);
     const { train, test, splitNote } = await pickSamples(store, run);
-    log(`data     ${run.dataset} in ${store.address}: ${train.length} training and ${test.length} test samples` +
-      (ing ? ` (${ing} ingested now)` : ""));
+    log(`data     ${run.dataset} in ${store.address}: ${train.length} training and ${test.length} test samples` + (ing ? ` (${ing} ingested now)` : ""));
     if (splitNote) log(`split    ${splitNote}`);
-
-    // Reads go through the latency proxy when asked (ingest and listing above went direct).
-    readStore = store;
-    let readAddress = run.address;
-    if (run.latencyMs > 0) {
-      const a = parseStoreAddress(run.address);
-      if (a.kind !== "cassandra") bad(`'--latency-ms' needs a network store (cassandra://…): current store is ${redact(run.address)}`);
-      proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, 0, ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
-      // The same address (credentials, keyspace, options) with the proxy as its only host.
-      readAddress = run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy!.port}`);
-      // Read workers open the address themselves: a store here would only hold idle connections.
-      if (workers === 0) readStore = await openStore(readAddress, { create: false });
-      log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
-    }
-
-    // The loader decodes (its `decode`): in the read workers with --workers, else in this thread
-    // as each sample arrives. Either way a sample is ready once decoded (NOTE [ Ready-order
-    // assembly ] in src/assemble/assembler.ts), so a slow decode delays only its own sample, and
-    // a file that does not decode is named by its key and id (src/read/decode_source.ts).
-    // A grey model asks the decoder for one channel: a colour file's luma, with its chroma's
-    // IDCT and conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
-    const decodeOptions = C === 1 ? { grey: true } : {};
-    const loader = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"]; train?: boolean }) => {
-      const l = new Loader<Sample>({
-        // "auto" where none was given: the same count, sized as reading goes on a larger machine (workerScale).
-        store: workers > 0 ? readAddress : readStore!, workers: run.workers ?? (workers > 0 ? "auto" : 0), decode: decodeOptions, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
-        order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, onError: run.onError, resume: o.resume,
-        // --transform runs on the training samples only (evaluation sees the images as stored). A
-        // module's answer becomes the sample's image. No function runs here per sample: with read
-        // workers the batches are their packets, taken whole (NOTE [ Packets ], src/read/packet.ts).
-        ...(o.train && run.transform ? { transform: run.transform } : {}),
-      });
-      loaders.push(l);
-      return l;
-    };
+    const loader = loaderMaker(run, setup, await readThrough(run, setup.workers, held, log), held);
     // Every epoch trains on every sample: the last batch is short when the batch size does not
     // divide them (its program is compiled once, below). The test split is read in plan order, whole.
     const trainLoader = loader(train, { order: run.order, shuffle: true, batch: run.batch, dropLast: false, resume: resume?.run.loader, train: true });
     const evalBatch = Math.max(run.batch, 500);
     const testLoader = test.length ? loader(test, { order: "strict", shuffle: false, batch: evalBatch, dropLast: false }) : undefined;
+    const [C, H, W] = setup.input;
     const normalize = inputNormalization(C === 1 ? 1 : 3);
     const pre = await createPreprocessor(device, { width: W, height: H, channels: C === 1 ? 1 : 3, ...normalize });
-    const model = createModel(device, modelName, { seed: run.seed, optimizer: { kind: "adam", lr: run.lr } });
+    const model = createModel(device, setup.modelName, { seed: run.seed, optimizer: { kind: "adam", lr: run.lr } });
     model.normalize = normalize; // into the weights' header: predict normalizes as this run did
     if (resume) await restoreCheckpoint(model, resume);
-    const classes = model.classes;
 
-    let trainBatches: (e: number) => AsyncIterable<TrainBatch>;
-    let testBatches: (() => AsyncIterable<TrainBatch>) | undefined;
-    const held: InstanceType<typeof GpuDataset>[] = [];
-    if (run.noIo) {
-      // Read and decode once, keep the pixels on the GPU as bytes, gather each batch there.
-      const t0 = runtime.now();
-      const hold = async (l: Loader<Sample>, n: number, what: string) => {
-        const bar = progress(`hold ${what}`, n, run.json);
-        const { pixels, labels } = await readPixels(l, [C, H, W], classes, bar);
-        bar.done();
-        const d = new GpuDataset(device, pixels, labels, { shape: [C, H, W], normalize: { mean: FASHION_MNIST_MEAN, std: FASHION_MNIST_STD } });
-        held.push(d);
-        return d;
-      };
-      const tr = await hold(loader(train, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), train.length, "train");
-      const te = test.length ? await hold(loader(test, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), test.length, "test") : undefined;
-      log(`no-io    ${train.length + test.length} images read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
-      trainBatches = (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: false });
-      testBatches = te && (() => te.batches(0, { batch: evalBatch, shuffle: false }));
-    } else {
-      trainBatches = (e) => countDisplaced(loaderBatches(trainLoader, pre, e, { classes, readAhead: e + 1 < epochs }), trainLoader, e, (n, ids) => ((displaced = n), (stepIds = ids)), e === startEpoch ? resume?.run.loader.handed ?? 0 : 0);
-      testBatches = testLoader && (() => loaderBatches(testLoader, pre, 0, { classes }));
-    }
-
-    // Metrics and plots, rewritten after every epoch.
     await mkdir(run.out, { recursive: true });
-    const metricsPath = `${run.out}/metrics.jsonl`;
-    // A resumed run's file holds the checkpoint's whole epochs (a line the killed run wrote
-    // after its last checkpoint is written again, once, when its epoch ends here).
-    await writeFile(metricsPath, (resume?.run.reports ?? []).map((r) => JSON.stringify({ model: modelName, ...r }) + "\n").join(""));
+    const loop = new TrainLoop(run, setup, model, trainLoader, testLoader, resume, train.length);
+    await loop.startMetrics();
+    const batches = run.noIo
+      ? await heldOnGpu(run, setup, device, loader, train, test, evalBatch, model.classes, held, log)
+      : {
+        train: (e: number) => loop.counted(loaderBatches(trainLoader, pre, e, { classes: model.classes, readAhead: e + 1 < setup.epochs }), e),
+        test: testLoader && (() => loaderBatches(testLoader, pre, 0, { classes: model.classes })),
+      };
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
-    log(`model    ${modelName} (${describeModel(modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
-      `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${epochs} epochs, ` +
-      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${workers ? `${workers} read workers` : "read in this thread"}` +
-        (run.transform ? `, transform ${run.transform.module} ${workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
+    log(`model    ${setup.modelName} (${describeModel(setup.modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
+      `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${setup.epochs} epochs, ` +
+      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}` +
+        (run.transform ? `, transform ${run.transform.module} ${setup.workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
     const tc = runtime.now();
     const testN = test.length ? [evalBatch, ...(test.length % evalBatch ? [test.length % evalBatch] : [])] : [];
     const trainN = [Math.min(run.batch, train.length), ...(train.length > run.batch && short ? [short] : [])];
     await model.prepare(...trainN, ...testN);
     log(`compile  ${((runtime.now() - tc) / 1000).toFixed(1)} s (training and evaluation programs)`);
-    const nTrain = train.length;
-    let bar = progress("epoch 1", nTrain, run.json);
-    let latest = "", polling = false, lastPoll = runtime.now(), share = 0, lastShare = 0;
-    let loaderWait0 = 0, displaced = 0, testSkipped0 = 0, stepIds: string[] = [];
-    const reports: EpochReport[] = [...(resume?.run.reports ?? [])];
-    const startEpoch = resume?.run.epoch ?? 0;
-    let step = resume?.run.step ?? 0;
+    await loop.start(held);
+    await fit(model, loop.fitOptions(batches.train, batches.test));
+    const seconds = loop.seconds();
+    const reports = loop.finish();
+    if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
+    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${run.every} steps and after each epoch)`);
+    await model.destroy();
+    for (const d of held.gpuData ?? []) await d.destroy();
+    pre.destroy();
+    summary(run, setup, { store, ing, train, test, resume, reports, seconds, loader: run.noIo ? undefined : trainLoader.stats() });
+    return 0;
+  } finally {
+    await closeHeld(held);
+    device.destroy();
+  }
+}
+
+/** What a run's defaults come to on `device`: the model, the epochs, the read workers. */
+function defaults(run: Run, device: GPUDevice) {
+  const info = deviceInfo(device)!;
+  // The GPU default is the model whose 10-epoch accuracy was measured (bench/RESULTS.md).
+  const modelName = run.model ?? (info.cpu ? "mlp" : "cnn");
+  return {
+    info,
+    modelName,
+    input: MODELS[modelName].input,
+    epochs: run.epochs ?? (info.cpu ? 3 : 10),
+    // Reading in the training thread costs it 30-70 µs a sample, which caps what a fast card can
+    // be fed; read workers hand it packets at ~0.1 µs a sample, and on lavapipe, whose training
+    // takes the same cores, they cost nothing either (NOTE [ Read workers: how many ]).
+    workers: run.workers ?? readWorkers(run.address, { transform: run.transform }),
+  };
+}
+type Setup = ReturnType<typeof defaults>;
+
+/** What a run opened, closed in its `finally` whatever happened. */
+interface Held {
+  store?: Store;
+  readStore?: Store;
+  proxy?: ProxyProcess;
+  loaders: Loader<Sample>[];
+  dashboard?: Dashboard;
+  dashboardTimer?: ReturnType<typeof setInterval>;
+  /** --no-io's pixels on the GPU. */
+  gpuData?: { destroy(): Promise<void> }[];
+}
+
+async function closeHeld(h: Held): Promise<void> {
+  clearInterval(h.dashboardTimer);
+  await h.dashboard?.close();
+  for (const l of h.loaders) await l.close();
+  if (h.readStore && h.readStore !== h.store) await h.readStore.close();
+  await h.store?.close();
+  await h.proxy?.close();
+}
+
+/**
+ * Where reads go: through the latency proxy when asked (ingest and listing went direct), else
+ * the run's address and store.
+ */
+async function readThrough(run: Run, workers: number, held: Held, log: (s: string) => void): Promise<{ address: string; store: Store }> {
+  if (!(run.latencyMs > 0)) return { address: run.address, store: held.store! };
+  const a = parseStoreAddress(run.address);
+  if (a.kind !== "cassandra") bad(`'--latency-ms' needs a network store (cassandra://…): current store is ${redact(run.address)}`);
+  const proxy = held.proxy = await startProxyProcess(`${a.hosts[0]}:${a.port}`, 0, ["--delay-ms", String(run.latencyMs), "--jitter-ms", String(run.jitterMs)]);
+  // The same address (credentials, keyspace, options) with the proxy as its only host.
+  const address = run.address.replace(/^(cassandra:\/\/(?:[^@/]*@)?)[^/]*/, (_, head) => `${head}127.0.0.1:${proxy.port}`);
+  // Read workers open the address themselves: a store here would only hold idle connections.
+  if (workers === 0) held.readStore = await openStore(address, { create: false });
+  log(`latency  +${run.latencyMs}${run.jitterMs ? ` ± ${run.jitterMs}` : ""} ms each way through the proxy on 127.0.0.1:${proxy.port} (RTT +${2 * run.latencyMs} ms)`);
+  return { address, store: held.readStore ?? held.store! };
+}
+
+type LoaderFor = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolean; batch: number; dropLast: boolean; resume?: Checkpoint["run"]["loader"]; train?: boolean }) => Loader<Sample>;
+
+/**
+ * The run's Loaders. The loader decodes (its `decode`): in the read workers, else in this
+ * thread as each sample arrives. Either way a sample is ready once decoded (NOTE [ Ready-order
+ * assembly ] in src/assemble/assembler.ts), so a slow decode delays only its own sample, and a
+ * file that does not decode is named by its key and id (src/read/decode_source.ts). A grey
+ * model asks the decoder for one channel: a colour file's luma, with its chroma's IDCT and
+ * conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
+ */
+function loaderMaker(run: Run, setup: Setup, read: { address: string; store: Store }, held: Held): LoaderFor {
+  const decode = setup.input[0] === 1 ? { grey: true } : {};
+  const workers = setup.workers;
+  return (ids, o) => {
+    const l = new Loader<Sample>({
+      // "auto" where none was given: the same count, sized as reading goes on a larger machine (workerScale).
+      store: workers > 0 ? read.address : read.store, workers: run.workers ?? (workers > 0 ? "auto" : 0), decode, dataset: run.dataset, ids, batchSize: o.batch, shuffle: o.shuffle, seed: run.seed,
+      order: o.order, prefetch: run.prefetch, dropLast: o.dropLast, reaskTail: true, onError: run.onError, resume: o.resume,
+      // --transform runs on the training samples only (evaluation sees the images as stored). A
+      // module's answer becomes the sample's image. No function runs here per sample: with read
+      // workers the batches are their packets, taken whole (NOTE [ Packets ], src/read/packet.ts).
+      ...(o.train && run.transform ? { transform: run.transform } : {}),
+    });
+    held.loaders.push(l);
+    return l;
+  };
+}
+
+/** --no-io: read and decode once, keep the pixels on the GPU as bytes, gather each batch there. */
+async function heldOnGpu(
+  run: Run, setup: Setup, device: GPUDevice, loader: LoaderFor, train: string[], test: string[], evalBatch: number, classes: number, held: Held, log: (s: string) => void,
+): Promise<{ train: (e: number) => AsyncIterable<TrainBatch>; test?: () => AsyncIterable<TrainBatch> }> {
+  const t0 = runtime.now();
+  const [C, H, W] = setup.input;
+  const hold = async (l: Loader<Sample>, n: number, what: string) => {
+    const bar = progress(`hold ${what}`, n, run.json);
+    const { pixels, labels } = await readPixels(l, [C, H, W], classes, bar);
+    bar.done();
+    const d = new GpuDataset(device, pixels, labels, { shape: [C, H, W], normalize: { mean: FASHION_MNIST_MEAN, std: FASHION_MNIST_STD } });
+    (held.gpuData ??= []).push(d);
+    return d;
+  };
+  const tr = await hold(loader(train, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), train.length, "train");
+  const te = test.length ? await hold(loader(test, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), test.length, "test") : undefined;
+  log(`no-io    ${train.length + test.length} images read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
+  return {
+    train: (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: false }),
+    test: te && (() => te.batches(0, { batch: evalBatch, shuffle: false })),
+  };
+}
+
+/**
+ * The training loop's own figures as it goes: the progress bar and its live loss, the loader's
+ * wait, the dashboard's frames, checkpoints, the metrics file and plots after each epoch, and
+ * what a Ctrl-C keeps.
+ */
+class TrainLoop {
+  readonly reports: EpochReport[];
+  readonly #startEpoch: number;
+  #step: number;
+  #bar: ReturnType<typeof progress>;
+  #latest = "";
+  #polling = false;
+  #lastPoll = runtime.now();
+  #share = 0;
+  #lastShare = 0;
+  #loaderWait0 = 0;
+  #displaced = 0;
+  #testSkipped0 = 0;
+  #stepIds: string[] = [];
+  #writing: Promise<unknown> = Promise.resolve();
+  #t0 = 0;
+  #trained: number;
+  #epochTrained: number;
+  #trainedBefore: number;
+  #lastHandOver = 0;
+  readonly #live: { loss?: number; accuracy?: number } = {};
+  readonly #batchTimes: number[] = [];
+  #dashboard?: Dashboard;
+  #dashboardTimer?: ReturnType<typeof setInterval>;
+  readonly #recorded: Record<string, unknown>;
+  readonly #metricsPath: string;
+  readonly run: Run;
+  readonly setup: Setup;
+  readonly model: Sequential;
+  readonly trainLoader: Loader<Sample>;
+  readonly testLoader: Loader<Sample> | undefined;
+  readonly resume: Checkpoint | undefined;
+  readonly nTrain: number;
+
+  // (No parameter properties: Node strips types only, and refuses them.)
+  constructor(run: Run, setup: Setup, model: Sequential, trainLoader: Loader<Sample>, testLoader: Loader<Sample> | undefined, resume: Checkpoint | undefined, nTrain: number) {
+    this.run = run;
+    this.setup = setup;
+    this.model = model;
+    this.trainLoader = trainLoader;
+    this.testLoader = testLoader;
+    this.resume = resume;
+    this.nTrain = nTrain;
+    this.reports = [...(resume?.run.reports ?? [])];
+    this.#startEpoch = resume?.run.epoch ?? 0;
+    this.#step = resume?.run.step ?? 0;
+    this.#bar = progress("epoch 1", nTrain, run.json);
     // Checkpoints: the run's options, resolved; the loader's state after each step's batch.
-    const recorded = recordedOptions(run, modelName, epochs, workers);
-    const checkpoint = async (epoch: number, partial?: EpochCarry) => {
-      await saveCheckpoint(run.checkpoint!, model, {
-        options: recorded, epoch, step, loader: trainLoader.state(), reports, partial, seed: run.seed, time: new Date().toISOString(),
-      });
-    };
-    // Ctrl-C or a kill: once the epoch being written (metrics, plots, weights) is on disk, say
-    // what is kept and exit; the proxy process exits with us (tools/proxy/process.ts).
-    let writing: Promise<unknown> = Promise.resolve();
+    this.#recorded = recordedOptions(run, setup.modelName, setup.epochs, setup.workers);
+    this.#metricsPath = `${run.out}/metrics.jsonl`;
+    this.#trained = this.reports.reduce((a, r) => a + r.samples, 0);
+    this.#epochTrained = resume?.run.partial?.samples ?? 0;
+    this.#trainedBefore = this.#trained + this.#epochTrained; // by the run this one resumes
+  }
+
+  /**
+   * Metrics and plots are rewritten after every epoch. A resumed run's file holds the
+   * checkpoint's whole epochs (a line the killed run wrote after its last checkpoint is
+   * written again, once, when its epoch ends here).
+   */
+  async startMetrics(): Promise<void> {
+    await writeFile(this.#metricsPath, (this.resume?.run.reports ?? []).map((r) => JSON.stringify({ model: this.setup.modelName, ...r }) + "\n").join(""));
+  }
+
+  /** The loader's batches of epoch `e`, counting those the plan puts in another batch (outOfPlanShare). */
+  counted(batches: AsyncIterable<LoaderTrainBatch>, e: number): AsyncIterable<TrainBatch> {
+    const handed = e === this.#startEpoch ? this.resume?.run.loader.handed ?? 0 : 0;
+    return countDisplaced(batches, this.trainLoader, e, (n, ids) => ((this.#displaced = n), (this.#stepIds = ids)), handed);
+  }
+
+  /**
+   * Starts the loop's clock and, with --dashboard, the page (refreshed every 250 ms). Ctrl-C or
+   * a kill from here on: once the epoch being written (metrics, plots, weights) is on disk, say
+   * what is kept and exit; the proxy process exits with us (tools/proxy/process.ts).
+   */
+  async start(held: Held): Promise<void> {
+    const { run, setup, reports } = this;
     const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
-      await writing.catch(() => {});
-      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${epochs}; the ${reports.length} whole epoch(s) before it are in ` +
+      await this.#writing.catch(() => {});
+      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${setup.epochs}; the ${reports.length} whole epoch(s) before it are in ` +
         `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}` +
         (run.checkpoint ? `; the last checkpoint is in ${run.checkpoint}: --resume ${run.checkpoint} goes on from it` : ""));
       runtime.exit(signal === "SIGINT" ? 130 : 143);
     };
     process.on("SIGINT", () => void interrupted("SIGINT"));
     process.on("SIGTERM", () => void interrupted("SIGTERM"));
-    const t0 = runtime.now();
-    // The dashboard's figures: the loader's, this loop's step and samples, the last losses.
-    let trained = reports.reduce((a, r) => a + r.samples, 0), epochTrained = resume?.run.partial?.samples ?? 0, lastHandOver = t0;
-    const trainedBefore = trained + epochTrained; // by the run this one resumes
-    const live: { loss?: number; accuracy?: number } = {};
-    const batchTimes: number[] = [];
-    const frame = (done: boolean): DashboardFrame => {
-      const last = reports.at(-1);
-      const extra: Partial<DashboardFrame> = {
-        seconds: (runtime.now() - t0) / 1000, epoch: Math.min(epochs, reports.length + (done ? 0 : 1)), step, samples: trained + epochTrained,
-        imagesPerSec: (trained + epochTrained - trainedBefore) / Math.max(1e-3, (runtime.now() - t0) / 1000),
-        loss: { train: live.loss ?? last?.loss, test: last?.testLoss },
-        accuracy: { train: live.accuracy ?? last?.trainAccuracy, test: last?.testAccuracy },
-        batchTimesMs: batchTimes.splice(0), done,
-      };
-      return run.noIo ? { waitShare: 0, ...extra } as DashboardFrame : frameFromStats(trainLoader.stats(), { ...extra, ...(workers ? { workers } : {}) });
-    };
-    if (run.dashboard) {
-      dashboard = await startDashboard({ ...run.dashboard, title: `train.ts: ${modelName} on ${run.dataset}` });
-      say(`dashboard ${dashboard.url}`); // with --json too: stderr, and the only way to find the page
-      dashboard.update(frame(false));
-      dashboardTimer = setInterval(() => dashboard!.update(frame(false)), 250);
-    }
-    await fit(model, {
-      epochs,
-      startEpoch,
-      carry: resume?.run.partial,
-      train: (e) => {
-        bar = progress(`epoch ${e + 1}/${epochs}`, nTrain, run.json);
-        latest = "";
-        live.loss = live.accuracy = undefined;
-        share = 0;
-        loaderWait0 = trainLoader.stats().waitSeconds;
-        return trainBatches(e);
-      },
-      test: testBatches,
-      onStep: (e, samples, elapsedMs, waitedMs) => {
-        step++;
-        epochTrained = samples;
-        if (dashboard) {
-          // Batch times for its histogram, taken by the next frame (none kept without one).
-          const now = runtime.now();
-          batchTimes.push(now - lastHandOver);
-          lastHandOver = now;
-        }
-        if (run.traceIds) appendFileSync(run.traceIds, JSON.stringify({ epoch: e, step, ids: stepIds }) + "\n");
-        // Loss and accuracy need a read-back from the GPU: every 2 s at most, in the background.
-        // With a dashboard open every half second, for its loss curve.
-        if (!polling && runtime.now() - lastPoll > (dashboard ? 500 : 2000)) {
-          polling = true;
-          model.trainMetrics().then((m) => ((live.loss = m.loss), (live.accuracy = m.accuracy), (latest = `loss ${m.loss.toFixed(3)} · acc ${(100 * m.accuracy).toFixed(1)}%`)))
-            .finally(() => ((polling = false), (lastPoll = runtime.now())));
-        }
-        // stats() sorts every batch time so far: refresh the share twice a second, not per step.
-        if (runtime.now() - lastShare > 500 && elapsedMs > 0) {
-          lastShare = runtime.now();
-          share = (100 * (run.noIo ? waitedMs : 1000 * (trainLoader.stats().waitSeconds - loaderWait0))) / elapsedMs;
-        }
-        bar.update(samples, `${latest}${latest ? " · " : ""}wait ${share.toFixed(0)}%`);
-        if (run.checkpoint && step % run.every === 0) {
-          // What this epoch trained so far, an interrupted run's part included; the wait is the
-          // loader's, as the epoch's report measures it.
-          const carry = e === startEpoch ? resume?.run.partial : undefined;
-          writing = model.peekTrainMetrics().then((m) =>
-            checkpoint(e, carried(carry, {
-              ...m, samples: samples - (carry?.samples ?? 0), seconds: elapsedMs / 1000, waitedSeconds: trainLoader.stats().waitSeconds - loaderWait0,
-            }))
-          );
-          return writing as Promise<void>;
-        }
-      },
-      onEpoch: async (r) => {
-        const ls = trainLoader.stats();
-        const testSkipped = testLoader?.skipped(0) ?? 0; // every evaluation reads its epoch 0
-        // The share of the epoch the training loop waited for the loader (fetch + decode); with
-        // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
-        const carriedWait = r.epoch - 1 === startEpoch ? resume?.run.partial?.waitedSeconds ?? 0 : 0;
-        const report = run.noIo ? { ...r } : {
-          ...r,
-          waitShare: Math.min(1, (ls.waitSeconds - loaderWait0 + carriedWait) / r.seconds),
-          outOfPlanShare: r.samples ? displaced / r.samples : 0,
-          // Samples left out after their retries (--on-error skip): training, then the test split.
-          skipped: trainLoader.skipped(r.epoch - 1),
-          testSkipped: testSkipped - testSkipped0,
-        };
-        testSkipped0 = testSkipped;
-        reports.push(report);
-        trained += report.samples;
-        epochTrained = 0;
-        live.loss = live.accuracy = undefined;
-        const skipped = "skipped" in report && report.skipped + report.testSkipped > 0 ? ` · skipped ${report.skipped} + ${report.testSkipped} test` : "";
-        bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +
-          `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%${skipped}`);
-        writing = (async () => {
-          await appendFile(metricsPath, JSON.stringify({ model: modelName, ...report }) + "\n");
-          await writePlots(run.out, modelName, reports);
-          // Weights after every epoch (replaced atomically): a run cut short keeps its last epoch.
-          if (run.save) await model.save(run.save);
-          if (run.checkpoint) await checkpoint(r.epoch);
-        })();
-        await writing;
-      },
-    });
-    const totalS = (runtime.now() - t0) / 1000;
-    clearInterval(dashboardTimer);
-    dashboard?.update(frame(true));
-    if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
-    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${run.every} steps and after each epoch)`);
-    await model.destroy();
-    for (const d of held) await d.destroy();
-    pre.destroy();
+    this.#t0 = this.#lastHandOver = runtime.now();
+    if (!run.dashboard) return;
+    const dashboard = this.#dashboard = held.dashboard = await startDashboard({ ...run.dashboard, title: `train.ts: ${setup.modelName} on ${run.dataset}` });
+    say(`dashboard ${dashboard.url}`); // with --json too: stderr, and the only way to find the page
+    dashboard.update(this.#frame(false));
+    this.#dashboardTimer = held.dashboardTimer = setInterval(() => dashboard.update(this.#frame(false)), 250);
+  }
 
-    const last = reports.at(-1)!;
-    const doc = {
-      model: modelName,
-      epochs: reports,
-      dataset: run.dataset,
-      store: store.address,
-      ingested: ing,
-      device: info,
-      io: run.noIo ? "none" : "loader",
-      order: run.noIo ? undefined : run.order,
-      workers: run.noIo ? undefined : workers,
-      latencyMs: run.latencyMs,
-      batch: run.batch,
-      lr: run.lr,
-      seed: run.seed,
-      resumedFrom: resume ? { path: resume.path, epoch: resume.run.epoch + 1, step: resume.run.step, trained: resume.run.loader.handed } : undefined,
-      trainSamples: train.length,
-      testSamples: test.length,
-      seconds: totalS,
-      out: run.out,
-      loader: run.noIo ? undefined : trainLoader.stats(),
+  /** The dashboard's figures: the loader's, this loop's step and samples, the last losses. */
+  #frame(done: boolean): DashboardFrame {
+    const last = this.reports.at(-1), now = runtime.now();
+    const samples = this.#trained + this.#epochTrained;
+    const extra: Partial<DashboardFrame> = {
+      seconds: (now - this.#t0) / 1000, epoch: Math.min(this.setup.epochs, this.reports.length + (done ? 0 : 1)), step: this.#step, samples,
+      imagesPerSec: (samples - this.#trainedBefore) / Math.max(1e-3, (now - this.#t0) / 1000),
+      loss: { train: this.#live.loss ?? last?.loss, test: last?.testLoss },
+      accuracy: { train: this.#live.accuracy ?? last?.trainAccuracy, test: last?.testAccuracy },
+      batchTimesMs: this.#batchTimes.splice(0), done,
     };
-    if (run.json) console.log(JSON.stringify(doc));
-    else {
-      console.log(`${modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${reports.length} epochs, ` +
-        `${(reports.reduce((a, r) => a + r.imagesPerSec, 0) / reports.length).toFixed(0)} training images/s, ` +
-        `waiting for data ${(100 * reports.reduce((a, r) => a + r.waitShare, 0) / reports.length).toFixed(1)}% of the time; ` +
-        `${totalS.toFixed(1)} s in all. Metrics and plots: ${run.out}/`);
+    const workers = this.setup.workers;
+    return this.run.noIo ? { waitShare: 0, ...extra } as DashboardFrame : frameFromStats(this.trainLoader.stats(), { ...extra, ...(workers ? { workers } : {}) });
+  }
+
+  #checkpoint(epoch: number, partial?: EpochCarry): Promise<void> {
+    return saveCheckpoint(this.run.checkpoint!, this.model, {
+      options: this.#recorded, epoch, step: this.#step, loader: this.trainLoader.state(), reports: this.reports, partial, seed: this.run.seed, time: new Date().toISOString(),
+    });
+  }
+
+  fitOptions(train: (e: number) => AsyncIterable<TrainBatch>, test: (() => AsyncIterable<TrainBatch>) | undefined): Parameters<typeof fit>[1] {
+    return {
+      epochs: this.setup.epochs,
+      startEpoch: this.#startEpoch,
+      carry: this.resume?.run.partial,
+      train: (e) => {
+        this.#bar = progress(`epoch ${e + 1}/${this.setup.epochs}`, this.nTrain, this.run.json);
+        this.#latest = "";
+        this.#live.loss = this.#live.accuracy = undefined;
+        this.#share = 0;
+        this.#loaderWait0 = this.trainLoader.stats().waitSeconds;
+        return train(e);
+      },
+      test,
+      onStep: (e, samples, elapsedMs, waitedMs) => this.#onStep(e, samples, elapsedMs, waitedMs),
+      onEpoch: (r) => this.#onEpoch(r),
+    };
+  }
+
+  #onStep(e: number, samples: number, elapsedMs: number, waitedMs: number): Promise<void> | void {
+    const { run, trainLoader } = this;
+    this.#step++;
+    this.#epochTrained = samples;
+    if (this.#dashboard) {
+      // Batch times for its histogram, taken by the next frame (none kept without one).
+      const now = runtime.now();
+      this.#batchTimes.push(now - this.#lastHandOver);
+      this.#lastHandOver = now;
     }
-    return 0;
-  } finally {
-    clearInterval(dashboardTimer);
-    await dashboard?.close();
-    for (const l of loaders) await l.close();
-    if (readStore && readStore !== store) await readStore.close();
-    await store?.close();
-    await proxy?.close();
-    device.destroy();
+    if (run.traceIds) appendFileSync(run.traceIds, JSON.stringify({ epoch: e, step: this.#step, ids: this.#stepIds }) + "\n");
+    // Loss and accuracy need a read-back from the GPU: every 2 s at most, in the background.
+    // With a dashboard open every half second, for its loss curve.
+    if (!this.#polling && runtime.now() - this.#lastPoll > (this.#dashboard ? 500 : 2000)) {
+      this.#polling = true;
+      this.model.trainMetrics().then((m) => ((this.#live.loss = m.loss), (this.#live.accuracy = m.accuracy), (this.#latest = `loss ${m.loss.toFixed(3)} · acc ${(100 * m.accuracy).toFixed(1)}%`)))
+        .finally(() => ((this.#polling = false), (this.#lastPoll = runtime.now())));
+    }
+    // stats() sorts every batch time so far: refresh the share twice a second, not per step.
+    if (runtime.now() - this.#lastShare > 500 && elapsedMs > 0) {
+      this.#lastShare = runtime.now();
+      this.#share = (100 * (run.noIo ? waitedMs : 1000 * (trainLoader.stats().waitSeconds - this.#loaderWait0))) / elapsedMs;
+    }
+    this.#bar.update(samples, `${this.#latest}${this.#latest ? " · " : ""}wait ${this.#share.toFixed(0)}%`);
+    if (run.checkpoint && this.#step % run.every === 0) {
+      // What this epoch trained so far, an interrupted run's part included; the wait is the
+      // loader's, as the epoch's report measures it.
+      const carry = e === this.#startEpoch ? this.resume?.run.partial : undefined;
+      this.#writing = this.model.peekTrainMetrics().then((m) =>
+        this.#checkpoint(e, carried(carry, {
+          ...m, samples: samples - (carry?.samples ?? 0), seconds: elapsedMs / 1000, waitedSeconds: trainLoader.stats().waitSeconds - this.#loaderWait0,
+        }))
+      );
+      return this.#writing as Promise<void>;
+    }
+  }
+
+  async #onEpoch(r: EpochReport): Promise<void> {
+    const { run, trainLoader } = this;
+    const ls = trainLoader.stats();
+    const testSkipped = this.testLoader?.skipped(0) ?? 0; // every evaluation reads its epoch 0
+    // The share of the epoch the training loop waited for the loader (fetch + decode); with
+    // --no-io, for the GPU gather. Preprocessing is GPU work, not waiting for data.
+    const carriedWait = r.epoch - 1 === this.#startEpoch ? this.resume?.run.partial?.waitedSeconds ?? 0 : 0;
+    const report = run.noIo ? { ...r } : {
+      ...r,
+      waitShare: Math.min(1, (ls.waitSeconds - this.#loaderWait0 + carriedWait) / r.seconds),
+      outOfPlanShare: r.samples ? this.#displaced / r.samples : 0,
+      // Samples left out after their retries (--on-error skip): training, then the test split.
+      skipped: trainLoader.skipped(r.epoch - 1),
+      testSkipped: testSkipped - this.#testSkipped0,
+    };
+    this.#testSkipped0 = testSkipped;
+    this.reports.push(report);
+    this.#trained += report.samples;
+    this.#epochTrained = 0;
+    this.#live.loss = this.#live.accuracy = undefined;
+    const skipped = "skipped" in report && report.skipped + report.testSkipped > 0 ? ` · skipped ${report.skipped} + ${report.testSkipped} test` : "";
+    this.#bar.done(`loss ${r.loss.toFixed(3)} · train acc ${(100 * r.trainAccuracy).toFixed(1)}% · test acc ${(100 * r.testAccuracy).toFixed(2)}% · ` +
+      `${r.imagesPerSec.toFixed(0)} img/s · wait ${(100 * report.waitShare).toFixed(1)}%${skipped}`);
+    this.#writing = (async () => {
+      await appendFile(this.#metricsPath, JSON.stringify({ model: this.setup.modelName, ...report }) + "\n");
+      await writePlots(run.out, this.setup.modelName, this.reports);
+      // Weights after every epoch (replaced atomically): a run cut short keeps its last epoch.
+      if (run.save) await this.model.save(run.save);
+      if (run.checkpoint) await this.#checkpoint(r.epoch);
+    })();
+    await this.#writing;
+  }
+
+  /** The loop is over: the dashboard's last frame; the reports. */
+  finish(): EpochReport[] {
+    clearInterval(this.#dashboardTimer);
+    this.#dashboard?.update(this.#frame(true));
+    return this.reports;
+  }
+
+  /** Seconds since the loop's clock started. */
+  seconds(): number {
+    return (runtime.now() - this.#t0) / 1000;
+  }
+}
+
+/** The run's last words: its document with --json, else a line. */
+function summary(
+  run: Run, setup: Setup,
+  r: { store: Store; ing: number; train: string[]; test: string[]; resume?: Checkpoint; reports: EpochReport[]; seconds: number; loader?: ReturnType<Loader<Sample>["stats"]> },
+): void {
+  const { reports, resume } = r;
+  const last = reports.at(-1)!;
+  const doc = {
+    model: setup.modelName,
+    epochs: reports,
+    dataset: run.dataset,
+    store: r.store.address,
+    ingested: r.ing,
+    device: setup.info,
+    io: run.noIo ? "none" : "loader",
+    order: run.noIo ? undefined : run.order,
+    workers: run.noIo ? undefined : setup.workers,
+    latencyMs: run.latencyMs,
+    batch: run.batch,
+    lr: run.lr,
+    seed: run.seed,
+    resumedFrom: resume ? { path: resume.path, epoch: resume.run.epoch + 1, step: resume.run.step, trained: resume.run.loader.handed } : undefined,
+    trainSamples: r.train.length,
+    testSamples: r.test.length,
+    seconds: r.seconds,
+    out: run.out,
+    loader: r.loader,
+  };
+  if (run.json) console.log(JSON.stringify(doc));
+  else {
+    console.log(`${setup.modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${reports.length} epochs, ` +
+      `${(reports.reduce((a, x) => a + x.imagesPerSec, 0) / reports.length).toFixed(0)} training images/s, ` +
+      `waiting for data ${(100 * reports.reduce((a, x) => a + x.waitShare, 0) / reports.length).toFixed(1)}% of the time; ` +
+      `${r.seconds.toFixed(1)} s in all. Metrics and plots: ${run.out}/`);
   }
 }
 

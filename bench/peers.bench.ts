@@ -221,8 +221,10 @@ class TreeWatch {
   #cpuTicks = 0;
   #final?: number;
   readonly #timer: ReturnType<typeof setInterval>;
+  readonly root: number;
 
-  constructor(readonly root: number, ms = 50) {
+  constructor(root: number, ms = 50) {
+    this.root = root;
     this.#timer = setInterval(() => this.sample(), ms);
   }
 
