@@ -73,42 +73,25 @@ export async function run(argv: string[]): Promise<number> {
   // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
   const { options } = parseArgs(optionalValue(argv, "dashboard", "0"), "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
-  const dashboardPort = options.has("dashboard") ? intOption(options, "read", "dashboard") : undefined;
-  if (dashboardPort !== undefined && (dashboardPort < 0 || dashboardPort > 65535)) usageError("read", `--dashboard must be a port 0…65535: current value is ${dashboardPort}`);
-  if (options.has("dashboard-host") && dashboardPort === undefined) usageError("read", "--dashboard-host needs --dashboard");
-  const json = options.has("json");
-  const grey = options.has("grey");
-  const pre = preprocessRequest(options, grey, intOption(options, "read", "seed"));
-  const decode = options.has("decode") || pre !== undefined;
-  if (grey && !decode) usageError("read", "--grey needs --decode or --preprocess");
-  const address = required(options, "read", "store");
-  let dataset = options.get("dataset") as string | undefined;
-  const why = datasetNeeded(address, dataset);
-  if (why) usageError("read", `needs --dataset: ${why}`);
-  const order = (options.get("order") ?? "ready") as "ready" | "strict";
-  if (order !== "ready" && order !== "strict") usageError("read", `--order must be ready or strict: current value is ${order}`);
-  const onError = (options.get("on-error") ?? "throw") as "throw" | "skip";
-  const balance = (options.get("balance") ?? "rate") as "rate" | "driver";
-  if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
-  const prefetch = options.get("prefetch") === "auto" ? "auto" : intOption(options, "read", "prefetch");
-  const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
-  if (split && options.has("ids")) usageError("read", "--split and --ids both name the ids to read: give one");
-  const idsFile = options.has("ids") ? await readIdsFile(String(options.get("ids"))) : undefined;
+  const o = await readOptions(options);
+  const { address } = o;
+  let dataset = o.dataset;
   // The device before the store: no adapter is said at once, before any reading.
-  const stage = pre && await TensorStage.open(pre);
-  const decodeWorkers = intOption(options, "read", "decode-workers");
-  const workersGiven = intOption(options, "read", "workers");
-  const workers = workersGiven ?? readWorkers(address, { decodeWorkers });
+  const stage = o.pre && await TensorStage.open(o.pre);
+  const workers = o.workersGiven ?? readWorkers(address, { decodeWorkers: o.decodeWorkers });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
   // from them once they are open. Until the Loader has them, closing them is this function's.
   let reading: Promise<ReadSource> | undefined = workers > 0
-    ? open(address, { mode: "read", dataset, workers, scaleWorkers: workerScale(workers, workersGiven), decode: decode && { grey }, decodeWorkers, balance, reads: { hedge: options.has("hedge") ? {} : undefined, reaskTail: true } })
+    ? open(address, {
+      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && { grey: o.grey }, decodeWorkers: o.decodeWorkers, balance: o.balance,
+      reads: { hedge: o.hedge ? {} : undefined, reaskTail: true },
+    })
     : undefined;
   reading?.catch(() => {}); // reported where it is awaited
   let source: ReadSource;
   try {
-    source = await open(address, { mode: "read", dataset, balance });
+    source = await open(address, { mode: "read", dataset, balance: o.balance });
   } catch (e) {
     stage?.destroy();
     await reading?.then((s) => s.close(), () => {});
@@ -116,19 +99,10 @@ export async function run(argv: string[]): Promise<number> {
   }
   let closeSource = true;
   let dashboard: Dashboard | undefined;
-  let dashboardTimer: ReturnType<typeof setInterval> | undefined;
+  let feed: DashboardFeed | undefined;
   try {
     dataset ??= source.dataset;
-    let ids: string[];
-    if (split) {
-      if (dataset !== undefined && split.file.dataset !== dataset) usageError("read", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
-      ids = split.split.ids;
-    } else if (idsFile) ids = idsFile;
-    else if (source.ids) ids = await source.ids();
-    else {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${redact(address)} without sample ids as it cannot list them: pass --split FILE (see cassette read --help)`);
-    }
-    const epochs = intOption(options, "read", "epochs") ?? 1;
+    const ids = await sampleIds(o, source, dataset);
     if (reading) {
       closeSource = false;
       await source.close(); // it listed the ids; the workers read
@@ -136,99 +110,187 @@ export async function run(argv: string[]): Promise<number> {
     const workerSource = await reading;
     reading = undefined; // the Loader closes it from here on
     // Before the loader exists, so that a port in use stops the read before it starts.
-    dashboard = dashboardPort === undefined ? undefined : await startDashboard({
-      port: dashboardPort, host: options.get("dashboard-host") as string | undefined, title: `cassette read ${dataset ?? redact(address)}`,
+    dashboard = o.dashboardPort === undefined ? undefined : await startDashboard({
+      port: o.dashboardPort, host: o.dashboardHost, title: `cassette read ${dataset ?? redact(address)}`,
     });
     if (dashboard) console.error(`dashboard: ${dashboard.url}`);
     const loader = new Loader({
       // The workers decode where they read: the Loader takes their samples as they come.
-      store: workerSource ?? source, dataset, decode: !workerSource && decode && { grey }, ids, order, onError,
-      decodeWorkers: workerSource ? undefined : decodeWorkers,
-      batchSize: intOption(options, "read", "batch") ?? 128,
-      prefetch,
-      seed: intOption(options, "read", "seed"),
-      rank: intOption(options, "read", "rank"),
-      worldSize: intOption(options, "read", "world-size"),
-      hedge: options.has("hedge"),
-      reaskTail: true,
+      store: workerSource ?? source, dataset, decode: !workerSource && o.decode && { grey: o.grey }, ids, order: o.order, onError: o.onError,
+      decodeWorkers: workerSource ? undefined : o.decodeWorkers,
+      batchSize: o.batch, prefetch: o.prefetch, seed: o.seed, rank: o.rank, worldSize: o.worldSize, hedge: o.hedge, reaskTail: true,
     });
     closeSource = false; // the loader closes it
-    const stepMs = numberOption(options, "read", "step-ms") ?? 0;
-    if (stepMs < 0) usageError("read", `--step-ms must be ≥ 0: current value is ${stepMs}`);
-    const series = options.has("series") ? [] as number[] : undefined;
     const t0 = runtime.now();
-    // The dashboard's figures: the loader's stats, this thread's epoch and clock, and the batch
-    // times since the last frame (its histogram; the stats keep only percentiles).
-    let epochNow = 0;
-    let lastHandOver = t0;
-    const batchTimes: number[] = [];
-    const frame = (done: boolean, seconds = (runtime.now() - t0) / 1000) => {
-      const s = loader.stats();
-      return frameFromStats(s, { epoch: epochNow, seconds, batchTimesMs: batchTimes.splice(0), done, ...(!s.prepare && { workers }) });
-    };
-    if (dashboard) {
-      dashboard.update(frame(false));
-      dashboardTimer = setInterval(() => dashboard!.update(frame(false)), DASHBOARD_EVERY_MS);
-    }
-    try {
-      for (let e = 0; e < epochs; e++) {
-        const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), json);
-        let n = 0;
-        epochNow = e;
-        for await (const b of loader.epoch(e, { readAhead: e + 1 < epochs })) {
-          if (dashboard) {
-            const now = runtime.now();
-            batchTimes.push(now - lastHandOver);
-            lastHandOver = now;
-          }
-          if (stage) await stage.run(b, e);
-          series?.push(Math.round((runtime.now() - t0) * 100) / 100);
-          // A training step that does not hold the loader's thread (as the peers' --step-ms).
-          if (stepMs > 0) await new Promise((r) => setTimeout(r, stepMs));
-          bar.update((n += b.ids.length), () => `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
-          b.release?.(); // a packet's buffer back to its worker, to fill again
-        }
-        bar.done();
-      }
-      // Submitted is not done: the read ends when the last tensor exists.
-      await stage?.finish();
-    } finally {
-      clearInterval(dashboardTimer);
-      await loader.close();
-    }
+    feed = dashboard && new DashboardFeed(dashboard, loader, t0, workers);
+    const series = await readEpochs(loader, ids, o, stage, feed, t0);
     const s = loader.stats();
     const report = {
-      store: redact(address), dataset: dataset ?? null, order, epochs, samples: s.samples, bytes: s.bytes,
+      store: redact(address), dataset: dataset ?? null, order: o.order, epochs: o.epochs, samples: s.samples, bytes: s.bytes,
       seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
       batchMs: s.batchMs, waitMs: s.waitMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
-      workers, decode, grey, stepMs,
+      workers, decode: o.decode, grey: o.grey, stepMs: o.stepMs,
       ...(series && { batchAtMs: series }),
       ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
     };
     // The last frame carries the report's own figures; closing sends it before the streams end.
-    dashboard?.update(frame(true, report.seconds));
-    if (json) console.log(JSON.stringify(report));
-    else {
-      console.log(`read ${s.samples} samples, ${(s.bytes / 1e6).toFixed(1)} MB in ${report.seconds.toFixed(2)} s (${order} order)`);
-      console.log(`  ${s.samplesPerSec.toFixed(0)} samples/s, ${s.mbPerSec.toFixed(1)} MB/s`);
-      console.log(`  batch time p50 ${s.batchMs.p50.toFixed(1)} ms, p99 ${s.batchMs.p99.toFixed(1)} ms, max ${s.batchMs.max.toFixed(1)} ms`);
-      console.log(`  errors ${s.errors}, retries ${s.retries}, most samples outstanding ${s.maxOutstanding}`);
-      if (options.has("hedge")) console.log(`  hedged ${s.hedged} requests, the hedge answered first ${s.hedgeWins} times`);
-      const p = report.preprocess;
-      if (p) {
-        console.log(`  preprocess ${p.images} images into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
-          `${p.seconds.toFixed(2)} s, ${(100 * p.share).toFixed(0)} % of the read; batch p50 ${p.batchMs.p50.toFixed(1)} ms, max ${p.batchMs.max.toFixed(1)} ms (${p.adapter})`);
-        if (p.dump) console.log(`  first batch's tensor in ${p.dump.file}`);
-      }
-    }
+    feed?.update(true, report.seconds);
+    if (o.json) console.log(JSON.stringify(report));
+    else printReport(report, o.hedge);
     return s.errors ? 1 : 0;
   } finally {
-    clearInterval(dashboardTimer);
+    feed?.stop();
     await dashboard?.close();
     stage?.destroy();
     if (closeSource) await source.close();
     await reading?.then((s) => s.close(), () => {});
+  }
+}
+
+/** The command line read and checked, before anything is opened. */
+async function readOptions(options: ReturnType<typeof parseArgs>["options"]) {
+  const dashboardPort = options.has("dashboard") ? intOption(options, "read", "dashboard") : undefined;
+  if (dashboardPort !== undefined && (dashboardPort < 0 || dashboardPort > 65535)) usageError("read", `--dashboard must be a port 0…65535: current value is ${dashboardPort}`);
+  if (options.has("dashboard-host") && dashboardPort === undefined) usageError("read", "--dashboard-host needs --dashboard");
+  const grey = options.has("grey");
+  const pre = preprocessRequest(options, grey, intOption(options, "read", "seed"));
+  const decode = options.has("decode") || pre !== undefined;
+  if (grey && !decode) usageError("read", "--grey needs --decode or --preprocess");
+  const address = required(options, "read", "store");
+  const dataset = options.get("dataset") as string | undefined;
+  const why = datasetNeeded(address, dataset);
+  if (why) usageError("read", `needs --dataset: ${why}`);
+  const order = (options.get("order") ?? "ready") as "ready" | "strict";
+  if (order !== "ready" && order !== "strict") usageError("read", `--order must be ready or strict: current value is ${order}`);
+  const balance = (options.get("balance") ?? "rate") as "rate" | "driver";
+  if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
+  const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
+  if (split && options.has("ids")) usageError("read", "--split and --ids both name the ids to read: give one");
+  const stepMs = numberOption(options, "read", "step-ms") ?? 0;
+  if (stepMs < 0) usageError("read", `--step-ms must be ≥ 0: current value is ${stepMs}`);
+  return {
+    address, dataset, order, balance, grey, decode, pre, split, stepMs,
+    json: options.has("json"),
+    hedge: options.has("hedge"),
+    series: options.has("series"),
+    onError: (options.get("on-error") ?? "throw") as "throw" | "skip",
+    prefetch: options.get("prefetch") === "auto" ? "auto" as const : intOption(options, "read", "prefetch"),
+    idsFile: options.has("ids") ? await readIdsFile(String(options.get("ids"))) : undefined,
+    decodeWorkers: intOption(options, "read", "decode-workers"),
+    workersGiven: intOption(options, "read", "workers"),
+    epochs: intOption(options, "read", "epochs") ?? 1,
+    batch: intOption(options, "read", "batch") ?? 128,
+    seed: intOption(options, "read", "seed"),
+    rank: intOption(options, "read", "rank"),
+    worldSize: intOption(options, "read", "world-size"),
+    dashboardPort,
+    dashboardHost: options.get("dashboard-host") as string | undefined,
+  };
+}
+type ReadOptions = Awaited<ReturnType<typeof readOptions>>;
+
+/** The ids to read: the split's, the file's, or all the source lists. */
+async function sampleIds(o: ReadOptions, source: ReadSource, dataset: string | undefined): Promise<string[]> {
+  if (o.split) {
+    if (dataset !== undefined && o.split.file.dataset !== dataset) usageError("read", `the split file is for dataset '${o.split.file.dataset}', not '${dataset}'`);
+    return o.split.split.ids;
+  }
+  if (o.idsFile) return o.idsFile;
+  if (source.ids) return await source.ids();
+  throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from ${redact(o.address)} without sample ids as it cannot list them: pass --split FILE (see cassette read --help)`);
+}
+
+/**
+ * The read itself, epoch by epoch: each batch through the tensor stage (--preprocess), the
+ * step (--step-ms), the progress bar; its buffer back to its worker. Each batch's hand-over time
+ * with --series.
+ */
+async function readEpochs(
+  loader: Loader<Sample>, ids: string[], o: ReadOptions, stage: TensorStage | undefined, feed: DashboardFeed | undefined, t0: number,
+): Promise<number[] | undefined> {
+  const series = o.series ? [] as number[] : undefined;
+  try {
+    for (let e = 0; e < o.epochs; e++) {
+      const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), o.json);
+      let n = 0;
+      if (feed) feed.epoch = e;
+      for await (const b of loader.epoch(e, { readAhead: e + 1 < o.epochs })) {
+        feed?.handedOver();
+        if (stage) await stage.run(b, e);
+        series?.push(Math.round((runtime.now() - t0) * 100) / 100);
+        // A training step that does not hold the loader's thread (as the peers' --step-ms).
+        if (o.stepMs > 0) await new Promise((r) => setTimeout(r, o.stepMs));
+        bar.update((n += b.ids.length), () => `${(loader.stats().mbPerSec).toFixed(1)} MB/s`);
+        b.release?.(); // a packet's buffer back to its worker, to fill again
+      }
+      bar.done();
+    }
+    // Submitted is not done: the read ends when the last tensor exists.
+    await stage?.finish();
+  } finally {
+    feed?.stop();
+    await loader.close();
+  }
+  return series;
+}
+
+/**
+ * The dashboard's figures during a read: the loader's stats, this thread's epoch and clock, and
+ * the batch times since the last frame (its histogram; the stats keep only percentiles).
+ */
+class DashboardFeed {
+  epoch = 0;
+  readonly #dashboard: Dashboard;
+  readonly #loader: Loader<Sample>;
+  readonly #t0: number;
+  readonly #workers: number;
+  readonly #batchTimes: number[] = [];
+  #lastHandOver: number;
+  readonly #timer: ReturnType<typeof setInterval>;
+
+  constructor(dashboard: Dashboard, loader: Loader<Sample>, t0: number, workers: number) {
+    this.#dashboard = dashboard;
+    this.#loader = loader;
+    this.#t0 = this.#lastHandOver = t0;
+    this.#workers = workers;
+    dashboard.update(this.#frame(false));
+    this.#timer = setInterval(() => dashboard.update(this.#frame(false)), DASHBOARD_EVERY_MS);
+  }
+
+  handedOver(): void {
+    const now = runtime.now();
+    this.#batchTimes.push(now - this.#lastHandOver);
+    this.#lastHandOver = now;
+  }
+
+  #frame(done: boolean, seconds = (runtime.now() - this.#t0) / 1000) {
+    const s = this.#loader.stats();
+    return frameFromStats(s, { epoch: this.epoch, seconds, batchTimesMs: this.#batchTimes.splice(0), done, ...(!s.prepare && { workers: this.#workers }) });
+  }
+
+  update(done: boolean, seconds?: number): void {
+    this.#dashboard.update(this.#frame(done, seconds));
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
+
+/** The read's figures as text. */
+function printReport(report: { samples: number; bytes: number; seconds: number; order: string; samplesPerSec: number; mbPerSec: number; batchMs: { p50: number; p99: number; max: number }; errors: number; retries: number; maxOutstanding: number; hedged: number; hedgeWins: number; preprocess?: ReturnType<TensorStage["report"]> }, hedge: boolean): void {
+  const r = report;
+  console.log(`read ${r.samples} samples, ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(2)} s (${r.order} order)`);
+  console.log(`  ${r.samplesPerSec.toFixed(0)} samples/s, ${r.mbPerSec.toFixed(1)} MB/s`);
+  console.log(`  batch time p50 ${r.batchMs.p50.toFixed(1)} ms, p99 ${r.batchMs.p99.toFixed(1)} ms, max ${r.batchMs.max.toFixed(1)} ms`);
+  console.log(`  errors ${r.errors}, retries ${r.retries}, most samples outstanding ${r.maxOutstanding}`);
+  if (hedge) console.log(`  hedged ${r.hedged} requests, the hedge answered first ${r.hedgeWins} times`);
+  const p = r.preprocess;
+  if (p) {
+    console.log(`  preprocess ${p.images} images into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
+      `${p.seconds.toFixed(2)} s, ${(100 * p.share).toFixed(0)} % of the read; batch p50 ${p.batchMs.p50.toFixed(1)} ms, max ${p.batchMs.max.toFixed(1)} ms (${p.adapter})`);
+    if (p.dump) console.log(`  first batch's tensor in ${p.dump.file}`);
   }
 }
 
