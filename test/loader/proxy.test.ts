@@ -80,7 +80,11 @@ test("connections: 2 to start, more while requests wait for a slot (not when the
       await loader.close();
       assert.is(seen.length, 2 * ids.length, `${query}: every id read in both epochs`);
       assert.is(new Set(seen).size, ids.length, `${query}: no id missing`);
-      // The proxy sees every TCP connection the driver made.
+      // The proxy sees every TCP connection the driver made. A growth step may still be opening
+      // one (accepted by the proxy, not yet in the pool): wait for it to join, a few seconds at
+      // most, so that only a connection that never joins (a refused offer) tells them apart.
+      const until = runtime.now() + 3000;
+      while (proxy.stats().accepted !== source.connections && runtime.now() < until) await new Promise((r) => setTimeout(r, 20));
       return { opened, end: source.connections, capacity: source.capacity, accepted: proxy.stats().accepted };
     } finally {
       await store.close();
