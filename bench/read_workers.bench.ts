@@ -7,7 +7,7 @@
  * one epoch to start (workers, connections, the window's ramp), then one timed epoch.
  *
  *   bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2]
- *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--no-slabs] [--quick] [--json]
+ *                                   [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--no-slabs] [--by-id] [--quick] [--json]
  *
  * Figures per contender: samples/s handed over, and the loader's thread's CPU time per sample
  * (Linux: /proc/self/task/PID/schedstat, ns). 1e6 ÷ that is the most samples per second
@@ -37,6 +37,9 @@
  * (CASSETTE_PACKET_SLABS=0), not in slabs that cross once (NOTE [ Packet slabs ] in
  * src/read/packet.ts): what the receiving heap's collections cost the loader's thread.
  *
+ * `--by-id` runs each worker count also with the SQLite store read as before NOTE [ Reading by
+ * rowid ] (src/source/sqlite.ts): every sample by its id, pages by read() (CASSETTE_SQLITE_BY_ID=1).
+ *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or
  * `--idx PREFIX`. With a cassandra:// store the
@@ -52,9 +55,9 @@ import { benchArgs } from "./_lib/args.ts";
 
 const args = benchArgs({
   program: "bench/read_workers.bench.ts",
-  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--no-slabs] [--quick] [--json]",
+  usage: "usage: bun bench/read_workers.bench.ts [--store ADDRESS] [--dataset NAME] [--workers 0,1,2] [--samples N] [--rounds R] [--step-ms S] [--idx PREFIX] [--grey] [--per-sample] [--no-lane] [--no-slabs] [--by-id] [--quick] [--json]",
   valued: ["store", "dataset", "workers", "samples", "rounds", "step-ms", "idx"],
-  flags: ["grey", "quick", "per-sample", "no-lane", "no-slabs"],
+  flags: ["grey", "quick", "per-sample", "no-lane", "no-slabs", "by-id"],
 });
 const quick = args.has("quick");
 const json = args.has("json");
@@ -63,11 +66,16 @@ const address = args.str("store", "sqlite:data/fashion-mnist.sqlite");
 const dataset = args.str("dataset", "fashion-mnist");
 const counts = args.list("workers", ["0", "1", "2"]).map(Number);
 if (!counts.every((n) => Number.isInteger(n) && n >= 0)) args.fail(`--workers must be whole numbers: current value is ${args.str("workers")}`);
-// A contender: a worker count, (with --per-sample) -w for the same count handing over sample by
-// sample, (with --no-lane) w + 0.5 for the same count without the slow lane, (with --no-slabs)
-// w + 0.25 for the same count with packets transferred, not in slabs.
-const workerCounts = counts.flatMap((w) =>
-  w > 0 ? [w, ...(args.has("per-sample") ? [-w] : []), ...(args.has("no-lane") ? [w + 0.5] : []), ...(args.has("no-slabs") ? [w + 0.25] : [])] : [w]
+/**
+ * A contender: a worker count and what differs from the defaults: (--per-sample) samples
+ * handed over one by one, (--no-lane) no slow lane, (--no-slabs) packets transferred, not in
+ * slabs, (--by-id) the SQLite store read by id through read(), without rowids or the mapping.
+ */
+type Variant = "packets" | "per-sample" | "no-lane" | "no-slabs" | "by-id";
+interface Contender { workers: number; variant: Variant }
+const VARIANTS: Variant[] = ["per-sample", "no-lane", "no-slabs", "by-id"];
+const contenders: Contender[] = counts.flatMap((w) =>
+  w > 0 ? [{ workers: w, variant: "packets" as Variant }, ...VARIANTS.filter((v) => args.has(v)).map((variant) => ({ workers: w, variant }))] : [{ workers: 0, variant: "packets" as Variant }]
 );
 const rounds = args.int("rounds", quick ? 1 : 5);
 const stepMs = args.num("step-ms", 0);
@@ -122,15 +130,14 @@ function busy(ms: number): number {
 interface Result { samplesPerSec: number; threadUsPerSample: number }
 /** Where the consumer puts each batch's pixels (a GPU staging buffer's stand-in). */
 let staging = new Uint8Array(1 << 20);
-async function once(contender: number, seed: number): Promise<Result> {
-  const workers = Math.floor(Math.abs(contender));
-  // Read when the workers start (WorkerSource's `slabs` default): set for this contender only.
-  if (contender % 1 === 0.25) process.env.CASSETTE_PACKET_SLABS = "0";
-  else delete process.env.CASSETTE_PACKET_SLABS;
+async function once(c: Contender, seed: number): Promise<Result> {
+  // Read when the workers start (WorkerSource's `slabs` default) and where the store opens: set for this contender only.
+  setEnv("CASSETTE_PACKET_SLABS", c.variant === "no-slabs" ? "0" : undefined);
+  setEnv("CASSETTE_SQLITE_BY_ID", c.variant === "by-id" ? "1" : undefined);
   const loader = new Loader({
-    store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers, decode: grey ? { grey: true } : true, reaskTail: true,
-    ...(contender % 1 === 0.5 ? { slowLane: false } : {}),
-    ...(contender < 0 ? { transform: (s: Sample) => s } : {}),
+    store: address, dataset, ids, batchSize: 128, prefetch: "auto", seed, readAhead: true, workers: c.workers, decode: grey ? { grey: true } : true, reaskTail: true,
+    ...(c.variant === "no-lane" ? { slowLane: false } : {}),
+    ...(c.variant === "per-sample" ? { transform: (s: Sample) => s } : {}),
   });
   try {
     for await (const b of loader.epoch(0)) if (stepMs) busy(stepMs), void b;
@@ -163,17 +170,20 @@ async function once(contender: number, seed: number): Promise<Result> {
   }
 }
 
-const name = (c: number) => {
-  const w = Math.floor(Math.abs(c));
-  return (w === 0 ? "in the loader's thread" : `${w} read worker${w === 1 ? "" : "s"}`) +
-    (c < 0 ? ", per sample" : c % 1 === 0.5 ? ", no slow lane" : c % 1 === 0.25 ? ", no slabs" : w > 0 ? ", packets" : "");
-};
+function setEnv(name: string, value: string | undefined): void {
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+}
+
+const name = (c: Contender) =>
+  (c.workers === 0 ? "in the loader's thread" : `${c.workers} read worker${c.workers === 1 ? "" : "s"}`) +
+  (c.workers === 0 ? "" : c.variant === "packets" ? ", packets" : c.variant === "by-id" ? ", SQLite by id" : `, ${c.variant.replace("-", " ")}`);
 log(`${ids.length} samples of ${dataset} from ${address}, batch 128, decode on${grey ? " (grey)" : ""}, ${rounds} rounds` + (stepMs ? `, a busy step of ${stepMs} ms per batch` : ", tight loop"));
-const runs = new Map<number, Result[]>(workerCounts.map((w) => [w, []]));
+const runs = new Map<Contender, Result[]>(contenders.map((c) => [c, []]));
 for (let r = 0; r < rounds; r++) {
   // Each round starts at another contender (a warm page cache, a compaction, a JIT that just settled).
-  for (let k = 0; k < workerCounts.length; k++) {
-    const w = workerCounts[(r + k) % workerCounts.length];
+  for (let k = 0; k < contenders.length; k++) {
+    const w = contenders[(r + k) % contenders.length];
     const x = await once(w, r);
     runs.get(w)!.push(x);
     // As it goes: a run cut short by a time budget still leaves its figures.
@@ -181,16 +191,16 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 const med = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
-const base = runs.get(workerCounts[0])!;
-const rows = workerCounts.map((w) => {
+const base = runs.get(contenders[0])!;
+const rows = contenders.map((w) => {
   const rs = runs.get(w)!;
   const rate = rs.map((x) => x.samplesPerSec), cpu = rs.map((x) => x.threadUsPerSample);
   // Paired: each round against the first contender's run of the same round.
   const paired = rs.map((x, i) => x.samplesPerSec / base[i].samplesPerSec);
   // Against linear scaling from the first contender's worker count (where both read in workers).
-  const w0 = Math.floor(Math.abs(workerCounts[0]));
-  const ofLinear = w0 > 0 && w > 0 ? med(paired) / (Math.floor(w) / w0) : undefined;
-  return { workers: w, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), ofLinear, threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
+  const w0 = contenders[0].workers;
+  const ofLinear = w0 > 0 && w.workers > 0 ? med(paired) / (w.workers / w0) : undefined;
+  return { workers: w.workers, variant: w.variant, name: name(w), best: Math.max(...rate), median: med(rate), pairedRatio: med(paired), ofLinear, threadUsPerSample: med(cpu), feedCeiling: 1e6 / med(cpu) };
 });
 if (json) console.log(JSON.stringify({ address, dataset, samples: ids.length, rounds, stepMs, grey, rows }));
 else {
@@ -198,5 +208,5 @@ else {
   for (const r of rows) {
     console.log(`  ${r.name.padEnd(26)} ${r.best.toFixed(0).padStart(8)} ${r.median.toFixed(0).padStart(9)} ${(r.pairedRatio.toFixed(2) + "×").padStart(7)} ${(r.ofLinear === undefined ? "" : r.ofLinear.toFixed(2)).padStart(8)}  ${r.threadUsPerSample.toFixed(2).padStart(16)} ${r.feedCeiling.toFixed(0).padStart(15)}`);
   }
-  console.log(`  ratio: median over rounds of samples/s ÷ the ${name(workerCounts[0])} run of the same round`);
+  console.log(`  ratio: median over rounds of samples/s ÷ the ${name(contenders[0])} run of the same round`);
 }

@@ -29,6 +29,28 @@ import {
 const IN_CHUNK = 500; // ids per SELECT … IN (…), under SQLite's parameter limit
 const SCAN_PAGE = 10_000;
 
+/*
+ * NOTE [ Reading by rowid ]
+ * A sample's row is found by its id through the table's primary-key index, then by rowid in
+ * the table: two B-tree descents, the first comparing 36-character strings, each page read
+ * by a read() into the connection's 2 MB cache (a read worker's file is 66 MB for
+ * Fashion-MNIST). Read again by rowid (`rowid IN (…)`) it costs one descent, and pages come
+ * through a memory mapping (`mmap_size`): a batch of 128 at random went from ~5.9 µs a sample
+ * to ~2 µs on the 2-vCPU VM, and two read workers hand over ~1.12× the samples
+ * (bench/read_workers.bench.ts --by-id; bench/RESULTS.md "Reading by rowid"). So each read by
+ * id also returns the rowid, remembered per id, and later epochs read by rowid. A rowid is a
+ * hint, never trusted: each row read that way must carry the id it was asked for, and an id
+ * whose row is missing or is another's (rows deleted and added, a VACUUM renumbering) is
+ * forgotten and read by id in the same call. The map costs ~50 bytes an id; past ROWIDS_MAX
+ * ids (a photo set, where the decode's milliseconds dwarf the lookup's microseconds) the rest
+ * are read by id.
+ */
+const ROWIDS_MAX = 1 << 20;
+/** The first bytes of a store's file that SQLite reads through a memory mapping (address space, not memory). */
+const MMAP_BYTES = 1 << 30;
+/** CASSETTE_SQLITE_BY_ID=1 reads as before the note: by id, through read() (bench/read_workers.bench.ts --by-id). */
+const BY_ID = runtime.env("CASSETTE_SQLITE_BY_ID") === "1";
+
 interface Prepared {
   spec: DatasetSpec;
   insertData: SqliteStatement;
@@ -44,6 +66,10 @@ export class SqliteStore implements Store {
   readonly #db: SqliteDatabase;
   readonly #datasets = new Map<string, Prepared>();
   readonly #selects = new Map<string, SqliteStatement>();
+  /** Samples read by rowid and by id (NOTE [ Reading by rowid ]), for the tests and benchmarks. */
+  readonly lookups = { byRowid: 0, byId: 0 };
+  /** Per dataset, the rowid of each sample read here (NOTE [ Reading by rowid ]), up to ROWIDS_MAX. */
+  readonly #rowids = new Map<string, Map<string, number>>();
 
   private constructor(path: string, db: SqliteDatabase) {
     this.path = path;
@@ -65,6 +91,10 @@ export class SqliteStore implements Store {
       try {
         db = runtime.openSqlite(path);
         db.exec("PRAGMA busy_timeout = 10000");
+        // Pages read through a mapping, not a read() per page into each connection's 2 MB
+        // cache (NOTE [ Reading by rowid ]); the mapped pages are the OS's page cache, shared
+        // by every worker's connection. Writes still go through write().
+        if (!BY_ID) db.exec(`PRAGMA mmap_size = ${MMAP_BYTES}`);
         ours = isOurs(db);
       } catch (cause) {
         closeQuietly(db);
@@ -157,21 +187,58 @@ export class SqliteStore implements Store {
     return this.getSync(dataset, ids);
   }
 
-  /** The stored samples among `ids`, in no particular order: missing ids are simply absent. */
+  /**
+   * The stored samples among `ids`, in no particular order: missing ids are simply absent.
+   * Ids read before are looked up by their rowid (NOTE [ Reading by rowid ]).
+   */
   getSomeSync(dataset: string, ids: readonly string[]): StoredSample[] {
     const spec = this.#prepared(dataset).spec;
     const t = tables(spec.name);
     const out: StoredSample[] = [];
     const plain = spec.label.kind === "int";
-    for (let i = 0; i < ids.length; i += IN_CHUNK) {
-      const chunk = ids.slice(i, i + IN_CHUNK);
-      for (const r of this.#select(t.data, "id, label, data", chunk.length).all(...chunk)) {
-        const id = r.id as string, data = r.data as Uint8Array;
-        if (plain) out.push({ id, label: Number(r.label), data });
-        else out.push({ id, data, ...readLabel(spec.label, r.label, `sample ${id} of '${dataset}' in ${this.address}`) });
+    const rowids = this.#rowidsOf(dataset);
+    const add = (r: Record<string, unknown>) => {
+      const id = r.id as string, data = r.data as Uint8Array;
+      if (plain) out.push({ id, label: Number(r.label), data });
+      else out.push({ id, data, ...readLabel(spec.label, r.label, `sample ${id} of '${dataset}' in ${this.address}`) });
+    };
+    const byId: string[] = [];
+    const want = new Map<number, string>();
+    for (const id of ids) {
+      const r = rowids.get(id);
+      if (r === undefined || BY_ID) byId.push(id);
+      else want.set(r, id);
+    }
+    if (want.size) {
+      const keys = [...want.keys()];
+      for (let i = 0; i < keys.length; i += IN_CHUNK) {
+        const chunk = keys.slice(i, i + IN_CHUNK);
+        for (const r of this.#select(t.data, "rowid AS r, id, label, data", chunk.length, "rowid").all(...chunk)) {
+          const rowid = Number(r.r);
+          if (want.get(rowid) !== r.id) continue; // another row has that rowid now: read by id below
+          want.delete(rowid);
+          this.lookups.byRowid++;
+          add(r);
+        }
+      }
+      // Rows gone or renumbered (a VACUUM may renumber a table's rowids): forgotten, and read by id.
+      for (const id of want.values()) rowids.delete(id), byId.push(id);
+    }
+    for (let i = 0; i < byId.length; i += IN_CHUNK) {
+      const chunk = byId.slice(i, i + IN_CHUNK);
+      for (const r of this.#select(t.data, "rowid AS r, id, label, data", chunk.length, "id").all(...chunk)) {
+        if (rowids.size < ROWIDS_MAX) rowids.set(r.id as string, Number(r.r));
+        this.lookups.byId++;
+        add(r);
       }
     }
     return out;
+  }
+
+  #rowidsOf(dataset: string): Map<string, number> {
+    let m = this.#rowids.get(dataset);
+    if (!m) this.#rowids.set(dataset, (m = new Map()));
+    return m;
   }
 
   /** `get` without the promise: for callers on the hot path that batch their own work. */
@@ -304,12 +371,12 @@ export class SqliteStore implements Store {
     return p;
   }
 
-  #select(table: string, cols: string, n: number): SqliteStatement {
-    const key = `${table}|${cols}|${n}`;
-    let st = this.#selects.get(key);
+  #select(table: string, cols: string, n: number, key: "id" | "rowid" = "id"): SqliteStatement {
+    const name = `${table}|${cols}|${n}|${key}`;
+    let st = this.#selects.get(name);
     if (!st) {
-      st = this.#db.prepare(`SELECT ${cols} FROM "${table}" WHERE id IN (${new Array(n).fill("?").join(",")})`);
-      this.#selects.set(key, st);
+      st = this.#db.prepare(`SELECT ${cols} FROM "${table}" WHERE ${key} IN (${new Array(n).fill("?").join(",")})`);
+      this.#selects.set(name, st);
     }
     return st;
   }

@@ -20,6 +20,7 @@ import type { Fetched } from "../../src/source/source.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import type { DatasetSpec } from "../../src/dataset/spec.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
+import { tables } from "../../src/dataset/schema.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
 
@@ -186,6 +187,74 @@ test("sqlite: a reader refuses an SQLite file that is not a cassette store, and 
     assert.equal(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all().map((r) => r.name), ["notes"]);
   } finally {
     after.close();
+  }
+});
+
+// NOTE [ Reading by rowid ] (src/source/sqlite.ts): ids read before are read by their rowid,
+// which a VACUUM may give to another row, and a deletion to none.
+test("sqlite: ids read again go by rowid; rows renumbered by a VACUUM or deleted and added again are read by id, each sample its own bytes", async () => {
+  const next = rng(freshSeed());
+  const path = join(dir, "rowids.sqlite");
+  const name = `rowids-${run}`;
+  const writer = await openStore(`sqlite:${path}`);
+  const samples = new Map<string, SampleInput>();
+  try {
+    await writer.createDataset(spec(name));
+    for (let i = 0; i < 60; i++) {
+      const key = `p${i % 7}/s${i}.jpg`;
+      samples.set(sampleId(name, key), { key, label: randomInt(next, 0, 9), data: randomBytes(next, randomInt(next, 1, 3000)), meta: { patient: `P${i % 7}`, slide: i, x: i } });
+    }
+    await writer.put(name, [...samples.values()]);
+  } finally {
+    await writer.close();
+  }
+  const reader = await openStore(`sqlite:${path}`, { create: false }) as Store & { getSomeSync(d: string, ids: string[]): { id: string; label: number; data: Uint8Array }[]; lookups: { byRowid: number; byId: number } };
+  const check = (ids: string[], why: string) => {
+    const got = reader.getSomeSync(name, ids);
+    assert.equal(got.map((s) => s.id).sort(), [...new Set(ids.filter((id) => samples.has(id)))].sort(), `${why}: every stored id found once, none of those deleted`);
+    for (const s of got) {
+      const want = samples.get(s.id)!;
+      assert.ok(want, `${why}: ${s.id} was asked for`);
+      assert.is(s.label, want.label, `${why}: label of ${s.id}`);
+      assert.ok(s.data.length === want.data.length && s.data.every((b, k) => b === want.data[k]), `${why}: bytes of ${s.id}`);
+    }
+  };
+  try {
+    const ids = [...samples.keys()];
+    check(ids, "first read");
+    assert.equal(reader.lookups, { byRowid: 0, byId: 60 }, "a first read goes by id");
+    check(ids.slice().reverse(), "second read");
+    assert.equal(reader.lookups, { byRowid: 60, byId: 60 }, "a second read goes by rowid");
+    // Another connection deletes every third sample's row and the last one's (the largest
+    // rowid), then adds them again: the first gets the last one's old rowid, so the reader's
+    // hint for the last names another sample's row. Then every fifth goes, and a VACUUM (which
+    // may renumber the rows of a table without an INTEGER PRIMARY KEY).
+    const readd = [...ids.filter((_, i) => i % 3 === 0), ids[59]], gone = ids.filter((_, i) => i % 5 === 1);
+    const db = runtime.openSqlite(path);
+    try {
+      const table = tables(name).data;
+      const rowid = (id: string) => Number(db.prepare(`SELECT rowid AS r FROM "${table}" WHERE id = ?`).get(id)?.r);
+      const lastRowid = rowid(ids[59]);
+      for (const id of readd) db.prepare(`DELETE FROM "${table}" WHERE id = ?`).run(id);
+      for (const id of readd) {
+        const s = samples.get(id)!;
+        db.prepare(`INSERT INTO "${table}" (id, label, data) VALUES (?, ?, ?)`).run(id, s.label as number, s.data);
+      }
+      assert.is(rowid(ids[0]), lastRowid, "the first added again took the last one's rowid");
+      for (const id of gone) db.prepare(`DELETE FROM "${table}" WHERE id = ?`).run(id), samples.delete(id);
+      db.exec("VACUUM");
+    } finally {
+      db.close();
+    }
+    const before = { ...reader.lookups };
+    check(ids, "after the rows moved");
+    const moved = reader.lookups.byId - before.byId;
+    const readAgain = readd.filter((id) => samples.has(id)).length;
+    assert.ok(moved >= readAgain, `the ${readAgain} rows added again were read by id: ${moved}`);
+    check(ids, "once more");
+    assert.is(reader.lookups.byId - before.byId, moved, "then by rowid again");
+  } finally {
+    await reader.close();
   }
 });
 
