@@ -96,17 +96,32 @@ async function bundle(): Promise<string> {
       metafile: true,
       logLevel: "warning",
     });
-    // The package's bin: run by npx / node_modules/.bin as a program, so it names its interpreter
-    // (npx puts the project's node_modules/.bin, with the Node 22 the package brings, first).
-    const cli = join(outdir, "cli/main.js");
-    writeFileSync(cli, `#!/usr/bin/env node\n${readFileSync(cli, "utf8")}`);
-    chmodSync(cli, 0o755);
+    // The package's bin: run by npx / node_modules/.bin as a program, with whatever `node` is
+    // on PATH, so it checks the version before the CLI's imports are linked (node:sqlite does
+    // not link on an older Node: a stack trace instead of a reason).
+    const bin = join(outdir, "cli/bin.js");
+    writeFileSync(bin, BIN);
+    chmodSync(bin, 0o755);
     const bytes = Object.values(result.metafile!.outputs).reduce((n, o) => n + o.bytes, 0);
     return `${Object.keys(result.metafile!.outputs).length} files, ${bytes} bytes`;
   } finally {
     await esbuild.stop();
   }
 }
+
+/** dist/cli/bin.js: plain JavaScript without static imports, which any Node parses and runs far enough to say what it needs. */
+const BIN = `#!/usr/bin/env node
+// cassette's command (build.ts writes this file). Bun and Deno run the CLI as it is; a Node
+// older than 22.13 (no node:sqlite) is told what to do instead of failing while linking.
+const version = globalThis.process?.versions?.node ?? "";
+const [major, minor] = version.split(".").map(Number);
+if (!globalThis.Bun && !globalThis.Deno && (major < 22 || (major === 22 && minor < 13))) {
+  console.error(\`cassette needs Node ≥ 22.13 (for node:sqlite); \${process.execPath} is Node \${version}. Install a newer Node (https://nodejs.org/en/download), or run cassette with Bun (bunx cassette …) or Deno (deno run -A npm:cassette …).\`);
+  process.exit(1);
+}
+const { cli } = await import("./main.js");
+await cli();
+`;
 
 const steps: [string, () => Promise<string>][] = [
   ["wasm/build/jpeg.wasm", () => buildWasm("jpeg")],

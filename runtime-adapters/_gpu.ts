@@ -34,6 +34,26 @@ export async function adapterFrom(gpu: GPU | undefined, backend: GpuBackend, req
   return adapter;
 }
 
+/** The version of the `webgpu` package (Dawn for Node and Deno) that package.json pins as an optional peer. */
+export const WEBGPU_PACKAGE = "webgpu@0.6.2";
+
+/**
+ * The `webgpu` package did not load. It is an optional peer dependency (its binaries for every
+ * platform weigh ~130 MB, more than the rest of an install): where it is missing, the error
+ * says how to add it.
+ */
+export function dawnMissing(runtime: string, cause: unknown): CassetteError {
+  const text = String((cause as Error)?.message ?? cause);
+  const missing = (cause as { code?: string })?.code === "ERR_MODULE_NOT_FOUND" || /Cannot find (package|module)|not found|Could not find/i.test(text);
+  return new CassetteError(
+    "ERR_NO_GPU_ADAPTER",
+    missing
+      ? `Cannot use WebGPU under ${runtime} as the 'webgpu' package (Dawn) is not installed: cassette lists it as an optional peer dependency. Install it with: npm install ${WEBGPU_PACKAGE}`
+      : `Cannot load the 'webgpu' package (Dawn) under ${runtime}: ${text}`,
+    { cause },
+  );
+}
+
 function envOr(name: string): string {
   return (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name] ?? "unset";
 }

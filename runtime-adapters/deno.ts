@@ -3,7 +3,7 @@
  * `webgpu` N-API package; node:sqlite; web Workers. The default backend is the faster one
  * measured on our kernels (README, "WebGPU backends"; bench/gpu_backend.bench.ts).
  */
-import { adapterFrom, unknownBackend } from "./_gpu.ts";
+import { adapterFrom, dawnMissing, unknownBackend } from "./_gpu.ts";
 import { cpuTimes, threadCpuMs, nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuBackend, GpuRequest, Runtime } from "./runtime.ts";
 
@@ -14,6 +14,9 @@ function dawnGpu(): Promise<GPU> {
   dawn ??= import("npm:webgpu@0.6.2").then(({ create, globals }) => {
     for (const [k, v] of Object.entries(globals)) if (!(k in globalThis)) (globalThis as any)[k] = v;
     return create([]) as GPU;
+  }, (cause) => {
+    dawn = undefined;
+    throw dawnMissing("Deno", cause);
   });
   return dawn;
 }
@@ -38,7 +41,17 @@ export const deno: Runtime = {
         "run deno with --unstable-webgpu (cassette's deno.json sets it)",
       );
     }
-    if (backend === "dawn") return adapterFrom(await dawnGpu(), "dawn", req, "the webgpu package did not load");
+    if (backend === "dawn") {
+      let gpu: GPU;
+      try {
+        gpu = await dawnGpu();
+      } catch (e) {
+        // Dawn is an optional peer: without it, the default falls back to Deno's own WebGPU.
+        if (req.backend === undefined && (navigator as Navigator).gpu) return adapterFrom((navigator as Navigator).gpu, "builtin", req, "");
+        throw e;
+      }
+      return adapterFrom(gpu, "dawn", req, "the webgpu package did not load");
+    }
     unknownBackend("deno", backend, backends);
   },
   openSqlite: nodeSqlite,

@@ -11,8 +11,9 @@ async function detect(): Promise<Runtime> {
   if (g.Bun) return (await import("./bun.ts")).bun;
   const node = (g.process as { versions?: { node?: string } } | undefined)?.versions?.node;
   if (node) {
-    if (Number(node.split(".")[0]) < 22) {
-      throw new Error(`cassette needs Node ≥ 22 (for node:sqlite and type stripping): this is Node ${node}`);
+    const [major, minor] = node.split(".").map(Number);
+    if (major < 22 || (major === 22 && minor < 13)) {
+      throw new Error(`cassette needs Node ≥ 22.13 (for node:sqlite): this is Node ${node}`);
     }
     return (await import("./node.ts")).node;
   }

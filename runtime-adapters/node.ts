@@ -2,7 +2,7 @@
 import { readFile, writeFile } from "node:fs/promises";
 import { Worker as NodeWorker, parentPort } from "node:worker_threads";
 import process from "node:process";
-import { adapterFrom, unknownBackend } from "./_gpu.ts";
+import { adapterFrom, dawnMissing, unknownBackend } from "./_gpu.ts";
 import { cpuTimes, threadCpuMs, nodeSqlite } from "./_shared.ts";
 import type { GpuRequest, Runtime, WorkerHandle } from "./runtime.ts";
 
@@ -12,6 +12,9 @@ function dawnGpu(): Promise<GPU> {
   dawn ??= import("webgpu").then(({ create, globals }) => {
     Object.assign(globalThis, globals); // GPUBufferUsage and friends, as in a browser
     return create([]) as GPU;
+  }, (cause) => {
+    dawn = undefined; // installed meanwhile: the next request tries again
+    throw dawnMissing("Node", cause);
   });
   return dawn;
 }

@@ -50,7 +50,7 @@ function script(): string {
       if (spawnSync("test", ["-f", p]).status === 0) return p;
     } catch { /* try the next */ }
   }
-  throw new CassetteError("ERR_RUNTIME", "Cannot find tools/cassandra/cassandra.sh beside this cassette: the local node needs a checkout of the repository");
+  throw new CassetteError("ERR_RUNTIME", "Cannot find tools/cassandra/cassandra.sh beside this cassette: an installed package has no local node. Run one from a checkout of the repository (bash tools/setup.sh, then cassette cassandra start there), or give the address of a Cassandra or ScyllaDB you run (--store cassandra://HOST:9042/KEYSPACE)");
 }
 
 const VERBS = ["start", "stop", "status", "restart", "fetch"];

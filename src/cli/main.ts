@@ -65,4 +65,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.main ?? true) runtime.exit(await main(runtime.args()));
+/** Runs the command line this process was started with, then exits with its status (the package's bin, dist/cli/bin.js, calls it). */
+export async function cli(): Promise<never> {
+  return runtime.exit(await main(runtime.args()));
+}
+
+if (import.meta.main) await cli();
