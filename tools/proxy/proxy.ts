@@ -144,16 +144,6 @@ export interface Proxy {
 
 const DEFAULT_QUEUE = 4 * 1024 * 1024;
 
-interface Conn {
-  stats: ConnectionStats;
-  up?: DelayLine;
-  down?: DelayLine;
-  /** Destroys both sides now; `reason` (if any) is recorded as the connection's error. */
-  kill(reason?: string): void;
-  /** Resolves once both sides have closed. */
-  closed: Promise<void>;
-}
-
 /** A stall or partition still in force: which lines of which connections it holds. */
 interface Hold {
   spec: FaultSpec;
@@ -161,56 +151,108 @@ interface Hold {
   lines: DelayLine[];
 }
 
-/** The lines a stall or partition holds on `conn`: up (client → target), down, or both. */
-function heldLines(conn: Conn, spec: FaultSpec): DelayLine[] {
-  const lines = spec.kind === "stall" ? [conn.up, conn.down] : spec.direction === "up" ? [conn.up] : [conn.down];
-  return lines.filter((l): l is DelayLine => l !== undefined);
+export async function startProxy(options: ProxyOptions): Promise<Proxy> {
+  const proxy = new TcpProxy(checkOptions(options));
+  await proxy.listen();
+  return proxy;
 }
 
-export async function startProxy(options: ProxyOptions): Promise<Proxy> {
-  const o = checkOptions(options);
-  const profileOf: ProfileFn = typeof o.profile === "function" ? o.profile : () => o.profile as Profile;
-  checkProfile(profileOf(0), "start the proxy"); // a bad profile fails here, not on a connection
-  const queueBytes = o.queueBytes ?? DEFAULT_QUEUE;
-  const handshake = o.handshake ?? true;
-  const conns: Conn[] = [];
-  const holds = new Set<Hold>();
-  let closing = false;
+/** The proxy: a listening server, the connections it accepted, and the faults in force. */
+class TcpProxy implements Proxy {
+  readonly host: string;
+  port = 0;
+  readonly #o: ProxyOptions;
+  readonly #profileOf: ProfileFn;
+  readonly #server: Server;
+  readonly #conns: Link[] = [];
+  readonly #holds = new Set<Hold>();
+  #closing = false;
+  #closed?: Promise<void>;
 
-  const server: Server = createServer({ allowHalfOpen: true }, (client) => {
-    const conn = handle(client, conns.length);
-    conns.push(conn);
-    for (const h of holds) if (h.spec.connection === undefined || h.spec.connection === conn.stats.index) hold(h, conn);
-  });
-
-  function hold(h: Hold, conn: Conn): void {
-    const lines = heldLines(conn, h.spec);
-    if (lines.length === 0) return; // failed before its lines existed (bad profile, closing)
-    for (const l of lines) l.hold();
-    h.lines.push(...lines);
-    h.hit.push(conn.stats.index);
+  constructor(o: ProxyOptions) {
+    this.#o = o;
+    this.#profileOf = typeof o.profile === "function" ? o.profile : () => o.profile as Profile;
+    checkProfile(this.#profileOf(0), "start the proxy"); // a bad profile fails here, not on a connection
+    this.host = o.listen?.host ?? "127.0.0.1";
+    this.#server = createServer({ allowHalfOpen: true }, (client) => this.#accept(client));
   }
 
-  function fault(spec: FaultSpec): Fault {
-    checkFault(spec, conns.length);
-    const { kind, direction } = spec;
-    const open = (c: Conn) => c.stats.closedAt === undefined;
-    if (kind === "reset") {
-      const targets = spec.connection === undefined ? conns.filter(open) : [conns[spec.connection]];
-      if (spec.connection !== undefined && !open(targets[0])) {
-        throw new CassetteError("ERR_INVALID_OPTION", `Cannot reset proxy connection ${spec.connection} as it has closed`);
-      }
-      for (const c of targets) c.kill("fault: reset");
-      return { kind, connections: targets.map((c) => c.stats.index), healed: true, heal() {} };
-    }
-    const h: Hold = { spec, hit: [], lines: [] };
-    holds.add(h);
-    const now = spec.connection === undefined ? conns : conns.slice(spec.connection, spec.connection + 1);
-    for (const c of now) if (open(c)) hold(h, c);
-    let healed = false;
+  async listen(): Promise<void> {
+    const port = this.#o.listen?.port ?? 0;
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once("error", (e: Error) =>
+        reject(new CassetteError("ERR_INVALID_OPTION", `Cannot start the proxy as it cannot listen on ${this.host}:${port}: ${e.message}`, { cause: e }))
+      );
+      this.#server.listen(port, this.host, () => resolve());
+    });
+    const address = this.#server.address();
+    this.port = typeof address === "object" && address ? address.port : 0;
+  }
+
+  stats(): ProxyStats {
+    const connections = this.#conns.map((c) => ({ ...c.stats, queuedUp: c.up?.queuedBytes ?? 0, queuedDown: c.down?.queuedBytes ?? 0 }));
     return {
-      kind,
-      direction,
+      at: runtime.now(),
+      accepted: this.#conns.length,
+      open: connections.filter((c) => c.closedAt === undefined).length,
+      bytesUp: connections.reduce((s, c) => s + c.bytesUp, 0),
+      bytesDown: connections.reduce((s, c) => s + c.bytesDown, 0),
+      connections,
+    };
+  }
+
+  fault(spec: FaultSpec): Fault {
+    checkFault(spec, this.#conns.length);
+    return spec.kind === "reset" ? this.#reset(spec) : this.#withhold(spec);
+  }
+
+  close(): Promise<void> {
+    this.#closed ??= (async () => {
+      this.#closing = true;
+      this.#holds.clear();
+      const listening = new Promise<void>((r) => this.#server.close(() => r()));
+      for (const c of this.#conns) c.kill();
+      await Promise.all(this.#conns.map((c) => c.closed));
+      await listening;
+    })();
+    return this.#closed;
+  }
+
+  #accept(client: Socket): void {
+    const link = new Link(client, this.#conns.length);
+    this.#conns.push(link);
+    if (this.#closing) return link.kill();
+    let profile: Profile;
+    try {
+      profile = checkProfile(this.#profileOf(link.stats.index), `proxy connection ${link.stats.index}`);
+    } catch (e) {
+      return link.kill((e as Error).message);
+    }
+    link.start(profile, this.#o);
+    for (const h of this.#holds) if (h.spec.connection === undefined || h.spec.connection === link.stats.index) this.#hold(h, link);
+  }
+
+  #reset(spec: FaultSpec): Fault {
+    const open = (c: Link) => c.stats.closedAt === undefined;
+    const targets = spec.connection === undefined ? this.#conns.filter(open) : [this.#conns[spec.connection]];
+    if (spec.connection !== undefined && !open(targets[0])) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot reset proxy connection ${spec.connection} as it has closed`);
+    }
+    for (const c of targets) c.kill("fault: reset");
+    return { kind: spec.kind, connections: targets.map((c) => c.stats.index), healed: true, heal() {} };
+  }
+
+  /** A stall or a partition: on the connections open now and, until healed, on those accepted after. */
+  #withhold(spec: FaultSpec): Fault {
+    const h: Hold = { spec, hit: [], lines: [] };
+    this.#holds.add(h);
+    const now = spec.connection === undefined ? this.#conns : this.#conns.slice(spec.connection, spec.connection + 1);
+    for (const c of now) if (c.stats.closedAt === undefined) this.#hold(h, c);
+    let healed = false;
+    const holds = this.#holds;
+    return {
+      kind: spec.kind,
+      direction: spec.direction,
       get connections() {
         return h.hit.slice();
       },
@@ -227,59 +269,74 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
     };
   }
 
-  /** Wires one accepted client to a new upstream connection through two delay lines. */
-  function handle(client: Socket, index: number): Conn {
-    const t0 = runtime.now();
-    let upstream: Socket | undefined;
-    let connectTimer: ReturnType<typeof setTimeout> | undefined;
-    let clientClosed = false, upstreamClosed = false;
-    let resolveClosed!: () => void;
-    const conn: Conn = {
-      stats: { index, profile: { delayMs: 0 }, openedAt: t0, bytesUp: 0, bytesDown: 0, queuedUp: 0, queuedDown: 0 },
-      closed: new Promise((r) => (resolveClosed = r)),
-      kill(reason) {
-        if (reason !== undefined) conn.stats.error ??= reason;
-        conn.up?.stop();
-        conn.down?.stop();
-        // A failure reaches the other side as a reset, as it would through a router; close() ends with a FIN.
-        const end = reason === undefined ? destroy : reset;
-        end(client);
-        if (upstream) end(upstream);
-        else {
-          clearTimeout(connectTimer); // the upstream will never open
-          upstreamClosed = true;
-          finish();
-        }
-      },
-    };
-    const finish = () => {
-      if (!clientClosed || !upstreamClosed || conn.stats.closedAt !== undefined) return;
-      conn.stats.closedAt = runtime.now();
-      resolveClosed();
-    };
-    client.on("error", (e: Error) => conn.kill(`client: ${e.message}`));
-    client.on("close", (hadError: boolean) => {
-      clientClosed = true;
-      conn.down?.stop(); // nobody left to deliver to
-      if (hadError) conn.kill("client reset the connection");
-      else conn.up?.pushEnd(); // closed without a FIN of its own: the upstream still gets one, after the data
-      finish();
-    });
-    if (closing) {
-      conn.kill();
-      return conn;
-    }
+  #hold(h: Hold, link: Link): void {
+    const lines = link.heldLines(h.spec);
+    if (lines.length === 0) return; // failed before its lines existed (bad profile, closing)
+    for (const l of lines) l.hold();
+    h.lines.push(...lines);
+    h.hit.push(link.stats.index);
+  }
+}
 
-    let profile: Profile;
-    try {
-      profile = checkProfile(profileOf(index), `proxy connection ${index}`);
-    } catch (e) {
-      conn.kill((e as Error).message);
-      return conn;
+/**
+ * One accepted client wired to its own upstream connection through two delay lines (up:
+ * client → target, down: target → client). Closed once both sides have closed.
+ */
+class Link {
+  readonly stats: ConnectionStats;
+  up?: DelayLine;
+  down?: DelayLine;
+  /** Resolves once both sides have closed. */
+  readonly closed: Promise<void>;
+  readonly #client: Socket;
+  #upstream?: Socket;
+  #connectTimer?: ReturnType<typeof setTimeout>;
+  #clientClosed = false;
+  #upstreamClosed = false;
+  #resolveClosed!: () => void;
+
+  constructor(client: Socket, index: number) {
+    this.#client = client;
+    this.stats = { index, profile: { delayMs: 0 }, openedAt: runtime.now(), bytesUp: 0, bytesDown: 0, queuedUp: 0, queuedDown: 0 };
+    this.closed = new Promise((r) => (this.#resolveClosed = r));
+    client.on("error", (e: Error) => this.kill(`client: ${e.message}`));
+    client.on("close", (hadError: boolean) => {
+      this.#clientClosed = true;
+      this.down?.stop(); // nobody left to deliver to
+      if (hadError) this.kill("client reset the connection");
+      else this.up?.pushEnd(); // closed without a FIN of its own: the upstream still gets one, after the data
+      this.#finish();
+    });
+  }
+
+  /** Destroys both sides now; `reason` (if any) is recorded as the connection's error. */
+  kill(reason?: string): void {
+    if (reason !== undefined) this.stats.error ??= reason;
+    this.up?.stop();
+    this.down?.stop();
+    // A failure reaches the other side as a reset, as it would through a router; close() ends with a FIN.
+    const end = reason === undefined ? destroy : reset;
+    end(this.#client);
+    if (this.#upstream) end(this.#upstream);
+    else {
+      clearTimeout(this.#connectTimer); // the upstream will never open
+      this.#upstreamClosed = true;
+      this.#finish();
     }
-    conn.stats.profile = profile;
+  }
+
+  /** The lines a stall or partition holds here: up, down, or both. */
+  heldLines(spec: FaultSpec): DelayLine[] {
+    const lines = spec.kind === "stall" ? [this.up, this.down] : spec.direction === "up" ? [this.up] : [this.down];
+    return lines.filter((l): l is DelayLine => l !== undefined);
+  }
+
+  /** The delay lines of `profile`, then the upstream connection: after a one-way delay when the handshake is modelled (the SYN takes delayMs to reach the server). */
+  start(profile: Profile, o: ProxyOptions): void {
+    this.stats.profile = profile;
+    const client = this.#client, t0 = this.stats.openedAt, handshake = o.handshake ?? true;
     client.setNoDelay(true);
-    const random = rng(profile.seed ?? 1, index);
+    const random = rng(profile.seed ?? 1, this.stats.index);
     const line = (onForward: (n: number) => void, source: () => Socket | undefined, notBefore?: number) =>
       new DelayLine({
         delayMs: profile.delayMs,
@@ -287,92 +344,51 @@ export async function startProxy(options: ProxyOptions): Promise<Proxy> {
         bandwidthBytesPerSec: profile.bandwidthBytesPerSec,
         random: random.next,
         notBefore,
-        maxQueued: queueBytes,
+        maxQueued: o.queueBytes ?? DEFAULT_QUEUE,
         onPause: () => source()?.pause(),
         onResume: () => source()?.resume(),
         onForward,
       });
-    const up = line((n) => (conn.stats.bytesUp += n), () => client, handshake ? t0 + 2 * profile.delayMs : undefined);
-    const down = line((n) => (conn.stats.bytesDown += n), () => upstream);
-    conn.up = up;
-    conn.down = down;
+    const up = (this.up = line((n) => (this.stats.bytesUp += n), () => client, handshake ? t0 + 2 * profile.delayMs : undefined));
+    const down = (this.down = line((n) => (this.stats.bytesDown += n), () => this.#upstream));
     down.attach(client);
     client.on("data", (d: Uint8Array) => up.push(d));
     client.on("end", () => up.pushEnd());
     client.on("drain", () => down.drained());
-
-    const openUpstream = () => {
-      connectTimer = undefined;
-      const s = connect({ host: o.target.host, port: o.target.port, allowHalfOpen: true });
-      upstream = s;
-      s.setNoDelay(true);
-      s.on("connect", () => {
-        conn.stats.connectedAt = runtime.now();
-        up.attach(s);
-      });
-      s.on("data", (d: Uint8Array) => {
-        // Data for a client that has gone: a real peer would answer with a reset.
-        if (clientClosed) reset(s);
-        else down.push(d);
-      });
-      s.on("end", () => down.pushEnd());
-      s.on("drain", () => up.drained());
-      s.on("error", (e: Error) => conn.kill(`upstream ${o.target.host}:${o.target.port}: ${e.message}`));
-      s.on("close", (hadError: boolean) => {
-        upstreamClosed = true;
-        up.stop();
-        if (hadError) conn.kill("upstream reset the connection");
-        finish();
-      });
-    };
-    // The SYN takes delayMs to reach the server.
-    if (handshake && profile.delayMs > 0) connectTimer = setTimeout(openUpstream, profile.delayMs);
-    else openUpstream();
-    return conn;
+    if (handshake && profile.delayMs > 0) this.#connectTimer = setTimeout(() => this.#openUpstream(o.target), profile.delayMs);
+    else this.#openUpstream(o.target);
   }
 
-  const listenHost = o.listen?.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (e: Error) =>
-      reject(new CassetteError("ERR_INVALID_OPTION", `Cannot start the proxy as it cannot listen on ${listenHost}:${o.listen?.port ?? 0}: ${e.message}`, { cause: e }))
-    );
-    server.listen(o.listen?.port ?? 0, listenHost, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  let closed: Promise<void> | undefined;
+  #openUpstream(target: Endpoint): void {
+    this.#connectTimer = undefined;
+    const up = this.up!, down = this.down!;
+    const s = (this.#upstream = connect({ host: target.host, port: target.port, allowHalfOpen: true }));
+    s.setNoDelay(true);
+    s.on("connect", () => {
+      this.stats.connectedAt = runtime.now();
+      up.attach(s);
+    });
+    s.on("data", (d: Uint8Array) => {
+      // Data for a client that has gone: a real peer would answer with a reset.
+      if (this.#clientClosed) reset(s);
+      else down.push(d);
+    });
+    s.on("end", () => down.pushEnd());
+    s.on("drain", () => up.drained());
+    s.on("error", (e: Error) => this.kill(`upstream ${target.host}:${target.port}: ${e.message}`));
+    s.on("close", (hadError: boolean) => {
+      this.#upstreamClosed = true;
+      up.stop();
+      if (hadError) this.kill("upstream reset the connection");
+      this.#finish();
+    });
+  }
 
-  return {
-    host: listenHost,
-    port,
-    stats() {
-      const connections = conns.map((c) => ({
-        ...c.stats,
-        queuedUp: c.up?.queuedBytes ?? 0,
-        queuedDown: c.down?.queuedBytes ?? 0,
-      }));
-      return {
-        at: runtime.now(),
-        accepted: conns.length,
-        open: connections.filter((c) => c.closedAt === undefined).length,
-        bytesUp: connections.reduce((s, c) => s + c.bytesUp, 0),
-        bytesDown: connections.reduce((s, c) => s + c.bytesDown, 0),
-        connections,
-      };
-    },
-    fault,
-    close() {
-      closed ??= (async () => {
-        closing = true;
-        holds.clear();
-        const listening = new Promise<void>((r) => server.close(() => r()));
-        for (const c of conns) c.kill();
-        await Promise.all(conns.map((c) => c.closed));
-        await listening;
-      })();
-      return closed;
-    },
-  };
+  #finish(): void {
+    if (!this.#clientClosed || !this.#upstreamClosed || this.stats.closedAt !== undefined) return;
+    this.stats.closedAt = runtime.now();
+    this.#resolveClosed();
+  }
 }
 
 function destroy(s: Socket): void {
