@@ -57,6 +57,28 @@ export function defaultNames(n: number): string[] {
 }
 
 export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params: SplitParams): SplitFile {
+  const p = checkParams(spec, rows, params);
+  const g = groupRows(rows, p);
+  const target = targets(g, p, rows.length);
+  const splits = g.ungrouped ? cutUngrouped(g, target, p) : takeRows(g, assignGroups(g, target, p), target, p);
+  const { ratios, names, groupBy, balance, seed } = p;
+  return { version: 1, dataset: spec.name, params: { ratios, names, groupBy, balance, max: params.max ?? null, seed, specHash: specHash(spec) }, splits };
+}
+
+/** The parameters checked, with their defaults, and how to refuse them. */
+interface Params {
+  ratios: number[];
+  names: string[];
+  groupBy: string[];
+  balance: "data" | "equal" | number[];
+  max?: number;
+  seed: number;
+  /** The split indices with a non-zero ratio. */
+  active: number[];
+  bad: (why: string) => never;
+}
+
+function checkParams(spec: DatasetSpec, rows: readonly NatRow[], params: SplitParams): Params {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot make splits of '${spec.name}' as ${why}`);
   };
@@ -69,102 +91,115 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
   if (new Set(names).size !== names.length) bad(`split names repeat: ${names.join(",")}`);
   const groupBy = params.groupBy ?? [];
   for (const g of groupBy) column(spec, g);
-  const seed = params.seed ?? 0;
   if (params.max !== undefined && !(Number.isInteger(params.max) && params.max > 0)) bad(`'max' must be a positive integer: current value is ${params.max}`);
   if (rows.length === 0) bad("the dataset has no rows");
+  const active = ratios.map((r, s) => [r, s]).filter(([r]) => r > 0).map(([, s]) => s);
+  return { ratios, names, groupBy, balance: params.balance ?? "data", max: params.max, seed: params.seed ?? 0, active, bad };
+}
 
-  // 1. Groups, with their ids per class in a seeded order. Without group columns every
-  // sample is its own group: one pseudo-group per class holds them, and step 3 cuts it.
+/** Step 1: the rows by group, each group's ids per class in a seeded order. */
+interface Grouped {
+  /** The labels present, ascending; a class is an index into them. */
+  labels: number[];
+  /** Group key → ids per class. Without group columns one pseudo-group, "", holds every sample. */
+  groups: Map<string, string[][]>;
+  /** The group keys, sorted. */
+  keys: string[];
+  ungrouped: boolean;
+}
+
+function groupRows(rows: readonly NatRow[], p: Params): Grouped {
   const labels = [...new Set(rows.map((r) => r.label))].sort((a, b) => a - b);
   const li = new Map(labels.map((l, i) => [l, i]));
-  const K = labels.length;
   const groups = new Map<string, string[][]>();
-  const ungrouped = groupBy.length === 0;
+  const ungrouped = p.groupBy.length === 0;
   for (const r of rows) {
-    const key = ungrouped ? "" : JSON.stringify(groupBy.map((g) => r.meta[g] ?? null));
+    const key = ungrouped ? "" : JSON.stringify(p.groupBy.map((g) => r.meta[g] ?? null));
     let g = groups.get(key);
-    if (!g) groups.set(key, (g = Array.from({ length: K }, () => [])));
+    if (!g) groups.set(key, (g = Array.from({ length: labels.length }, () => [])));
     g[li.get(r.label)!].push(r.id);
   }
-  const gKeys = [...groups.keys()].sort();
-  for (const k of gKeys) for (const ids of groups.get(k)!) shuffle(ids.sort(), rng(seed, hash32(k)));
-  const active = ratios.map((r, s) => [r, s]).filter(([r]) => r > 0).map(([, s]) => s);
-  const groupCount = ungrouped ? rows.length : gKeys.length;
-  if (active.length > groupCount) {
-    bad(`${active.length} splits need at least ${active.length} groups and ${groupBy.length ? `'${groupBy.join(",")}' gives` : "there are"} ${groupCount}`);
+  const keys = [...groups.keys()].sort();
+  for (const k of keys) for (const ids of groups.get(k)!) shuffle(ids.sort(), rng(p.seed, hash32(k)));
+  const groupCount = ungrouped ? rows.length : keys.length;
+  if (p.active.length > groupCount) {
+    p.bad(`${p.active.length} splits need at least ${p.active.length} groups and ${p.groupBy.length ? `'${p.groupBy.join(",")}' gives` : "there are"} ${groupCount}`);
   }
+  return { labels, groups, keys, ungrouped };
+}
 
-  // 2. Targets per split and class.
-  const avail = labels.map((_, c) => gKeys.reduce((n, k) => n + groups.get(k)![c].length, 0));
-  const balance = params.balance ?? "data";
+/** Step 2: samples wanted per split and class, from the ratios, the balance and the total. */
+function targets(g: Grouped, p: Params, rowCount: number): number[][] {
+  const { labels } = g, K = labels.length;
+  const avail = labels.map((_, c) => g.keys.reduce((n, k) => n + g.groups.get(k)![c].length, 0));
   let w: number[];
-  if (balance === "data") w = avail.slice();
-  else if (balance === "equal") w = labels.map(() => 1);
+  if (p.balance === "data") w = avail.slice();
+  else if (p.balance === "equal") w = labels.map(() => 1);
   else {
-    if (balance.length !== K || balance.some((x) => !(x >= 0))) {
-      bad(`'balance' needs one non-negative weight per label (${K}: labels ${labels.join(",")}): current value is ${balance.join(",")}`);
+    if (p.balance.length !== K || p.balance.some((x) => !(x >= 0))) {
+      p.bad(`'balance' needs one non-negative weight per label (${K}: labels ${labels.join(",")}): current value is ${p.balance.join(",")}`);
     }
-    w = balance.slice();
+    w = p.balance.slice();
   }
   const wSum = w.reduce((a, b) => a + b, 0);
-  if (!(wSum > 0)) bad("the balance weights are all zero");
+  if (!(wSum > 0)) p.bad("the balance weights are all zero");
   w = w.map((x) => x / wSum);
-  let total = Math.min(params.max ?? Infinity, ...labels.map((_, c) => (w[c] > 0 ? avail[c] / w[c] : Infinity)));
-  if (!Number.isFinite(total)) total = rows.length;
-  const rSum = ratios.reduce((a, b) => a + b, 0);
-  const target = ratios.map((r) => w.map((wc) => Math.floor((total * r * wc) / rSum + 1e-9)));
+  let total = Math.min(p.max ?? Infinity, ...labels.map((_, c) => (w[c] > 0 ? avail[c] / w[c] : Infinity)));
+  if (!Number.isFinite(total)) total = rowCount;
+  const rSum = p.ratios.reduce((a, b) => a + b, 0);
+  return p.ratios.map((r) => w.map((wc) => Math.floor((total * r * wc) / rSum + 1e-9)));
+}
 
-  if (ungrouped) return result(cutUngrouped(groups.get("")!, target, names));
-
-  // 3. Assign groups.
-  const order = shuffle(gKeys.slice(), rng(seed, 0x5eed));
-  const size = (k: string) => groups.get(k)!.reduce((n, ids) => n + ids.length, 0);
+/**
+ * Step 3: each group to a split, largest first (ties in seeded order), where it overflows the
+ * targets least, then where it is needed most; every active split gets one group first, the
+ * biggest splits the biggest groups. Answers each split's group keys.
+ */
+function assignGroups(g: Grouped, target: number[][], p: Params): string[][] {
+  const K = g.labels.length;
+  const order = shuffle(g.keys.slice(), rng(p.seed, 0x5eed));
+  const size = (k: string) => g.groups.get(k)!.reduce((n, ids) => n + ids.length, 0);
   order.sort((a, b) => size(b) - size(a)); // stable: ties keep the seeded order
-  const have = ratios.map(() => new Array(K).fill(0));
-  const members: string[][] = ratios.map(() => []);
-  const tie = rng(seed, 0x7e);
+  const have = p.ratios.map(() => new Array(K).fill(0));
+  const members: string[][] = p.ratios.map(() => []);
+  const tie = rng(p.seed, 0x7e);
   const give = (k: string, s: number) => {
     members[s].push(k);
-    groups.get(k)!.forEach((ids, c) => (have[s][c] += ids.length));
+    g.groups.get(k)!.forEach((ids, c) => (have[s][c] += ids.length));
   };
-  // Every active split first gets one group, the biggest splits the biggest groups.
-  const bySize = active.slice().sort((a, b) => ratios[b] - ratios[a] || a - b);
-  order.slice(0, active.length).forEach((k, i) => give(k, bySize[i]));
-  for (const k of order.slice(active.length)) {
-    const g = groups.get(k)!;
+  const bySize = p.active.slice().sort((a, b) => p.ratios[b] - p.ratios[a] || a - b);
+  order.slice(0, p.active.length).forEach((k, i) => give(k, bySize[i]));
+  for (const k of order.slice(p.active.length)) {
+    const ids = g.groups.get(k)!;
     let best = -1, bestOver = Infinity, bestNeed = -Infinity, bestTie = 0;
-    for (const s of active) {
+    for (const s of p.active) {
       let over = 0, need = 0;
       const tSum = target[s].reduce((a, b) => a + b, 0) || 1;
       for (let c = 0; c < K; c++) {
-        over += Math.max(0, have[s][c] + g[c].length - target[s][c]);
+        over += Math.max(0, have[s][c] + ids[c].length - target[s][c]);
         need += Math.max(0, target[s][c] - have[s][c]) / tSum;
       }
       const t = tie.next();
       if (over < bestOver || (over === bestOver && (need > bestNeed || (need === bestNeed && t > bestTie)))) {
-        best = s; bestOver = over; bestNeed = need; bestTie = t;
+        best = s, bestOver = over, bestNeed = need, bestTie = t;
       }
     }
     give(k, best);
   }
+  return members;
+}
 
-  // 4. Take rows round-robin across each split's groups, per class.
-  const splits: Split[] = names.map((name, s) => {
-    const gs = shuffle(members[s].slice().sort(), rng(seed, s, 0x77));
+/** Step 4: within each split, rows round-robin across its groups, per class, up to the (balanced) targets. */
+function takeRows(g: Grouped, members: string[][], target: number[][], p: Params): Split[] {
+  const { labels, groups } = g, K = labels.length;
+  return p.names.map((name, s) => {
+    const gs = shuffle(members[s].slice().sort(), rng(p.seed, s, 0x77));
     const ids: string[] = [];
     const counts: Record<number, number> = {};
     const used = new Set<number>();
     const held = (c: number) => gs.reduce((n, k) => n + groups.get(k)![c].length, 0);
-    const want = balance === "data" ? target[s] : balanced(target[s], held);
-    if (ratios[s] > 0 && want.every((x) => x === 0) && target[s].some((x) => x > 0)) {
-      const missing = labels.filter((_, c) => target[s][c] > 0 && held(c) === 0);
-      // Else the scarcest class has some, too few for one of it beside the others' shares.
-      const ratio = (c: number) => held(c) / target[s][c];
-      const least = Math.min(...labels.map((_, c) => (target[s][c] > 0 ? ratio(c) : Infinity)));
-      const scarce = labels.filter((_, c) => target[s][c] > 0 && ratio(c) === least);
-      const why = missing.length ? `no samples of label ${missing.join(", ")}` : `too few samples of label ${scarce.join(", ")} to keep one of every class at its share`;
-      bad(`split '${name}' would be empty: its groups hold ${why}, and the balance keeps every class at its share (use other ratios or seed, fewer splits, or --balance data)`);
-    }
+    const want = p.balance === "data" ? target[s] : balanced(target[s], held);
+    if (p.ratios[s] > 0 && want.every((x) => x === 0) && target[s].some((x) => x > 0)) emptySplit(name, target[s], held, labels, p);
     for (let c = 0; c < K; c++) {
       const cursors = gs.map(() => 0);
       let taken = 0;
@@ -185,43 +220,44 @@ export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params:
     // Only groups that gave rows: a group assigned but not needed (targets met) stays free.
     return { name, groups: gs.filter((_, j) => used.has(j)), ids, counts };
   });
+}
 
-  return result(splits);
+/** A balanced split its groups cannot fill at all: refused, naming the class that is missing or too scarce. */
+function emptySplit(name: string, target: number[], held: (c: number) => number, labels: number[], p: Params): never {
+  const missing = labels.filter((_, c) => target[c] > 0 && held(c) === 0);
+  // Else the scarcest class has some, too few for one of it beside the others' shares.
+  const ratio = (c: number) => held(c) / target[c];
+  const least = Math.min(...labels.map((_, c) => (target[c] > 0 ? ratio(c) : Infinity)));
+  const scarce = labels.filter((_, c) => target[c] > 0 && ratio(c) === least);
+  const why = missing.length ? `no samples of label ${missing.join(", ")}` : `too few samples of label ${scarce.join(", ")} to keep one of every class at its share`;
+  return p.bad(`split '${name}' would be empty: its groups hold ${why}, and the balance keeps every class at its share (use other ratios or seed, fewer splits, or --balance data)`);
+}
 
-  /** Targets cut by the scarcest class's shortfall (what its groups hold ÷ its target), so their proportions hold. */
-  function balanced(t: number[], held: (c: number) => number): number[] {
-    let f = 1;
-    for (let c = 0; c < K; c++) if (t[c] > 0) f = Math.min(f, held(c) / t[c]);
-    if (f >= 1) return t;
-    const cut = t.map((x) => Math.floor(x * f + 1e-9));
-    // A class cut below one sample while another keeps some (weights 1:2:1 cut to 0/1/0): the
-    // balance cannot hold at this size, and the split is empty rather than unbalanced.
-    return t.some((x, c) => x > 0 && cut[c] === 0) ? t.map(() => 0) : cut;
-  }
+/** Targets cut by the scarcest class's shortfall (what its groups hold ÷ its target), so their proportions hold. */
+function balanced(t: number[], held: (c: number) => number): number[] {
+  let f = 1;
+  for (let c = 0; c < t.length; c++) if (t[c] > 0) f = Math.min(f, held(c) / t[c]);
+  if (f >= 1) return t;
+  const cut = t.map((x) => Math.floor(x * f + 1e-9));
+  // A class cut below one sample while another keeps some (weights 1:2:1 cut to 0/1/0): the
+  // balance cannot hold at this size, and the split is empty rather than unbalanced.
+  return t.some((x, c) => x > 0 && cut[c] === 0) ? t.map(() => 0) : cut;
+}
 
-  function result(splits: Split[]): SplitFile {
-    return {
-      version: 1,
-      dataset: spec.name,
-      params: { ratios, names, groupBy, balance, max: params.max ?? null, seed, specHash: specHash(spec) },
-      splits,
-    };
-  }
-
-  /** Without groups: each class's shuffled ids are cut into consecutive runs per split. */
-  function cutUngrouped(perClass: string[][], target: number[][], names: string[]): Split[] {
-    const cursor = perClass.map(() => 0);
-    return names.map((name, s) => {
-      const ids: string[] = [];
-      const counts: Record<number, number> = {};
-      perClass.forEach((list, c) => {
-        const take = Math.min(target[s][c], list.length - cursor[c]);
-        for (let k = 0; k < take; k++) ids.push(list[cursor[c]++]);
-        if (take > 0) counts[labels[c]] = take;
-      });
-      return { name, groups: [], ids: shuffle(ids, rng(seed, s, 0x77)), counts };
+/** Without groups: each class's shuffled ids are cut into consecutive runs per split. */
+function cutUngrouped(g: Grouped, target: number[][], p: Params): Split[] {
+  const perClass = g.groups.get("")!;
+  const cursor = perClass.map(() => 0);
+  return p.names.map((name, s) => {
+    const ids: string[] = [];
+    const counts: Record<number, number> = {};
+    perClass.forEach((list, c) => {
+      const take = Math.min(target[s][c], list.length - cursor[c]);
+      for (let k = 0; k < take; k++) ids.push(list[cursor[c]++]);
+      if (take > 0) counts[g.labels[c]] = take;
     });
-  }
+    return { name, groups: [], ids: shuffle(ids, rng(p.seed, s, 0x77)), counts };
+  });
 }
 
 /** Writes a split file (JSON). */
