@@ -17,6 +17,7 @@ import { openStore } from "../source/open.ts";
 import { progress } from "../observe/progress.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { intOption, optionalValue, parseArgs, required, usageError } from "./args.ts";
+import type { PredictedBatch } from "../train/predict.ts";
 
 export const help = `usage: cassette predict --store URL --dataset NAME --weights FILE [--split FILE[:INDEX|:NAME]]
                         [--out-table [NAME]] [--out FILE.jsonl] [options]
@@ -58,22 +59,94 @@ Nothing is written unless asked, so predict may read a store it cannot write:
 const VALUED = ["store", "dataset", "split", "weights", "model", "out-table", "out", "top-k", "batch", "limit", "workers", "prefetch"];
 
 export async function run(argv: string[]): Promise<number> {
+  const o = await predictOptions(argv);
+  if (o === undefined) return 0; // --help
+  // From source under Node the kernels' .wgsl text needs the loader hooks (as train.ts and
+  // cassette read --preprocess do); the bundle (dist/) inlines it.
+  if (runtime.name === "node" && import.meta.url.endsWith(".ts")) await import("../../runtime-adapters/node_hooks.mjs");
+  const { loadModel, predict, describeSpec } = await import("../train/predict.ts");
+
+  const device = await requestDevice();
+  const held: { store?: Store; source?: ReadSource; model?: { destroy(): Promise<void> | void } } = {};
+  try {
+    const loaded = await loadModel(device, o.weights, { name: o.model });
+    const { model } = loaded;
+    held.model = model;
+    if (o.topK !== undefined && o.topK > model.classes) usageError("predict", `--top-k must be at most the model's ${model.classes} classes: current value is ${o.topK}`);
+    const { ids, classNames } = await sampleIds(o, model.classes, held);
+    const datasetName = o.dataset ?? o.split?.file.dataset ?? "";
+    const tally = new Tally(model.classes, { dataset: datasetName, digest: loaded.digest, keyed: o.kind === "wds" });
+    const out = await PredictionsOut.open(o, held.store);
+    const bar = progress("predict", ids.length, o.json);
+    const t0 = runtime.now();
+    try {
+      // Read workers open the address themselves: the source here only listed the ids.
+      if (o.workers > 0) await held.source?.close();
+      const readFrom = o.workers > 0 ? o.address : (held.store ?? held.source!);
+      held.source = undefined; // the Loader closes a source it is given
+      for await (const b of predict(model, { store: readFrom, dataset: o.dataset, ids, batchSize: o.batch, topK: o.topK, workers: o.workers, prefetch: o.prefetch })) {
+        await out.write(tally.add(b), b.ids);
+        bar.update(tally.samples);
+      }
+      await out.finish();
+      bar.done();
+    } catch (e) {
+      await out.abort();
+      throw e;
+    }
+    const seconds = (runtime.now() - t0) / 1000;
+    const info = deviceInfo(device);
+    const report = {
+      store: redact(o.address), dataset: o.dataset ?? null, weights: o.weights, digest: loaded.digest, model: loaded.name ?? describeSpec(model.spec),
+      ...tally.figures(), seconds, samplesPerSec: tally.samples / seconds, table: o.table ?? null, out: o.out ?? null,
+      adapter: info ? `${info.backend}: ${info.adapter}` : null,
+      classes: classNames ?? null,
+    };
+    if (o.json) console.log(JSON.stringify(report));
+    else printSummary(report, o.holdsTables ? defaultPredictionTable(datasetName) : undefined);
+    return 0;
+  } finally {
+    await held.source?.close().catch(() => {});
+    await held.model?.destroy();
+    await held.store?.close();
+    device.destroy();
+  }
+}
+
+interface PredictOptions {
+  json: boolean;
+  address: string;
+  kind: string;
+  /** sqlite: and cassandra:// hold tables (keys, class names, the predictions table). */
+  holdsTables: boolean;
+  dataset?: string;
+  weights: string;
+  model?: string;
+  table?: string;
+  out?: string;
+  topK?: number;
+  batch?: number;
+  limit?: number;
+  workers: number;
+  prefetch: number | "auto";
+  split?: Awaited<ReturnType<typeof loadSplit>>;
+}
+
+/** The command line, checked whole before the device, the store or the model are opened; undefined after --help. */
+async function predictOptions(argv: string[]): Promise<PredictOptions | undefined> {
   // A bare --out-table names the default table (a name never starts with "-").
   const { positional, options } = parseArgs(optionalValue(argv, "out-table", "", /^[^-]/), "predict", VALUED);
-  if (options.has("help")) return void console.log(help), 0;
+  if (options.has("help")) return void console.log(help);
   if (positional.length) usageError("predict", `takes no positional arguments: got '${positional[0]}'`);
-  const json = options.has("json");
   const address = required(options, "predict", "store");
   const weights = required(options, "predict", "weights");
-  let dataset = options.get("dataset") as string | undefined;
+  const dataset = options.get("dataset") as string | undefined;
   const why = datasetNeeded(address, dataset);
   if (why) usageError("predict", `needs --dataset: ${why}`);
   const kind = parseStoreAddress(address).kind;
   const holdsTables = kind === "sqlite" || kind === "cassandra";
   const given = options.get("out-table") as string | undefined;
   const table = given === "" && holdsTables ? defaultPredictionTable(dataset!) : given;
-  const out = options.get("out") as string | undefined;
-  // Named before the device, the store or the model are opened.
   if (table !== undefined) {
     if (!holdsTables) {
       throw new CassetteError(
@@ -88,134 +161,150 @@ export async function run(argv: string[]): Promise<number> {
     if (v !== undefined && v < 1) usageError("predict", `--${name} must be a positive integer: current value is ${v}`);
     return v;
   };
-  const topK = positive("top-k"), batch = positive("batch"), limit = positive("limit");
   const workers = intOption(options, "predict", "workers") ?? 0;
   if (workers < 0) usageError("predict", `--workers must be ≥ 0: current value is ${workers}`);
   const prefetchOpt = options.get("prefetch");
-  const prefetch = prefetchOpt === undefined || prefetchOpt === "auto" ? "auto" : positive("prefetch");
   const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
   if (split && dataset !== undefined && split.file.dataset !== dataset) usageError("predict", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
+  return {
+    json: options.has("json"), address, kind, holdsTables, dataset, weights, model: options.get("model") as string | undefined, table, out: options.get("out") as string | undefined,
+    topK: positive("top-k"), batch: positive("batch"), limit: positive("limit"), workers,
+    prefetch: prefetchOpt === undefined || prefetchOpt === "auto" ? "auto" : positive("prefetch")!, split,
+  };
+}
 
-  // From source under Node the kernels' .wgsl text needs the loader hooks (as train.ts and
-  // cassette read --preprocess do); the bundle (dist/) inlines it.
-  if (runtime.name === "node" && import.meta.url.endsWith(".ts")) await import("../../runtime-adapters/node_hooks.mjs");
-  const { loadModel, predict, describeSpec } = await import("../train/predict.ts");
-
-  const device = await requestDevice();
-  let store: Store | undefined, source: ReadSource | undefined;
-  let loaded: Awaited<ReturnType<typeof loadModel>> | undefined;
-  try {
-    loaded = await loadModel(device, weights, { name: options.get("model") as string | undefined });
-    const { model } = loaded;
-    if (topK !== undefined && topK > model.classes) usageError("predict", `--top-k must be at most the model's ${model.classes} classes: current value is ${topK}`);
-    // A store with tables is opened once: it answers the keys, the class names and the writes,
-    // and the Loader reads from it (read workers open their own).
-    let classNames: string[] | undefined;
-    let ids: string[];
-    if (holdsTables) {
-      store = await openStore(address, { create: false });
-      const spec = await store.getDataset(dataset!);
-      classNames = labelClasses(spec.label);
-      if (classNames && classNames.length !== model.classes) {
-        throw new CassetteError(
-          "ERR_INVALID_OPTION",
-          `Cannot predict dataset '${dataset}' with weights file '${weights}' as its model has ${model.classes} classes: the dataset names ${classNames.length} (${classNames.slice(0, 5).join(", ")}${classNames.length > 5 ? ", …" : ""})`,
-        );
-      }
-      if (split) ids = split.split.ids;
-      else {
-        ids = [];
-        for await (const page of store.scanNat(dataset!)) for (const r of page) ids.push(r.id);
-      }
-    } else {
-      source = await open(address, { mode: "read", dataset });
-      dataset ??= source.dataset;
-      if (split && dataset !== undefined && split.file.dataset !== dataset) usageError("predict", `the split file is for dataset '${split.file.dataset}', not '${dataset}'`);
-      if (split) ids = split.split.ids;
-      else if (source.ids) ids = await source.ids();
-      else throw new CassetteError("ERR_INVALID_OPTION", `Cannot predict from ${redact(address)} without sample ids as it cannot list them: pass --split FILE`);
+/**
+ * The ids to predict (the split's, or every one the store lists; the first --limit), and the
+ * dataset's class names. A store with tables is opened once, into `held`: it answers the keys,
+ * the class names and the writes, and the Loader reads from it (read workers open their own).
+ */
+async function sampleIds(o: PredictOptions, classes: number, held: { store?: Store; source?: ReadSource }): Promise<{ ids: string[]; classNames?: string[] }> {
+  let ids: string[], classNames: string[] | undefined;
+  if (o.holdsTables) {
+    const store = (held.store = await openStore(o.address, { create: false }));
+    const spec = await store.getDataset(o.dataset!);
+    classNames = labelClasses(spec.label);
+    if (classNames && classNames.length !== classes) {
+      throw new CassetteError(
+        "ERR_INVALID_OPTION",
+        `Cannot predict dataset '${o.dataset}' with weights file '${o.weights}' as its model has ${classes} classes: the dataset names ${classNames.length} (${classNames.slice(0, 5).join(", ")}${classNames.length > 5 ? ", …" : ""})`,
+      );
     }
-    if (limit !== undefined) ids = ids.slice(0, limit);
-    if (ids.length === 0) throw new CassetteError("ERR_INVALID_OPTION", `Cannot predict dataset '${dataset}' of ${redact(address)} as there are no samples to predict`);
-    const datasetName = dataset ?? split?.file.dataset ?? "";
+    if (o.split) ids = o.split.split.ids;
+    else {
+      ids = [];
+      for await (const page of store.scanNat(o.dataset!)) for (const r of page) ids.push(r.id);
+    }
+  } else {
+    const source = (held.source = await open(o.address, { mode: "read", dataset: o.dataset }));
+    o.dataset ??= source.dataset;
+    if (o.split && o.dataset !== undefined && o.split.file.dataset !== o.dataset) usageError("predict", `the split file is for dataset '${o.split.file.dataset}', not '${o.dataset}'`);
+    if (o.split) ids = o.split.split.ids;
+    else if (source.ids) ids = await source.ids();
+    else throw new CassetteError("ERR_INVALID_OPTION", `Cannot predict from ${redact(o.address)} without sample ids as it cannot list them: pass --split FILE`);
+  }
+  if (o.limit !== undefined) ids = ids.slice(0, o.limit);
+  if (ids.length === 0) throw new CassetteError("ERR_INVALID_OPTION", `Cannot predict dataset '${o.dataset}' of ${redact(o.address)} as there are no samples to predict`);
+  return { ids, classNames };
+}
 
-    const startedAt = new Date().toISOString();
-    const C = model.classes;
-    const confusion = Array.from({ length: C }, () => new Array<number>(C).fill(0));
-    let samples = 0, labelled = 0, hits = 0, topHits = 0, k = 0;
-    const tmp = out && `${out}.${process.pid}.tmp`;
+/** The rows of each batch, and the accuracy and confusion matrix over the labelled ones. */
+class Tally {
+  samples = 0;
+  #labelled = 0;
+  #hits = 0;
+  #topHits = 0;
+  #k = 0;
+  readonly #confusion: number[][];
+  readonly #startedAt = new Date().toISOString();
+  readonly #row: { dataset: string; digest: string; keyed: boolean };
+
+  constructor(classes: number, row: { dataset: string; digest: string; keyed: boolean }) {
+    this.#confusion = Array.from({ length: classes }, () => new Array<number>(classes).fill(0));
+    this.#row = row;
+  }
+
+  add(b: PredictedBatch): PredictionRow[] {
+    const k = (this.#k = b.k);
+    const rows = b.ids.map((id, i) => {
+      const label = b.labels[i] >= 0 ? b.labels[i] : null;
+      const classes = Array.from(b.classes.subarray(i * k, i * k + k));
+      if (label !== null) {
+        this.#labelled++;
+        this.#confusion[label][classes[0]]++;
+        if (classes[0] === label) this.#hits++;
+        if (classes.includes(label)) this.#topHits++;
+      }
+      // wds: ids are the shards' keys themselves; export layouts keep no keys.
+      const key = this.#row.keyed ? id : null;
+      return { id, dataset: this.#row.dataset, key, classes, probs: Array.from(b.probs.subarray(i * k, i * k + k)), label, weights: this.#row.digest, at: this.#startedAt };
+    });
+    this.samples += rows.length;
+    return rows;
+  }
+
+  figures(): Pick<Summary, "samples" | "labelled" | "accuracy" | "topKAccuracy" | "k" | "confusion"> {
+    const n = this.#labelled;
+    return { samples: this.samples, labelled: n, accuracy: n ? this.#hits / n : null, topKAccuracy: n ? this.#topHits / n : null, k: this.#k, confusion: n ? this.#confusion : null };
+  }
+}
+
+/**
+ * Where the rows go: the store's table and/or a JSONL file, written whole under a temporary
+ * name and renamed at the end (removed on failure). One batch's write is outstanding while the
+ * next batch is read and predicted.
+ */
+class PredictionsOut {
+  #writing: Promise<void> = Promise.resolve();
+  readonly #o: PredictOptions;
+  readonly #store?: Store;
+  readonly #file?: Awaited<ReturnType<typeof openFile>>;
+  readonly #tmp?: string;
+
+  private constructor(o: PredictOptions, store: Store | undefined, file: Awaited<ReturnType<typeof openFile>> | undefined, tmp: string | undefined) {
+    this.#o = o;
+    this.#store = store;
+    this.#file = file;
+    this.#tmp = tmp;
+  }
+
+  static async open(o: PredictOptions, store: Store | undefined): Promise<PredictionsOut> {
+    const tmp = o.out && `${o.out}.${process.pid}.tmp`;
     const file = tmp ? await openFile(tmp, "w").catch((cause) => {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot write --out file '${out}': ${(cause as Error).message}`, { cause });
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot write --out file '${o.out}': ${(cause as Error).message}`, { cause });
     }) : undefined;
-    // One write to the table outstanding while the next batch runs.
-    let writing: Promise<void> = Promise.resolve();
-    const bar = progress("predict", ids.length, json);
-    const t0 = runtime.now();
-    try {
-      // Read workers open the address themselves: the source here only listed the ids.
-      if (workers > 0) await source?.close();
-      const readFrom = workers > 0 ? address : (store ?? source!);
-      source = undefined; // the Loader closes a source it is given
-      for await (const b of predict(model, { store: readFrom, dataset, ids, batchSize: batch, topK, workers, prefetch })) {
-        k = b.k;
-        const rows: PredictionRow[] = b.ids.map((id, i) => {
-          const label = b.labels[i] >= 0 ? b.labels[i] : null;
-          const classes = Array.from(b.classes.subarray(i * k, i * k + k));
-          if (label !== null) {
-            labelled++;
-            confusion[label][classes[0]]++;
-            if (classes[0] === label) hits++;
-            if (classes.includes(label)) topHits++;
-          }
-          // wds: ids are the shards' keys themselves; export layouts keep no keys.
-          const key = kind === "wds" ? id : null;
-          return { id, dataset: datasetName, key, classes, probs: Array.from(b.probs.subarray(i * k, i * k + k)), label, weights: loaded!.digest, at: startedAt };
-        });
-        samples += rows.length;
-        // The keys and the writes of this batch go on while the next one is read and predicted.
-        await writing;
-        writing = (async () => {
-          if (store && (table || file)) {
-            const keys = await store.keysOf(dataset!, b.ids);
-            for (const r of rows) r.key = keys.get(r.id) ?? null;
-          }
-          if (table) await store!.putPredictions(table, rows);
-          if (file) await file.write(rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
-        })();
-        writing.catch(() => {}); // awaited before the next batch's and at the end
-        bar.update(samples);
+    return new PredictionsOut(o, store, file, tmp);
+  }
+
+  /** Waits for the last batch's write, then starts this one's (the keys looked up first, where the store has them). */
+  async write(rows: PredictionRow[], ids: readonly string[]): Promise<void> {
+    await this.#writing;
+    const { table } = this.#o, store = this.#store, file = this.#file;
+    this.#writing = (async () => {
+      if (store && (table || file)) {
+        const keys = await store.keysOf(this.#o.dataset!, ids);
+        for (const r of rows) r.key = keys.get(r.id) ?? null;
       }
-      await writing;
-      bar.done();
-      if (file) {
-        await file.close();
-        await rename(tmp!, out!);
-      }
-    } catch (e) {
-      await writing.catch(() => {});
-      if (file) {
-        await file.close().catch(() => {});
-        await rm(tmp!, { force: true });
-      }
-      throw e;
+      if (table) await store!.putPredictions(table, rows);
+      if (file) await file.write(rows.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    })();
+    this.#writing.catch(() => {}); // awaited before the next batch's and at the end
+  }
+
+  async finish(): Promise<void> {
+    await this.#writing;
+    if (this.#file) {
+      await this.#file.close();
+      await rename(this.#tmp!, this.#o.out!);
     }
-    const seconds = (runtime.now() - t0) / 1000;
-    const info = deviceInfo(device);
-    const report = {
-      store: redact(address), dataset: dataset ?? null, weights, digest: loaded.digest, model: loaded.name ?? describeSpec(model.spec),
-      samples, labelled, accuracy: labelled ? hits / labelled : null, topKAccuracy: labelled ? topHits / labelled : null, k,
-      seconds, samplesPerSec: samples / seconds, table: table ?? null, out: out ?? null,
-      adapter: info ? `${info.backend}: ${info.adapter}` : null,
-      classes: classNames ?? null, confusion: labelled ? confusion : null,
-    };
-    if (json) console.log(JSON.stringify(report));
-    else printSummary(report, holdsTables ? defaultPredictionTable(datasetName) : undefined);
-    return 0;
-  } finally {
-    await source?.close().catch(() => {});
-    await loaded?.model.destroy();
-    await store?.close();
-    device.destroy();
+  }
+
+  async abort(): Promise<void> {
+    await this.#writing.catch(() => {});
+    if (this.#file) {
+      await this.#file.close().catch(() => {});
+      await rm(this.#tmp!, { force: true });
+    }
   }
 }
 
