@@ -8,6 +8,8 @@
 #                 side by side, cjpeg -quality 90 -sample 2x2
 #   progressive/  the three 2560×1600 photos, cjpeg -quality 90 -progressive
 #   gray/         the three 2560×1600 photos, cjpeg -quality 90 -grayscale
+#   photos/       five photos of ImageNet's size, q90 4:2:0: china and flower (640×427) and the
+#                 three wallpapers at 1/4 (640×400, djpeg -scale 1/4), for bench/jpeg_region.bench.ts
 #
 # Photos: python3-sklearn's china.jpg and flower.jpg (640×427), plasma-workspace-wallpapers'
 # Autumn, BytheWater and ColorfulCups (2560×1600), fetched with `apt-get download` into the
@@ -17,9 +19,16 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${CASSETTE_CACHE:-$HOME/.cache/cassette}/jpeg-sources
 OUT="$HERE/data"
-[ -f "$OUT/.done" ] && exit 0
+[ -f "$OUT/.done" ] && [ -f "$OUT/photos/.done" ] && exit 0
 bash "$ROOT/test/fixtures/jpeg/make.sh" --bench >/dev/null
-rm -rf "$OUT"; mkdir -p "$OUT"/{crops,large,progressive,gray}
+if [ ! -f "$OUT/photos/.done" ]; then
+  mkdir -p "$OUT/photos"
+  for p in china flower; do djpeg -pnm "$CACHE/$p.jpg" | cjpeg -quality 90 -sample 2x2 > "$OUT/photos/$p.jpg"; done
+  for w in Autumn BytheWater ColorfulCups; do djpeg -pnm -scale 1/4 "$CACHE/$w.jpg" | cjpeg -quality 90 -sample 2x2 > "$OUT/photos/$w.jpg"; done
+  touch "$OUT/photos/.done"
+fi
+[ -f "$OUT/.done" ] && exit 0
+rm -rf "$OUT"/{crops,large,progressive,gray}; mkdir -p "$OUT"/{crops,large,progressive,gray}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 WALLS=(Autumn BytheWater ColorfulCups)
 for w in "${WALLS[@]}"; do djpeg -pnm "$CACHE/$w.jpg" > "$T/$w.ppm"; done

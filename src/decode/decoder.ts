@@ -40,6 +40,22 @@ export interface DecodeOptions {
   applyOrientation?: boolean;
   /** One channel out, whatever the file holds (default false), weighted as libjpeg's grayscale output. */
   grey?: boolean;
+  /**
+   * Only this box of the image, in the file's pixels (before `scale` and before any Exif turn),
+   * clipped to the image: the pixels are those a whole decode gives there, at `scale` the
+   * scaled pixels that cover the box ([⌊x·s⌋, ⌈(x + width)·s⌉) across, s the scale). A JPEG
+   * decodes no row below the box and transforms no block far from it; a box outside the image
+   * is an error.
+   */
+  region?: DecodeRegion;
+}
+
+/** A box of an image's pixels: its top-left corner and its size. */
+export interface DecodeRegion {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
 }
 
 /**
@@ -135,6 +151,13 @@ export function checkDecodeOptions(options: DecodeOptions, format = "JPEG"): { l
   for (const flag of FLAGS) {
     if (options[flag] !== undefined && typeof options[flag] !== "boolean") {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} as '${flag}' must be true or false: current value is ${describe(options[flag])}`);
+    }
+  }
+  const r = options.region;
+  if (r !== undefined) {
+    const whole = (v: unknown, min: number) => typeof v === "number" && Number.isInteger(v) && v >= min && v <= 0x7fffffff;
+    if (typeof r !== "object" || r === null || !whole(r.x, 0) || !whole(r.y, 0) || !whole(r.width, 1) || !whole(r.height, 1)) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} as 'region' must be { x, y ≥ 0, width, height ≥ 1 }, whole numbers: current value is ${describe(r)}`);
     }
   }
   return { log2, maxPixels };

@@ -115,6 +115,8 @@ export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
 
 // The wasm decoder's modes (wasm/jpeg/decoder.ts).
 const MODE_PIXELS = 0, MODE_COEFFICIENTS = 1, MODE_GREY = 2;
+/** wasm/jpeg/errors.ts: the region lies outside the image (the caller's option, not the file). */
+const E_BAD_REGION = 19;
 const COLOR_SPACES: JpegColorSpace[] = ["gray", "ycbcr", "rgb", "cmyk", "ycck"];
 
 /** Instantiates the wasm decoder once; the returned decoder is reused for every image. */
@@ -192,11 +194,16 @@ class WasmJpegDecoder implements JpegDecoder {
     this.#sized = false;
     let rc: number, rows: number;
     try {
-      rc = w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS);
+      const r = options.region;
+      rc = w.decode(p, bytes.length, log2, maxPixels, options.grey ? MODE_GREY : MODE_PIXELS, r?.x ?? 0, r?.y ?? 0, r?.width ?? 0, r?.height ?? 0);
       out = this.#out;
       rows = this.#got;
     } finally {
       this.#out = undefined; // a failed decode's rows go with it; the caller's buffer is not kept
+    }
+    if (rc === E_BAD_REGION) {
+      const r = options.region!;
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'region' (x ${r.x}, y ${r.y}, ${r.width}×${r.height}) lies outside the image (${w.frameWidth()}×${w.frameHeight()})`);
     }
     this.#check(rc);
     if (rows !== w.outHeight()) throw new Error(`wasm/jpeg handed over ${rows} rows of pixels for a ${w.outWidth()}×${w.outHeight()} image`);
@@ -275,7 +282,7 @@ class WasmJpegDecoder implements JpegDecoder {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS));
+    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS, 0, 0, 0, 0));
     const width = w.frameWidth();
     const height = w.frameHeight();
     const n = w.frameComponents();

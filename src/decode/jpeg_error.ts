@@ -26,6 +26,7 @@ export type JpegErrorReason =
   | "no-frame"
   | "too-many-scans"
   | "short-scan"
+  | "region"
   | "arithmetic"
   | "lossless"
   | "hierarchical"
@@ -54,6 +55,7 @@ const TABLE: Record<number, [JpegErrorReason, string]> = {
   16: ["no-frame", "it has a scan before any frame header, or no scan at all"],
   17: ["too-many-scans", "it has more than 1000 scans"],
   18: ["short-scan", "a marker interrupts the entropy-coded data before the scan's last block"],
+  19: ["region", "the 'region' asked for lies outside the image"],
   32: ["arithmetic", "it uses arithmetic coding"],
   33: ["lossless", "it uses the lossless process"],
   34: ["hierarchical", "it uses the hierarchical process"],

@@ -7,7 +7,7 @@ import base64 from "../../wasm/build/jpeg_wasm.ts";
 import { CassetteError } from "../errors.ts";
 
 /** wasm/jpeg/index.ts's abiVersion() that this host is written for. */
-const ABI_VERSION = 3;
+const ABI_VERSION = 4;
 
 /** The flat numeric exports of wasm/jpeg/index.ts. */
 export interface JpegExports {
@@ -20,8 +20,8 @@ export interface JpegExports {
   errorOffset(): number;
   /** The build's interface version (wasm/jpeg/index.ts); absent before version 2. */
   abiVersion?(): number;
-  /** 0 or an error code; mode 0 = pixels, 1 = coefficients, 2 = grey pixels; scaleLog2 0…3. */
-  decode(src: number, len: number, scaleLog2: number, maxPixels: number, mode: number): number;
+  /** 0 or an error code; mode 0 = pixels, 1 = coefficients, 2 = grey pixels; scaleLog2 0…3; a region of the file's pixels (rw 0: the whole image). */
+  decode(src: number, len: number, scaleLog2: number, maxPixels: number, mode: number, rx: number, ry: number, rw: number, rh: number): number;
   /** Markers up to the first SOS; 0 or an error code. */
   inspect(src: number, len: number): number;
   /** 0 gray, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK. */

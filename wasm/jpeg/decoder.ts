@@ -8,12 +8,12 @@
 // at all: the same choice libjpeg makes, which keeps our scaled output close to djpeg -scale.
 import * as F from "./frame";
 import * as M from "./markers";
-import { decodeScan, planStorage, expandBlock, QF, QLATCH, NZ } from "./scan";
+import { decodeScan, planStorage, expandBlock, regionComplete, QF, QLATCH, NZ } from "./scan";
 import { resetTables } from "./huffman";
 import { alloc } from "../common/memory";
 import { idctBlock } from "./idct";
 import * as O from "./output";
-import { clearError, errorCode, fail, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";
+import { clearError, errorCode, fail, E_BAD_REGION, E_NO_FRAME, E_OUT_OF_MEMORY, E_TOO_LARGE } from "./errors";
 
 export const MODE_PIXELS = 0;
 export const MODE_COEFFICIENTS = 1;
@@ -39,12 +39,12 @@ function allocChecked(bytes: u64): usize {
 }
 
 /** Geometry and buffers, once the frame is known (at the first SOS). */
-function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
+function setup(scaleLog2: i32, maxPixels: f64, mode: i32, rx: i32, ry: i32, rw: i32, rh: i32): i32 {
   // Decompression bombs are refused here, before any allocation.
   if (<f64>F.width * <f64>F.height > maxPixels) return fail(E_TOO_LARGE, F.sofOffset);
   O.bsY = 8 >> scaleLog2;
-  O.outWidth = (F.width * O.bsY + 7) >> 3;
-  O.outHeight = (F.height * O.bsY + 7) >> 3;
+  // Coefficients are the whole image's: a region applies to pixels.
+  if (!O.planRegion(rx, ry, mode == MODE_COEFFICIENTS ? 0 : rw, rh, F.hmax * O.bsY, F.vmax * O.bsY)) return fail(E_BAD_REGION, F.sofOffset);
   const stored = mode == MODE_COEFFICIENTS || F.progressive;
   const pixels = mode != MODE_COEFFICIENTS;
   const grey = mode == MODE_GREY && F.ncomp > 1;
@@ -52,13 +52,15 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
   O.outChannels = F.ncomp == 1 || mode == MODE_GREY ? 1 : 3;
   O.outCs = O.colorSpace();
   const rowBytes = O.outWidth * O.outChannels;
+  const winBytes = O.winW * O.outChannels;
   // Rows leave as the scan goes (output.ts, scanRowDone) when one sequential scan carries every
   // component and the image is more than a strip: then a plane needs only the MCU row being decoded and
   // the one before it, whose last rows the triangle filter still reads. A smaller image is
   // decoded whole, then handed over in one call. A progressive image's rows leave the same way
   // once its last scan is in: its blocks are transformed an MCU row at a time (idctRows), so
   // its planes are rings too; only its coefficients are whole (any scan may add to any block).
-  const large = pixels && <u64>rowBytes * <u64>O.outHeight > <u64>O.STRIP_BYTES;
+  // (Planes are the whole image's width: a region's rows stream as the image's would.)
+  const large = pixels && <u64>(O.fullWidth * O.outChannels) * <u64>O.fullHeight > <u64>O.STRIP_BYTES;
   const ringed = large && (F.progressive || F.scanNs == F.ncomp);
   progressiveStreaming = ringed && F.progressive;
   O.streaming = ringed && !F.progressive;
@@ -105,7 +107,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
       F.cset(c, F.F_STRIDE, stride);
       F.cset(c, F.F_PLANE, <i32>p);
       F.cset(c, F.F_RMASK, pbh < bh ? pbh * bs - 1 : -1);
-      const rb = allocChecked(<u64>O.outWidth + 64);
+      const rb = allocChecked(<u64>O.winW + 64);
       if (rb == 0) return errorCode();
       store<u32>(O.ROWBUF + (<usize>c << 2), <u32>rb);
     }
@@ -118,8 +120,13 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
     O.strip = allocChecked(<u64>rowBytes * <u64>O.stripRows + 64); // slack: row writers store whole v128s
     if (O.strip == 0) return errorCode();
     if (grey && !F.lumaOnly) {
-      O.rgbScratch = allocChecked(<u64>O.outWidth * 3 + 64);
+      O.rgbScratch = allocChecked(<u64>O.winW * 3 + 64);
       if (O.rgbScratch == 0) return errorCode();
+    }
+    if (O.regionOn) {
+      const wr = allocChecked(<u64>winBytes + 64);
+      if (wr == 0) return errorCode();
+      O.setWinRow(wr);
     }
     O.announceOutput();
   }
@@ -128,9 +135,12 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
 
 /**
  * Decodes the JPEG at `src` (`len` bytes). `scaleLog2` 0…3 gives 1, 1/2, 1/4, 1/8 of the size;
- * `mode` picks pixels or coefficients. Returns 0 or an error code (errorOffset() says where).
+ * `mode` picks pixels or coefficients. With `rw` > 0 the pixels are those of the region that
+ * covers source pixels [rx, rx + rw) × [ry, ry + rh) at that scale, clamped to the image
+ * (output.ts, planRegion): the same pixels as the whole decode's there. Returns 0 or an error
+ * code (errorOffset() says where).
  */
-export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mode: i32): i32 {
+export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mode: i32, rx: i32, ry: i32, rw: i32, rh: i32): i32 {
   begin(src, len);
   if (M.begin() != 0) return errorCode();
   let ready = false;
@@ -140,10 +150,11 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
     if (m < 0) return errorCode();
     if (m == M.M_EOI) break;
     if (!ready) {
-      if (setup(scaleLog2, maxPixels, mode) != 0) return errorCode();
+      if (setup(scaleLog2, maxPixels, mode, rx, ry, rw, rh) != 0) return errorCode();
       ready = true;
     }
     if (decodeScan(direct && !F.progressive) != 0) return errorCode();
+    if (regionComplete) break;
   }
   if (!ready) return fail(E_NO_FRAME, F.offsetOf(M.cursor) - 2);
   if (mode == MODE_COEFFICIENTS) return 0; // blocks are in natural order already
@@ -159,7 +170,7 @@ export function decode(src: usize, len: i32, scaleLog2: i32, maxPixels: f64, mod
       memory.fill(<usize>F.cget(c, F.F_PLANE), 128, <usize>(F.cget(c, F.F_STRIDE) * F.cget(c, F.F_BH) * F.cget(c, F.F_BS)));
     }
   }
-  O.emitRows(O.outHeight);
+  O.emitRows(O.outEnd);
   return 0;
 }
 
@@ -203,8 +214,10 @@ let progressiveStreaming = false;
  */
 function idctRows(): void {
   const nc = F.lumaOnly ? 1 : F.ncomp;
-  for (let my = 0; my < F.mcusY; my++) {
+  // A region's: only the window's MCU rows and columns (output.ts, planRegion).
+  for (let my = O.mcuY0; my < O.mcuY1; my++) {
     for (let c = 0; c < nc; c++) {
+      const h = F.cget(c, F.F_H);
       const v = F.cget(c, F.F_V);
       const bw = F.cget(c, F.F_BW);
       const bs = F.cget(c, F.F_BS);
@@ -220,7 +233,10 @@ function idctRows(): void {
         let blk = <usize>F.cget(c, F.F_COEF) + <usize>(by * bw) * <usize>csz;
         let nz = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * bw) << 3); // each block's non-zero AC coefficients
         const dst = plane + <usize>(((by * bs) & rmask) * stride);
-        for (let bx = 0; bx < bw; bx++) {
+        const bx0 = O.mcuX0 * h, bx1 = min(bw, O.mcuX1 * h);
+        blk += <usize>bx0 * <usize>csz;
+        nz += <usize>bx0 << 3;
+        for (let bx = bx0; bx < bx1; bx++) {
           const m = load<u64>(nz);
           const last = m == 0 ? 0 : 63 - <i32>clz(m); // zig-zag index of the last non-zero AC
           if (expand) {

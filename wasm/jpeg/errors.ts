@@ -24,6 +24,7 @@ export const E_OUT_OF_MEMORY = 15; //      the arena could not grow
 export const E_NO_FRAME = 16; //           a scan before any SOF, or EOI before any scan
 export const E_TOO_MANY_SCANS = 17; //     more scans than MAX_SCANS (bounded time on hostile input)
 export const E_SHORT_SCAN = 18; //         a marker comes before the scan's last MCU is decoded
+export const E_BAD_REGION = 19; //         the region asked for lies outside the image (a caller's error)
 
 export const UNSUPPORTED_BASE = 32;
 export const E_UNSUP_ARITHMETIC = 32; //   SOF9–11, SOF13–15 or DAC: arithmetic coding (Annex D)

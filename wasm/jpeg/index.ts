@@ -1,7 +1,7 @@
 // The JPEG decoder's flat numeric exports (no managed objects cross the boundary).
 // The host (src/decode/jpeg.ts) owns every message; the module returns codes and offsets.
 //
-// Use: reset(); p = alloc(n); copy the file to p; decode(p, n, scaleLog2, maxPixels, mode);
+// Use: reset(); p = alloc(n); copy the file to p; decode(p, n, scaleLog2, maxPixels, mode, rx, ry, rw, rh);
 // pixels reach the host through its env.rows(ptr, y0, n) during decode (output.ts), the first
 // call with n = 0 as soon as outWidth/outHeight/outChannels are known; then read
 // outWidth/… or comp*(c) (coefficients) before the next reset().
@@ -14,9 +14,10 @@ export { alloc, reset } from "../common/memory";
 /**
  * What the host may ask of this build (src/decode/wasm_module.ts checks it): raise it whenever
  * an export's meaning or a mode changes. 2: decode() mode 2, grey output. 3: pixels leave
- * through the imported env.rows(ptr, y0, n), strip by strip; no outPtr.
+ * through the imported env.rows(ptr, y0, n), strip by strip; no outPtr. 4: decode() takes a
+ * region (rx, ry, rw, rh; rw 0: the whole image).
  */
-export function abiVersion(): i32 { return 3; }
+export function abiVersion(): i32 { return 4; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
 export { decode, inspect } from "./decoder";

@@ -49,6 +49,76 @@ export let bsY: i32 = 8;
 /** Grey output of a colour file that is not YCbCr: one RGB row before its weighting. */
 export let rgbScratch: usize = 0;
 
+/*
+ * A region (decode's region arguments): output rows and columns are the region's, in the
+ * coordinates of the whole (scaled) image, fullWidth × fullHeight. Rows and columns are made
+ * over a window: the region widened to whole MCUs and one more MCU each side (the context the
+ * upsampling filters read), clamped to the image, so that every pixel of the region is the
+ * pixel of a whole decode. Blocks outside the window are not transformed (scan.ts,
+ * decoder.ts); rows below it are not decoded at all. Without a region the window is the image.
+ */
+export let regionOn = false;
+export let fullWidth: i32 = 0;
+export let fullHeight: i32 = 0;
+/** The region's first column and row; its size is outWidth × outHeight. */
+export let regX: i32 = 0;
+export let regY: i32 = 0;
+/** The window's first column and width, in output columns. */
+export let winX: i32 = 0;
+export let winW: i32 = 0;
+/** The window in MCUs: columns [mcuX0, mcuX1), rows [mcuY0, mcuY1). */
+export let mcuX0: i32 = 0;
+export let mcuX1: i32 = 0;
+export let mcuY0: i32 = 0;
+export let mcuY1: i32 = 0;
+/** Where a window row is made before the region's columns go to the strip (0: straight into the strip). */
+export let winRow: usize = 0;
+/** The output row after the region's last: regY + outHeight. */
+export let outEnd: i32 = 0;
+
+/**
+ * Sets the output geometry (decoder.ts, setup): the whole image at this scale, or the part of it
+ * that covers the source pixels [x, x + w) × [y, y + h) (w ≤ 0: no region), clamped to the image.
+ * Returns false when nothing of the region lies in the image.
+ */
+export function planRegion(x: i32, y: i32, w: i32, h: i32, mcuW: i32, mcuH: i32): bool {
+  fullWidth = (F.width * bsY + 7) >> 3;
+  fullHeight = (F.height * bsY + 7) >> 3;
+  regionOn = w > 0;
+  if (!regionOn) {
+    regX = 0;
+    regY = 0;
+    outWidth = fullWidth;
+    outHeight = fullHeight;
+    winX = 0;
+    winW = fullWidth;
+    mcuX0 = 0;
+    mcuX1 = F.mcusX;
+    mcuY0 = 0;
+    mcuY1 = F.mcusY;
+  } else {
+    // The scaled pixels that cover the source box: [floor(x·s), ceil((x + w)·s)), s = bsY / 8.
+    const x0 = max(0, <i32>((<i64>max(x, 0) * bsY) >> 3));
+    const y0 = max(0, <i32>((<i64>max(y, 0) * bsY) >> 3));
+    const x1 = min(fullWidth, <i32>((<i64>x + <i64>w) * bsY + 7 >> 3));
+    const y1 = min(fullHeight, <i32>((<i64>y + <i64>h) * bsY + 7 >> 3));
+    if (x1 <= x0 || y1 <= y0) return false;
+    regX = x0;
+    regY = y0;
+    outWidth = x1 - x0;
+    outHeight = y1 - y0;
+    mcuX0 = max(0, x0 / mcuW - 1);
+    mcuX1 = min(F.mcusX, (x1 + mcuW - 1) / mcuW + 1);
+    mcuY0 = max(0, y0 / mcuH - 1);
+    mcuY1 = min(F.mcusY, (y1 + mcuH - 1) / mcuH + 1);
+    winX = mcuX0 * mcuW;
+    winW = min(fullWidth, mcuX1 * mcuW) - winX;
+  }
+  outEnd = regY + outHeight;
+  outDone = regY;
+  return true;
+}
+
 // Per component: row buffer for upsampled samples.
 export const ROWBUF: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
 
@@ -87,6 +157,21 @@ export function planUpsampling(c: i32): void {
   store<i32>(r, rh);
   store<i32>(r + 4, rv);
   store<i32>(r + 8, how);
+  store<i32>(r + 12, winX / rh); // the window's first sample of c (winX is a whole number of c's MCU samples)
+}
+
+/** Samples of component c that the window's row reads from its first one (winCol): to its real edge, or past the window's by a sample. */
+// @ts-ignore: decorator
+@inline function winSamples(c: i32): i32 {
+  const r = UP + (<usize>c << 4);
+  const rh = load<i32>(r);
+  return min(F.cget(c, F.F_CW) - load<i32>(r + 12), (winW + rh - 1) / rh);
+}
+
+/** Where row `y` of component c is, from the window's first sample. */
+// @ts-ignore: decorator
+@inline function winRowOf(c: i32, y: i32): usize {
+  return planeRow(c, y) + <usize>load<i32>(UP + (<usize>c << 4) + 12);
 }
 
 /** How many output rows the first `have` rows of component c's plane can make. */
@@ -103,28 +188,28 @@ function rowsFrom(c: i32, have: i32): i32 {
 
 /** Row `y` of component `c` at output resolution: upsampled into its row buffer if needed. */
 function componentRow(c: i32, y: i32): usize {
-  const cw = F.cget(c, F.F_CW);
+  const cw = winSamples(c);
   const ch = F.cget(c, F.F_CH);
   const r = UP + (<usize>c << 4);
   const rh = load<i32>(r);
   const rv = load<i32>(r + 4);
   const how = load<i32>(r + 8);
-  if (how == UP_NONE) return planeRow(c, y);
+  if (how == UP_NONE) return winRowOf(c, y);
   const out = <usize>load<u32>(ROWBUF + (<usize>c << 2));
   if (how == UP_H2V1) {
-    h2v1(planeRow(c, y), cw, out);
+    h2v1(winRowOf(c, y), cw, out);
   } else if (how == UP_V2) {
     const sy = y >> 1;
     const odd = (y & 1) != 0;
     let fy = odd ? sy + 1 : sy - 1;
     if (fy < 0) fy = 0;
     if (fy > ch - 1) fy = ch - 1;
-    if (rh == 2) h2v2(planeRow(c, sy), planeRow(c, fy), cw, out);
-    else h1v2(planeRow(c, sy), planeRow(c, fy), cw, out, odd);
+    if (rh == 2) h2v2(winRowOf(c, sy), winRowOf(c, fy), cw, out);
+    else h1v2(winRowOf(c, sy), winRowOf(c, fy), cw, out, odd);
   } else {
     let sy = y / rv;
     if (sy > ch - 1) sy = ch - 1;
-    replicate(planeRow(c, sy), cw, rh, out, outWidth);
+    replicate(winRowOf(c, sy), cw, rh, out, winW);
   }
   return out;
 }
@@ -133,7 +218,7 @@ function componentRow(c: i32, y: i32): usize {
 // @ts-ignore: decorator
 @inline function isH2V2(c: i32): bool {
   const r = UP + (<usize>c << 4);
-  return load<i32>(r + 8) == UP_V2 && load<i32>(r) == 2 && h2v2Fits(F.cget(c, F.F_CW));
+  return load<i32>(r + 8) == UP_V2 && load<i32>(r) == 2 && h2v2Fits(winSamples(c));
 }
 
 /** h2v2Sums for output row `y` of component c (the rows UP_V2 reads, as in componentRow). */
@@ -143,12 +228,19 @@ function componentRow(c: i32, y: i32): usize {
   let fy = (y & 1) != 0 ? sy + 1 : sy - 1;
   if (fy < 0) fy = 0;
   if (fy > F.cget(c, F.F_CH) - 1) fy = F.cget(c, F.F_CH) - 1;
-  return h2v2Sums(planeRow(c, sy), planeRow(c, fy), F.cget(c, F.F_CW), second);
+  return h2v2Sums(winRowOf(c, sy), winRowOf(c, fy), winSamples(c), second);
 }
 
-/** Upsampling and colour conversion of output row `y` into `out`. */
+/** Output row `y`: the region's columns of its window row. */
 function outputRow(y: i32, out: usize): void {
-  const w = outWidth;
+  if (winRow == 0) return windowRow(y, out);
+  windowRow(y, winRow);
+  memory.copy(out, winRow + <usize>((regX - winX) * outChannels), <usize>(outWidth * outChannels));
+}
+
+/** Upsampling and colour conversion of the window's columns of output row `y` into `out`. */
+function windowRow(y: i32, out: usize): void {
+  const w = winW;
   const cs = outCs;
   if (cs == CS_GRAY || F.lumaOnly) {
     memory.copy(out, componentRow(0, y), w);
@@ -175,12 +267,20 @@ function outputRow(y: i32, out: usize): void {
  */
 export function emitRows(upTo: i32): void {
   const rowBytes = <usize>(outWidth * outChannels);
+  if (upTo > outEnd) upTo = outEnd;
   while (outDone < upTo) {
-    const n = outDone % stripRows;
+    const y = outDone - regY; // the host counts the region's rows
+    const n = y % stripRows;
     outputRow(outDone, strip + <usize>n * rowBytes);
     outDone++;
-    if (n + 1 == stripRows || outDone == outHeight) hostRows(strip, outDone - n - 1, n + 1);
+    if (n + 1 == stripRows || outDone == outEnd) hostRows(strip, y - n, n + 1);
   }
+}
+
+/** Every row of the region has left (decoder.ts and scan.ts stop reading then). */
+// @ts-ignore: decorator
+@inline export function regionDone(): bool {
+  return regionOn && outDone >= outEnd;
 }
 
 /** Rows leave as the scan goes (decoder.ts, setup()). */
@@ -195,10 +295,10 @@ export let streaming = false;
 export function scanRowDone(my: i32, down: i32, blockRows: bool): void {
   if (!streaming) return;
   if (my + 1 >= down) {
-    emitRows(outHeight);
+    emitRows(outEnd);
     return;
   }
-  let upTo = outHeight;
+  let upTo = outEnd;
   for (let c = 0; c < (F.lumaOnly ? 1 : F.ncomp); c++) {
     const bs = F.cget(c, F.F_BS);
     const have = (my + 1) * bs * (blockRows ? 1 : F.cget(c, F.F_V)); // rows of c decoded, < its height
@@ -214,4 +314,14 @@ export function resetOutput(): void {
   outWidth = 0;
   outHeight = 0;
   outChannels = 0;
+  regionOn = false;
+  regX = 0;
+  regY = 0;
+  winRow = 0;
+  outEnd = 0;
+}
+
+/** The window's row buffer, where a region's rows are made (decoder.ts allocates it). */
+export function setWinRow(p: usize): void {
+  winRow = p;
 }

@@ -9,6 +9,7 @@ import * as H from "./huffman";
 import * as M from "./markers";
 import { buildQF, idctBlock, reducedUses } from "./idct";
 import { scanRowDone } from "./output";
+import * as O from "./output";
 import {
   fail, failed, E_BAD_COEFFICIENT, E_BAD_HUFFMAN_CODE, E_BAD_RESTART, E_MISSING_TABLE, E_SHORT_SCAN, E_TRUNCATED,
 } from "./errors";
@@ -44,6 +45,13 @@ let bandMask: u64 = 0;
  */
 export const NZ: usize = memory.data(F.MAX_COMPONENTS * 4, 16);
 let nextRst: i32 = 0;
+
+/**
+ * The last scan ended at a region's last MCU row and carried every component of a sequential
+ * image: the region's pixels are all decoded, and the rest of the file is not read at all
+ * (decoder.ts), not even to find its end.
+ */
+export let regionComplete = false;
 
 // @ts-ignore: decorator
 @inline function coefAt(c: i32, bx: i32, by: i32): usize {
@@ -164,7 +172,11 @@ export function decodeScan(direct: bool): i32 {
   bandMask = (<u64>-1 << <u64>F.ss) & (<u64>-1 >> <u64>(63 - F.se)); // zig-zag ss…se
   const interval = F.restartInterval;
   let left = interval;
-  for (let my = 0; my < down; my++) {
+  // A region's rows end at its window's last MCU row (output.ts, planRegion): the rest of the
+  // scan is not decoded, only skipped to its end.
+  const stop = !O.regionOn ? down : ns == 1 ? min(down, O.mcuY1 * F.cget(c0, F.F_V)) : O.mcuY1;
+  regionComplete = false;
+  for (let my = 0; my < stop; my++) {
     for (let mx = 0; mx < across; mx++) {
       if (interval != 0) {
         if (left == 0) {
@@ -191,6 +203,10 @@ export function decodeScan(direct: bool): i32 {
     scanRowDone(my, down, ns == 1);
   }
   if (H.overran()) return shortScan();
+  if (stop < down && !prog && ns == F.ncomp) {
+    regionComplete = true;
+    return 0;
+  }
   // Skip to the next marker: whatever follows the last MCU before it is padding (libjpeg warns
   // about such bytes and goes on; so do we).
   let p = H.pos;
@@ -245,8 +261,9 @@ function restart(): bool {
   if (kind == 0) {
     if (direct) {
       const last = sequential(SCRATCH, c);
-      if (c > 0 && F.lumaOnly) {
-        // Grey output of a YCbCr file: the chroma must be read past, but is never shown.
+      if ((c > 0 && F.lumaOnly) || (O.regionOn && outsideWindow(c, bx, by))) {
+        // Grey output of a YCbCr file: the chroma must be read past, but is never shown; nor
+        // is a block outside a region's window.
         clearScratch();
         return;
       }
@@ -267,6 +284,12 @@ function restart(): bool {
     else if (eobrun > 0 && (load<u64>(mp) & bandMask) == 0) eobrun--; // no bit to read either (G.1.2.3)
     else acRefine(coefAt(c, bx, by), c, mp);
   }
+}
+
+/** Block (bx, by) of component c lies outside the region's window (output.ts, planRegion). */
+function outsideWindow(c: i32, bx: i32, by: i32): bool {
+  const h = F.cget(c, F.F_H), v = F.cget(c, F.F_V);
+  return bx < O.mcuX0 * h || bx >= O.mcuX1 * h || by < O.mcuY0 * v || by >= O.mcuY1 * v;
 }
 
 // @ts-ignore: decorator

@@ -1,0 +1,103 @@
+/**
+ * Decoding only what a crop needs (issue 37): RandomResizedCrop boxes (scale 0.08–1, ratio
+ * 3/4–4/3, as torchvision's) on photos of ImageNet's size, one thread, each box's pixels made
+ * three ways in the same run, interleaved:
+ *
+ *   - whole decode, then crop: decode() of the file, the box's rows copied out (what a loader
+ *     that decodes every pixel does before its crop);
+ *   - region: decode() with `region` at scale 1, the same pixels (test/decode/region.test.ts);
+ *   - region + scale: `region` at the smallest size that still covers a 224×224 output (the
+ *     largest of 1, 1/2, 1/4, 1/8 at which the scaled box is ≥ 224 each way), what the resize
+ *     to 224 then reads.
+ *
+ *   node_modules/.bin/bun bench/jpeg_region.bench.ts [--quick] [--boxes N] [--out SIZE]
+ *
+ * Inputs: bench/jpeg/data/photos (bench/jpeg/make_inputs.sh: five real photos, 640×427 and
+ * 640×400, q90 4:2:0). Figures: boxes per second, fastest round (median beside it).
+ */
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { compare } from "./_lib/compare.ts";
+import { benchArgs } from "./_lib/args.ts";
+import { createJpegDecoder } from "../src/decode/jpeg.ts";
+import { randomCropBox } from "../src/decode/crop.ts";
+import type { DecodeScale } from "../src/decode/decoder.ts";
+import { rng } from "../src/plan/rng.ts";
+
+const args = benchArgs({
+  program: "bench/jpeg_region.bench.ts",
+  usage: `usage: bun bench/jpeg_region.bench.ts [--quick] [--boxes N] [--out SIZE]
+
+  RandomResizedCrop boxes on five photos, one thread: whole decode then crop, region decode,
+  and region decode at the scale that still covers SIZE×SIZE; boxes/s with ratios.
+
+  --quick     3 rounds instead of 11, 40 boxes per photo instead of 200
+  --boxes N   boxes per photo (default 200)
+  --out SIZE  the crop's output side (default 224): picks the region's scale`,
+  valued: ["boxes", "out"],
+  flags: ["quick"],
+});
+const quick = args.has("quick");
+const rounds = quick ? 3 : 11;
+const perPhoto = args.int("boxes", quick ? 40 : 200);
+const outSide = args.int("out", 224);
+
+const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
+execFileSync("bash", [HERE + "make_inputs.sh"], { stdio: "inherit" });
+const dir = `${HERE}data/photos/`;
+const photos = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().map((f) => readFileSync(dir + f));
+
+const dec = await createJpegDecoder();
+interface Job { bytes: Uint8Array; box: { x: number; y: number; width: number; height: number }; scale: DecodeScale }
+const jobs: Job[] = [];
+const random = rng(7, 0x37);
+for (const bytes of photos) {
+  const { width, height } = dec.inspect(bytes);
+  for (let i = 0; i < perPhoto; i++) {
+    const b = randomCropBox(width, height, random.next);
+    // The largest reduction whose scaled box still covers the output each way.
+    let scale: DecodeScale = 1;
+    for (const s of [0.5, 0.25, 0.125] as const) if (Math.ceil(b.w * s) >= outSide && Math.ceil(b.h * s) >= outSide) scale = s;
+    jobs.push({ bytes, box: { x: b.x, y: b.y, width: b.w, height: b.h }, scale });
+  }
+}
+const scaled = jobs.filter((j) => j.scale < 1).length;
+console.log(`${jobs.length} boxes on ${photos.length} photos; ${scaled} of them decoded at a reduced scale for a ${outSide}×${outSide} output`);
+
+let sink = 0;
+let crop = new Uint8Array(1 << 20);
+await compare(`RandomResizedCrop boxes, one thread`, { rounds, unit: "boxes/s" }, [
+  {
+    name: "whole decode, then crop",
+    baseline: true,
+    work: jobs.length,
+    run: () => {
+      for (const { bytes, box } of jobs) {
+        const img = dec.decode(bytes);
+        const row = box.width * img.channels;
+        if (crop.length < row * box.height) crop = new Uint8Array(row * box.height);
+        for (let y = 0; y < box.height; y++) {
+          const from = ((box.y + y) * img.width + box.x) * img.channels;
+          crop.set(img.data.subarray(from, from + row), y * row);
+        }
+        sink += crop[0];
+      }
+    },
+  },
+  {
+    name: "region",
+    work: jobs.length,
+    run: () => {
+      for (const { bytes, box } of jobs) sink += dec.decode(bytes, { region: box }).data[0];
+    },
+  },
+  {
+    name: `region + scale (covers ${outSide})`,
+    work: jobs.length,
+    run: () => {
+      for (const { bytes, box, scale } of jobs) sink += dec.decode(bytes, { region: box, scale }).data[0];
+    },
+  },
+]);
+if (sink < 0) console.log(sink);
