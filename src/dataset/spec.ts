@@ -11,12 +11,17 @@ import { checkLabelSpec, type LabelSpec } from "./label.ts";
 
 export type ColumnType = "text" | "int" | "float";
 
+/** A metadata column of a dataset: its name and type. */
 export interface Column {
+  /** The column's name. */
   name: string;
+  /** The column's type. */
   type: ColumnType;
 }
 
+/** A dataset's description as a store keeps it: name, label kind, metadata columns and grouping. */
 export interface DatasetSpec {
+  /** The format's version, 1. */
   version: 1;
   /** Dataset name, as in `sampleId(name, key)`: letters, digits, '-', '_', '.'. */
   name: string;

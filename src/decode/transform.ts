@@ -25,7 +25,9 @@ export interface TransformModule {
 
 /** What a module transform is given: the sample as read, with its pixels when the read path decodes. */
 export interface TransformInput {
+  /** The sample's id. */
   id: string;
+  /** The sample's label (the class; -1 where it has none). */
   label: number;
   /** The stored bytes (e.g. the JPEG). */
   data: Uint8Array;
@@ -41,6 +43,7 @@ export interface TransformContext {
   random(): number;
 }
 
+/** A transform module's `transform` export: takes a sample (bytes, and pixels when decoded), the options, and the worker's context; returns the image to train on. */
 export type TransformFn = (sample: TransformInput, options: unknown, ctx: TransformContext) => Image | Promise<Image>;
 
 /** True for a `{ module, options }` transform (not a closure). */
