@@ -18,8 +18,11 @@
  */
 import { CassetteError } from "../errors.ts";
 
+/** One line of a chart: its name in the legend, its points, and the axis it is read against. */
 export interface Series {
+  /** The name shown in the legend. */
   name: string;
+  /** The points, [x, y], in x order. */
   points: [number, number][];
   /** The y axis it is read against (default "left"); "right" needs `yRight`. */
   axis?: "left" | "right";
