@@ -28,10 +28,15 @@ export interface Series {
   axis?: "left" | "right";
 }
 
+/** What `lineChart` draws: title, axis labels, series, size, and the axes' range and scale. */
 export interface LineChartOptions {
+  /** The chart's title, above the plot. */
   title: string;
+  /** The x axis' label. */
   xLabel: string;
+  /** The y axis' label. */
   yLabel: string;
+  /** The lines to draw. */
   series: Series[];
   /** Pixels (default 720). */
   width?: number;
