@@ -94,6 +94,7 @@ export interface PacketReadOptions {
   reaskTail?: boolean;
 }
 
+/** How `openWorkerSource` runs read workers: how many (fixed or scaled), how they read (retries, hedging, slow lane, packets) and whether they decode or transform. */
 export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
   workers?: number;

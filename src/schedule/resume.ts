@@ -21,8 +21,11 @@ export interface PlanIdentity {
   dropLast: boolean;
 }
 
+/** Where a Loader stands (`Loader.state()`), as JSON a checkpoint can keep: the epoch, the plan's options and digest, and which samples were handed over; give it as `resume` to continue. */
 export interface LoaderState extends PlanIdentity {
+  /** Tells a loader state from other JSON. */
   format: "cassette-loader-state";
+  /** The format's version, 1. */
   version: 1;
   /** The epoch to continue (the one in progress, or the next once an epoch has ended). */
   epoch: number;
