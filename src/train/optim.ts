@@ -12,6 +12,7 @@ import { adamw, adamwParams } from "./ops/adamw.ts";
 import type { AdamWHyper } from "./ops/adamw.ts";
 import { sgd, sgdParams } from "./ops/sgd.ts";
 
+/** The optimizer of a model and its hyper-parameters: AdamW, Adam or SGD (with momentum), learning rate required. */
 export type OptimizerSpec =
   | { kind: "adamw"; lr: number; beta1?: number; beta2?: number; eps?: number; weightDecay?: number }
   | { kind: "adam"; lr: number; beta1?: number; beta2?: number; eps?: number }
