@@ -42,7 +42,7 @@ import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 import { isTransformModule, type TransformModule } from "./decode/transform.ts";
 
-export type { LoaderState, LoaderStats, SkippedSample };
+export type { LoaderState, LoaderStats, PlanIdentity, SkippedSample };
 
 /** Everything a `Loader` needs: the store and the split's ids, the batch size, and how to read (order, prefetch, workers, decoding, retries, hedging, resume). */
 export interface LoaderOptions<T = Sample> {

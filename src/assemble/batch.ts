@@ -63,10 +63,15 @@ export interface Batch<T = Sample> {
  * u8 HWC, rows unpadded, starting on a 4-byte boundary (channels 0: not decoded).
  */
 export interface ImageTable {
+  /** Every image's pixels, one after another. */
   pixels: Uint8Array<ArrayBuffer>;
+  /** Where each image's pixels begin in `pixels`. */
   at: Int32Array<ArrayBuffer>;
+  /** Each image's width in pixels. */
   width: Int32Array<ArrayBuffer>;
+  /** Each image's height in pixels. */
   height: Int32Array<ArrayBuffer>;
+  /** Each image's channels (0: not decoded). */
   channels: Int32Array<ArrayBuffer>;
   /** EXIF orientation 1-8 as decoded (src/decode/orient.ts). */
   orientation: Int32Array<ArrayBuffer>;

@@ -100,23 +100,37 @@ export interface IngestOptions {
  * by a "png" or "auto" one (createDecoder("auto")), else only their header is checked.
  */
 export interface IngestVerifier {
+  /** Decodes `data` in full; throws when it does not decode. */
   decode(data: Uint8Array): unknown;
+  /** What it reads: with "png" or "auto", PNGs are decoded too (otherwise only their header is checked). */
   format?: string;
 }
 
+/** How far an `ingest` run has got: the counts so far, for `onProgress`. */
 export interface IngestProgress {
+  /** Items looked at. */
   done: number;
+  /** Items the source holds. */
   total: number;
+  /** Samples stored so far by this run. */
   written: number;
+  /** Samples skipped because an earlier run had stored them. */
   existing: number;
+  /** Items refused so far. */
   errors: number;
+  /** Bytes written so far. */
   bytes: number;
+  /** Seconds since the run began. */
   seconds: number;
 }
 
+/** A sample `ingest` refused: its key, its path when it has one, and why. */
 export interface IngestError {
+  /** The sample's key in the source. */
   key: string;
+  /** The file it was read from, when it has one. */
   path?: string;
+  /** Why it was refused. */
   reason: string;
   /** Where the check or the decoder found the problem, when it says (a JpegError's offset). */
   offset?: number;

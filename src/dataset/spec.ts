@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { CassetteError } from "../errors.ts";
 import { checkLabelSpec, type LabelSpec } from "./label.ts";
 
+/** The type of a metadata column's values. */
 export type ColumnType = "text" | "int" | "float";
 
 /** A metadata column of a dataset: its name and type. */

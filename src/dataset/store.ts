@@ -7,6 +7,7 @@ import { CassetteError } from "../errors.ts";
 import { type DatasetSpec, RESERVED_COLUMNS } from "./spec.ts";
 import { type LabelValue, storedLabel } from "./label.ts";
 
+/** A metadata column's value: text, a number, or null. */
 export type MetaValue = string | number | null;
 
 /** One sample to store. */
@@ -55,8 +56,11 @@ export interface DatasetInfo {
   bytes: number;
 }
 
+/** What a `Store.put` did: samples written, and samples already stored (left as they are). */
 export interface PutResult {
+  /** Samples written. */
   written: number;
+  /** Samples already stored, left as they are. */
   existing: number;
 }
 

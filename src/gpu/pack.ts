@@ -183,10 +183,15 @@ function checkShape(s: ImageShape, i: number): void {
  * with one copy of the whole buffer after the records, not one per image.
  */
 export interface PackedImages {
+  /** Every image's pixels, one after another. */
   pixels: Uint8Array;
+  /** Where each image's pixels begin in `pixels`. */
   at: ArrayLike<number>;
+  /** Each image's width in pixels. */
   width: ArrayLike<number>;
+  /** Each image's height in pixels. */
   height: ArrayLike<number>;
+  /** Each image's channels. */
   channels: ArrayLike<number>;
 }
 

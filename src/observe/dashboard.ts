@@ -90,7 +90,9 @@ export interface DashboardFrame {
 
 /** A frame as served: the caller's, with what the dashboard derives. */
 export interface ServedFrame extends Omit<DashboardFrame, "batchTimesMs"> {
+  /** Wall-clock time of the frame in ms since 1970. */
   time: number;
+  /** Samples per second over about the last second. */
   imagesPerSecNow: number;
   /** Bytes per second per connection over about the last second. */
   connectionsBytesPerSec: Record<string, number>;
@@ -100,15 +102,25 @@ export interface ServedFrame extends Omit<DashboardFrame, "batchTimesMs"> {
 
 /** One point of the curves. */
 export interface HistoryPoint {
+  /** Seconds since the run began. */
   seconds: number;
+  /** Batches handed over (training steps) so far. */
   step: number;
+  /** Samples handed over so far. */
   samples: number;
+  /** Samples per second over the run. */
   imagesPerSec: number;
+  /** Share of the batch time the consumer spent waiting for the loader, 0…1. */
   waitShare: number;
+  /** The prefetch window's depth in batches. */
   prefetch?: number;
+  /** Training loss. */
   lossTrain?: number;
+  /** Test loss. */
   lossTest?: number;
+  /** Training accuracy, 0…1. */
   accuracyTrain?: number;
+  /** Test accuracy, 0…1. */
   accuracyTest?: number;
 }
 

@@ -64,9 +64,13 @@ export class SampleDecodeError extends CassetteError implements Retryable {
 
 /** A decode pool's side the read path uses: a sample's CPU stage, its figures, the consumer's waits. */
 export interface PreparePool extends AsyncDecoder {
+  /** Whether the pool's workers run a transform module. */
   readonly hasTransform: boolean;
+  /** Runs a sample's CPU stage in a worker: decode (unless `decode: false`) and the transform. */
   prepare(job: PrepareJob): Promise<Image | undefined>;
+  /** The pool's figures now. */
   stats(): PoolStats;
+  /** The consumer waited `waitMs` for a batch: the pool's scaler grows it when waits persist. */
   demand(waitMs: number): void;
 }
 
@@ -92,7 +96,9 @@ export interface DecodeSourceOptions {
 
 /** A read worker's claims on the samples it decodes (DecodeSourceOptions' `claim`). */
 export interface SampleClaim {
+  /** Claims sample `id` as its bytes arrive; false: another worker has it. */
   start(id: string): boolean;
+  /** The sample's CPU stage has ended. */
   end(id: string): void;
 }
 

@@ -13,11 +13,17 @@ import { CassetteError } from "../errors.ts";
 
 /** The options a state must agree on to apply to a loader: what decides the plan. */
 export interface PlanIdentity {
+  /** The loader's seed. */
   seed: number;
+  /** The loader's rank. */
   rank: number;
+  /** The loader's world size. */
   worldSize: number;
+  /** Whether the loader shuffles. */
   shuffle: boolean;
+  /** The loader's batch size. */
   batchSize: number;
+  /** Whether the loader drops short batches. */
   dropLast: boolean;
 }
 

@@ -50,9 +50,13 @@ export interface RunState {
   time: string;
 }
 
-interface CheckpointHeader extends WeightHeader {
+/** The header of a checkpoint file: the weights' header, the optimizer's state and the run's. */
+export interface CheckpointHeader extends WeightHeader {
+  /** Tells a checkpoint from a weights file. */
   format: "cassette-checkpoint";
+  /** The optimizer's spec, step and learning rate, and how many tensors it keeps. */
   optimizer: { spec: OptimizerSpec; step: number; lr: number; tensors: number };
+  /** What the run keeps beside the tensors. */
   run: RunState;
 }
 

@@ -538,7 +538,9 @@ export async function writeAtomically(path: string | URL, bytes: Uint8Array): Pr
 
 /** Per-channel mean and standard deviation of the input, on pixels scaled to 0…1. */
 export interface Normalization {
+  /** Mean per channel. */
   mean: number[];
+  /** Standard deviation per channel. */
   std: number[];
 }
 
