@@ -6,9 +6,9 @@
 import { readIdxDataset } from "./idx.ts";
 import { CassetteError } from "../errors.ts";
 
-/** Mean of Fashion-MNIST's train pixels scaled to 0…1, the default of `normalizePixels`. */
+/** Mean of Fashion-MNIST's train pixels scaled to 0…1: the normalization train.ts uses, (x − mean) / std. */
 export const FASHION_MNIST_MEAN = 0.2860;
-/** Standard deviation of Fashion-MNIST's train pixels scaled to 0…1, the default of `normalizePixels`. */
+/** Standard deviation of Fashion-MNIST's train pixels scaled to 0…1: the normalization train.ts uses, (x − mean) / std. */
 export const FASHION_MNIST_STD = 0.3530;
 
 /** One split of Fashion-MNIST (train or test) held in memory: its images, labels and shape. */

@@ -48,7 +48,7 @@ export interface JpegImage extends Image {
 
 /** The colour space of a JPEG's components, from its markers (JFIF, Adobe) and component count. */
 export type JpegColorSpace = "gray" | "ycbcr" | "rgb" | "cmyk" | "ycck";
-/** The coding process of a JPEG's frame (its SOF marker); baseline, extended and progressive are decoded. */
+/** The coding process of a JPEG's frame (its SOF marker); baseline, extended (8-bit) and progressive are decoded. */
 export type JpegProcess = "baseline" | "extended" | "progressive" | "lossless" | "hierarchical" | "arithmetic";
 
 /** What a JPEG's header says (`JpegDecoder.inspect`): size, components, colour space, process and sampling, without decoding. */
