@@ -287,8 +287,10 @@ export async function openWorkerSource(address: string, dataset: string | undefi
   return source;
 }
 
+// Also a PacketReader (src/read/packet.ts), which read_path.ts's packets() checks by returning it
+// as one: the packet protocol is internal, so the public class does not name it (deno doc --lint).
 /** Read workers: each opens the store with its own connections, reads (and decodes) samples on its own thread, and hands them over; made by `openWorkerSource`. */
-export class WorkerSource implements ReadSource, PacketReader {
+export class WorkerSource implements ReadSource {
   /** The store's name, as the workers' sources give it. */
   name: string;
   /** The dataset read, when the store says. */

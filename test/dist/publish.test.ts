@@ -26,13 +26,7 @@ const ALLOWED_WARNINGS = [
   "unanalyzable-dynamic-import src/decode/transform.ts", // the user's transform module, named at run time
 ];
 /** Doc-lint findings that stay, each with why (as `findings` keys them). */
-const KNOWN_LINT: { key: string; why: string }[] = [
-  {
-    key: "private-type-ref src/read/worker_source.ts | public type 'WorkerSource' references private type 'PacketReader'",
-    why: "the read workers' packet protocol (src/read/packet.ts) is internal: WorkerSource's packet methods are @ignore'd, " +
-      "and exporting PacketReader would export the packet format with it",
-  },
-];
+const KNOWN_LINT: { key: string; why: string }[] = [];
 const allowed = (f: Finding) => ALLOWED_WARNINGS.some((a) => f.key.startsWith(`${a} `));
 const skip = runtime.name !== "bun" &&
   "deno publish and deno doc run as their own process whatever runtime runs this test: checked once, under Bun";
