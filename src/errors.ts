@@ -49,8 +49,11 @@ export type ErrorCode =
   /** The store refused a signed request's time: this machine's clock is too far from the server's. */
   | "ERR_CLOCK_SKEW";
 
+/** Every error cassette throws on purpose: `code` says what kind (a bad option, a store, a malformed input, …), the message names the value and where. */
 export class CassetteError extends Error {
+  /** What kind of error it is: a stable name a program can test. */
   readonly code: ErrorCode;
+  /** An error of kind `code` with its message (and the error that caused it, if any). */
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = "CassetteError";

@@ -42,8 +42,9 @@ import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 import { isTransformModule, type TransformModule } from "./decode/transform.ts";
 
-export type { LoaderState, LoaderStats, SkippedSample };
+export type { LoaderState, LoaderStats, PlanIdentity, SkippedSample };
 
+/** Everything a `Loader` needs: the store and the split's ids, the batch size, and how to read (order, prefetch, workers, decoding, retries, hedging, resume). */
 export interface LoaderOptions<T = Sample> {
   /**
    * A store address (`sqlite:PATH`, `cassandra://…`, `http(s)://HOST/PREFIX`, `file:DIR`,
@@ -57,11 +58,15 @@ export interface LoaderOptions<T = Sample> {
   dataset?: string;
   /** The split's ids (e.g. `(await loadSplit("splits.json:train")).split.ids`). */
   ids: readonly string[];
+  /** Samples per batch (an epoch's last batch may hold fewer, unless `dropLast`). */
   batchSize: number;
   /** Permute ids each epoch (default true). */
   shuffle?: boolean;
+  /** Seed of the epoch's permutation (default 0): the same seed, epoch and ids give the same order. */
   seed?: number;
+  /** This process's rank among `worldSize` (default 0): each rank reads its own share of every epoch. */
   rank?: number;
+  /** Processes reading the split together (default 1); their shares partition each epoch. */
   worldSize?: number;
   /**
    * Batches of requests kept in flight once ramped up: a fixed number, or "auto" (default):
@@ -167,9 +172,11 @@ export interface LoaderOptions<T = Sample> {
    * they left in); a state from other ids, seed, rank or batch options is refused by name.
    */
   resume?: LoaderState;
+  /** Aborting it stops the epoch being read: its iterator throws a CassetteError. */
   signal?: AbortSignal;
 }
 
+/** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */
 export interface EpochOptions {
   /** Ids already handed over in an interrupted run of this epoch: they are not read again (`resume` does this from a `state()`). */
   skip?: Iterable<string>;
@@ -178,13 +185,31 @@ export interface EpochOptions {
 }
 
 
+/**
+ * Reads a split's samples from a store in batches, epoch by epoch: prefetching, out-of-order where it pays, with retries and hedged requests, decoding in workers.
+ *
+ * @example
+ * ```ts
+ * import { Loader, openStore, ingest } from "cassette";
+ * const store = await openStore("sqlite:.tmp/loader-class-example.sqlite");
+ * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 32 });
+ * const ids: string[] = [];
+ * for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
+ * const loader = new Loader({ store, dataset: "fm", ids, batchSize: 16 });
+ * for await (const batch of loader.epoch(0)) console.log(batch.ids.length); // 16
+ * await loader.close();
+ * await store.close();
+ * ```
+ */
 export class Loader<T = Sample> implements AsyncDisposable {
+  /** The options it was made with. */
   readonly options: LoaderOptions<T>;
   readonly #read: ReadPath;
   readonly #stats = new StatsRecorder();
   readonly #schedule: EpochScheduler<Sample, T>;
   #closed = false;
 
+  /** Checks the options (a bad one is a CassetteError naming it); the store is opened when first read. */
   constructor(options: LoaderOptions<T>) {
     const o = options;
     const bad = (why: string): never => {
@@ -335,6 +360,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     await this.#read.close();
   }
 
+  /** Closes the loader, as `close()` does, for `await using`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }

@@ -37,8 +37,8 @@ export type { Split, SplitFile, SplitParams } from "./dataset/splits.ts";
 export { epochOrder, epochPlan } from "./plan/epoch.ts";
 export type { EpochPlanOptions } from "./plan/epoch.ts";
 export { Loader } from "./loader.ts";
-export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, SkippedSample } from "./loader.ts";
-export type { Batch } from "./assemble/batch.ts";
+export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, PlanIdentity, SkippedSample } from "./loader.ts";
+export type { Batch, ImageTable } from "./assemble/batch.ts";
 export type { Source } from "./source/source.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";
 /** The older name of `Sample` (what the Loader hands over for one id). */
@@ -53,4 +53,4 @@ export type { PreprocessedBatch, PreprocessedMasks, PreprocessOptions, Preproces
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
 export { frameFromStats, startDashboard } from "./observe/dashboard.ts";
-export type { Dashboard, DashboardFrame, DashboardOptions } from "./observe/dashboard.ts";
+export type { Dashboard, DashboardFrame, DashboardOptions, HistoryPoint, ServedFrame } from "./observe/dashboard.ts";

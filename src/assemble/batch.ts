@@ -17,14 +17,19 @@ import {
   TARGET_LEN, WIDTH,
 } from "../read/packet.ts";
 
+/** One batch as the Loader hands it over: the samples' ids, labels and bytes (or the transform's items, or decoded images), in one allocation per batch. */
 export interface Batch<T = Sample> {
+  /** The epoch it belongs to. */
   epoch: number;
   /** 0, 1, 2 … in the order handed over. */
   index: number;
+  /** The samples' ids, in the batch's order. */
   ids: string[];
+  /** The samples' classes, in the batch's order (-1 where a label has none). */
   labels: Int32Array<ArrayBuffer>;
   /** The raw bytes, contiguous (empty when a transform produced `items`). */
   data: Uint8Array;
+  /** Sample i's bytes are `data[offsets[i] … offsets[i + 1])`: n + 1 entries. */
   offsets: Uint32Array;
   /** The samples as read (Sample records), or the transform's results. */
   items: T[];
@@ -32,6 +37,7 @@ export interface Batch<T = Sample> {
   bytes: number;
   /** Multi-label or float labels: sample i's vector is targets[i·targetWidth … (i+1)·targetWidth). */
   targets?: Float32Array<ArrayBuffer>;
+  /** Length of each sample's vector in `targets`. */
   targetWidth?: number;
   /** Blob labels decoded by the read path (a mask per sample), in the batch's order. */
   masks?: NonNullable<Sample["mask"]>[];
@@ -57,10 +63,15 @@ export interface Batch<T = Sample> {
  * u8 HWC, rows unpadded, starting on a 4-byte boundary (channels 0: not decoded).
  */
 export interface ImageTable {
+  /** Every image's pixels, one after another. */
   pixels: Uint8Array<ArrayBuffer>;
+  /** Where each image's pixels begin in `pixels`. */
   at: Int32Array<ArrayBuffer>;
+  /** Each image's width in pixels. */
   width: Int32Array<ArrayBuffer>;
+  /** Each image's height in pixels. */
   height: Int32Array<ArrayBuffer>;
+  /** Each image's channels (0: not decoded). */
   channels: Int32Array<ArrayBuffer>;
   /** EXIF orientation 1-8 as decoded (src/decode/orient.ts). */
   orientation: Int32Array<ArrayBuffer>;

@@ -46,7 +46,7 @@ export async function main(argv: string[]): Promise<number> {
     return cmd ? 0 : 2;
   }
   if (cmd === "--version") {
-    console.log("cassette 0.1.0");
+    console.log("cassette 0.2.0");
     return 0;
   }
   const command = commands[cmd];

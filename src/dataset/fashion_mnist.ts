@@ -6,16 +6,22 @@
 import { readIdxDataset } from "./idx.ts";
 import { CassetteError } from "../errors.ts";
 
+/** Mean of Fashion-MNIST's train pixels scaled to 0…1: the normalization train.ts uses, (x − mean) / std. */
 export const FASHION_MNIST_MEAN = 0.2860;
+/** Standard deviation of Fashion-MNIST's train pixels scaled to 0…1: the normalization train.ts uses, (x − mean) / std. */
 export const FASHION_MNIST_STD = 0.3530;
 
+/** One split of Fashion-MNIST (train or test) held in memory: its images, labels and shape. */
 export interface ImageSplit {
   /** f32 values used as they are, or bytes normalized on the GPU with `normalize`. */
   images: Float32Array<ArrayBuffer> | Uint8Array;
+  /** The class of each image, 0…9. */
   labels: Uint32Array;
+  /** How many images the split holds. */
   count: number;
   /** Per-sample shape, [1, 28, 28]. */
   shape: number[];
+  /** Set when `images` are raw bytes: the mean and std to normalize them with on the GPU. */
   normalize?: { mean: number; std: number };
 }
 

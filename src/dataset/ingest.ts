@@ -46,7 +46,9 @@ import { expandBraces, groupSamples, isLabelEntry, sampleImage, sampleLabel } fr
 import type { MetaValue, SampleInput, Store } from "./store.ts";
 import { mapLimit } from "../util/map_limit.ts";
 
+/** What `ingest` writes and how: the dataset's name, grouping, label columns, verification, limits and progress. */
 export interface IngestOptions {
+  /** The dataset's name in the store (letters, digits, '-', '_', '.'), as in `sampleId(name, key)`. */
   dataset: string;
   /** Columns that group samples (metadata_by_nat's partition key). */
   groupBy?: string[];
@@ -73,6 +75,7 @@ export interface IngestOptions {
    * and the summary comes back with `interrupted` set; a re-run resumes from there.
    */
   signal?: AbortSignal;
+  /** Called as the ingest goes on, with the counts so far. */
   onProgress?: (p: IngestProgress) => void;
   /**
    * Fetches an http(s):// URL of a manifest's `path` column (the CLI passes one built on
@@ -97,39 +100,61 @@ export interface IngestOptions {
  * by a "png" or "auto" one (createDecoder("auto")), else only their header is checked.
  */
 export interface IngestVerifier {
+  /** Decodes `data` in full; throws when it does not decode. */
   decode(data: Uint8Array): unknown;
+  /** What it reads: with "png" or "auto", PNGs are decoded too (otherwise only their header is checked). */
   format?: string;
 }
 
+/** How far an `ingest` run has got: the counts so far, for `onProgress`. */
 export interface IngestProgress {
+  /** Items looked at. */
   done: number;
+  /** Items the source holds. */
   total: number;
+  /** Samples stored so far by this run. */
   written: number;
+  /** Samples skipped because an earlier run had stored them. */
   existing: number;
+  /** Items refused so far. */
   errors: number;
+  /** Bytes written so far. */
   bytes: number;
+  /** Seconds since the run began. */
   seconds: number;
 }
 
+/** A sample `ingest` refused: its key, its path when it has one, and why. */
 export interface IngestError {
+  /** The sample's key in the source. */
   key: string;
+  /** The file it was read from, when it has one. */
   path?: string;
+  /** Why it was refused. */
   reason: string;
   /** Where the check or the decoder found the problem, when it says (a JpegError's offset). */
   offset?: number;
 }
 
+/** What an `ingest` run did: counts of samples written, already stored and refused, with each refusal's reason. */
 export interface IngestSummary {
+  /** The dataset written to. */
   dataset: string;
+  /** The source as given (`idx:PREFIX`, a folder, a manifest, shards). */
   source: string;
+  /** Samples the source holds, its bad entries included. */
   total: number;
+  /** Samples stored by this run. */
   written: number;
+  /** Samples skipped because an earlier run had stored them. */
   existing: number;
+  /** Samples refused, each with its key and reason. */
   errors: IngestError[];
   /** Bytes written this run. */
   bytes: number;
   /** Samples per label among those written this run. */
   perLabel: Record<number, number>;
+  /** Seconds the run took. */
   seconds: number;
   /** Whether every JPEG stored this run was decoded in full first (`verify`, within `verifyUpTo`). */
   verified: boolean;
@@ -162,6 +187,7 @@ interface Source {
 
 const FASHION_CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"];
 
+/** Reads the samples of `source` (idx files, an ImageFolder, a JSONL/CSV manifest or WebDataset shards) and writes the new ones to `store`; a re-run skips what is stored. */
 export async function ingest(store: Store, source: string, opts: IngestOptions): Promise<IngestSummary> {
   const t0 = runtime.now();
   const src = await openSource(source, opts);

@@ -17,6 +17,7 @@
  */
 import { CassetteError } from "../errors.ts";
 
+/** The kind of label a dataset's samples carry: one class, several classes, a float vector, or a blob such as a mask. */
 export type LabelSpec =
   /** One class per sample; `classes[i]` names class i when known. */
   | { kind: "int"; classes?: string[] }

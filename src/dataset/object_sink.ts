@@ -14,6 +14,7 @@ import { CassetteError } from "../errors.ts";
 /** Prefix of temporary files: the same as src/source/file.ts's PART_PREFIX (never a final name). */
 export const PART_PREFIX = ".cassette-part-";
 
+/** Where an export's objects go: a folder or an S3 bucket, each object written whole or not at all. */
 export interface ObjectSink {
   /** Where it writes, for messages (`DIR`, later `s3://BUCKET/PREFIX`). */
   readonly where: string;

@@ -9,14 +9,20 @@ import { createHash } from "node:crypto";
 import { CassetteError } from "../errors.ts";
 import { checkLabelSpec, type LabelSpec } from "./label.ts";
 
+/** The type of a metadata column's values. */
 export type ColumnType = "text" | "int" | "float";
 
+/** A metadata column of a dataset: its name and type. */
 export interface Column {
+  /** The column's name. */
   name: string;
+  /** The column's type. */
   type: ColumnType;
 }
 
+/** A dataset's description as a store keeps it: name, label kind, metadata columns and grouping. */
 export interface DatasetSpec {
+  /** The format's version, 1. */
   version: 1;
   /** Dataset name, as in `sampleId(name, key)`: letters, digits, '-', '_', '.'. */
   name: string;

@@ -22,6 +22,7 @@ import { hash32, rng, shuffle } from "../plan/rng.ts";
 import { column, type DatasetSpec, specHash } from "./spec.ts";
 import type { NatRow } from "./store.ts";
 
+/** How `createSplits` divides a dataset: the ratios, names, grouping columns, class balance, total and seed. */
 export interface SplitParams {
   /** Relative sizes, e.g. [7, 2, 1]. */
   ratios: number[];
@@ -33,22 +34,31 @@ export interface SplitParams {
   balance?: "data" | "equal" | number[];
   /** Total samples over all splits (default: as many as the targets allow). */
   max?: number;
+  /** Seed of the random choices (which rows, in which order; default 0): the same seed gives the same splits. */
   seed?: number;
 }
 
+/** One split of a dataset: its name, the groups it holds, and its samples' ids. */
 export interface Split {
+  /** The split's name (train, test, …). */
   name: string;
   /** Group keys (JSON arrays of the group columns' values). */
   groups: string[];
+  /** The ids of the split's samples. */
   ids: string[];
   /** Samples per label. */
   counts: Record<number, number>;
 }
 
+/** The splits of one dataset as `saveSplits` writes them to a JSON file, with the parameters and the spec's hash they were made with. */
 export interface SplitFile {
+  /** The file format's version, 1. */
   version: 1;
+  /** The dataset the splits were made from. */
   dataset: string;
+  /** The parameters the splits were made with, and the hash of the dataset's spec at the time. */
   params: Required<Omit<SplitParams, "max">> & { max: number | null; specHash: string };
+  /** The splits, in the order of `params.names`. */
   splits: Split[];
 }
 
@@ -56,6 +66,7 @@ export function defaultNames(n: number): string[] {
   return n === 2 ? ["train", "test"] : n === 3 ? ["train", "val", "test"] : Array.from({ length: n }, (_, i) => `split${i}`);
 }
 
+/** Divides a dataset's samples (the rows of `store.scanNat`) into splits by the ratios, never putting one group in two splits; deterministic for a seed. */
 export function createSplits(spec: DatasetSpec, rows: readonly NatRow[], params: SplitParams): SplitFile {
   const p = checkParams(spec, rows, params);
   const g = groupRows(rows, p);

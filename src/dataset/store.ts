@@ -7,6 +7,7 @@ import { CassetteError } from "../errors.ts";
 import { type DatasetSpec, RESERVED_COLUMNS } from "./spec.ts";
 import { type LabelValue, storedLabel } from "./label.ts";
 
+/** A metadata column's value: text, a number, or null. */
 export type MetaValue = string | number | null;
 
 /** One sample to store. */
@@ -15,6 +16,7 @@ export interface SampleInput {
   key: string;
   /** By the spec's label kind (label.ts): an integer, class numbers, floats, or bytes. */
   label: LabelValue;
+  /** The sample's bytes (an encoded image). */
   data: Uint8Array;
   /** Values of the spec's columns; group columns are required. */
   meta?: Record<string, MetaValue>;
@@ -22,9 +24,11 @@ export interface SampleInput {
 
 /** What training reads: the label travels with the bytes. */
 export interface StoredSample {
+  /** The sample's id. */
   id: string;
   /** The class (label.ts: -1 where the label has none). */
   label: number;
+  /** The sample's bytes as stored. */
   data: Uint8Array;
   /** For labels other than one integer: a float vector (multi-hot, or the floats), or the label's bytes. */
   target?: Float32Array | Uint8Array;
@@ -32,14 +36,19 @@ export interface StoredSample {
 
 /** A row of metadata_by_nat: what splits are built from. */
 export interface NatRow {
+  /** The sample's id. */
   id: string;
   /** The class (label.ts). */
   label: number;
+  /** The sample's metadata column values. */
   meta: Record<string, MetaValue>;
 }
 
+/** What a store holds of one dataset: its spec, sample count, samples per label and bytes. */
 export interface DatasetInfo {
+  /** The dataset's spec. */
   spec: DatasetSpec;
+  /** How many samples are stored. */
   count: number;
   /** Samples per label, by label value. */
   perLabel: Record<number, number>;
@@ -47,15 +56,21 @@ export interface DatasetInfo {
   bytes: number;
 }
 
+/** What a `Store.put` did: samples written, and samples already stored (left as they are). */
 export interface PutResult {
+  /** Samples written. */
   written: number;
+  /** Samples already stored, left as they are. */
   existing: number;
 }
 
+/** A store of datasets (SQLite or Cassandra): create a dataset, write samples idempotently, read them by id, scan metadata for splits. */
 export interface Store {
+  /** Which kind of store this is. */
   readonly kind: "sqlite" | "cassandra";
   /** The address it was opened with, password hidden. */
   readonly address: string;
+  /** The specs of the datasets the store holds. */
   listDatasets(): Promise<DatasetSpec[]>;
   /** The stored spec; ERR_STORE naming the datasets that exist when there is none. */
   getDataset(name: string): Promise<DatasetSpec>;
@@ -74,6 +89,7 @@ export interface Store {
   get(dataset: string, ids: readonly string[]): Promise<StoredSample[]>;
   /** Every row of metadata_by_nat, in pages. */
   scanNat(dataset: string): AsyncIterable<NatRow[]>;
+  /** What the store holds of `dataset`: its spec, count, samples per label and bytes. */
   info(dataset: string): Promise<DatasetInfo>;
   /** The keys the samples among `ids` were ingested from (metadata_by_uuid); an id not stored is absent. */
   keysOf(dataset: string, ids: readonly string[]): Promise<Map<string, string>>;
@@ -85,12 +101,15 @@ export interface Store {
   putPredictions(table: string, rows: readonly PredictionRow[]): Promise<void>;
   /** Every row of a predictions table, in pages, in no particular order; ERR_STORE when it does not exist. */
   scanPredictions(table: string): AsyncIterable<PredictionRow[]>;
+  /** Closes the store's connections or file. */
   close(): Promise<void>;
 }
 
 /** One sample's prediction: a row of a predictions table, or a line of `cassette predict --out`. */
 export interface PredictionRow {
+  /** The sample's id. */
   id: string;
+  /** The dataset the sample belongs to. */
   dataset: string;
   /** The key it was ingested from, where the store keeps it. */
   key: string | null;

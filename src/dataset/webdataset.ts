@@ -193,9 +193,13 @@ export interface ShardSample {
   className?: string;
 }
 
+/** One WebDataset shard of an export: its name, samples and bytes. */
 export interface ShardInfo {
+  /** The shard's file name (PREFIX-NNNNNN.tar). */
   name: string;
+  /** Samples it holds. */
   samples: number;
+  /** Its size in bytes. */
   bytes: number;
   /** Its samples' keys, in the order written (the index lists them: a reader knows its ids without reading shards). */
   keys?: string[];

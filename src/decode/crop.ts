@@ -20,9 +20,13 @@ import { describe, type Image } from "./decoder.ts";
 
 /** A rectangle in pixels: left, top, width, height. */
 export interface CropBox {
+  /** Left edge. */
   x: number;
+  /** Top edge. */
   y: number;
+  /** Width. */
   w: number;
+  /** Height. */
   h: number;
 }
 

@@ -10,7 +10,9 @@ import { CassetteError } from "../errors.ts";
 
 /** Decoded pixels, as every decoder hands them over. */
 export interface Image {
+  /** Width in pixels (after orientation, when applied). */
   width: number;
+  /** Height in pixels (after orientation, when applied). */
   height: number;
   /** 1 (grey), 2 (grey + alpha), 3 (RGB) or 4 (RGBA). */
   channels: 1 | 2 | 3 | 4;
@@ -63,9 +65,13 @@ export interface DecodeRegion {
  * laid out as `Image.data` would be.
  */
 export interface DecodedInto {
+  /** Width in pixels of the image written. */
   width: number;
+  /** Height in pixels of the image written. */
   height: number;
+  /** Channels written per pixel: 1 (grey), 2 (grey + alpha), 3 (RGB) or 4 (RGBA). */
   channels: 1 | 2 | 3 | 4;
+  /** Exif orientation 1…8 (1 when absent); already applied when `applyOrientation` was set. */
   orientation: number;
   /** 8 unless the PNG decoder's `depth16` gave 16-bit samples (little-endian, 2 bytes each). */
   bitDepth?: 8 | 16;
@@ -96,8 +102,11 @@ export interface Decoder<O extends DecodeOptions = DecodeOptions, I extends Imag
 export interface AsyncDecoder<O extends DecodeOptions = DecodeOptions, I extends Image = Image> {
   /** Tells it from a Decoder: the answer is a promise, and the input's buffer may be taken (transferred). */
   readonly async: true;
+  /** The format it reads, e.g. "jpeg". */
   readonly format: string;
+  /** Pixels, answered later; throws as `Decoder.decode` does. */
   decode(bytes: Uint8Array, options?: O): Promise<I>;
+  /** Lets go of the decoder and its workers. */
   close(): void;
 }
 
@@ -106,8 +115,11 @@ export interface AsyncDecoder<O extends DecodeOptions = DecodeOptions, I extends
  * `available` (target.length − offset). Thrown before any pixel is written.
  */
 export class TargetTooSmallError extends CassetteError {
+  /** Bytes the image needs from `offset`. */
   readonly needed: number;
+  /** Bytes the target holds from `offset`. */
   readonly available: number;
+  /** Names the format, the image's shape and the target's room in the message. */
   constructor(format: string, shape: { width: number; height: number; channels: number; bitDepth?: number }, offset: number, targetLength: number) {
     const needed = shape.width * shape.height * shape.channels * ((shape.bitDepth ?? 8) / 8);
     const available = targetLength - offset;

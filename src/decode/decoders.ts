@@ -11,6 +11,7 @@ import type { DecodedInto, Decoder, Image } from "./decoder.ts";
 import { createJpegDecoder, type JpegDecoder } from "./jpeg.ts";
 import { createPngDecoder, type PngDecodeOptions, type PngDecoder } from "./png.ts";
 
+/** The formats `createDecoder` makes a decoder for: "auto" picks JPEG or PNG by each file's first bytes. */
 export type DecoderFormat = "jpeg" | "png" | "auto";
 
 const FACTORIES: Record<DecoderFormat, () => Promise<Decoder>> = {
@@ -45,8 +46,11 @@ export async function createDecoder(format: DecoderFormat = "jpeg"): Promise<Dec
  * ERR_MALFORMED_INPUT.
  */
 export class UnknownFormatError extends CassetteError {
+  /** The input's first bytes (up to 8), as the message shows them. */
   readonly seen: Uint8Array;
+  /** Where the problem is: byte 0, the signature. */
   readonly offset = 0;
+  /** The message shows the bytes seen, and names the image format they start when it is another one (GIF, WebP, BMP, TIFF). */
   constructor(seen: Uint8Array) {
     const hex = [...seen].map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ");
     const text = [...seen].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");

@@ -40,20 +40,30 @@ export type JpegScale = DecodeScale;
 /** The JPEG decoder takes the common options (src/decode/decoder.ts) and no others. */
 export type JpegDecodeOptions = DecodeOptions;
 
+/** A decoded JPEG: always 1 (grey) or 3 (RGB) channels. */
 export interface JpegImage extends Image {
   /** 1 (grey) or 3 (RGB); CMYK and YCCK files come out as RGB. */
   channels: 1 | 3;
 }
 
+/** The colour space of a JPEG's components, from its markers (JFIF, Adobe) and component count. */
 export type JpegColorSpace = "gray" | "ycbcr" | "rgb" | "cmyk" | "ycck";
+/** The coding process of a JPEG's frame (its SOF marker); baseline, extended (8-bit) and progressive are decoded. */
 export type JpegProcess = "baseline" | "extended" | "progressive" | "lossless" | "hierarchical" | "arithmetic";
 
+/** What a JPEG's header says (`JpegDecoder.inspect`): size, components, colour space, process and sampling, without decoding. */
 export interface JpegInfo {
+  /** Width in pixels, as stored (before orientation). */
   width: number;
+  /** Height in pixels, as stored (before orientation). */
   height: number;
+  /** Number of components: 1 (grey), 3 (YCbCr or RGB) or 4 (CMYK or YCCK). */
   components: number;
+  /** The components' colour space. */
   colorSpace: JpegColorSpace;
+  /** The frame's coding process. */
   process: JpegProcess;
+  /** Whether the file is progressive (several scans refine the image). */
   progressive: boolean;
   /** Bits per sample (8; 12 and 16 are reported, not decoded). */
   precision: number;
@@ -61,18 +71,25 @@ export interface JpegInfo {
   sampling: { id: number; h: number; v: number }[];
   /** MCUs per restart interval (0: none) as defined before the first scan. */
   restartInterval: number;
+  /** Exif orientation 1…8 (1 when absent). */
   orientation: number;
 }
 
+/** One component's quantized DCT blocks, as `JpegDecoder.decodeCoefficients` gives them. */
 export interface JpegComponentCoefficients {
+  /** The component's identifier in the frame header. */
   id: number;
+  /** Horizontal sampling factor. */
   h: number;
+  /** Vertical sampling factor. */
   v: number;
   /** Blocks across and down, padded to whole MCUs (A.2.4). */
   blocksW: number;
+  /** Blocks down, padded to whole MCUs. */
   blocksH: number;
   /** The component's own size in samples: ceil(width·h/hmax) × ceil(height·v/vmax). */
   width: number;
+  /** The component's height in samples: ceil(height·v/vmax). */
   height: number;
   /** Quantization table, natural order (index v·8 + u, v the vertical frequency). */
   quant: Uint16Array;
@@ -80,19 +97,29 @@ export interface JpegComponentCoefficients {
   coefficients: Int16Array;
 }
 
+/** A JPEG's quantized DCT coefficients, per component, for an IDCT done elsewhere (the GPU's). */
 export interface JpegCoefficients {
+  /** Width in pixels, as stored. */
   width: number;
+  /** Height in pixels, as stored. */
   height: number;
+  /** The components' colour space. */
   colorSpace: JpegColorSpace;
+  /** Whether the file is progressive. */
   progressive: boolean;
+  /** Exif orientation 1…8 (1 when absent). */
   orientation: number;
+  /** The components, in frame order. */
   components: JpegComponentCoefficients[];
 }
 
+/** What `JpegDecoder.decodeInto` wrote: 1 (grey) or 3 (RGB) channels. */
 export interface JpegDecodedInto extends DecodedInto {
+  /** 1 (grey) or 3 (RGB). */
   channels: 1 | 3;
 }
 
+/** The WebAssembly JPEG decoder (`createJpegDecoder`): pixels, pixels into a buffer, the header, or the DCT coefficients. */
 export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
   /** Pixels. Throws JpegError (malformed or unsupported input) or CassetteError (bad options). */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): JpegImage;

@@ -67,8 +67,11 @@ const TABLE: Record<number, [JpegErrorReason, string]> = {
 
 /** A JPEG the decoder refused: `reason` names the problem, `offset` the byte where it was found. */
 export class JpegError extends CassetteError {
+  /** What is wrong, as a stable name ("truncated", "arithmetic", …) a program can test. */
   readonly reason: JpegErrorReason;
+  /** The byte of the input where the problem was found. */
   readonly offset: number;
+  /** ERR_UNSUPPORTED for a valid file the decoder cannot read, ERR_MALFORMED_INPUT for a broken one. */
   constructor(reason: JpegErrorReason, offset: number, message: string, unsupported: boolean) {
     super(unsupported ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT", message);
     this.name = "JpegError";

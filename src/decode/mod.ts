@@ -23,6 +23,7 @@ export { createDecodePool, JpegDecodePool } from "./pool.ts";
 export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats, PrepareJob, ScalePeriod } from "./pool.ts";
 export type { TransformContext, TransformFn, TransformInput, TransformModule } from "./transform.ts";
 export { randomCropBox, resizeBilinear } from "./crop.ts";
+export type { CropBox } from "./crop.ts";
 
 /**
  * The built-in random-resized-crop as a transform module, for a Loader's

@@ -52,11 +52,13 @@ export interface PngDecodeOptions extends DecodeOptions {
   depth16?: boolean;
 }
 
+/** A decoded PNG: 1 to 4 channels, 8 bits per sample unless `depth16` kept 16. */
 export interface PngImage extends Image {
   /** 8, or 16 for a 16-bit file decoded with `depth16`. */
   bitDepth: 8 | 16;
 }
 
+/** The WebAssembly PNG decoder (`createPngDecoder`): pixels, or pixels into a buffer. */
 export interface PngDecoder extends Decoder<PngDecodeOptions, PngImage> {
   /** Pixels. Throws PngError (malformed or unsupported input) or CassetteError (bad options). */
   decode(bytes: Uint8Array, options?: PngDecodeOptions): PngImage;

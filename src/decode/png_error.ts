@@ -77,13 +77,17 @@ const TABLE: Record<number, [PngErrorReason, string, (f: PngErrorFacts) => strin
 
 /** A PNG the decoder refused: `reason` names the problem, `offset` the byte where it was found. */
 export class PngError extends CassetteError {
+  /** What is wrong, as a stable name ("bad-crc", "too-large", …) a program can test. */
   readonly reason: PngErrorReason;
+  /** The byte of the input where the problem was found. */
   readonly offset: number;
   /** The chunk being read ("IHDR", "IDAT", …), or for a cut between chunks the last one read; "" before the first. */
   readonly chunk: string;
   /** The values involved, when the code has them (0 otherwise). */
   readonly expected: number;
+  /** The value found (0 when the reason has none). */
   readonly actual: number;
+  /** ERR_UNSUPPORTED for a valid file the decoder cannot read, ERR_MALFORMED_INPUT for a broken one. */
   constructor(reason: PngErrorReason, offset: number, message: string, unsupported: boolean, facts: PngErrorFacts) {
     super(unsupported ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT", message);
     this.name = "PngError";

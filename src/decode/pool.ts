@@ -94,6 +94,7 @@ export type DecodeReply =
   | { id: number; ok: true; image?: JpegImage; ms: number }
   | { id: number; ok: false; error: { name: string; code?: string; reason?: string; offset?: number; message: string }; ms: number };
 
+/** How a decode pool runs: its workers (fixed or autoscaled), jobs sent ahead, the slow lane, and an optional transform module. */
 export interface DecodePoolOptions {
   /** Workers to start with (default 2; with `autoscale`, default min(2, maxWorkers)). */
   workers?: number;
@@ -115,15 +116,21 @@ export interface DecodePoolOptions {
   workerUrl?: URL;
 }
 
+/** One image for `decodeAll`: its bytes and decode options (extra fields ride along to the result). */
 export interface DecodeJob {
+  /** The encoded image (its buffer is transferred to a worker). */
   bytes: Uint8Array;
+  /** Decode options for this image. */
   options?: JpegDecodeOptions;
 }
 
 /** One result of `decodeAll`, in completion order: the job and its image or its error. */
 export interface DecodeResult<J extends DecodeJob> {
+  /** The job as given. */
   job: J;
+  /** The image, when it decoded. */
   image?: JpegImage;
+  /** The error, when it did not (a JpegError or CassetteError). */
   error?: Error;
 }
 
@@ -131,9 +138,13 @@ export interface DecodeResult<J extends DecodeJob> {
 export interface PrepareJob {
   /** Kept by the caller: the pool sends a copy, and keeps this one to send again if the job is taken back. */
   bytes: Uint8Array;
+  /** Decode options for this sample. */
   options?: DecodeOptions;
+  /** false: skip decoding, and hand the transform the sample's bytes. */
   decode?: boolean;
+  /** The sample's id, passed to the transform. */
   id: string;
+  /** The sample's label, passed to the transform. */
   label: number;
 }
 
@@ -143,6 +154,7 @@ export interface PoolStats {
   workers: number;
   /** [ms since the pool started, workers] at each change. */
   history: [number, number][];
+  /** Jobs answered since the pool started. */
   jobs: number;
   /** Jobs that ran past the deadline (their worker went to the slow lane). */
   slowLane: number;
@@ -200,9 +212,13 @@ export async function createDecodePool(options: DecodePoolOptions = {}): Promise
   return pool;
 }
 
+/** Decodes JPEGs in worker threads, so that a slow image never holds back the ones behind it; made by `createDecodePool`. */
 export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage> {
+  /** The format it decodes. */
   readonly format = "jpeg";
+  /** Answers are promises (an AsyncDecoder). */
   readonly async = true;
+  /** Resolves when every first worker has its decoder (and transform) loaded. */
   readonly ready: Promise<void>;
   readonly #perWorker: number;
   readonly #url: URL;
@@ -235,6 +251,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #slowLane = 0;
   #stolen = 0;
 
+  /** Starts the workers; `createDecodePool` also waits for them to be ready. */
   constructor(options: DecodePoolOptions = {}) {
     const bad = (why: string): never => {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot start a decode pool as ${why}`);
@@ -584,6 +601,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     if (this.#history.length > 10_000) this.#history.splice(0, 5_000); // bounded over a long run
   }
 
+  /** The pool's figures now: workers, their history, jobs and the slow lane's counts. */
   stats(): PoolStats {
     return {
       workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#deadline.jobs, slowLane: this.#slowLane,

@@ -20,13 +20,15 @@ import { runtime } from "../../runtime-adapters/index.ts";
 export interface ScalePeriod {
   /** ms since the scaler started. */
   t: number;
-  /** Serving workers wanted before and after. */
+  /** Serving workers wanted before the period. */
   workers: number;
+  /** Serving workers wanted after the period. */
   to: number;
   /** Work waited for a worker (queued, or behind another job in one) at half the period's answers or more. */
   backlog: boolean;
   /** The consumer's share of the period spent waiting for batches (1 when no consumer reports). */
   waited: number;
+  /** The machine's cores' worth of time idle during the period (Infinity when the runtime cannot say). */
   idleCores: number;
   /** Serving workers' worth of time not spent on jobs. */
   idleWorkers: number;

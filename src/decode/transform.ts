@@ -25,7 +25,9 @@ export interface TransformModule {
 
 /** What a module transform is given: the sample as read, with its pixels when the read path decodes. */
 export interface TransformInput {
+  /** The sample's id. */
   id: string;
+  /** The sample's label (the class; -1 where it has none). */
   label: number;
   /** The stored bytes (e.g. the JPEG). */
   data: Uint8Array;
@@ -41,6 +43,7 @@ export interface TransformContext {
   random(): number;
 }
 
+/** A transform module's `transform` export: takes a sample (bytes, and pixels when decoded), the options, and the worker's context; returns the image to train on. */
 export type TransformFn = (sample: TransformInput, options: unknown, ctx: TransformContext) => Image | Promise<Image>;
 
 /** True for a `{ module, options }` transform (not a closure). */
@@ -63,6 +66,8 @@ export function transformUrl(t: TransformModule, cwd: string): string {
 export async function loadTransform(url: string): Promise<TransformFn> {
   let mod: Record<string, unknown>;
   try {
+    // Dynamic by design: the module is the user's, named at run time by `transform.module`
+    // (deno publish warns it cannot analyze this import; there is nothing in the package to rewrite).
     mod = await import(url);
   } catch (e) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot load the transform module ${url}: ${(e as Error)?.message ?? e}`, { cause: e });

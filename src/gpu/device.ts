@@ -6,12 +6,14 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import type { GpuBackend } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 
+/** How `requestDevice` opens a GPU device: the backend, power preference and optional features. */
 export interface DeviceOptions {
   /**
    * "dawn" or "builtin" (Deno only); default: $CASSETTE_GPU_BACKEND, else the runtime's
    * faster backend (runtime.gpuBackends[0]).
    */
   backend?: GpuBackend;
+  /** Which adapter to ask for, where the machine has several. */
   powerPreference?: "low-power" | "high-performance";
   /**
    * Features to enable when the adapter has them (e.g. "shader-f16", "timestamp-query");
@@ -22,8 +24,11 @@ export interface DeviceOptions {
 
 /** What was opened, for logs and benchmark reports. */
 export interface DeviceInfo {
+  /** The runtime and its version, e.g. "bun 1.4.5". */
   runtime: string;
+  /** The WebGPU implementation in use: "dawn", or "builtin" (the runtime's own navigator.gpu). */
   backend: GpuBackend;
+  /** The adapter's vendor, architecture, device and description as it reports them ("unknown" when it says nothing). */
   adapter: string;
   /**
    * Whether the adapter is a CPU driver (lavapipe/llvmpipe, SwiftShader, WARP): work sized for

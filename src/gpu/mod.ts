@@ -9,3 +9,5 @@ export { createPreprocessor, Preprocessor } from "./preprocess.ts";
 export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./preprocess.ts";
 export { planImage } from "./pack.ts";
 export type { CropPolicy, DecodedImage, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";
+export type { GpuBackend } from "../../runtime-adapters/index.ts";
+export type { PackedImages } from "./pack.ts";

@@ -48,9 +48,11 @@ export type CropPolicy =
    */
   | { kind: "random-resized"; scale?: readonly [number, number]; ratio?: readonly [number, number] };
 
+/** Where each image's pixels are taken from and how they are sized: output size, crop policy, mirror probability and seed. */
 export interface PlanOptions {
   /** Output width and height in pixels. */
   width: number;
+  /** Output height in pixels. */
   height: number;
   /** Default `{ kind: "resize" }`. */
   crop?: CropPolicy;
@@ -62,11 +64,15 @@ export interface PlanOptions {
 
 /** What the GPU does to one image: the source box to sample, and whether to mirror it. */
 export interface ImagePlan {
-  /** Crop box in source pixels: left, top, width, height (may be fractional). */
+  /** Left of the crop box, in source pixels (the box may be fractional). */
   x: number;
+  /** Top of the crop box, in source pixels. */
   y: number;
+  /** Width of the crop box, in source pixels. */
   w: number;
+  /** Height of the crop box, in source pixels. */
   h: number;
+  /** Whether the crop is mirrored left–right. */
   mirror: boolean;
 }
 
@@ -127,8 +133,11 @@ function centerBox(w: number, h: number, outW: number, outH: number, resize: num
 
 /** A decoded image: u8 pixels, interleaved (HWC), rows unpadded. */
 export interface DecodedImage {
+  /** The pixels. */
   data: Uint8Array;
+  /** Width in pixels. */
   width: number;
+  /** Height in pixels. */
   height: number;
   /** 1 (gray), 3 (RGB) or 4 (RGBA; alpha is ignored). */
   channels: number;
@@ -174,10 +183,15 @@ function checkShape(s: ImageShape, i: number): void {
  * with one copy of the whole buffer after the records, not one per image.
  */
 export interface PackedImages {
+  /** Every image's pixels, one after another. */
   pixels: Uint8Array;
+  /** Where each image's pixels begin in `pixels`. */
   at: ArrayLike<number>;
+  /** Each image's width in pixels. */
   width: ArrayLike<number>;
+  /** Each image's height in pixels. */
   height: ArrayLike<number>;
+  /** Each image's channels. */
   channels: ArrayLike<number>;
 }
 

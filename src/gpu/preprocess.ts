@@ -27,6 +27,7 @@ const maskKernel = new Kernel({
 });
 const WORKGROUP = 64;
 
+/** What a `Preprocessor` makes of each batch: output size, crop and flip (PlanOptions), channels, layout, normalization and batches in flight. */
 export interface PreprocessOptions extends PlanOptions {
   /** Output channels: 3 (gray input is repeated) or 1 (RGB input becomes BT.601 luma). Default 3. */
   channels?: 1 | 3;
@@ -34,6 +35,7 @@ export interface PreprocessOptions extends PlanOptions {
   layout?: "nchw" | "nhwc";
   /** Per-output-channel mean and std in 0..1 units (torchvision's Normalize); default 0 and 1. */
   mean?: readonly number[];
+  /** Per-output-channel std in 0..1 units (torchvision's Normalize); default 1. */
   std?: readonly number[];
   /** Batches in flight at once: slots of the staging ring, and output buffers (default 3). */
   depth?: number;
@@ -41,6 +43,7 @@ export interface PreprocessOptions extends PlanOptions {
   antialiasAbove?: number;
 }
 
+/** Options of one `Preprocessor.run`: the epoch and ids that fix random choices, an output buffer to write into, and masks to transform with the images. */
 export interface PreprocessRunOptions {
   /** Epoch of the batch: with `seed` and the ids, it fixes every random choice. Default 0. */
   epoch?: number;
@@ -63,7 +66,9 @@ export interface PreprocessRunOptions {
 export interface PreprocessedMasks {
   /** Belongs to the preprocessor, like `PreprocessedBatch.buffer`. */
   buffer: GPUBuffer;
+  /** [n, h, w]. */
   shape: [number, number, number];
+  /** Bytes of the masks in `buffer`. */
   bytes: number;
   /** Each mask's box, in its own pixels. */
   plans: ImagePlan[];
@@ -79,6 +84,7 @@ export interface PreprocessedBatch {
   buffer: GPUBuffer;
   /** [n, c, h, w] or [n, h, w, c]. */
   shape: [number, number, number, number];
+  /** The tensor's layout, as the preprocessor's `layout` option said. */
   layout: "nchw" | "nhwc";
   /** Bytes of the tensor at the start of `buffer` (which may be larger). */
   bytes: number;
@@ -94,7 +100,9 @@ export interface PreprocessedBatch {
  * Create with `createPreprocessor`.
  */
 export class Preprocessor {
+  /** The device the preprocessor runs on. */
   readonly device: GPUDevice;
+  /** The options it was created with. */
   readonly options: Readonly<PreprocessOptions>;
   readonly #ring: StagingRing;
   readonly #params: GPUBuffer;

@@ -36,20 +36,25 @@ export interface DashboardFrame {
   seconds: number;
   /** Wall-clock time of the frame in ms since 1970 (default: when update() got it). */
   time?: number;
+  /** The epoch being read. */
   epoch?: number;
   /** Batches handed over (training steps) so far. */
   step: number;
+  /** Samples handed over so far. */
   samples: number;
+  /** Bytes handed over so far. */
   bytes?: number;
   /** Samples per second over the run (LoaderStats.samplesPerSec). */
   imagesPerSec: number;
   /** Samples per second over about the last second (default: derived from earlier frames). */
   imagesPerSecNow?: number;
+  /** Megabytes (10^6 bytes) per second over the run (LoaderStats.mbPerSec). */
   mbPerSec?: number;
   /** Share of the batch time the consumer spent waiting for the loader, 0…1. */
   waitShare: number;
   /** Losses and accuracies (0…1) of a training run; a read has none. */
   loss?: { train?: number; test?: number };
+  /** Train and test accuracies, 0…1. */
   accuracy?: { train?: number; test?: number };
   /** Batch-time percentiles over the run (LoaderStats.batchMs). */
   batchMs?: { p50: number; p99: number; max: number };
@@ -61,18 +66,23 @@ export interface DashboardFrame {
   prefetch?: number;
   /** Most samples outstanding at once (requested, not yet handed over). */
   maxOutstanding?: number;
+  /** Requests asked again after an error (LoaderStats.retries). */
   retries?: number;
+  /** Requests asked a second time because they were slow (LoaderStats.hedged). */
   hedged?: number;
+  /** Hedged requests whose second answer came first (LoaderStats.hedgeWins). */
   hedgeWins?: number;
   /** Samples re-asked at an epoch's tail (LoaderStats.reasked). */
   reasked?: number;
   /** Samples given up on (LoaderStats.errors: skipped under onError "skip"). */
   skipped?: number;
+  /** Answers dropped for a sample already handed over (LoaderStats.duplicates). */
   duplicates?: number;
   /** Workers decoding or reading now. */
   workers?: number;
-  /** Decode jobs that ran past the deadline, and jobs taken back from a slow worker. */
+  /** Decode jobs that ran past the deadline (their worker went to the slow lane). */
   slowLane?: number;
+  /** Jobs taken back from a slow worker and sent to another. */
   stolen?: number;
   /** The run has ended: the page says so and keeps the last figures. */
   done?: boolean;
@@ -80,7 +90,9 @@ export interface DashboardFrame {
 
 /** A frame as served: the caller's, with what the dashboard derives. */
 export interface ServedFrame extends Omit<DashboardFrame, "batchTimesMs"> {
+  /** Wall-clock time of the frame in ms since 1970. */
   time: number;
+  /** Samples per second over about the last second. */
   imagesPerSecNow: number;
   /** Bytes per second per connection over about the last second. */
   connectionsBytesPerSec: Record<string, number>;
@@ -90,18 +102,29 @@ export interface ServedFrame extends Omit<DashboardFrame, "batchTimesMs"> {
 
 /** One point of the curves. */
 export interface HistoryPoint {
+  /** Seconds since the run began. */
   seconds: number;
+  /** Batches handed over (training steps) so far. */
   step: number;
+  /** Samples handed over so far. */
   samples: number;
+  /** Samples per second over the run. */
   imagesPerSec: number;
+  /** Share of the batch time the consumer spent waiting for the loader, 0…1. */
   waitShare: number;
+  /** The prefetch window's depth in batches. */
   prefetch?: number;
+  /** Training loss. */
   lossTrain?: number;
+  /** Test loss. */
   lossTest?: number;
+  /** Training accuracy, 0…1. */
   accuracyTrain?: number;
+  /** Test accuracy, 0…1. */
   accuracyTest?: number;
 }
 
+/** How `startDashboard` serves the page: port, host and title. */
 export interface DashboardOptions {
   /** TCP port; 0 (the default) takes any free one (read it from `port` or `url`). */
   port?: number;
@@ -111,9 +134,11 @@ export interface DashboardOptions {
   title?: string;
 }
 
+/** A running dashboard server (`startDashboard`): give it frames with `update`, stop it with `close`. */
 export interface Dashboard {
   /** `http://HOST:PORT/`, the page. */
   readonly url: string;
+  /** The TCP port it listens on. */
   readonly port: number;
   /** The latest figures: served at once and pushed to every open page. */
   update(frame: DashboardFrame): void;

@@ -7,19 +7,29 @@ import type { PoolStats } from "../decode/pool.ts";
 
 /** A sample given up on (`onError: "skip"`): its id and the error's message. */
 export interface SkippedSample {
+  /** The sample's id. */
   id: string;
+  /** The error's message. */
   reason: string;
 }
 /** Skipped samples kept per epoch with their reason: enough to find what is wrong, bounded whatever fails. */
 export const SKIPPED_KEPT = 1000;
 
+/** A loader's figures over all its epochs (`Loader.stats()`): samples, bytes and rates, batch and wait times, errors, retries, hedges, prefetch depth, per-connection counts. */
 export interface LoaderStats {
+  /** Epochs started. */
   epochs: number;
+  /** Batches handed over. */
   batches: number;
+  /** Samples handed over. */
   samples: number;
+  /** Bytes of the samples handed over. */
   bytes: number;
+  /** Seconds the batches took to come: the time before each batch handed over, summed over epochs. */
   seconds: number;
+  /** Samples handed over per second of `seconds`. */
   samplesPerSec: number;
+  /** Megabytes (10^6 bytes) handed over per second of `seconds`. */
   mbPerSec: number;
   /** Time between consecutive batches handed over. */
   batchMs: { p50: number; p99: number; max: number };
@@ -27,12 +37,15 @@ export interface LoaderStats {
   waitSeconds: number;
   /** The consumer's wait for each batch inside the iterator: batchMs without its own work between batches. */
   waitMs: { p50: number; p99: number; max: number };
+  /** Samples given up on (under `onError: "skip"`). */
   errors: number;
+  /** Requests asked again after an error. */
   retries: number;
   /** Requests asked for a second time because they were slow (option `hedge`). */
   hedged: number;
   /** Hedged requests whose second answer came first. */
   hedgeWins: number;
+  /** Answers that came for a sample already handed over (a retry's or hedge's second answer), dropped. */
   duplicates: number;
   /** Most samples ever outstanding (requested, not yet handed over): the memory bound. */
   maxOutstanding: number;

@@ -18,17 +18,25 @@
  */
 import { CassetteError } from "../errors.ts";
 
+/** One line of a chart: its name in the legend, its points, and the axis it is read against. */
 export interface Series {
+  /** The name shown in the legend. */
   name: string;
+  /** The points, [x, y], in x order. */
   points: [number, number][];
   /** The y axis it is read against (default "left"); "right" needs `yRight`. */
   axis?: "left" | "right";
 }
 
+/** What `lineChart` draws: title, axis labels, series, size, and the axes' range and scale. */
 export interface LineChartOptions {
+  /** The chart's title, above the plot. */
   title: string;
+  /** The x axis' label. */
   xLabel: string;
+  /** The y axis' label. */
   yLabel: string;
+  /** The lines to draw. */
   series: Series[];
   /** Pixels (default 720). */
   width?: number;

@@ -25,13 +25,19 @@
 import { CassetteError } from "../errors.ts";
 import { type Rng, rng, shuffle } from "./rng.ts";
 
+/** What fixes an epoch's plan: seed, epoch, rank and world size, batch size, and shards to read together. */
 export interface EpochPlanOptions {
+  /** Seed of the permutation: the same seed, epoch and ids give the same plan on every rank. */
   seed: number;
+  /** The epoch: each one has its own permutation. */
   epoch: number;
+  /** This rank (default 0): it takes positions rank, rank + worldSize, … of the permutation. */
   rank?: number;
+  /** Ranks in all (default 1). */
   worldSize?: number;
   /** Permute the ids (default true); false keeps the split's order. */
   shuffle?: boolean;
+  /** Samples per batch, for `dropLast`. */
   batchSize: number;
   /**
    * Drop samples so that every rank has the same whole number of batches (ranks of a
@@ -53,6 +59,7 @@ export interface EpochPlanOptions {
 /** Salt of the shard-aware plan's PRNG stream: it draws differently from the flat permutation. */
 const SHARD_PLAN = 0x5a4d;
 
+/** The ids rank `rank` reads in epoch `epoch`, in order: a seeded permutation (or a shard-aware plan with `groups`), strided across ranks. */
 export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[] {
   if (!o.groups) {
     const order = epochOrder(ids.length, o);

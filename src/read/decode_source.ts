@@ -64,9 +64,13 @@ export class SampleDecodeError extends CassetteError implements Retryable {
 
 /** A decode pool's side the read path uses: a sample's CPU stage, its figures, the consumer's waits. */
 export interface PreparePool extends AsyncDecoder {
+  /** Whether the pool's workers run a transform module. */
   readonly hasTransform: boolean;
+  /** Runs a sample's CPU stage in a worker: decode (unless `decode: false`) and the transform. */
   prepare(job: PrepareJob): Promise<Image | undefined>;
+  /** The pool's figures now. */
   stats(): PoolStats;
+  /** The consumer waited `waitMs` for a batch: the pool's scaler grows it when waits persist. */
   demand(waitMs: number): void;
 }
 
@@ -92,7 +96,9 @@ export interface DecodeSourceOptions {
 
 /** A read worker's claims on the samples it decodes (DecodeSourceOptions' `claim`). */
 export interface SampleClaim {
+  /** Claims sample `id` as its bytes arrive; false: another worker has it. */
   start(id: string): boolean;
+  /** The sample's CPU stage has ended. */
   end(id: string): void;
 }
 
@@ -105,6 +111,7 @@ export interface PixelSink {
   decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image;
 }
 
+/** Wraps a Source so that each answer is decoded as it arrives (here, or in a decode pool) and handed on with `image` set; a file that does not decode is an error naming the sample. */
 export class DecodeSource implements ReadSource {
   readonly #inner: Source;
   readonly #decoder: Decoder | AsyncDecoder;
@@ -116,6 +123,7 @@ export class DecodeSource implements ReadSource {
   readonly #claim?: SampleClaim;
   /** The decode pool, when the CPU stage runs in one. */
   readonly pool?: PreparePool;
+  /** Every sample id the inner source can serve, where it can list them. */
   readonly ids?: () => string[] | Promise<string[]>;
 
   /**
@@ -136,13 +144,16 @@ export class DecodeSource implements ReadSource {
     if (!this.#async && !this.#transform) this.#sink = stage.sink;
     this.#claim = stage.claim;
   }
+  /** The inner source's name. */
   get name(): string {
     return this.#inner.name;
   }
+  /** The dataset the inner source reads, when it knows. */
   get dataset(): string | undefined {
     return this.#inner.dataset;
   }
 
+  /** Fetches `id` from the inner source and answers with its decoded image; returns false when the inner source is saturated. */
   fetch(id: string, done: FetchCallback<Sample>): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
@@ -213,12 +224,15 @@ export class DecodeSource implements ReadSource {
       }
     });
   }
+  /** Called when the inner source can take requests again. */
   onDrain(listener: () => void): void {
     this.#inner.onDrain(listener);
   }
+  /** Requests started and not yet answered, as the inner source counts them. */
   inFlight(): number {
     return this.#inner.inFlight();
   }
+  /** Closes the decoder and the inner source. */
   close(): Promise<void> {
     this.#decoder.close();
     return this.#inner.close();

@@ -43,6 +43,7 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import type { FetchCallback, Fetched, Source } from "../source/source.ts";
 
+/** How `HedgeSource` decides to ask a slow request again: the latency quantile and factor of its deadline, a floor or fixed delay, a budget, and a warm-up. */
 export interface HedgeOptions {
   /** The quantile of recent latencies the deadline is taken from (default 0.95). */
   quantile?: number;
@@ -104,9 +105,13 @@ interface Request {
  */
 const REQUANTILE_EVERY = 64;
 
+/** Wraps a Source so that a request slower than a tail-latency deadline is asked again, and the first answer wins (hedged requests). */
 export class HedgeSource implements Source {
+  /** The inner source's name. */
   readonly name: string;
+  /** The dataset the inner source reads, when it knows. */
   readonly dataset?: string;
+  /** Every sample id the inner source can serve, where it can list them. */
   readonly ids?: () => string[] | Promise<string[]>;
   readonly #inner: Source;
   readonly #now: () => number;
@@ -134,6 +139,7 @@ export class HedgeSource implements Source {
   #urged = false;
   #tailTimer?: ReturnType<typeof setTimeout>;
 
+  /** Wraps `inner`; a bad option is a CassetteError naming it. */
   constructor(inner: Source, o: HedgeOptions = {}) {
     const { quantile: q, factor, minDelayMs: floor, budget, history, warmup } = hedgeOptions(o, `requests to ${inner.name}`);
     this.#inner = inner;
@@ -205,6 +211,7 @@ export class HedgeSource implements Source {
     return this.#deadline;
   }
 
+  /** Fetches `id`, asking again past the deadline; `done` is called exactly once. Returns false when the inner source is saturated. */
   fetch(id: string, done: FetchCallback): boolean {
     this.#requests++;
     const r: Request = { id, done, start: this.#now(), pending: 1, settled: false };
@@ -298,12 +305,15 @@ export class HedgeSource implements Source {
     }, Math.max(0, oldest.start + d - this.#now()));
   }
 
+  /** Called when the inner source can take requests again. */
   onDrain(listener: () => void): void {
     this.#inner.onDrain(listener);
   }
+  /** Requests started and not yet answered, as the inner source counts them. */
   inFlight(): number {
     return this.#inner.inFlight();
   }
+  /** Stops hedging and closes the inner source. */
   close(): Promise<void> {
     this.#closed = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);

@@ -16,3 +16,12 @@ export type { HttpSourceOptions } from "../source/http.ts";
 export type { FileSourceOptions } from "../source/file.ts";
 export type { Fetched, FetchCallback, Source } from "../source/source.ts";
 export type { ReadSource, Sample } from "./sample.ts";
+// Types that open's, openSource's and the read wrappers' signatures name.
+export type { S3Options } from "../source/s3.ts";
+export type { AwsCredentials } from "../source/sigv4.ts";
+export type { CassandraOptions, CassandraTls } from "../source/cassandra_client.ts";
+export type { CassandraStoreOptions } from "../source/cassandra.ts";
+export type { CassandraSourceOptions } from "../source/cassandra_source.ts";
+export type { WebDatasetSourceOptions } from "../source/webdataset_source.ts";
+export type { PixelSink, PreparePool, SampleClaim } from "./decode_source.ts";
+export type { PacketReadOptions, WorkerSource } from "./worker_source.ts";

@@ -47,6 +47,7 @@ import { DecodeSource, type KeyedSource, type PixelSink, type SampleClaim } from
 import type { ReadSource } from "./sample.ts";
 import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
 
+/** How `open(…, { mode: "read" })` reads a store: the dataset, requests in flight, per-protocol settings, read workers, decoding, retries and hedging. */
 export interface OpenReadOptions {
   /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
   dataset?: string;
@@ -93,6 +94,7 @@ export interface OpenReadOptions {
   reads?: PacketReadOptions;
 }
 
+/** The options of `open`: `mode: "write"` opens a Store to ingest into, `mode: "read"` the read side the Loader uses. */
 export type OpenOptions = ({ mode: "write" } & OpenStoreOptions) | ({ mode: "read" } & OpenReadOptions);
 
 /** A Store to write into (made if missing; `create: false` to refuse a missing one). */

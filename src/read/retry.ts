@@ -10,11 +10,13 @@ import type { CassetteError } from "../errors.ts";
 import { isRetryable, storeError } from "../source/retryable.ts";
 import type { FetchCallback, Source } from "../source/source.ts";
 
+/** How `RetrySource` retries: attempts, backoff bounds, and the longest Retry-After it waits. */
 export interface RetryOptions {
   /** Attempts after the first (default 3). */
   retries?: number;
   /** First backoff in ms (default 50), doubled each attempt up to `maxDelayMs` (2000). */
   baseDelayMs?: number;
+  /** Longest backoff in ms (default 2000). */
   maxDelayMs?: number;
   /**
    * Longest wait a server's Retry-After may ask for, in ms (default 30 000): the attempt waits
@@ -23,7 +25,9 @@ export interface RetryOptions {
   maxRetryAfterMs?: number;
 }
 
+/** Wraps a Source so that a request failing with a retryable error (a timeout, a 503, a reset) is tried again after an exponential backoff with jitter. */
 export class RetrySource implements Source {
+  /** The inner source's name. */
   readonly name: string;
   readonly #inner: Source;
   readonly #retries: number;
@@ -34,6 +38,7 @@ export class RetrySource implements Source {
   #closed = false;
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
+  /** Wraps `inner` with the retry policy of `o`. */
   constructor(inner: Source, o: RetryOptions = {}) {
     this.#inner = inner;
     this.name = inner.name;
@@ -48,6 +53,7 @@ export class RetrySource implements Source {
     return this.#count;
   }
 
+  /** Fetches `id`, trying again on a retryable error; `done` is called once, with the last error if every attempt failed. Returns false when the inner source is saturated. */
   fetch(id: string, done: FetchCallback): boolean {
     return this.#attempt(id, done, 0);
   }
@@ -72,12 +78,15 @@ export class RetrySource implements Source {
     });
   }
 
+  /** Called when the inner source can take requests again. */
   onDrain(listener: () => void): void {
     this.#inner.onDrain(listener);
   }
+  /** Requests started and not yet answered, those waiting for their next attempt included. */
   inFlight(): number {
     return this.#inner.inFlight() + this.#timers.size;
   }
+  /** Cancels the waiting attempts and closes the inner source. */
   close(): Promise<void> {
     this.#closed = true;
     for (const t of this.#timers) clearTimeout(t);

@@ -5,6 +5,7 @@
 import type { Image } from "../decode/decoder.ts";
 import type { Fetched, Source } from "../source/source.ts";
 
+/** What the read path answers for one id: the stored bytes and label (Fetched), with the decoded image (and mask) when it decodes. */
 export interface Sample extends Fetched {
   /** The decoded pixels, when the read path decodes (decode_source.ts, in a read worker or here). */
   image?: Image;

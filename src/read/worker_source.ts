@@ -89,11 +89,15 @@ type FromWorker =
 
 /** How a worker reads for packets: its retries and hedging, as the loader's thread does per sample. */
 export interface PacketReadOptions {
+  /** Attempts after the first, per sample (as RetryOptions.retries). */
   retries?: number;
+  /** Hedged requests inside the worker (as HedgeSource's options). */
   hedge?: HedgeOptions;
+  /** Ask again, at an epoch's tail, for samples pending far longer than usual. */
   reaskTail?: boolean;
 }
 
+/** How `openWorkerSource` runs read workers: how many (fixed or scaled), how they read (retries, hedging, slow lane, packets) and whether they decode or transform. */
 export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
   workers?: number;
@@ -283,10 +287,17 @@ export async function openWorkerSource(address: string, dataset: string | undefi
   return source;
 }
 
-export class WorkerSource implements ReadSource, PacketReader {
+// Also a PacketReader (src/read/packet.ts), which read_path.ts's packets() checks by returning it
+// as one: the packet protocol is internal, so the public class does not name it (deno doc --lint).
+/** Read workers: each opens the store with its own connections, reads (and decodes) samples on its own thread, and hands them over; made by `openWorkerSource`. */
+export class WorkerSource implements ReadSource {
+  /** The store's name, as the workers' sources give it. */
   name: string;
+  /** The dataset read, when the store says. */
   dataset?: string;
+  /** Workers it started with. */
   readonly size: number;
+  /** Resolves when every worker has opened the store. */
   readonly ready: Promise<void>;
   readonly #address: string;
   readonly #open: Extract<ToWorker, { t: "open" }>;
@@ -326,6 +337,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     this.#queueFlush();
   });
 
+  /** Starts the workers; `openWorkerSource` also waits until they are ready. */
   constructor(address: string, dataset: string | undefined, options: WorkerSourceOptions = {}) {
     const n = options.workers ?? 2;
     if (!Number.isInteger(n) || n < 1) {
@@ -443,6 +455,7 @@ export class WorkerSource implements ReadSource, PacketReader {
     }
   }
 
+  /** Asks a worker for sample `id` (the least loaded); returns false when `maxInFlight` requests are in flight. */
   fetch(id: string, done: FetchCallback<Sample>): boolean {
     if (this.#closed) {
       done(new CassetteError("ERR_INVALID_OPTION", `Cannot read sample ${id} as the source ${this.name} is closed`));
@@ -478,6 +491,10 @@ export class WorkerSource implements ReadSource, PacketReader {
 
   // --- packet reads (NOTE [ Packets ], src/read/packet.ts) -----------------------------------
 
+  /**
+   * Internal: the loader's packet reads (NOTE [ Packets ], src/read/packet.ts).
+   * @ignore
+   */
   read(plan: readonly string[], o: Parameters<PacketReader["read"]>[1], sink: PacketSink): PacketRead {
     const run = ++this.#runSeq;
     const r: Run = { batchSize: o.batchSize, strict: o.strict, sink, chunk: -1 };
@@ -786,6 +803,7 @@ export class WorkerSource implements ReadSource, PacketReader {
   /**
    * Packet reads' retries and hedges, summed over the workers (and those gone; a worker lost
    * adds the samples it held and had not sent, asked again elsewhere, as retries).
+   * @ignore
    */
   counts(): ReadCounts {
     const c = { ...this.#gone };
@@ -834,9 +852,11 @@ export class WorkerSource implements ReadSource, PacketReader {
     }
   }
 
+  /** Called when requests can be made again. */
   onDrain(listener: () => void): void {
     this.#cap.onDrain(listener);
   }
+  /** Requests sent to the workers and not yet answered. */
   inFlight(): number {
     return this.#cap.inFlight;
   }

@@ -13,16 +13,25 @@ import { CassetteError } from "../errors.ts";
 
 /** The options a state must agree on to apply to a loader: what decides the plan. */
 export interface PlanIdentity {
+  /** The loader's seed. */
   seed: number;
+  /** The loader's rank. */
   rank: number;
+  /** The loader's world size. */
   worldSize: number;
+  /** Whether the loader shuffles. */
   shuffle: boolean;
+  /** The loader's batch size. */
   batchSize: number;
+  /** Whether the loader drops short batches. */
   dropLast: boolean;
 }
 
+/** Where a Loader stands (`Loader.state()`), as JSON a checkpoint can keep: the epoch, the plan's options and digest, and which samples were handed over; give it as `resume` to continue. */
 export interface LoaderState extends PlanIdentity {
+  /** Tells a loader state from other JSON. */
   format: "cassette-loader-state";
+  /** The format's version, 1. */
   version: 1;
   /** The epoch to continue (the one in progress, or the next once an epoch has ended). */
   epoch: number;

@@ -31,6 +31,7 @@ import {
   unknownDataset,
 } from "../dataset/store.ts";
 
+/** How a `cassandra://` store is opened: the connection's options (CassandraOptions), and a new keyspace's replication, concurrency and scan paging. */
 export interface CassandraStoreOptions extends CassandraOptions {
   /**
    * Replication of a keyspace cassette creates: a factor (SimpleStrategy) or a CQL map such as
@@ -38,8 +39,9 @@ export interface CassandraStoreOptions extends CassandraOptions {
    * min(3, the cluster's nodes), counted when the keyspace is made. An existing keyspace keeps its own.
    */
   replication?: string | number;
-  /** Requests in flight for writes and reads (default 64 writes, 256 reads). */
+  /** Requests in flight for writes (default 64). */
   writeConcurrency?: number;
+  /** Requests in flight for reads (default 256). */
   readConcurrency?: number;
   /**
    * Token ranges a whole-table scan (scanNat, info, scanPredictions) asks at once (default 16;

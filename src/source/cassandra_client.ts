@@ -17,6 +17,7 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { parseStoreAddress, redact } from "./address.ts";
 import { caWouldHelp, UNTRUSTED_CERT_CODES } from "./tls_trust.ts";
 
+/** How cassette connects to Cassandra: the driver's options, timeouts, protocol version, keyspace and TLS. */
 export interface CassandraOptions {
   /**
    * cassandra-driver client options, merged over cassette's (pooling, policies, socket options
@@ -46,8 +47,11 @@ export interface CassandraOptions {
 
 /** PEM files for TLS to Cassandra (CassandraOptions.tls). */
 export interface CassandraTls {
+  /** Path of the PEM file of the CA that signed the nodes' certificates. */
   ca?: string;
+  /** Path of the client's certificate (PEM), for nodes that require one. */
   cert?: string;
+  /** Path of the client's key (PEM), for nodes that require a certificate. */
   key?: string;
 }
 

@@ -15,6 +15,7 @@ import { prepareAhead } from "./cassandra_prepare.ts";
 import { type Lane, RateChooser } from "./connection_choice.ts";
 import { ADAPTIVE_CONNECTIONS, adaptsConnections, cassandraTypes } from "./cassandra_client.ts";
 
+/** How a `cassandra://` read source spreads its requests, and how it reads labels. */
 export interface CassandraSourceOptions {
   /**
    * How requests are spread over one host's connections.

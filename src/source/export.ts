@@ -31,6 +31,7 @@ import { mapLimit } from "../util/map_limit.ts";
 import type { S3Options } from "./s3.ts";
 import type { MetaValue, Store } from "../dataset/store.ts";
 
+/** How `exportDataset` writes a dataset's samples as objects: which ids, how many at once, and where (a folder, a sink, or an S3 bucket). */
 export interface ExportOptions {
   /** Only these ids (default: every sample of the dataset). */
   ids?: readonly string[];
@@ -40,18 +41,25 @@ export interface ExportOptions {
   sink?: ObjectSink;
   /** For an `s3://BUCKET/PREFIX` destination: credentials, endpoint… (S3Options), and whether to make the bucket when missing. */
   s3?: S3Options & { createBucket?: boolean };
+  /** Called as the export goes on, with the counts so far. */
   onProgress?: (p: { done: number; total: number; written: number; bytes: number }) => void;
 }
 
+/** What an `exportDataset` run did: samples written now and already there, bytes, and the labels written. */
 export interface ExportSummary {
+  /** The dataset exported. */
   dataset: string;
+  /** Where it went: the folder or s3:// address. */
   out: string;
   /** Samples of this export (written now or already there). */
   samples: number;
+  /** Samples written by this run. */
   written: number;
+  /** Samples already there from an earlier run, skipped. */
   existing: number;
   /** Bytes written now. */
   bytes: number;
+  /** Seconds the run took. */
   seconds: number;
   /** Labels in labels.json (this export's and an earlier one's into the same folder). */
   labels: number;
@@ -146,6 +154,7 @@ async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   return out;
 }
 
+/** How `exportShards` writes WebDataset shards: which ids, the shuffle's seed, the shards' prefix and bounds, and progress. */
 export interface ShardExportOptions {
   /** Only these ids (default: every sample of the dataset). */
   ids?: readonly string[];
@@ -153,23 +162,35 @@ export interface ShardExportOptions {
   seed?: number;
   /** Shard names' prefix (default: the dataset's name). */
   prefix?: string;
+  /** Bytes at most in one shard (default 256 000 000); a larger sample gets a shard of its own. */
   maxShardBytes?: number;
+  /** Samples at most in one shard (default: no bound). */
   maxSamples?: number;
+  /** Called as the export goes on, with the counts so far. */
   onProgress?: (p: { done: number; total: number; written: number; bytes: number; shards: number }) => void;
 }
 
+/** What an `exportShards` run did: the shards (written now or already there), samples, bytes and seed. */
 export interface ShardExportSummary {
+  /** The dataset exported. */
   dataset: string;
+  /** Where it went: the folder or s3:// address. */
   out: string;
+  /** The format written. */
   format: "webdataset";
+  /** The shards' names' prefix: PREFIX-NNNNNN.tar and PREFIX.index.json. */
   prefix: string;
+  /** The shuffle's seed the samples' order came from. */
   seed: number;
   /** Samples of this export (in shards written now or already there). */
   samples: number;
+  /** Samples in shards written by this run. */
   written: number;
+  /** Samples in shards already there from an earlier run, kept. */
   existing: number;
   /** Bytes of the shards written now. */
   bytes: number;
+  /** Seconds the run took. */
   seconds: number;
   /** Every shard of the export, in order. */
   shards: ShardInfo[];

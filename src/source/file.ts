@@ -96,6 +96,7 @@ export function checkDataset(found: string, wanted: string | undefined, where: s
   }
 }
 
+/** How a `file:DIR` source reads an export's folder: the dataset expected, files read at once, and requests accepted. */
 export interface FileSourceOptions {
   /** The dataset expected in labels.json (default: whatever it names). */
   dataset?: string;

@@ -60,6 +60,7 @@ type UndiciPool = InstanceType<typeof Pool>;
 
 const MiB = 1 << 20;
 
+/** How an `http(s)://` source reads an export from a web server: connections, pipelining, timeouts, size limits, redirects, credentials and CA. */
 export interface HttpSourceOptions {
   /** The dataset expected in labels.json (default: whatever it names). */
   dataset?: string;

@@ -20,6 +20,7 @@ import type { Source } from "./source.ts";
 import { SqliteSource } from "./sqlite_source.ts";
 import { CassandraSource, type CassandraSourceOptions } from "./cassandra_source.ts";
 
+/** How `openStore` opens a store: Cassandra's options, and whether to make a store that is not there. */
 export interface OpenStoreOptions {
   /** Options for `cassandra://` addresses (driver options pass through as `driver`). */
   cassandra?: CassandraStoreOptions;
@@ -32,6 +33,7 @@ export interface OpenStoreOptions {
   create?: boolean;
 }
 
+/** Opens the store at `address` (`sqlite:PATH`, `cassandra://…`) to write into or manage, made when missing unless `create: false`: the older name of `open(address, { mode: "write" })`. */
 export async function openStore(address: string, options: OpenStoreOptions = {}): Promise<Store> {
   const a = parseStoreAddress(address);
   const create = options.create ?? true;

@@ -19,6 +19,7 @@ import { CassetteError, type ErrorCode } from "../errors.ts";
 
 /** An error that says whether retrying it can help. */
 export interface Retryable {
+  /** Whether asking again can help (a timeout, a 503) or not (a missing sample, a 403). */
   retryable: boolean;
   /** How long the server asked to wait before asking again (HTTP Retry-After), in ms. */
   retryAfterMs?: number;

@@ -46,9 +46,11 @@ import { type AwsCredentials, EMPTY_SHA256, sha256Hex, signV4, uriEncode } from 
 
 const { Pool } = undici;
 
+/** How an `s3://` source or sink reaches its bucket: endpoint, region, addressing style, credentials, and the HTTP options. */
 export interface S3Options extends HttpSourceOptions {
   /** The server to send requests to (default AWS's, for the region). */
   endpoint?: string;
+  /** The bucket's region, used in signatures (default: AWS_REGION, AWS_DEFAULT_REGION, the profile's region, else us-east-1). */
   region?: string;
   /** "path" (/BUCKET/KEY) or "virtual" (Host: BUCKET.HOST); default path with an endpoint, virtual for AWS. */
   style?: "path" | "virtual";

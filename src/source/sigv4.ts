@@ -25,8 +25,11 @@
  */
 import { createHash, createHmac } from "node:crypto";
 
+/** An AWS access key: what signs S3 requests. */
 export interface AwsCredentials {
+  /** The access key's id. */
   accessKeyId: string;
+  /** The secret that signs requests. */
   secretAccessKey: string;
   /** Temporary credentials (STS) carry a token, sent as x-amz-security-token. */
   sessionToken?: string;

@@ -11,9 +11,11 @@
 
 /** What a source answers for one id: the label travels with the bytes. */
 export interface Fetched {
+  /** The sample's id. */
   id: string;
   /** The class (src/dataset/label.ts: -1 where the label is not a class). */
   label: number;
+  /** The sample's bytes as stored (an encoded image). */
   data: Uint8Array;
   /**
    * Labels other than one integer (label.ts): a float vector (multi-hot over the classes, or the
@@ -24,6 +26,7 @@ export interface Fetched {
   conn?: string;
 }
 
+/** Answers one `Source.fetch`: an error, or the sample. */
 export type FetchCallback<S extends Fetched = Fetched> = (err: Error | null, sample?: S) => void;
 
 /** The read side of a store; `S` is what it answers with (src/read/ adds decoded pixels). */
@@ -43,6 +46,7 @@ export interface Source<S extends Fetched = Fetched> {
   onDrain(listener: () => void): void;
   /** Requests started and not yet answered. */
   inFlight(): number;
+  /** Closes the source's connections, files or workers. */
   close(): Promise<void>;
 }
 

@@ -61,6 +61,7 @@ import { Capacity, type FetchCallback, type Fetched, type Source } from "./sourc
 
 const MiB = 1 << 20;
 
+/** How a `wds:` source reads WebDataset shards: the dataset expected, memory for samples parsed early, requests in flight, resumes, size limits, and HTTP or S3 options. */
 export interface WebDatasetSourceOptions {
   /** The dataset expected: checked against the name cassette's export gives the index, when it has one. */
   dataset?: string;

@@ -38,28 +38,39 @@ export interface RunState {
   epoch: number;
   /** Training steps taken in all. */
   step: number;
+  /** The Loader's state: where the epoch in progress stands. */
   loader: LoaderState;
   /** Whole epochs before `epoch`. */
   reports: EpochReport[];
   /** What `epoch` trained so far (none at an epoch's end). */
   partial?: EpochCarry;
+  /** The run's seed: every random choice of training follows from it. */
   seed: number;
   /** When it was written (ISO 8601). */
   time: string;
 }
 
-interface CheckpointHeader extends WeightHeader {
+/** The header of a checkpoint file: the weights' header, the optimizer's state and the run's. */
+export interface CheckpointHeader extends WeightHeader {
+  /** Tells a checkpoint from a weights file. */
   format: "cassette-checkpoint";
+  /** The optimizer's spec, step and learning rate, and how many tensors it keeps. */
   optimizer: { spec: OptimizerSpec; step: number; lr: number; tensors: number };
+  /** What the run keeps beside the tensors. */
   run: RunState;
 }
 
+/** A checkpoint as `readCheckpoint` reads it back: the run's state, the optimizer's and the model's tensors. */
 export interface Checkpoint {
+  /** The file it was read from. */
   path: string;
+  /** What the run keeps beside the tensors. */
   run: RunState;
+  /** The optimizer's spec, step and learning rate, and how many tensors it keeps. */
   optimizer: CheckpointHeader["optimizer"];
   /** The model's tensors (weights.ts header and values). */
   weights: { header: Pick<WeightHeader, "model" | "tensors">; values: Float32Array<ArrayBuffer>[] };
+  /** The optimizer's tensors (Adam's moments, or SGD's velocity), in order. */
   optimizerState: Float32Array<ArrayBuffer>[];
 }
 

@@ -7,27 +7,35 @@ import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import type { Sequential, TrainBatch, TrainMetrics } from "./model.ts";
 
+/** One epoch of `fit`: its time and throughput, training loss and accuracy, test loss and accuracy, and the share spent waiting for batches. */
 export interface EpochReport {
+  /** The epoch (0-based). */
   epoch: number;
   /** Wall time of the epoch's training steps, until the GPU finished them (evaluation excluded). */
   seconds: number;
+  /** Training samples per second of `seconds`. */
   imagesPerSec: number;
   /** Mean training loss over the epoch's steps (each step's forward pass, before its update). */
   loss: number;
+  /** Training accuracy over the epoch's steps (each step's forward pass, before its update), 0…1. */
   trainAccuracy: number;
   /** Accuracy on the test source after the epoch (NaN without one). */
   testAccuracy: number;
+  /** Mean loss on the test source after the epoch (NaN without one). */
   testLoss: number;
   /** Share of `seconds` spent waiting for the source's next batch. */
   waitShare: number;
   /** Wall time of the evaluation. */
   evalSeconds: number;
+  /** Training samples of the epoch. */
   samples: number;
   /** Each step's training loss, in step order (mean over its batch, before its update). */
   stepLoss: number[];
 }
 
+/** What `fit` trains: the number of epochs, the training (and test) batches per epoch, callbacks, a learning-rate schedule, and where a resumed run starts. */
 export interface FitOptions {
+  /** Epochs in all: epochs 0 … epochs − 1 are trained (a resumed run's from `startEpoch` on). */
   epochs: number;
   /** The training batches of epoch e (0-based). */
   train: (epoch: number) => AsyncIterable<TrainBatch> | Iterable<TrainBatch>;
@@ -52,12 +60,17 @@ export interface FitOptions {
 
 /** An epoch's training so far: what a checkpoint keeps of the epoch in progress. */
 export interface EpochCarry {
+  /** Training samples of the epoch so far. */
   samples: number;
+  /** Seconds of the epoch's training so far. */
   seconds: number;
+  /** Of `seconds`, the time spent waiting for batches. */
   waitedSeconds: number;
   /** Mean training loss and accuracy over `samples` (each step's forward pass, before its update). */
   loss: number;
+  /** Mean training accuracy over `samples`, 0…1. */
   accuracy: number;
+  /** Each step's training loss so far, in step order. */
   stepLoss: number[];
 }
 

@@ -12,6 +12,7 @@ import { createTensor, Tensor, tensorFrom } from "./tensor.ts";
 import { gatherRows } from "./ops/gather_rows.ts";
 import { gatherU8 } from "./ops/gather_u8.ts";
 
+/** How a `GpuDataset` holds its images: the per-sample shape, and the normalization of byte images. */
 export interface GpuDatasetOptions {
   /** Per-sample shape, e.g. [1, 28, 28]. */
   shape: number[];
@@ -22,18 +23,25 @@ export interface GpuDatasetOptions {
   normalize?: { mean: number; std: number };
 }
 
+/** How `GpuDataset.batches` serves an epoch: batch size, shuffle, seed, and whether to drop a short last batch. */
 export interface BatchOptions {
+  /** Samples per batch. */
   batch: number;
   /** Permute the samples per epoch from (seed, epoch) (default true). */
   shuffle?: boolean;
+  /** Seed of the permutation (default 0): with the epoch, it fixes the order. */
   seed?: number;
   /** Drop a last batch smaller than `batch` (default false). */
   dropLast?: boolean;
 }
 
+/** A labelled image set held in GPU memory, served as shuffled batches with no I/O: for benchmarks, tests, and train.ts's `--no-io` bound. */
 export class GpuDataset {
+  /** The device holding the images. */
   readonly device: GPUDevice;
+  /** How many samples it holds. */
   readonly count: number;
+  /** Per-sample shape, e.g. [1, 28, 28]. */
   readonly shape: number[];
   readonly #images: Tensor;
   readonly #normalize?: { mean: number; std: number };
@@ -111,6 +119,7 @@ export class GpuDataset {
     return g;
   }
 
+  /** Frees the GPU buffers it holds. */
   async destroy(): Promise<void> {
     for (const g of this.#gathers.values()) {
       const { program, index, x, y } = await g;

@@ -24,6 +24,7 @@ import { batchnormApply } from "./ops/batchnorm_apply.ts";
 import { batchnormBwdReduce } from "./ops/batchnorm_bwd_reduce.ts";
 import { batchnormBwdData } from "./ops/batchnorm_bwd_data.ts";
 
+/** One layer of a sequential model as a plain value; the helpers `dense`, `conv2d`, `maxPool`, `globalAvgPool`, `batchNorm` and `reluLayer` make them. */
 export type LayerSpec =
   | { kind: "dense"; units: number; relu?: boolean }
   | { kind: "conv2d"; filters: number; kernel: number; padding?: number; relu?: boolean }
@@ -52,6 +53,7 @@ export const maxPool = (size = 2): LayerSpec => ({ kind: "maxpool", size });
 export const globalAvgPool = (): LayerSpec => ({ kind: "avgpool" });
 /** Batch norm over channels (axis 1), torch's defaults: momentum 0.1, eps 1e-5. */
 export const batchNorm = (o: { relu?: boolean; momentum?: number; eps?: number } = {}): LayerSpec => ({ kind: "batchnorm", ...o });
+/** A ReLU on its own (dense, conv2d and batchNorm take `relu: true` instead). */
 export const reluLayer = (): LayerSpec => ({ kind: "relu" });
 
 export interface ParamSpec {

@@ -24,15 +24,19 @@ import type { TrainBatch } from "./model.ts";
 
 /** A training batch that still knows its samples: for checkpoints and exactly-once checks. */
 export interface LoaderTrainBatch extends TrainBatch {
+  /** The samples' ids, in the batch's order. */
   ids: string[];
+  /** The samples' classes, as the loader's Batch has them. */
   labels: Int32Array<ArrayBuffer>;
   /** Multi-label or float labels (src/dataset/label.ts): n × targetWidth, as the loader's Batch. */
   targets?: Float32Array<ArrayBuffer>;
+  /** Length of each sample's vector in `targets`. */
   targetWidth?: number;
   /** Blob labels: the masks, cropped and flipped with the images on the GPU (u32, [n, h, w]). */
   masks?: PreprocessedMasks;
 }
 
+/** Options of `loaderBatches`: the epoch's options (EpochOptions), and the label range the model takes. */
 export interface LoaderBatchesOptions extends EpochOptions {
   /** Labels must lie in 0 … classes − 1 (the model's outputs); a sample outside is an error naming it. */
   classes?: number;

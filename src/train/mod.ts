@@ -4,15 +4,16 @@
  * @module
  */
 export { createModel, Sequential } from "./model.ts";
-export type { CreateModelOptions, Metrics, ModelSpec, TrainBatch, TrainMetrics } from "./model.ts";
+export type { CreateModelOptions, Metrics, ModelSpec, Normalization, TrainBatch, TrainMetrics } from "./model.ts";
 export { batchNorm, conv2d, dense, globalAvgPool, maxPool, reluLayer } from "./layers.ts";
 export type { LayerSpec } from "./layers.ts";
 export { MODELS } from "./models.ts";
-export type { OptimizerSpec } from "./optim.ts";
+export type { Optimizer, OptimizerSpec } from "./optim.ts";
+export type { WeightFormat, WeightHeader } from "./weights.ts";
 export { fit } from "./fit.ts";
 export type { EpochCarry, EpochReport, FitOptions } from "./fit.ts";
 export { readCheckpoint, restoreCheckpoint, saveCheckpoint } from "./checkpoint.ts";
-export type { Checkpoint, RunState } from "./checkpoint.ts";
+export type { Checkpoint, CheckpointHeader, RunState } from "./checkpoint.ts";
 export { GpuDataset } from "./gpu_dataset.ts";
 export type { BatchOptions, GpuDatasetOptions } from "./gpu_dataset.ts";
 export { trainInGpu } from "./train_in_gpu.ts";

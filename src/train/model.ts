@@ -36,26 +36,35 @@ export type { ModelSpec } from "./layers.ts";
  * step's kernels run, so the source may rewrite `x` once the following step has been submitted.
  */
 export interface TrainBatch {
+  /** The batch's f32 NCHW values (COPY_SRC usage). */
   x: GPUBuffer;
+  /** Byte offset of the batch in `x` (default 0). */
   xOffset?: number;
   /** u32/i32 labels: on the CPU, or in a GPUBuffer (COPY_SRC) from byte `labelsOffset`. */
   labels: GPUBuffer | Int32Array<ArrayBuffer> | Uint32Array<ArrayBuffer>;
+  /** Byte offset of the labels in `labels`, when it is a GPUBuffer (default 0). */
   labelsOffset?: number;
+  /** Samples in the batch. */
   n: number;
 }
 
 /** Loss (mean per sample) and accuracy over the samples summed since the last reset. */
 export interface Metrics {
+  /** Mean loss per sample. */
   loss: number;
+  /** Share of samples whose most probable class is their label, 0…1. */
   accuracy: number;
+  /** Samples counted. */
   samples: number;
 }
 
 /** Training metrics with each step's own loss (its forward pass, before its update), in step order. */
 export interface TrainMetrics extends Metrics {
+  /** Each step's loss (mean over its batch), in step order. */
   stepLoss: number[];
 }
 
+/** How `createModel` sets a model up: the initialization seed and the optimizer. */
 export interface CreateModelOptions {
   /** Seed of the weight initialization (default 0). */
   seed?: number;
@@ -86,12 +95,17 @@ const MAX_IN_FLIGHT = 2;
 /** Steps per history buffer: 12 bytes (the three sums) a step. */
 const HISTORY_CHUNK = 1024;
 
+/** A sequential model trained on the GPU with WGSL kernels: steps, evaluation, prediction, and weights saved to and loaded from files. Made by `createModel`. */
 export class Sequential {
+  /** The device the model runs on. */
   readonly device: GPUDevice;
+  /** The model's layers and input shape. */
   readonly spec: ModelSpec;
+  /** The optimizer that updates the parameters at each step. */
   readonly optimizer: Optimizer;
   /** Per-sample output shape of each layer. */
   readonly shapes: number[][];
+  /** Number of classes: the last layer's outputs. */
   readonly classes: number;
   /**
    * The input normalization the model was trained with, per channel, on pixels scaled to 0…1
@@ -524,7 +538,9 @@ export async function writeAtomically(path: string | URL, bytes: Uint8Array): Pr
 
 /** Per-channel mean and standard deviation of the input, on pixels scaled to 0…1. */
 export interface Normalization {
+  /** Mean per channel. */
   mean: number[];
+  /** Standard deviation per channel. */
   std: number[];
 }
 

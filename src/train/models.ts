@@ -10,6 +10,7 @@ import { CassetteError } from "../errors.ts";
 import { batchNorm, conv2d, dense, maxPool } from "./layers.ts";
 import type { ModelSpec } from "./layers.ts";
 
+/** The named models of `train.ts --model` (mlp, cnn, cnn-bn), for 28×28 grey images in 10 classes. */
 export const MODELS: Readonly<Record<string, ModelSpec>> = {
   mlp: { input: [1, 28, 28], layers: [dense(256, { relu: true }), dense(10)] },
   cnn: {

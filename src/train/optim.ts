@@ -12,12 +12,15 @@ import { adamw, adamwParams } from "./ops/adamw.ts";
 import type { AdamWHyper } from "./ops/adamw.ts";
 import { sgd, sgdParams } from "./ops/sgd.ts";
 
+/** The optimizer of a model and its hyper-parameters: AdamW, Adam or SGD (with momentum), learning rate required. */
 export type OptimizerSpec =
   | { kind: "adamw"; lr: number; beta1?: number; beta2?: number; eps?: number; weightDecay?: number }
   | { kind: "adam"; lr: number; beta1?: number; beta2?: number; eps?: number }
   | { kind: "sgd"; lr: number; momentum?: number; weightDecay?: number };
 
+/** A model's optimizer on the GPU (`Sequential.optimizer`): its spec, learning rate and step count; the model runs its update with each training step. */
 export class Optimizer {
+  /** The optimizer's kind and hyper-parameters. */
   readonly spec: OptimizerSpec;
   readonly #device: GPUDevice;
   readonly #uniform: GPUBuffer;
@@ -28,6 +31,10 @@ export class Optimizer {
   /** Steps taken (AdamW's bias correction needs it). */
   step = 0;
 
+  /**
+   * Made by the model for its parameter and gradient buffers.
+   * @ignore
+   */
   constructor(device: GPUDevice, spec: OptimizerSpec, params: Tensor, grads: Tensor) {
     if (!(spec.lr > 0) || !Number.isFinite(spec.lr)) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot create the ${spec.kind} optimizer as 'lr' must be a finite number > 0: current value is ${spec.lr}`);
@@ -51,6 +58,7 @@ export class Optimizer {
     }
   }
 
+  /** The learning rate of the next steps. */
   get lr(): number {
     return this.#lr;
   }
@@ -60,7 +68,10 @@ export class Optimizer {
     this.#lr = v;
   }
 
-  /** The update dispatch; it reads the uniform that `beforeStep` writes. */
+  /**
+   * The update dispatch; it reads the uniform that `beforeStep` writes. Internal: for the model.
+   * @ignore
+   */
   get dispatch(): Dispatch {
     return this.#dispatch;
   }
@@ -105,6 +116,7 @@ export class Optimizer {
     this.#lr = s.lr;
   }
 
+  /** Frees the optimizer's GPU buffers (the model's `destroy` does). */
   destroy(): void {
     this.#uniform.destroy();
     for (const b of this.#state) b.destroy();

@@ -25,6 +25,7 @@ import { decodeWeights } from "./weights.ts";
 
 /** A model built from a weights file, and the file's identity. */
 export interface LoadedModel {
+  /** The model, its weights loaded. */
   model: Sequential;
   /** "sha256:HEX" of the file's bytes: which weights predicted a row. */
   digest: string;
@@ -93,10 +94,13 @@ export function describeSpec(spec: ModelSpec): string {
   return `input ${spec.input.join("×")}, ${l.join(" → ")}`;
 }
 
+/** What `predict` reads and how: the store, dataset and ids, batch size, top-k, workers and prefetch. */
 export interface PredictOptions {
   /** What the Loader reads (LoaderOptions.store): an address, an open Store or a Source. */
   store: LoaderOptions["store"];
+  /** The dataset: needed for a Store and for sqlite: and cassandra:// addresses, as the Loader's. */
   dataset?: string;
+  /** The ids of the samples to predict. */
   ids: readonly string[];
   /** Samples per batch (default 256). */
   batchSize?: number;
@@ -104,14 +108,17 @@ export interface PredictOptions {
   topK?: number;
   /** Read and decode in this many worker threads (default 0; needs `store` as an address). */
   workers?: number;
+  /** Batches of requests kept in flight, as the Loader's `prefetch` (default "auto"). */
   prefetch?: number | "auto";
 }
 
 /** One batch's predictions, in the order the loader handed its samples over. */
 export interface PredictedBatch {
+  /** The samples' ids, in the order the loader handed them over. */
   ids: string[];
   /** The stored class of each sample; -1 where it has none. */
   labels: Int32Array;
+  /** Classes kept per sample. */
   k: number;
   /** n × k classes, each row most probable first (ties: the lower class first, as evaluate's argmax). */
   classes: Int32Array;

@@ -12,12 +12,17 @@ import type { ModelSpec, Sequential } from "./model.ts";
 import type { OptimizerSpec } from "./optim.ts";
 import type { ImageSplit } from "../dataset/fashion_mnist.ts";
 
+/** What `trainInGpu` trains: a model on in-memory image splits, epochs, batch size, optimizer, seed and callbacks. */
 export interface TrainInGpuOptions {
   /** A name of MODELS ("mlp", "cnn", "cnn-bn") or a spec. */
   model: string | ModelSpec;
+  /** The training images. */
   train: ImageSplit;
+  /** Test images, evaluated after every epoch. */
   test?: ImageSplit;
+  /** Epochs to train. */
   epochs: number;
+  /** Samples per training batch. */
   batch: number;
   /** Default: Adam, lr 1e-3. */
   optimizer?: OptimizerSpec;
@@ -28,8 +33,11 @@ export interface TrainInGpuOptions {
    * short last batch through a program of its own size).
    */
   dropLast?: boolean;
+  /** Called after each epoch with its report. */
   onEpoch?: (r: EpochReport) => void | Promise<void>;
+  /** Called after each step is submitted, as `fit`'s `onStep`. */
   onStep?: FitOptions["onStep"];
+  /** Learning rate per epoch (a schedule); default: the optimizer's. */
   lr?: (epoch: number) => number;
   /** Keep the model (for evaluation or save) instead of destroying it. */
   keepModel?: boolean;

@@ -18,11 +18,16 @@ import { CassetteError } from "../errors.ts";
 
 const MAGIC = "CSTWGT01";
 
+/** What a weights container holds: a model's weights, or a whole checkpoint. */
 export type WeightFormat = "cassette-weights" | "cassette-checkpoint";
 
+/** The header of a weights file: the format, the model's spec, its tensors' names and shapes, and the input normalization. */
 export interface WeightHeader {
+  /** What the file holds. */
   format: WeightFormat;
+  /** The container's version, 1. */
   version: 1;
+  /** The model's spec (a ModelSpec). */
   model: unknown;
   /** dtype is "f32" (the only one written; files from before it was recorded have none). */
   tensors: { name: string; shape: number[]; dtype?: "f32" }[];
