@@ -1,7 +1,8 @@
-// What tsconfig.types.json's program needs beyond its libs, @types/node and @webgpu/types, so
-// that it checks clean (build.ts emits declarations from it): the runtime-specific modules
-// runtime-adapters/ imports. None of these names reaches a public declaration: each adapter is
-// typed by the Runtime interface (runtime-adapters/runtime.ts), so `any` here stays inside them.
+// What tsconfig.types.json's program (build.ts emits the package's declarations from it) needs
+// beyond its libs, @types/node and @webgpu/types to check clean: .wgsl text imports and the
+// runtime-specific modules and globals of runtime-adapters/. None of them reaches a public
+// declaration (each adapter is typed by the Runtime interface, runtime-adapters/runtime.ts);
+// test/dist/package_checks.test.ts checks this program with tsc. Not part of the package.
 
 /** WGSL sources imported as text (esbuild's text loader; Deno's raw imports). */
 declare module "*.wgsl" {
