@@ -9,7 +9,8 @@
  *   - tsc (the pinned `typescript`) on a consumer in a scratch project whose
  *     node_modules/cassette is the unpacked tarball and whose other packages are the package's
  *     dependencies (linked from this checkout) and @types/node: under node16 and bundler
- *     resolution, the consumer's deliberate errors, and no others in cassette's declarations;
+ *     resolution, and as `tsc --init` sets a project up (nodenext), the consumer's deliberate
+ *     errors, and no others in cassette's declarations;
  *   - the program build.ts emits the declarations from (tsconfig.types.json) checks clean, so
  *     no name in them was inferred from something tsc could not see;
  *   - `require("cassette")` fails with Node's ERR_REQUIRE_ASYNC_MODULE, as the README says.
@@ -132,27 +133,43 @@ const CONSUMERS: Record<string, Record<string, unknown>> = {
   "node16 without lib.dom (skipLibCheck)": { ...NODE16, lib: ["es2022"], skipLibCheck: true },
 };
 
+/**
+ * tsc in `dir` with `tsconfig` must report exactly the consumer's marked lines, and nothing in
+ * cassette's declarations. Errors elsewhere are other packages' own: TypeScript ≥ 6's lib.dom
+ * declares WebGPU as @webgpu/types does (duplicate identifiers), which skipLibCheck hides.
+ */
+function compileConsumer(dir: string, tsconfig: string, what: string) {
+  writeFileSync(join(dir, "consumer.ts"), CONSUMER);
+  const r = tool("tsc", ["-p", tsconfig, "--noEmit", "--pretty", "false"], dir);
+  // One diagnostic per line that starts with a file; continuation lines are indented.
+  const at = (l: string) => l.replace(/\(\d+,\d+\).*/, "");
+  const ours = r.output.split("\n")
+    .filter((l) => /^\S.*\(\d+,\d+\): error TS\d+/.test(l))
+    .filter((l) => at(l) === "consumer.ts" || /^(\.\.\/)*node_modules\/cassette\//.test(at(l)));
+  const want = CONSUMER.split("\n").flatMap((l, i) => (/\/\/ error (TS\d+)$/.test(l) ? [`${i + 1} ${/TS\d+$/.exec(l)![0]}`] : []));
+  const got = ours.map((l) => {
+    const m = /^consumer\.ts\((\d+),\d+\): error (TS\d+)/.exec(l);
+    return m ? `${m[1]} ${m[2]}` : l;
+  });
+  assert.equal(got, want, `tsc (${what}) should report exactly the consumer's marked lines:\n${r.output}`);
+}
+
 for (const [[mode, settings], n] of Object.entries(CONSUMERS).map((e, i) => [e, i] as const)) {
   test(`tsc, moduleResolution ${mode}: a consumer of the installed package sees its types`, () => {
     const { project } = pack();
-    writeFileSync(join(project, "consumer.ts"), CONSUMER);
-    const options = { target: "es2022", types: ["node"], strict: true, noEmit: true, ...settings };
+    const options = { target: "es2022", types: ["node"], strict: true, ...settings };
     writeFileSync(join(project, `tsconfig.${n}.json`), JSON.stringify({ compilerOptions: options, files: ["consumer.ts"] }, null, 2));
-    const r = tool("tsc", ["-p", `tsconfig.${n}.json`, "--pretty", "false"], project);
-    // One diagnostic per line that starts with a file; continuation lines are indented.
-    const errors = r.output.split("\n").filter((l) => /^\S.*\(\d+,\d+\): error TS\d+/.test(l));
-    const at = (l: string) => l.replace(/\(\d+,\d+\).*/, "");
-    const ours = errors.filter((l) => at(l) === "consumer.ts" || at(l).startsWith("node_modules/cassette/"));
-    const want = CONSUMER.split("\n").flatMap((l, i) => (/\/\/ error (TS\d+)$/.test(l) ? [`${i + 1} ${/TS\d+$/.exec(l)![0]}`] : []));
-    const got = ours.map((l) => {
-      const m = /^consumer\.ts\((\d+),\d+\): error (TS\d+)/.exec(l);
-      return m ? `${m[1]} ${m[2]}` : l;
-    });
-    // Errors elsewhere are other packages' own: TypeScript ≥ 6's lib.dom declares WebGPU as
-    // @webgpu/types does (duplicate identifiers), which skipLibCheck, the usual setting, hides.
-    assert.equal(got, want, `tsc (${mode}) should report exactly the consumer's marked lines:\n${r.output}`);
+    compileConsumer(project, `tsconfig.${n}.json`, mode);
   }, { timeoutMs: 120_000, skip });
 }
+
+test("tsc, a new project as `tsc --init` sets it up (nodenext, types: [], strict options): sees the types", () => {
+  const dir = join(pack().project, "init"); // its node_modules and package.json ("type": "module") are the project's
+  mkdirSync(dir);
+  const init = tool("tsc", ["--init"], dir);
+  assert.is(init.status, 0, `tsc --init:\n${init.output}`);
+  compileConsumer(dir, "tsconfig.json", "tsc --init");
+}, { timeoutMs: 120_000, skip });
 
 test("tsconfig.types.json's program (what the declarations are emitted from) checks clean under tsc", () => {
   const r = tool("tsc", ["-p", "tsconfig.types.json", "--noCheck", "false", "--noEmit", "--pretty", "false"]);
