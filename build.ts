@@ -4,17 +4,20 @@
  *      wasm/build/png.wasm (release: O3, SIMD) plus wasm/build/{jpeg,png}_wasm.ts, the same
  *      bytes as base64 modules that every runtime and the bundle can import without file access;
  *   2. src/mod.ts → dist/ (esbuild, ESM, code-split so each runtime adapter loads only its
- *      own built-ins; .wgsl imported as text).
+ *      own built-ins; .wgsl imported as text);
+ *   3. the declarations (.d.ts) of every subpath package.json exports → dist/types/ (tsc with
+ *      tsconfig.types.json), what a TypeScript consumer of the installed package reads.
  * Each step is skipped when its outputs are newer than its inputs (`--force` rebuilds).
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = dirname(fileURLToPath(import.meta.url));
 const argv = (globalThis as any).Deno?.args ?? (globalThis as any).process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
-  console.log("usage: bun build.ts [--force] [--wasm-only]\n  builds wasm/build/jpeg.wasm, wasm/build/png.wasm and dist/ (skips what is up to date)\n  --force      rebuild everything\n  --wasm-only  only the wasm modules (and their base64 modules), not dist/");
+  console.log("usage: bun build.ts [--force] [--wasm-only]\n  builds wasm/build/jpeg.wasm, wasm/build/png.wasm, dist/ and its declarations dist/types/ (skips what is up to date)\n  --force      rebuild everything\n  --wasm-only  only the wasm modules (and their base64 modules), not dist/ nor dist/types/");
   (globalThis as any).process?.exit?.(0);
 }
 const force = argv.includes("--force");
@@ -123,13 +126,86 @@ const { cli } = await import("./main.js");
 await cli();
 `;
 
+/** A relative specifier of a declaration file (`from "./x.ts"`, `import("../y.ts")`), its quote kept. */
+const RELATIVE_SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(\.\.?\/[^"']+)\2/g;
+
+/**
+ * The declarations of every subpath package.json exports, into dist/types/ (the tree of the
+ * sources, so dist/types/src/mod.d.ts declares src/mod.ts): what the `types` conditions point
+ * at. tsc (`noCheck`: the emit does not wait for a check; test/dist/package_checks.test.ts checks
+ * the same program) writes a declaration per file of the program; then
+ *   - relative specifiers ending `.ts` become `.js`, the form every reader of declarations
+ *     expects (node16, nodenext and bundler resolution map it to the `.d.ts` beside it). tsc
+ *     keeps `.ts` in declarations even with rewriteRelativeImportExtensions
+ *     (microsoft/TypeScript#61037): tsc itself accepts that, other tools and editors do not;
+ *   - only the files the entries reach are kept (not the adapters' internals, not the wasm
+ *     modules' base64 literals), and each specifier must reach an emitted file;
+ *   - each entry names @webgpu/types (a dependency), whose globals (GPUDevice, …) the
+ *     declarations use, so a consumer needs no `types` setting of their own for them.
+ */
+async function declarations(): Promise<string> {
+  const outdir = join(ROOT, "dist/types");
+  const config = join(ROOT, "tsconfig.types.json");
+  const entries = exportedModules().map((m) => join(outdir, m.replace(/\.ts$/, ".d.ts")));
+  const inputs = ["src", "runtime-adapters", "types", "tsconfig.types.json", "package.json"].map((p) => join(ROOT, p));
+  if (upToDate(entries, inputs)) return "up to date";
+  rmSync(outdir, { recursive: true, force: true });
+  try {
+    return emitDeclarations(outdir, config, entries);
+  } catch (e) {
+    rmSync(outdir, { recursive: true, force: true }); // half a tree must not pass for up to date
+    throw e;
+  }
+}
+
+function emitDeclarations(outdir: string, config: string, entries: string[]): string {
+  const bin = join(ROOT, "node_modules/.bin/tsc");
+  if (!existsSync(bin)) throw new Error("node_modules/.bin/tsc not found: `npm install` (typescript is a devDependency)");
+  const tsc = spawnSync(bin, ["-p", config], { cwd: ROOT, encoding: "utf8" });
+  if (tsc.error || tsc.status !== 0) throw new Error(`tsc -p tsconfig.types.json failed (${tsc.error?.message ?? `exit ${tsc.status}`}):\n${tsc.stdout}${tsc.stderr}`);
+  const reached = new Set<string>();
+  const visit = (file: string, from: string) => {
+    if (reached.has(file)) return;
+    if (!existsSync(file)) throw new Error(`${from} names ${relative(ROOT, file)}, which tsc did not emit (an entry missing from tsconfig.types.json's files?)`);
+    reached.add(file);
+    const text = readFileSync(file, "utf8").replace(RELATIVE_SPECIFIER, (_, head, q, spec: string) => `${head}${q}${spec.replace(/\.ts$/, ".js")}${q}`);
+    writeFileSync(file, text);
+    for (const [, , , spec] of text.matchAll(RELATIVE_SPECIFIER)) {
+      visit(join(dirname(file), spec.replace(/\.js$/, ".d.ts")), relative(ROOT, file));
+    }
+  };
+  for (const e of entries) visit(e, "package.json's exports");
+  for (const e of entries) {
+    writeFileSync(e, `/// <reference types="@webgpu/types" />\n${readFileSync(e, "utf8")}`);
+    // The line added above moves everything down one line: so does a leading ";" in the map.
+    const map = JSON.parse(readFileSync(`${e}.map`, "utf8"));
+    writeFileSync(`${e}.map`, JSON.stringify({ ...map, mappings: `;${map.mappings}` }));
+  }
+  let removed = 0;
+  const prune = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) {
+        prune(p);
+        if (readdirSync(p).length === 0) rmSync(p, { recursive: true });
+      } else if (!reached.has(p.replace(/\.map$/, ""))) {
+        rmSync(p);
+        removed += p.endsWith(".d.ts") ? 1 : 0;
+      }
+    }
+  };
+  prune(outdir);
+  return `${reached.size} declaration files (${removed} the entries do not reach left out)`;
+}
+
 const steps: [string, () => Promise<string>][] = [
   ["wasm/build/jpeg.wasm", () => buildWasm("jpeg")],
   ["wasm/build/png.wasm", () => buildWasm("png")],
   ["dist/", bundle],
+  ["dist/types/", declarations],
 ];
 for (const [name, step] of steps) {
-  if (name === "dist/" && argv.includes("--wasm-only")) break;
+  if (name.startsWith("dist/") && argv.includes("--wasm-only")) break;
   const t0 = performance.now();
   try {
     const what = await step();
