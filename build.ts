@@ -122,7 +122,7 @@ if (!globalThis.Bun && !globalThis.Deno && (major < 22 || (major === 22 && minor
   console.error(\`cassette needs Node ≥ 22.13 (for node:sqlite); \${process.execPath} is Node \${version}. Install a newer Node (https://nodejs.org/en/download), or run cassette with Bun (bunx cassette …) or Deno (deno run -A npm:cassette …).\`);
   process.exit(1);
 }
-const { cli } = await import("./main.js");
+const { cli } = await import(new URL("./main.js", import.meta.url).href);
 await cli();
 `;
 

@@ -54,9 +54,13 @@ export interface DecodeOptions {
 
 /** A box of an image's pixels: its top-left corner and its size. */
 export interface DecodeRegion {
+  /** The box's first column, from the image's left edge (0 the first). */
   x: number;
+  /** The box's first row, from the image's top edge (0 the first). */
   y: number;
+  /** Columns in the box (≥ 1). */
   width: number;
+  /** Rows in the box (≥ 1). */
   height: number;
 }
 

@@ -40,7 +40,7 @@
 import { CassetteError } from "../errors.ts";
 import { chunkName, PngError } from "./png_error.ts";
 import { instantiatePngWasm, type PngExports } from "./png_module.ts";
-import { checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, describe, type Image, TargetTooSmallError } from "./decoder.ts";
+import { checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, type DecodeRegion, describe, type Image, TargetTooSmallError } from "./decoder.ts";
 
 /** The PNG decoder takes the common options and one of its own. */
 export interface PngDecodeOptions extends DecodeOptions {
@@ -127,7 +127,8 @@ class WasmPngDecoder implements PngDecoder {
     const { log2, width, height, channels, bitDepth, ptr, len } = this.#run(bytes, options);
     const data = new Uint8Array(this.#w.memory.buffer.slice(ptr, ptr + len) as ArrayBuffer);
     const img: PngImage = { width, height, channels, data, orientation: 1, bitDepth };
-    return log2 === 0 ? img : boxDownscale(img, 1 << log2);
+    const scaled = log2 === 0 ? img : boxDownscale(img, 1 << log2);
+    return options.region ? regionOf(scaled, options.region, 1 / (1 << log2), { width, height }) : scaled;
   }
 
   /**
@@ -138,6 +139,14 @@ class WasmPngDecoder implements PngDecoder {
    */
   decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options: PngDecodeOptions = {}): DecodedInto {
     checkTarget(target, offset, "PNG");
+    if (options.region) {
+      // A region is cut from the whole image here (a PNG's rows are inflated whole anyway).
+      const img = this.decode(bytes, options);
+      const n = img.data.length;
+      if (offset + n > target.length) throw new TargetTooSmallError("PNG", img, offset, target.length);
+      target.set(img.data, offset);
+      return { width: img.width, height: img.height, channels: img.channels, bitDepth: img.bitDepth, orientation: 1, bytes: n };
+    }
     const { log2, width, height, channels, bitDepth, ptr, len } = this.#run(bytes, options);
     const f = 1 << log2;
     const shape = { width: Math.ceil(width / f), height: Math.ceil(height / f), channels, bitDepth };
@@ -150,6 +159,22 @@ class WasmPngDecoder implements PngDecoder {
     }
     return { ...shape, orientation: 1, bytes: n };
   }
+}
+
+/**
+ * The pixels of `img` (the image at scale `s`) that cover the box `r` of the file's pixels, as
+ * the JPEG decoder's region gives them: [⌊x·s⌋, ⌈(x + width)·s⌉) across and down, clipped.
+ */
+function regionOf(img: PngImage, r: DecodeRegion, s: number, file: { width: number; height: number }): PngImage {
+  const x0 = Math.floor(r.x * s), y0 = Math.floor(r.y * s);
+  const x1 = Math.min(img.width, Math.ceil((r.x + r.width) * s)), y1 = Math.min(img.height, Math.ceil((r.y + r.height) * s));
+  if (x1 <= x0 || y1 <= y0) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode PNG as 'region' (x ${r.x}, y ${r.y}, ${r.width}×${r.height}) lies outside the image (${file.width}×${file.height})`);
+  }
+  const px = img.channels * (img.bitDepth / 8), row = (x1 - x0) * px;
+  const data = new Uint8Array(row * (y1 - y0));
+  for (let y = y0; y < y1; y++) data.set(img.data.subarray((y * img.width + x0) * px, (y * img.width + x0) * px + row), (y - y0) * row);
+  return { ...img, width: x1 - x0, height: y1 - y0, data };
 }
 
 /**

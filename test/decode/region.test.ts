@@ -1,7 +1,7 @@
 /**
  * Region decode (issue 37; DecodeOptions.region, wasm/jpeg/output.ts planRegion): the pixels of
  * a box are those of the whole decode there, at every scale and for every kind of file the
- * decoder reads, on fresh cjpeg files; the decoder reads no row below the box; bad regions
+ * JPEG decoder reads (and PNG, cut after its decode), on fresh cjpeg files; the decoder reads no row below the box; bad regions
  * are named.
  */
 import * as assert from "uvu/assert";
@@ -10,6 +10,8 @@ import { cjpeg, cmykJpeg, removeCmykTool } from "../_support/cjpeg.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { expectError } from "../_support/expect.ts";
 import { createJpegDecoder, type JpegImage } from "../../src/decode/jpeg.ts";
+import { createPngDecoder } from "../../src/decode/png.ts";
+import { buildPng } from "../_support/png_build.ts";
 import type { DecodeScale } from "../../src/decode/decoder.ts";
 
 afterAll(() => removeCmykTool());
@@ -130,4 +132,28 @@ test("a region outside the image, or not a box, is an option error naming it", a
   }
   // The decoder is still good after each refusal.
   assert.is(dec.decode(jpg, { region: { x: 39, y: 29, width: 9, height: 9 } }).width, 1);
+});
+
+test("PNG: a region is cut from the whole image, at every scale, with the JPEG decoder's rules; decodeInto alike", async () => {
+  const seed = freshSeed();
+  const next = rng(seed);
+  const dec = await createPngDecoder();
+  for (let t = 0; t < 6; t++) {
+    const w = randomInt(next, 1, 70), h = randomInt(next, 1, 70);
+    const raw = new Uint8Array(h * (w * 3 + 1));
+    for (let y = 0; y < h; y++) raw.set(randomBytes(next, w * 3), y * (w * 3 + 1) + 1);
+    const png = buildPng({ width: w, height: h, bitDepth: 8, colorType: 2, raw });
+    for (const scale of SCALES) {
+      const full = dec.decode(png, { scale }) as JpegImage;
+      const x = randomInt(next, 0, w - 1), y = randomInt(next, 0, h - 1), rw = randomInt(next, 1, w + 3), rh = randomInt(next, 1, h + 3);
+      const region = { x, y, width: rw, height: rh };
+      const c = cropOf(full, scale, x, y, rw, rh)!;
+      assertRegion(dec.decode(png, { scale, region }) as JpegImage, full, c, `png ${w}×${h} scale ${scale} box ${x},${y} ${rw}×${rh} (seed ${seed})`);
+      const target = new Uint8Array(c.width * c.height * 3 + 4);
+      const r = dec.decodeInto(png, target, 4, { scale, region });
+      assertRegion({ ...full, width: r.width, height: r.height, data: target.subarray(4) } as JpegImage, full, c, `png decodeInto (seed ${seed})`);
+    }
+  }
+  const png = buildPng({ width: 4, height: 4, bitDepth: 8, colorType: 0, raw: new Uint8Array(4 * 5) });
+  await expectError(Promise.resolve().then(() => dec.decode(png, { region: { x: 4, y: 0, width: 1, height: 1 } })), "ERR_INVALID_OPTION", /PNG as 'region' \(x 4, y 0, 1×1\) lies outside the image \(4×4\)/);
 });
