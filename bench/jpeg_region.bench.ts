@@ -10,6 +10,10 @@
  *     largest of 1, 1/2, 1/4, 1/8 at which the scaled box is ≥ 224 each way), what the resize
  *     to 224 then reads.
  *
+ * and then the whole RandomResizedCrop(224) transform (src/decode/transforms/random_resized_crop.ts,
+ * what read workers run per sample) against what it did before regions: the whole decode at
+ * its scale, then the crop and resize.
+ *
  *   node_modules/.bin/bun bench/jpeg_region.bench.ts [--quick] [--boxes N] [--out SIZE]
  *
  * Inputs: bench/jpeg/data/photos (bench/jpeg/make_inputs.sh: five real photos, 640×427 and
@@ -21,7 +25,8 @@ import { fileURLToPath } from "node:url";
 import { compare } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
-import { randomCropBox } from "../src/decode/crop.ts";
+import { randomCropBox, resizeBilinear } from "../src/decode/crop.ts";
+import { decodeScaleFor, mapBox, transform } from "../src/decode/transforms/random_resized_crop.ts";
 import type { DecodeScale } from "../src/decode/decoder.ts";
 import { rng } from "../src/plan/rng.ts";
 
@@ -97,6 +102,38 @@ await compare(`RandomResizedCrop boxes, one thread`, { rounds, unit: "boxes/s" }
     work: jobs.length,
     run: () => {
       for (const { bytes, box, scale } of jobs) sink += dec.decode(bytes, { region: box, scale }).data[0];
+    },
+  },
+]);
+
+// The transform, box by box with the same draws each round.
+const ctxFor = (seed: number) => {
+  const random = rng(seed, 0x41);
+  return { decode: (b: Uint8Array, o?: Parameters<typeof dec.decode>[1]) => dec.decode(b, o), random: random.next };
+};
+await compare(`RandomResizedCrop(${outSide}) + flip, per sample, one thread`, { rounds, unit: "samples/s" }, [
+  {
+    name: "whole decode at its scale, crop, resize (before)",
+    baseline: true,
+    work: jobs.length,
+    run: () => {
+      const ctx = ctxFor(1);
+      for (const { bytes } of jobs) {
+        const { width, height } = dec.inspect(bytes);
+        const box = randomCropBox(width, height, ctx.random);
+        const s = decodeScaleFor(box, outSide);
+        const img = dec.decode(bytes, { scale: s });
+        const m = mapBox(box, s, img.width, img.height);
+        sink += resizeBilinear(img, m.x, m.y, m.w, m.h, outSide, outSide).data[0] + (ctx.random() < 0.5 ? 1 : 0);
+      }
+    },
+  },
+  {
+    name: "the transform (region decode)",
+    work: jobs.length,
+    run: () => {
+      const ctx = ctxFor(1);
+      for (const { bytes } of jobs) sink += transform({ id: "", label: 0, data: bytes }, { size: outSide }, ctx).data[0];
     },
   },
 ]);

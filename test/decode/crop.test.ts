@@ -206,10 +206,13 @@ function context(decode: (b: Uint8Array, o?: DecodeOptions) => Image, seed: numb
   const next = rng(seed);
   const draws: number[] = [];
   const scales: number[] = [];
+  const decoded: Image[] = [];
   const ctx: TransformContext = {
     decode(b, o) {
       scales.push(o?.scale ?? 1);
-      return decode(b, o);
+      const img = decode(b, o);
+      decoded.push(img);
+      return img;
     },
     random() {
       const r = next();
@@ -217,7 +220,7 @@ function context(decode: (b: Uint8Array, o?: DecodeOptions) => Image, seed: numb
       return r;
     },
   };
-  return { ctx, draws, scales };
+  return { ctx, draws, scales, decoded };
 }
 
 /** The draws again, in order, for re-deriving the box the transform drew. */
@@ -226,7 +229,7 @@ function replay(draws: number[]): () => number {
   return () => draws[i++];
 }
 
-test("the transform on a real 2000×1500 JPEG: size × size, decoded once at decodeScaleFor's scale, equal to cropping that decode (≤ 1) and to cropping the full decode's block means (≤ 4)", async () => {
+test("the transform on a real 2000×1500 JPEG: size × size, only its box decoded, once, at decodeScaleFor's scale; equal to cropping the whole decode (exactly, as before regions) and to its reference (≤ 1) and to the full decode's block means (≤ 4)", async () => {
   const jpeg = await createJpegDecoder();
   const seed = freshSeed();
   const next = rng(seed);
@@ -254,7 +257,7 @@ test("the transform on a real 2000×1500 JPEG: size × size, decoded once at dec
     { size: 700, scale: [0.02, 0.05] }, // sides ≤ 460: full scale, upsampled
   ];
   for (const [k, o] of runs.entries()) {
-    const { ctx, draws, scales } = context((b, d) => jpeg.decode(b, d), seed + k);
+    const { ctx, draws, scales, decoded } = context((b, d) => jpeg.decode(b, d), seed + k);
     const out = transform({ id: `s${k}`, label: 0, data: bytes }, { ...o, flip: true }, ctx);
     const what = `seed ${seed}+${k}, ${JSON.stringify(o)}`;
     assert.equal([out.width, out.height, out.channels], [o.size, o.size, 3], what);
@@ -268,6 +271,11 @@ test("the transform on a real 2000×1500 JPEG: size × size, decoded once at dec
     // Against the decode at that scale: the mapped box, resized by the reference.
     const scaled = jpeg.decode(bytes, { scale: s as JpegScale });
     const m = mapBox(box, s, scaled.width, scaled.height);
+    assert.equal([decoded[0].width, decoded[0].height], [m.w, m.h], `${what}: only the mapped box is decoded`);
+    // What the transform gave before it decoded regions: the whole decode at that scale, cropped.
+    let before = resizeBilinear(scaled, m.x, m.y, m.w, m.h, o.size, o.size);
+    if (flip) before = { ...before, data: mirrored(out, before.data) };
+    assert.equal(out.data, before.data, `${what}: the same pixels as the whole decode's crop`);
     let want = rounded(resizeBilinearRef(scaled, m.x, m.y, m.w, m.h, o.size, o.size));
     if (flip) want = mirrored(out, want);
     const d = maxAbsDiff(out.data, want);

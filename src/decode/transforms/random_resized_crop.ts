@@ -2,7 +2,7 @@
  * torchvision's RandomResizedCrop (+ RandomHorizontalFlip) as a module transform
  * (src/decode/transform.ts), for large JPEGs decoded in the workers:
  *
- *   header size ──► randomCropBox ──► decodeScaleFor ──► decode at 1, ½, ¼ or ⅛ ──► box mapped ──► resizeBilinear ──► flip?
+ *   header size ──► randomCropBox ──► decodeScaleFor ──► box mapped ──► the box decoded at 1, ½, ¼ or ⅛ ──► resizeBilinear ──► flip?
  *
  * The box is drawn on the full-resolution size (read from the frame header, no decoding), and
  * the JPEG is then decoded at the largest reduction that still leaves the box at least `size`
@@ -56,8 +56,11 @@ export function transform(sample: TransformInput, options: RandomResizedCropOpti
   if (frame) {
     const full = randomCropBox(frame.width, frame.height, random, scale, ratio);
     const s = decodeScaleFor(full, size);
-    img = ctx.decode(sample.data, { scale: s });
-    box = mapBox(full, s, img.width, img.height);
+    // Only the box is decoded (DecodeOptions.region): the pixels a whole decode has there, so
+    // the crop's output is the same; the rows below it and the blocks far from it cost nothing.
+    const b = mapBox(full, s, Math.ceil(frame.width * s), Math.ceil(frame.height * s));
+    img = ctx.decode(sample.data, { scale: s, region: { x: b.x / s, y: b.y / s, width: b.w / s, height: b.h / s } });
+    box = { x: 0, y: 0, w: img.width, h: img.height };
   } else {
     // Already decoded, or no frame header found before the first scan (then the decoder
     // names what is wrong with the file, or decodes a file whose height comes in a DNL).
