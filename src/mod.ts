@@ -41,8 +41,7 @@ export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, PlanIdentit
 export type { Batch, ImageTable } from "./assemble/batch.ts";
 export type { Source } from "./source/source.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";
-/** The older name of `Sample` (what the Loader hands over for one id). */
-export type { Sample as Fetched } from "./read/sample.ts";
+export type { FetchedSample as Fetched } from "./read/sample.ts";
 export { createDecoder } from "./decode/decoders.ts";
 export type { DecodeOptions, Decoder, Image } from "./decode/decoder.ts";
 export { createJpegDecoder } from "./decode/jpeg.ts";

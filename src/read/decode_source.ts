@@ -12,7 +12,7 @@
  * @example
  * ```ts
  * import { DecodeSource } from "./decode_source.ts";
- * import { openReadSource } from "./open.ts";
+ * import { open } from "./open.ts";
  * import { openStore } from "../source/open.ts";
  * import { ingest } from "../dataset/ingest.ts";
  * import { createJpegDecoder } from "../decode/jpeg.ts";
@@ -20,7 +20,7 @@
  * await ingest(store, "idx:/usr/share/datasets/fashion-mnist/", { dataset: "fm", limit: 2 });
  * const [page] = await Array.fromAsync(store.scanNat("fm"));
  * await store.close();
- * const source = new DecodeSource(await openReadSource("sqlite:.tmp/decode-source-example.sqlite", "fm"), await createJpegDecoder());
+ * const source = new DecodeSource(await open("sqlite:.tmp/decode-source-example.sqlite", { mode: "read", dataset: "fm" }), await createJpegDecoder());
  * const s = await new Promise<any>((resolve, reject) => source.fetch(page[0].id, (e, s) => (e ? reject(e) : resolve(s))));
  * console.log(s.image.width, s.image.height, s.image.channels); // 28 28 3 (ingest stores idx images as colour JPEGs)
  * await source.close();

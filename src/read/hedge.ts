@@ -25,7 +25,7 @@
  * @example
  * ```ts
  * import { HedgeSource } from "./hedge.ts";
- * import { openReadSource } from "./open.ts";
+ * import { open } from "./open.ts";
  * import { openStore } from "../source/open.ts";
  * import { ingest } from "../dataset/ingest.ts";
  * const store = await openStore("sqlite:.tmp/hedge-example.sqlite");
@@ -33,7 +33,7 @@
  * const ids: string[] = [];
  * for await (const page of store.scanNat("fm")) ids.push(...page.map((r) => r.id));
  * await store.close();
- * const source = new HedgeSource(await openReadSource("sqlite:.tmp/hedge-example.sqlite", "fm"), { delayMs: 50 });
+ * const source = new HedgeSource(await open("sqlite:.tmp/hedge-example.sqlite", { mode: "read", dataset: "fm" }), { delayMs: 50 });
  * const got = await Promise.all(ids.map((id) => new Promise((resolve) => source.fetch(id, (e, s) => resolve(s?.id)))));
  * console.log(got.length, source.hedged <= 0.05 * source.requests); // 8 true
  * await source.close();

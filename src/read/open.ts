@@ -239,7 +239,10 @@ async function openAddress(address: string, o: OpenReadOptions): Promise<Source>
   }
 }
 
-/** `open(address, { mode: "read", dataset, … })` under its older name. */
+/**
+ * `open(address, { mode: "read", dataset, … })` under its older name.
+ * @deprecated Use `open(address, { mode: "read", dataset })`, which also takes an open Store or a Source, `workers` and `decode`.
+ */
 export function openReadSource(address: string, dataset?: string, options: Omit<OpenReadOptions, "dataset" | "workers" | "decode"> = {}): Promise<ReadSource> {
   return open(address, { ...options, mode: "read", dataset });
 }

@@ -13,5 +13,11 @@ export interface Sample extends Fetched {
   mask?: Image;
 }
 
+/**
+ * The root module's older name of `Sample` (before 0.2.0).
+ * @deprecated Use `Sample`: inside the read path `Fetched` is a source's answer without pixels (src/source/source.ts), one name for one meaning.
+ */
+export type FetchedSample = Sample;
+
 /** A source whose answers may carry pixels: what every wrapper in this folder takes and gives. */
 export type ReadSource = Source<Sample>;

@@ -55,6 +55,7 @@ export async function openStore(address: string, options: OpenStoreOptions = {})
  * The read side of a store for the loader. `maxInFlight` caps requests in flight (default:
  * the driver pool's capacity for Cassandra, 4096 for SQLite). `options.balance` picks how
  * Cassandra requests are spread over connections (CassandraSourceOptions).
+ * @deprecated For users, `open(store, { mode: "read", dataset, maxInFlight, balance })`: one door for every address and store (the read path still calls this one).
  */
 export async function openSource(store: Store, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}): Promise<Source> {
   const spec = await store.getDataset(dataset); // a clear error now rather than per sample
