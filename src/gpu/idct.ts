@@ -3,18 +3,19 @@
  * (`JpegDecoder.decodeCoefficients`), the GPU does the rest and writes pixels straight into the
  * preprocessing input, in two dispatches recorded before the preprocessing kernel:
  *
- *   shaders/preprocess/idct_planes.wgsl   dequantize + 8×8 IDCT (T.81 A.3.3) + level shift:
+ *   shaders/preprocess/idct_planes.wgsl   dequantize + 8×8 IDCT (T.81 A.3.3) + level shift, in
+ *                                         the WASM decoder's integer arithmetic (islow):
  *                                         blocks → one u8 sample plane per component
  *   shaders/preprocess/ycbcr_rgb.wgsl     chroma upsampling (the decoder's triangle filter)
  *                                         + YCbCr→RGB (JFIF): planes → packed u8 HWC pixels
  *
  * Two kernels rather than one: the triangle filter reads chroma samples across block and MCU
  * edges, which a one-block-per-thread IDCT cannot see; a plane in between makes both passes
- * plain gathers. Pixels are within ±2 per channel of an f64 IDCT with the same upsampling and
- * colour (test/reference/idct_ycbcr.ts), and within ±3 of the WASM decoder's full decode, whose
- * IDCT is libjpeg's integer one (islow): upsampling and colour use the decoder's own integer
- * formulas and add nothing, but an f32 IDCT may round a sample the other way than f64 or islow,
- * and YCbCr→RGB scales a chroma step by up to 1.772 (test/gpu/idct.test.ts checks both bounds).
+ * plain gathers. The IDCT is the WASM decoder's own integer one (libjpeg's islow: the same
+ * products, shifts and saturation), and upsampling and colour use the decoder's integer
+ * formulas, so the pixels are the CPU decoder's full decode exactly (test/gpu/idct.test.ts
+ * checks equality on the fixture corpus and on fresh cjpeg files of every sampling, and the
+ * planes against the scalar islow reference on random blocks).
  *
  * NOTE [ Coefficient upload ]  one storage buffer, array<u32>, built by `planCoefficients`:
  *
@@ -43,7 +44,7 @@ import type { PackLayout } from "./pack.ts";
 
 export type { JpegCoefficients } from "../decode/jpeg.ts";
 
-const idctKernel = new Kernel({ name: "preprocess/idct_planes", code: idctCode, bindings: ["uniform", "read-only-storage", "storage"] });
+const idctKernel = new Kernel({ name: "preprocess/idct_planes", code: idctCode, bindings: ["read-only-storage", "storage"] });
 const colorKernel = new Kernel({ name: "preprocess/ycbcr_rgb", code: colorCode, bindings: ["read-only-storage", "read-only-storage", "storage"] });
 const WORKGROUP = 64;
 const HEADER = 8, COMP_WORDS = 8, IMAGE_WORDS = 32;
@@ -147,17 +148,6 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
   };
 }
 
-/** The IDCT basis, M[x][u] = C(u)/2 · cos((2x+1)uπ/16), so that s = M·F·Mᵀ (T.81 A.3.3). */
-function basis(): Float32Array<ArrayBuffer> {
-  const m = new Float32Array(64);
-  for (let x = 0; x < 8; x++) {
-    for (let u = 0; u < 8; u++) m[x * 8 + u] = ((u === 0 ? Math.SQRT1_2 : 1) / 2) * Math.cos(((2 * x + 1) * u * Math.PI) / 16);
-  }
-  return m;
-}
-
-const basisBuffers = new WeakMap<GPUDevice, GPUBuffer>();
-
 /**
  * Records both passes: `coef` holds the upload, `planes` is scratch (planeBytes), and `dst` the
  * preprocessing input, whose coefficient images' pixel ranges get written.
@@ -170,13 +160,7 @@ export async function encodeCoefficients(
   planes: GPUBuffer,
   dst: GPUBuffer,
 ): Promise<void> {
-  let m = basisBuffers.get(device);
-  if (!m) {
-    m = device.createBuffer({ label: "idct.basis", size: 256, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
-    device.queue.writeBuffer(m, 0, basis());
-    basisBuffers.set(device, m);
-  }
-  await idctKernel.encode(device, encoder, [m, coef, planes], grid(plan.blocks, WORKGROUP));
+  await idctKernel.encode(device, encoder, [coef, planes], grid(plan.blocks, WORKGROUP));
   await colorKernel.encode(device, encoder, [coef, planes, dst], grid(plan.words, WORKGROUP));
 }
 

@@ -1,8 +1,11 @@
 /**
  * CPU reference of the hybrid JPEG path (shaders/preprocess/idct_planes.wgsl then
- * ycbcr_rgb.wgsl), written from the standards in f64 where they define the arithmetic:
- *   dequantization and the 8×8 IDCT, T.81 A.3.3 (the double sum, no fast factorization), level
- *   shift A.3.1, rounding half up and clamping;
+ * ycbcr_rgb.wgsl), written from the standards where they define the arithmetic:
+ *   dequantization (products kept to 16 bits, as the decoders keep them) and the 8×8 IDCT in
+ *   libjpeg's integer "islow" flow, the one the WASM decoder and the GPU kernel compute
+ *   (idctIslowRef, test/reference/jpeg_idct.ts: the scalar version from the published flow,
+ *   whose own test compares it with the f64 double sum of T.81 A.3.3), with the level shift
+ *   A.3.1 and clamping;
  *   chroma upsampling: T.81 leaves it to the application (A.1.1); cassette's decoder uses
  *   libjpeg-turbo's triangle ("fancy") filter for 2×1, 1×2 and 2×2 and replication otherwise,
  *   and, as libjpeg's jdsample.c, for 2×1 and 2×2 only when the component is over 2 samples
@@ -10,27 +13,18 @@
  *   YCbCr→RGB, JFIF 1.02 §7, products rounded as libjpeg's fixed-point tables round them.
  */
 import type { JpegCoefficients, JpegComponentCoefficients } from "../../src/decode/jpeg.ts";
+import { idctIslowRef } from "./jpeg_idct.ts";
 
 /** One component's padded plane (blocksW·8 × blocksH·8 samples). */
 export function idctPlaneRef(c: JpegComponentCoefficients): Uint8Array {
   const stride = c.blocksW * 8;
   const out = new Uint8Array(stride * c.blocksH * 8);
-  const C = (k: number) => (k === 0 ? Math.SQRT1_2 : 1);
-  const cos = Array.from({ length: 64 }, (_, i) => Math.cos(((2 * (i >> 3) + 1) * (i & 7) * Math.PI) / 16)); // [x][u]
+  const natural = new Array<number>(64);
   for (let b = 0; b < c.blocksW * c.blocksH; b++) {
     const bx = b % c.blocksW, by = Math.floor(b / c.blocksW);
-    for (let y = 0; y < 8; y++) {
-      for (let x = 0; x < 8; x++) {
-        let s = 0;
-        for (let v = 0; v < 8; v++) {
-          for (let u = 0; u < 8; u++) {
-            const k = v * 8 + u;
-            s += C(u) * C(v) * c.coefficients[b * 64 + k] * c.quant[k] * cos[x * 8 + u] * cos[y * 8 + v];
-          }
-        }
-        out[(by * 8 + y) * stride + bx * 8 + x] = Math.min(255, Math.max(0, Math.floor(s / 4 + 128.5)));
-      }
-    }
+    for (let k = 0; k < 64; k++) natural[k] = ((c.coefficients[b * 64 + k] * c.quant[k]) << 16) >> 16;
+    const s = idctIslowRef(natural);
+    for (let y = 0; y < 8; y++) out.set(s.subarray(y * 8, y * 8 + 8), (by * 8 + y) * stride + bx * 8);
   }
   return out;
 }
