@@ -11,13 +11,14 @@
  * limit on this CPU. Inputs come from bench/jpeg/make_inputs.sh (real photos, see there).
  * Figures: megapixels of output per second, fastest round (the median beside it).
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { compare, printTable, type Contender, type Row } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
+import { runTurbo } from "./_lib/turbo.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { createDecodePool } from "../src/decode/pool.ts";
 import { runtime } from "../runtime-adapters/index.ts";
@@ -111,29 +112,6 @@ const sharp = await peer("sharp", async () => {
   s.cache(false);
   return s;
 });
-
-/** Builds the C loop once; undefined (with the reason printed) when the toolchain is missing. */
-function buildTurbo(): string | undefined {
-  const exe = `${HERE}build/turbo_loop`;
-  if (existsSync(exe)) return exe;
-  mkdirSync(`${HERE}build`, { recursive: true });
-  const cc = spawnSync("cc", ["-O2", "-o", exe, `${HERE}turbo_loop.c`, "-ljpeg"], { encoding: "utf8" });
-  if (cc.status !== 0) {
-    console.log(`libjpeg-turbo (C) skipped: cc failed (is libjpeg62-turbo-dev installed?)\n${cc.stderr}`);
-    return undefined;
-  }
-  return exe;
-}
-const turbo = buildTurbo();
-
-function runTurbo(list: string[], rounds: number, grey = false): { best: number; median: number; spread: number } | undefined {
-  if (!turbo) return undefined;
-  const r = spawnSync(turbo, [String(rounds), ...(grey ? ["grey"] : [])], { input: list.join("\n"), encoding: "utf8", maxBuffer: 1 << 20 });
-  if (r.status !== 0) throw new Error(`turbo_loop failed: ${r.stderr}`);
-  const { seconds, megapixels } = JSON.parse(r.stdout) as { seconds: number[]; megapixels: number };
-  const t = seconds.slice().sort((a, b) => a - b);
-  return { best: megapixels / t[0], median: megapixels / t[t.length >> 1], spread: (t[t.length - 1] - t[0]) / t[0] };
-}
 
 // ─── single-thread groups ─────────────────────────────────────────────────────────────────────
 

@@ -10,19 +10,27 @@
  *     largest of 1, 1/2, 1/4, 1/8 at which the scaled box is ≥ 224 each way), what the resize
  *     to 224 then reads.
  *
- * and then the whole RandomResizedCrop(224) transform (src/decode/transforms/random_resized_crop.ts,
+ * Beside the two region decodes, libjpeg-turbo decoding the same boxes at the same scales with
+ * its partial decompression (bench/jpeg/turbo_loop.c: scale_denom, jpeg_crop_scanline,
+ * jpeg_skip_scanlines, abort after the box), timed inside its own process; both in megapixels
+ * of the box per second (libjpeg-turbo's crop widens the columns to whole iMCUs: those extra
+ * pixels are its cost, not counted as work).
+ *
+ * Then the whole RandomResizedCrop(224) transform (src/decode/transforms/random_resized_crop.ts,
  * what read workers run per sample) against what it did before regions: the whole decode at
  * its scale, then the crop and resize.
  *
  *   node_modules/.bin/bun bench/jpeg_region.bench.ts [--quick] [--boxes N] [--out SIZE]
  *
  * Inputs: bench/jpeg/data/photos (bench/jpeg/make_inputs.sh: five real photos, 640×427 and
- * 640×400, q90 4:2:0). Figures: boxes per second, fastest round (median beside it).
+ * 640×400, q90 4:2:0). Figures: boxes (or samples, megapixels) per second, fastest round, the
+ * median beside it.
  */
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { compare } from "./_lib/compare.ts";
+import { compare, printTable } from "./_lib/compare.ts";
+import { runTurbo } from "./_lib/turbo.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { randomCropBox, resizeBilinear } from "../src/decode/crop.ts";
@@ -35,7 +43,8 @@ const args = benchArgs({
   usage: `usage: bun bench/jpeg_region.bench.ts [--quick] [--boxes N] [--out SIZE]
 
   RandomResizedCrop boxes on five photos, one thread: whole decode then crop, region decode,
-  and region decode at the scale that still covers SIZE×SIZE; boxes/s with ratios.
+  and region decode at the scale that still covers SIZE×SIZE, with libjpeg-turbo's partial
+  decompression of the same boxes; then the RandomResizedCrop transform before and after.
 
   --quick     3 rounds instead of 11, 40 boxes per photo instead of 200
   --boxes N   boxes per photo (default 200)
@@ -51,28 +60,30 @@ const outSide = args.int("out", 224);
 const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
 execFileSync("bash", [HERE + "make_inputs.sh"], { stdio: "inherit" });
 const dir = `${HERE}data/photos/`;
-const photos = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().map((f) => readFileSync(dir + f));
+const paths = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().map((f) => dir + f);
 
 const dec = await createJpegDecoder();
-interface Job { bytes: Uint8Array; box: { x: number; y: number; width: number; height: number }; scale: DecodeScale }
+type Box = { x: number; y: number; width: number; height: number };
+interface Job { path: string; bytes: Uint8Array; box: Box; scale: DecodeScale }
 const jobs: Job[] = [];
 const random = rng(7, 0x37);
-for (const bytes of photos) {
+for (const path of paths) {
+  const bytes = readFileSync(path);
   const { width, height } = dec.inspect(bytes);
   for (let i = 0; i < perPhoto; i++) {
     const b = randomCropBox(width, height, random.next);
     // The largest reduction whose scaled box still covers the output each way.
     let scale: DecodeScale = 1;
     for (const s of [0.5, 0.25, 0.125] as const) if (Math.ceil(b.w * s) >= outSide && Math.ceil(b.h * s) >= outSide) scale = s;
-    jobs.push({ bytes, box: { x: b.x, y: b.y, width: b.w, height: b.h }, scale });
+    jobs.push({ path, bytes, box: { x: b.x, y: b.y, width: b.w, height: b.h }, scale });
   }
 }
 const scaled = jobs.filter((j) => j.scale < 1).length;
-console.log(`${jobs.length} boxes on ${photos.length} photos; ${scaled} of them decoded at a reduced scale for a ${outSide}×${outSide} output`);
+console.log(`${jobs.length} boxes on ${paths.length} photos; ${scaled} of them decoded at a reduced scale for a ${outSide}×${outSide} output`);
 
 let sink = 0;
 let crop = new Uint8Array(1 << 20);
-await compare(`RandomResizedCrop boxes, one thread`, { rounds, unit: "boxes/s" }, [
+const boxRows = await compare(`RandomResizedCrop boxes, one thread`, { rounds, unit: "boxes/s" }, [
   {
     name: "whole decode, then crop",
     baseline: true,
@@ -106,10 +117,26 @@ await compare(`RandomResizedCrop boxes, one thread`, { rounds, unit: "boxes/s" }
   },
 ]);
 
+// Against libjpeg-turbo: megapixels of the boxes per second, at scale 1 and at each box's scale.
+for (const atScale of [false, true]) {
+  const name = atScale ? `region + scale (covers ${outSide})` : "region";
+  const mpx = jobs.reduce((n, j) => {
+    const img = dec.decode(j.bytes, { region: j.box, ...(atScale ? { scale: j.scale } : {}) });
+    return n + img.width * img.height;
+  }, 0) / 1e6;
+  const ours = boxRows.find((r) => r.name === name)!;
+  const perBox = mpx / jobs.length;
+  const turbo = runTurbo(jobs.map((j) => `${j.path} ${j.box.x} ${j.box.y} ${j.box.width} ${j.box.height} ${atScale ? 1 / j.scale : 1}`), rounds);
+  if (!turbo) continue;
+  const base = { name: `cassette ${name}`, best: ours.best * perBox, median: ours.median * perBox, spread: ours.spread, ratio: 1 };
+  const peer = { name: "libjpeg-turbo (C), the same boxes", best: turbo.best, median: turbo.median, spread: turbo.spread, ratio: turbo.best / base.best };
+  printTable(`boxes ${atScale ? "at their scales" : "at scale 1"}, with libjpeg-turbo's partial decompression (C, timed inside its own process)`, "Mpx/s", [base, peer].sort((a, b) => b.best - a.best), base.name, rounds);
+}
+
 // The transform, box by box with the same draws each round.
 const ctxFor = (seed: number) => {
-  const random = rng(seed, 0x41);
-  return { decode: (b: Uint8Array, o?: Parameters<typeof dec.decode>[1]) => dec.decode(b, o), random: random.next };
+  const r = rng(seed, 0x41);
+  return { decode: (b: Uint8Array, o?: Parameters<typeof dec.decode>[1]) => dec.decode(b, o), random: r.next };
 };
 await compare(`RandomResizedCrop(${outSide}) + flip, per sample, one thread`, { rounds, unit: "samples/s" }, [
   {

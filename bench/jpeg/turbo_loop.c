@@ -8,6 +8,12 @@
  *   cc -O2 -o build/turbo_loop turbo_loop.c -ljpeg
  *   ls data/crops/*.jpg | build/turbo_loop 11
  *   ls data/crops/*.jpg | build/turbo_loop 11 grey    # one channel out (JCS_GRAYSCALE)
+ *
+ * A line "PATH X Y W H DENOM" decodes only that box of the file's pixels at scale 1/DENOM, with
+ * libjpeg-turbo's partial decompression: scale_num/scale_denom, jpeg_crop_scanline (which widens
+ * the columns to whole iMCUs), jpeg_skip_scanlines above the box, and jpeg_abort_decompress
+ * after its last row (nothing below is read), as bench/jpeg_region.bench.ts's region decode does.
+ * The megapixels are then the rows and columns the library hands over.
  */
 #include <setjmp.h>
 #include <stdio.h>
@@ -31,10 +37,18 @@ int main(int argc, char **argv) {
   char path[4096];
   unsigned char **bufs = NULL;
   unsigned long *lens = NULL;
+  int (*boxes)[5] = NULL; /* x, y, w, h, denom; denom 0: the whole image */
   int n = 0;
   while (fgets(path, sizeof path, stdin)) {
     path[strcspn(path, "\n")] = 0;
     if (!*path) continue;
+    boxes = realloc(boxes, (n + 1) * sizeof *boxes);
+    boxes[n][4] = 0;
+    char *sp = strchr(path, ' ');
+    if (sp) {
+      *sp = 0;
+      if (sscanf(sp + 1, "%d %d %d %d %d", &boxes[n][0], &boxes[n][1], &boxes[n][2], &boxes[n][3], &boxes[n][4]) != 5) { fprintf(stderr, "bad box line for %s\n", path); return 1; }
+    }
     FILE *f = fopen(path, "rb");
     if (!f) { fprintf(stderr, "cannot open %s\n", path); return 1; }
     fseek(f, 0, SEEK_END);
@@ -64,6 +78,29 @@ int main(int argc, char **argv) {
       jpeg_mem_src(&d, bufs[i], lens[i]);
       jpeg_read_header(&d, TRUE);
       if (grey) d.out_color_space = JCS_GRAYSCALE;
+      if (boxes[i][4]) {
+        int *b = boxes[i], den = b[4];
+        d.scale_num = 1;
+        d.scale_denom = den;
+        jpeg_start_decompress(&d);
+        JDIMENSION x0 = b[0] / den, x1 = (b[0] + b[2] + den - 1) / den, y0 = b[1] / den, y1 = (b[1] + b[3] + den - 1) / den;
+        if (x1 > d.output_width) x1 = d.output_width;
+        if (y1 > d.output_height) y1 = d.output_height;
+        JDIMENSION xoff = x0, cw = x1 - x0;
+        jpeg_crop_scanline(&d, &xoff, &cw);
+        size_t row = (size_t)cw * d.output_components;
+        if (row * 16 > outCap) { out = realloc(out, row * 16); outCap = row * 16; }
+        if (y0) jpeg_skip_scanlines(&d, y0);
+        while (d.output_scanline < y1) {
+          JSAMPROW rows[16];
+          JDIMENSION want = y1 - d.output_scanline < 16 ? y1 - d.output_scanline : 16;
+          for (JDIMENSION k = 0; k < want; k++) rows[k] = out + row * k;
+          jpeg_read_scanlines(&d, rows, want);
+        }
+        jpeg_abort_decompress(&d);
+        px += (double)cw * (y1 - y0);
+        continue;
+      }
       jpeg_start_decompress(&d);
       size_t row = (size_t)d.output_width * d.output_components;
       size_t need = row * d.output_height;

@@ -217,7 +217,6 @@ function idctRows(): void {
   // A region's: only the window's MCU rows and columns (output.ts, planRegion).
   for (let my = O.mcuY0; my < O.mcuY1; my++) {
     for (let c = 0; c < nc; c++) {
-      const h = F.cget(c, F.F_H);
       const v = F.cget(c, F.F_V);
       const bw = F.cget(c, F.F_BW);
       const bs = F.cget(c, F.F_BS);
@@ -230,10 +229,11 @@ function idctRows(): void {
       const expand = csz != 128 && bs > 1; // a 1×1 block reads its DC only, stored first
       for (let y = 0; y < v; y++) {
         const by = my * v + y;
+        if (by < O.blockY0(c) || by >= O.blockY1(c)) continue;
         let blk = <usize>F.cget(c, F.F_COEF) + <usize>(by * bw) * <usize>csz;
         let nz = <usize>load<u32>(NZ + (<usize>c << 2)) + (<usize>(by * bw) << 3); // each block's non-zero AC coefficients
         const dst = plane + <usize>(((by * bs) & rmask) * stride);
-        const bx0 = O.mcuX0 * h, bx1 = min(bw, O.mcuX1 * h);
+        const bx0 = O.blockX0(c), bx1 = O.blockX1(c);
         blk += <usize>bx0 * <usize>csz;
         nz += <usize>bx0 << 3;
         for (let bx = bx0; bx < bx1; bx++) {

@@ -66,7 +66,10 @@ export let regY: i32 = 0;
 /** The window's first column and width, in output columns. */
 export let winX: i32 = 0;
 export let winW: i32 = 0;
-/** The window in MCUs: columns [mcuX0, mcuX1), rows [mcuY0, mcuY1). */
+/**
+ * The window in MCUs: columns [mcuX0, mcuX1) (rows are made over these), rows [mcuY0, mcuY1)
+ * (the MCU rows any component's window touches: the scan stops after them).
+ */
 export let mcuX0: i32 = 0;
 export let mcuX1: i32 = 0;
 export let mcuY0: i32 = 0;
@@ -109,8 +112,11 @@ export function planRegion(x: i32, y: i32, w: i32, h: i32, mcuW: i32, mcuH: i32)
     outHeight = y1 - y0;
     mcuX0 = max(0, x0 / mcuW - 1);
     mcuX1 = min(F.mcusX, (x1 + mcuW - 1) / mcuW + 1);
-    mcuY0 = max(0, y0 / mcuH - 1);
-    mcuY1 = min(F.mcusY, (y1 + mcuH - 1) / mcuH + 1);
+    // Set from the components' block windows (planUpsampling); none until then, so a component
+    // that is never shown (the chroma of grey output) is not transformed at all.
+    mcuY0 = F.mcusY;
+    mcuY1 = 0;
+    for (let c = 0; c < F.ncomp; c++) setBlocks(c, 0, 0, 0, 0);
     winX = mcuX0 * mcuW;
     winW = min(fullWidth, mcuX1 * mcuW) - winX;
   }
@@ -158,6 +164,50 @@ export function planUpsampling(c: i32): void {
   store<i32>(r + 4, rv);
   store<i32>(r + 8, how);
   store<i32>(r + 12, winX / rh); // the window's first sample of c (winX is a whole number of c's MCU samples)
+  if (!regionOn) return setBlocks(c, 0, F.cget(c, F.F_BW), 0, F.cget(c, F.F_BH));
+  // The blocks of c that the region's pixels read: those under its columns and rows, and one
+  // more each side where c is upsampled (the filters read a sample beyond). Luma needs none.
+  const m = how == UP_NONE ? 0 : 1;
+  const v = F.cget(c, F.F_V);
+  const bx0 = max(0, regX / rh / bs - m);
+  const bx1 = min(F.cget(c, F.F_BW), ((regX + outWidth + rh - 1) / rh + bs - 1) / bs + m);
+  const by0 = max(0, regY / rv / bs - m);
+  const by1 = min(F.cget(c, F.F_BH), ((regY + outHeight + rv - 1) / rv + bs - 1) / bs + m);
+  setBlocks(c, bx0, bx1, by0, by1);
+  mcuY0 = min(mcuY0, by0 / v);
+  mcuY1 = max(mcuY1, (by1 + v - 1) / v);
+}
+
+// Per component: the blocks transformed, columns [bx0, bx1) and rows [by0, by1) (i32 each).
+const BWIN: usize = memory.data(F.MAX_COMPONENTS * 16, 16);
+
+function setBlocks(c: i32, bx0: i32, bx1: i32, by0: i32, by1: i32): void {
+  const w = BWIN + (<usize>c << 4);
+  store<i32>(w, bx0);
+  store<i32>(w + 4, bx1);
+  store<i32>(w + 8, by0);
+  store<i32>(w + 12, by1);
+}
+
+/** The first block column of c's window (planUpsampling). */
+// @ts-ignore: decorator
+@inline export function blockX0(c: i32): i32 {
+  return load<i32>(BWIN + (<usize>c << 4));
+}
+/** The block column after c's window. */
+// @ts-ignore: decorator
+@inline export function blockX1(c: i32): i32 {
+  return load<i32>(BWIN + (<usize>c << 4) + 4);
+}
+/** The first block row of c's window. */
+// @ts-ignore: decorator
+@inline export function blockY0(c: i32): i32 {
+  return load<i32>(BWIN + (<usize>c << 4) + 8);
+}
+/** The block row after c's window. */
+// @ts-ignore: decorator
+@inline export function blockY1(c: i32): i32 {
+  return load<i32>(BWIN + (<usize>c << 4) + 12);
 }
 
 /** Samples of component c that the window's row reads from its first one (winCol): to its real edge, or past the window's by a sample. */

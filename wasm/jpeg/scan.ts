@@ -174,7 +174,7 @@ export function decodeScan(direct: bool): i32 {
   let left = interval;
   // A region's rows end at its window's last MCU row (output.ts, planRegion): the rest of the
   // scan is not decoded, only skipped to its end.
-  const stop = !O.regionOn ? down : ns == 1 ? min(down, O.mcuY1 * F.cget(c0, F.F_V)) : O.mcuY1;
+  const stop = !O.regionOn ? down : ns == 1 ? min(down, O.blockY1(c0)) : O.mcuY1;
   regionComplete = false;
   for (let my = 0; my < stop; my++) {
     for (let mx = 0; mx < across; mx++) {
@@ -286,10 +286,9 @@ function restart(): bool {
   }
 }
 
-/** Block (bx, by) of component c lies outside the region's window (output.ts, planRegion). */
+/** Block (bx, by) of component c lies outside its window (output.ts, planUpsampling). */
 function outsideWindow(c: i32, bx: i32, by: i32): bool {
-  const h = F.cget(c, F.F_H), v = F.cget(c, F.F_V);
-  return bx < O.mcuX0 * h || bx >= O.mcuX1 * h || by < O.mcuY0 * v || by >= O.mcuY1 * v;
+  return bx < O.blockX0(c) || bx >= O.blockX1(c) || by < O.blockY0(c) || by >= O.blockY1(c);
 }
 
 // @ts-ignore: decorator
