@@ -56,10 +56,20 @@ export interface SplitFile {
   version: 1;
   /** The dataset the splits were made from. */
   dataset: string;
-  /** The parameters the splits were made with, and the hash of the dataset's spec at the time. */
-  params: Required<Omit<SplitParams, "max">> & { max: number | null; specHash: string };
+  /** The parameters the splits were made with, and the hash of the dataset's spec at the time; `folds` for k-fold splits (createFolds). */
+  params: Required<Omit<SplitParams, "max">> & { max: number | null; specHash: string; folds?: number };
   /** The splits, in the order of `params.names`. */
   splits: Split[];
+}
+
+/** k-fold cross-validation splits (createFolds). */
+export interface FoldParams {
+  /** How many folds (≥ 2). */
+  folds: number;
+  /** Columns whose values form a group; a group's samples all go to one fold. */
+  groupBy?: string[];
+  /** Seed (default 0): the same seed gives the same folds. */
+  seed?: number;
 }
 
 export function defaultNames(n: number): string[] {
@@ -271,6 +281,52 @@ function cutUngrouped(g: Grouped, target: number[][], p: Params): Split[] {
   });
 }
 
+/**
+ * k-fold cross-validation: `folds` splits named fold0…, every sample in exactly one of them
+ * (so each is the validation fold of one round, and the others its training set: loadSplit's
+ * `FILE:!fold2`). Groups never straddle two folds; classes are spread over the folds as they
+ * are in the data (stratified): without groups, each class's shuffled ids are dealt in turn, so
+ * fold sizes differ by at most one; with groups, groups go largest first to the fold they
+ * overflow least (createSplits' step 3) and bring all their samples. Deterministic for a seed.
+ */
+export function createFolds(spec: DatasetSpec, rows: readonly NatRow[], params: FoldParams): SplitFile {
+  const k = params.folds;
+  if (!Number.isInteger(k) || k < 2) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot make folds of '${spec.name}' as 'folds' must be an integer ≥ 2: current value is ${k}`);
+  }
+  const names = Array.from({ length: k }, (_, i) => `fold${i}`);
+  const p = checkParams(spec, rows, { ratios: names.map(() => 1), names, groupBy: params.groupBy, seed: params.seed });
+  const g = groupRows(rows, p);
+  const splits = g.ungrouped ? dealUngrouped(g, p) : everyRow(g, assignGroups(g, targets(g, p, rows.length), p), p);
+  return {
+    version: 1, dataset: spec.name,
+    params: { ratios: p.ratios, names, groupBy: p.groupBy, balance: "data", max: null, seed: p.seed, specHash: specHash(spec), folds: k },
+    splits,
+  };
+}
+
+/** Folds without groups: each class's shuffled ids dealt to the folds in turn, continuing where the last class stopped. */
+function dealUngrouped(g: Grouped, p: Params): Split[] {
+  const k = p.names.length;
+  const ids: string[][] = p.names.map(() => []);
+  const counts: Record<number, number>[] = p.names.map(() => ({}));
+  let next = 0;
+  g.groups.get("")!.forEach((list, c) => {
+    for (const id of list) {
+      ids[next].push(id);
+      counts[next][g.labels[c]] = (counts[next][g.labels[c]] ?? 0) + 1;
+      next = (next + 1) % k;
+    }
+  });
+  return p.names.map((name, s) => ({ name, groups: [], ids: shuffle(ids[s], rng(p.seed, s, 0x77)), counts: counts[s] }));
+}
+
+/** Every row of each split's groups, round-robin across its groups per class (takeRows without targets). */
+function everyRow(g: Grouped, members: string[][], p: Params): Split[] {
+  const all = g.labels.map((_, c) => g.keys.reduce((n, key) => n + g.groups.get(key)![c].length, 0));
+  return takeRows(g, members, p.names.map(() => all), { ...p, balance: "data" });
+}
+
 /** Writes a split file (JSON). */
 export async function saveSplits(path: string, file: SplitFile): Promise<void> {
   await runtime.writeFile(path, new TextEncoder().encode(JSON.stringify(file)));
@@ -309,16 +365,24 @@ export async function loadSplits(path: string): Promise<SplitFile> {
   return f;
 }
 
-/** One split of a file by `FILE:INDEX` or `FILE:NAME` (default: the first). */
+/**
+ * One split of a file by `FILE:INDEX` or `FILE:NAME` (default: the first), or every split but
+ * one by `FILE:!INDEX` or `FILE:!NAME` (a k-fold round's training set: createFolds), their ids
+ * in the file's order.
+ */
 export async function loadSplit(ref: string): Promise<{ file: SplitFile; split: Split }> {
-  const m = /^(.*?)(?::([^:/\\]+))?$/.exec(ref)!;
+  const m = /^(.*?)(?::(!?)([^:/\\]+))?$/.exec(ref)!;
   const file = await loadSplits(m[1]);
-  const sel = m[2];
+  const sel = m[3];
   const split = sel === undefined ? file.splits[0] : /^\d+$/.test(sel) ? file.splits[Number(sel)] : file.splits.find((s) => s.name === sel);
   if (!split) {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot use split '${sel}' of '${m[1]}': it has ${file.splits.map((s, i) => `${i}:${s.name}`).join(", ")}`);
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot use split '${m[2]}${sel}' of '${m[1]}': it has ${file.splits.map((s, i) => `${i}:${s.name}`).join(", ")}`);
   }
-  return { file, split };
+  if (!m[2]) return { file, split };
+  const rest = file.splits.filter((s) => s !== split);
+  const counts: Record<number, number> = {};
+  for (const s of rest) for (const [label, n] of Object.entries(s.counts)) counts[Number(label)] = (counts[Number(label)] ?? 0) + n;
+  return { file, split: { name: `!${split.name}`, groups: rest.flatMap((s) => s.groups), ids: rest.flatMap((s) => s.ids), counts } };
 }
 
 /** The summary table: rows are splits, columns classes, plus group counts. */

@@ -54,7 +54,7 @@ test("readers name a store address where nothing is, and make nothing there", ()
   }
 });
 
-test("cassette splits says how many samples a balance left out, in text and --json", () => {
+test("cassette splits says how many samples a balance left out, in text and --json; --folds K makes k-fold splits", () => {
   const dir = mkdtempSync(join(tmpdir(), "cassette-splits-"));
   try {
     // 6 samples of class a, 2 of class b: --balance equal keeps 2 of each.
@@ -75,6 +75,14 @@ test("cassette splits says how many samples a balance left out, in text and --js
     assert.is(json.code, 0, json.err);
     const doc = JSON.parse(json.out);
     assert.equal([doc.samples, doc.leftOut], [8, 0], "without a balance every sample is in a split");
+    // k-fold: 3 folds of all 8, the params say so; --folds takes no ratios.
+    const folds = cassette("splits", "--store", store, "--dataset", "skew", "--folds", "3", "--out", join(dir, "f.json"), "--json");
+    assert.is(folds.code, 0, folds.err);
+    const f = JSON.parse(folds.out);
+    assert.equal([f.splits.map((s: { name: string }) => s.name), f.splits.map((s: { count: number }) => s.count).sort(), f.leftOut, f.params.folds], [["fold0", "fold1", "fold2"], [2, 3, 3], 0, 3]);
+    const both = cassette("splits", "--store", store, "--dataset", "skew", "--folds", "3", "--ratios", "1,1", "--out", join(dir, "g.json"));
+    assert.is(both.code, 2, both.err);
+    assert.match(both.err, "--folds makes K equal folds of every sample: it takes no --ratios");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
-import { createSplits, loadSplit, loadSplits, saveSplits } from "../../src/dataset/splits.ts";
+import { createFolds, createSplits, loadSplit, loadSplits, saveSplits } from "../../src/dataset/splits.ts";
 import type { DatasetSpec } from "../../src/dataset/spec.ts";
 import type { NatRow } from "../../src/dataset/store.ts";
 import { CassetteError } from "../../src/errors.ts";
@@ -163,5 +163,80 @@ test("split files save and load; FILE:INDEX and FILE:NAME select a split; bad fi
     assert.unreachable();
   } catch (e) {
     assert.is((e as CassetteError).code, "ERR_UNSUPPORTED");
+  }
+});
+
+test("k-fold: every sample in exactly one fold; without groups classes dealt evenly (sizes within one), with groups no patient in two folds", () => {
+  const seed = freshSeed();
+  const rows = pathology(seed);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const groupBy of [[], ["patient_id"]]) {
+    const k = randomInt(rng(seed), 2, 7);
+    const f = createFolds(spec, rows, { folds: k, groupBy, seed });
+    const what = `seed ${seed}, ${k} folds, groups ${groupBy.join(",") || "none"}`;
+    assert.equal(f.splits.map((s) => s.name), Array.from({ length: k }, (_, i) => `fold${i}`), what);
+    assert.is(f.params.folds, k);
+    const all = f.splits.flatMap((s) => s.ids);
+    assert.is(all.length, rows.length, `${what}: every sample once`);
+    assert.is(new Set(all).size, rows.length, `${what}: none twice`);
+    for (const s of f.splits) {
+      const counts: Record<number, number> = {};
+      for (const id of s.ids) counts[byId.get(id)!.label] = (counts[byId.get(id)!.label] ?? 0) + 1;
+      assert.equal(counts, s.counts, `${what}: ${s.name}'s counts are its samples'`);
+    }
+    if (groupBy.length === 0) {
+      const sizes = f.splits.map((s) => s.ids.length);
+      assert.ok(Math.max(...sizes) - Math.min(...sizes) <= 1, `${what}: sizes ${sizes}`);
+      for (const label of [0, 1]) {
+        const per = f.splits.map((s) => s.counts[label] ?? 0);
+        assert.ok(Math.max(...per) - Math.min(...per) <= 1, `${what}: label ${label} per fold ${per}`);
+      }
+    } else {
+      const seen = new Map<string, string>();
+      for (const s of f.splits) {
+        for (const p of patientsOf(s.ids)) {
+          assert.ok(!seen.has(p) || seen.get(p) === s.name, `${what}: patient ${p} in ${seen.get(p)} and ${s.name}`);
+          seen.set(p, s.name);
+        }
+      }
+      // Folds of similar size: the largest patient (≤ 600 patches) bounds the spread.
+      const sizes = f.splits.map((s) => s.ids.length);
+      assert.ok(Math.max(...sizes) - Math.min(...sizes) <= 1200, `${what}: sizes ${sizes}`);
+    }
+    assert.equal(createFolds(spec, rows, { folds: k, groupBy, seed }), f, `${what}: deterministic`);
+  }
+});
+
+test("k-fold: FILE:!fold2 (or :!2) is every other fold's samples, the training set of round 2; bad folds are refused", async () => {
+  const rows = pathology(11, 20);
+  const f = createFolds(spec, rows, { folds: 4, groupBy: ["patient_id"], seed: 3 });
+  const path = join(dir, "folds.json");
+  await saveSplits(path, f);
+  for (const ref of [`${path}:!fold2`, `${path}:!2`]) {
+    const { split } = await loadSplit(ref);
+    assert.is(split.name, "!fold2");
+    assert.equal(split.ids, [...f.splits[0].ids, ...f.splits[1].ids, ...f.splits[3].ids], ref);
+    assert.is(Object.values(split.counts).reduce((a, b) => a + b, 0), split.ids.length);
+    assert.not.ok(split.ids.some((id) => f.splits[2].ids.includes(id)), `${ref}: none of fold2`);
+  }
+  try {
+    await loadSplit(`${path}:!fold9`);
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, /split '!fold9'.*0:fold0, 1:fold1, 2:fold2, 3:fold3/);
+  }
+  for (const folds of [1, 2.5, 0]) {
+    try {
+      createFolds(spec, rows, { folds });
+      assert.unreachable();
+    } catch (e) {
+      assert.match((e as Error).message, /'folds' must be an integer ≥ 2/);
+    }
+  }
+  try {
+    createFolds(spec, rows, { folds: 25, groupBy: ["patient_id"] }); // 20 patients
+    assert.unreachable();
+  } catch (e) {
+    assert.match((e as Error).message, /25 splits need at least 25 groups/);
   }
 });
