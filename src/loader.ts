@@ -24,7 +24,7 @@
  * ```
  */
 import { CassetteError } from "./errors.ts";
-import { epochOrder, epochPlan } from "./plan/epoch.ts";
+import { epochOrder, epochPlan, paddedFrom } from "./plan/epoch.ts";
 import type { RunPlan } from "./schedule/epoch_run.ts";
 import { assertUnique } from "./schedule/ledger.ts";
 import { EpochScheduler } from "./schedule/epochs.ts";
@@ -96,6 +96,13 @@ export interface LoaderOptions<T = Sample> {
    * sample is read each epoch, and the last batch may be short).
    */
   dropLast?: boolean;
+  /**
+   * Repeat samples so that every rank gets the same number, ⌈ids / worldSize⌉, as PyTorch's
+   * DistributedSampler pads (data-parallel ranks then take the same number of steps); each
+   * batch's `padded` marks the repeats, so that metrics can leave them out. Default false; not
+   * with `dropLast`.
+   */
+  pad?: boolean;
   /** Retries of a failed fetch (default 3), with backoff. */
   retries?: number;
   /** After the retries: "throw" (default) ends the epoch with an error naming the id; "skip" counts it and goes on. */
@@ -223,6 +230,8 @@ export class Loader<T = Sample> implements AsyncDisposable {
       bad(`'prefetch' must be a positive integer or "auto": current value is ${o.prefetch}`);
     }
     if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
+    if (o.pad !== undefined && typeof o.pad !== "boolean") bad(`'pad' must be true or false: current value is ${o.pad}`);
+    if (o.pad && o.dropLast) bad("'pad' and 'dropLast' ask for opposite things (repeat samples, or drop them): give one");
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
     if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
@@ -273,7 +282,10 @@ export class Loader<T = Sample> implements AsyncDisposable {
       const run = this.#schedule.epoch(epoch, skip, opts.readAhead);
       if (from) this.#resume = undefined;
       this.#handed = handed;
-      return tracked(run, handed);
+      // With pad, the plan's tail repeats samples of other ranks (plan/epoch.ts): marked in each batch.
+      const plan = this.#planOf(epoch).ids;
+      const repeats = this.options.pad ? new Set(plan.slice(paddedFrom(this.options.ids.length, this.#identity()))) : undefined;
+      return tracked(run, handed, repeats);
     };
     if (shards.groups || !shards.loading) return start();
     const loading = shards.loading;
@@ -310,7 +322,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
 
   #identity(): PlanIdentity {
     const o = this.options;
-    return { seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false };
+    return { seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false, pad: o.pad ?? false };
   }
 
   /**
@@ -366,10 +378,11 @@ export class Loader<T = Sample> implements AsyncDisposable {
   }
 }
 
-/** An epoch's batches, each recorded as handed over as it leaves; the record ends with them. */
-async function* tracked<T>(run: AsyncIterable<Batch<T>>, handed: HandedOver): AsyncGenerator<Batch<T>, undefined> {
+/** An epoch's batches, each recorded as handed over as it leaves (and its `repeats` marked, with pad); the record ends with them. */
+async function* tracked<T>(run: AsyncIterable<Batch<T>>, handed: HandedOver, repeats?: ReadonlySet<string>): AsyncGenerator<Batch<T>, undefined> {
   for await (const b of run) {
     handed.mark(b.ids);
+    if (repeats) b.padded = Uint8Array.from(b.ids, (id) => (repeats.has(id) ? 1 : 0));
     yield b;
   }
   handed.finished = true;

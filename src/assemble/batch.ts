@@ -39,6 +39,11 @@ export interface Batch<T = Sample> {
   targets?: Float32Array<ArrayBuffer>;
   /** Length of each sample's vector in `targets`. */
   targetWidth?: number;
+  /**
+   * With the Loader's `pad`: 1 where the sample repeats one that another rank reads this epoch
+   * (the padding that evens out the ranks), in the batch's order; leave those out of metrics.
+   */
+  padded?: Uint8Array;
   /** Blob labels decoded by the read path (a mask per sample), in the batch's order. */
   masks?: NonNullable<Sample["mask"]>[];
   /**

@@ -46,6 +46,12 @@ export interface EpochPlanOptions {
    */
   dropLast?: boolean;
   /**
+   * Repeat samples from the start of the epoch's order so that every rank has the same number
+   * of samples, ⌈n / worldSize⌉ (as PyTorch's DistributedSampler pads): the repeats are the last
+   * ones of a rank's plan (paddedFrom). Default false. Not with dropLast.
+   */
+  pad?: boolean;
+  /**
    * The ids by shard, each group in its shard's stream order: plans shard by shard (see the
    * file's doc). Ids of a group that are not in `ids` are left out. Default: no shards.
    */
@@ -93,11 +99,22 @@ export function epochOrder(n: number, o: Omit<EpochPlanOptions, "groups">): Int3
   return mine instanceof Int32Array ? mine : Int32Array.from(mine);
 }
 
-/** This rank's stride of the epoch's order, cut to whole batches with dropLast. */
+/**
+ * Where a rank's plan of `n` samples turns to repeats with `pad` (its length without them):
+ * position k of rank r is the epoch order's r + k·worldSize, a repeat past n.
+ */
+export function paddedFrom(n: number, o: Pick<EpochPlanOptions, "rank" | "worldSize">): number {
+  const rank = o.rank ?? 0, world = o.worldSize ?? 1;
+  return Math.max(0, Math.ceil((n - rank) / world));
+}
+
+/** This rank's stride of the epoch's order, cut to whole batches with dropLast, or made ⌈n / worldSize⌉ long with pad. */
 function rankShare<A extends { length: number; [i: number]: T }, T>(order: A, o: EpochPlanOptions, out: A): A {
   const rank = o.rank ?? 0, world = o.worldSize ?? 1;
   let k = 0;
-  for (let i = rank; i < order.length; i += world) out[k++] = order[i];
+  // Padded, the order goes on from its start (order[i − n]) up to a multiple of worldSize.
+  const end = o.pad ? Math.ceil(order.length / world) * world : order.length;
+  for (let i = rank; i < end; i += world) out[k++] = order[i % order.length];
   let len = k;
   if (o.dropLast) len = Math.floor(Math.floor(order.length / world) / o.batchSize) * o.batchSize;
   if (Array.isArray(out)) {
@@ -118,6 +135,7 @@ function checker(o: EpochPlanOptions): (why: string) => never {
   if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
   // A value is shown short: an array passed by mistake would otherwise fill the screen.
   if (!Number.isInteger(o.epoch) || o.epoch < 0) bad(`'epoch' must be a non-negative integer: current value is ${String(o.epoch).slice(0, 40)}`);
+  if (o.pad && o.dropLast) bad("'pad' and 'dropLast' ask for opposite things (repeat samples, or drop them): give one");
   return bad;
 }
 

@@ -25,6 +25,8 @@ export interface PlanIdentity {
   batchSize: number;
   /** Whether the loader drops short batches. */
   dropLast: boolean;
+  /** Whether the loader pads ranks to the same length (states taken before `pad` existed have none: false). */
+  pad?: boolean;
 }
 
 /** Where a Loader stands (`Loader.state()`), as JSON a checkpoint can keep: the epoch, the plan's options and digest, and which samples were handed over; give it as `resume` to continue. */
@@ -140,8 +142,9 @@ export function checkResumeState(s: unknown, identity: PlanIdentity): LoaderStat
   if (st.version !== 1) bad(`its version is ${st.version}: this cassette reads version 1`);
   if (!Number.isInteger(st.epoch) || st.epoch < 0) bad(`its 'epoch' must be an integer ≥ 0: current value is ${st.epoch}`);
   if (!Number.isInteger(st.planned) || st.planned < 0 || typeof st.bitmap !== "string" || typeof st.plan !== "string") bad("its 'planned', 'plan' or 'bitmap' is missing");
-  for (const k of ["seed", "rank", "worldSize", "shuffle", "batchSize", "dropLast"] as const) {
-    if (st[k] !== identity[k]) bad(`it was taken with ${k} ${JSON.stringify(st[k])}: this loader has ${k} ${JSON.stringify(identity[k])}`);
+  for (const k of ["seed", "rank", "worldSize", "shuffle", "batchSize", "dropLast", "pad"] as const) {
+    const was = st[k] ?? (k === "pad" ? false : undefined), is = identity[k] ?? (k === "pad" ? false : undefined);
+    if (was !== is) bad(`it was taken with ${k} ${JSON.stringify(was)}: this loader has ${k} ${JSON.stringify(is)}`);
   }
   return st;
 }

@@ -185,6 +185,42 @@ test("ranks partition the epoch: 3 ranks together read every id exactly once", a
   assert.is(equal.length, epochPlan(ids, { seed: 5, epoch: 2, rank: 2, worldSize: 3, batchSize: 16, dropLast: true }).length, "…the same number on every rank");
 });
 
+test("pad: every rank gets ⌈n / ranks⌉ samples, the repeats marked in their batches; without them the ranks read every id once; read workers alike", async () => {
+  await setup();
+  const n = ids.length; // 300: 7 ranks leave 6 to pad, 4 ranks none but a padded plan is still the same
+  for (const [world, order, workers] of [[7, "ready", 0], [7, "strict", 0], [4, "ready", 0], [7, "ready", 2]] as const) {
+    const real: string[] = [];
+    let repeats = 0;
+    const counts: number[] = [];
+    for (let rank = 0; rank < world; rank++) {
+      const store = workers ? `sqlite:${join(dir, "fm.sqlite")}` : await setup();
+      const loader = new Loader({ store, dataset: "fm", ids, batchSize: 16, seed: 5, rank, worldSize: world, pad: true, order, workers });
+      let mine = 0;
+      for await (const b of loader.epoch(1)) {
+        assert.ok(b.padded && b.padded.length === b.ids.length, "every batch says which samples repeat");
+        b.ids.forEach((id, i) => (b.padded![i] ? repeats++ : real.push(id)));
+        mine += b.ids.length;
+      }
+      counts.push(mine);
+      await loader.close();
+    }
+    const what = `${world} ranks, ${order}${workers ? `, ${workers} read workers` : ""}`;
+    assert.equal(counts, counts.map(() => Math.ceil(n / world)), `${what}: the same count on every rank`);
+    assert.is(repeats, world * Math.ceil(n / world) - n, `${what}: the padding`);
+    assert.is(real.length, n, `${what}: every id once apart from the repeats`);
+    assert.is(new Set(real).size, n, `${what}: none twice`);
+  }
+  // Opposite asks, and a state taken without pad, are refused.
+  assert.throws(() => new Loader({ store: `sqlite:${join(dir, "fm.sqlite")}`, dataset: "fm", ids, batchSize: 16, pad: true, dropLast: true }), /'pad' and 'dropLast' ask for opposite things/);
+  const plain = new Loader({ store: await setup(), ids, batchSize: 16, worldSize: 7, rank: 1 });
+  const st = plain.state();
+  await plain.close();
+  assert.throws(() => new Loader({ store: `sqlite:${join(dir, "fm.sqlite")}`, dataset: "fm", ids, batchSize: 16, worldSize: 7, rank: 1, pad: true, resume: st }), /taken with pad false: this loader has pad true/);
+  const { pad: _, ...older } = st as typeof st & { pad?: boolean }; // a state from before pad existed
+  const resumed = new Loader({ store: await setup(), ids, batchSize: 16, worldSize: 7, rank: 1, resume: older as typeof st });
+  await resumed.close();
+});
+
 test("failures are retried and counted; after the retries, skip counts and goes on, throw names the id", async () => {
   const bad = new Set(ids.slice(0, 5));
   const recovering = flaky(await setup(), bad, 2);
