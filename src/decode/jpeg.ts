@@ -25,6 +25,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import { JpegError } from "./jpeg_error.ts";
+import { describeStart } from "../util/signature.ts";
 import { instantiateJpegWasm, type JpegExports } from "./wasm_module.ts";
 import {
   checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf, TargetTooSmallError,
@@ -198,7 +199,7 @@ class WasmJpegDecoder implements JpegDecoder {
     } finally {
       this.#out = undefined; // a failed decode's rows go with it; the caller's buffer is not kept
     }
-    this.#check(rc);
+    this.#check(rc, bytes);
     if (rows !== w.outHeight()) throw new Error(`wasm/jpeg handed over ${rows} rows of pixels for a ${w.outWidth()}×${w.outHeight()} image`);
     return { rows, out };
   }
@@ -217,10 +218,11 @@ class WasmJpegDecoder implements JpegDecoder {
     return p;
   }
 
-  #check(rc: number): void {
+  #check(rc: number, bytes: Uint8Array): void {
     if (rc !== 0) {
       const w = this.#w;
-      const detail = rc === 14 ? ` (${w.frameWidth()}×${w.frameHeight()})` : "";
+      // Not a JPEG: say what it is instead (text, a PNG, a GIF…), by its first bytes.
+      const detail = rc === 14 ? ` (${w.frameWidth()}×${w.frameHeight()})` : rc === 2 ? `; ${describeStart(bytes)}` : "";
       throw JpegError.fromCode(rc, w.errorOffset(), detail);
     }
   }
@@ -252,7 +254,7 @@ class WasmJpegDecoder implements JpegDecoder {
   inspect(bytes: Uint8Array): JpegInfo {
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.inspect(p, bytes.length));
+    this.#check(w.inspect(p, bytes.length), bytes);
     const n = w.frameComponents();
     const m = w.frameMarker();
     const sampling = [];
@@ -275,7 +277,7 @@ class WasmJpegDecoder implements JpegDecoder {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS));
+    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS), bytes);
     const width = w.frameWidth();
     const height = w.frameHeight();
     const n = w.frameComponents();
