@@ -19,13 +19,14 @@ import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import process from "node:process";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
+import { count } from "./src/util/plural.ts";
 import { openStore } from "./src/source/open.ts";
 import type { Store } from "./src/dataset/store.ts";
 import type { Sample } from "./src/read/sample.ts";
 import { readWorkers } from "./src/read/worker_source.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
-import { loadSplits } from "./src/dataset/splits.ts";
+import { loadSplit, loadSplits } from "./src/dataset/splits.ts";
 import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
@@ -76,8 +77,9 @@ them (the model line says its size).
   --dataset NAME      the dataset in the store (default fashion-mnist, which train.ts ingests from
                       --idx when the store lacks it; any other dataset must be in the store)
   --idx PREFIX        Fashion-MNIST idx files (default /usr/share/datasets/fashion-mnist/)
-  --split FILE        a split file (cassette splits): trains on its "train" split (else the first)
-                      and tests on "test" (else the last); default: the idx files' train / t10k
+  --split FILE[:INDEX|:NAME]  a split file (cassette splits): trains on the split named (else on
+                      "train", else the first) and tests on "test" (else the last) when that
+                      is another split; default: the idx files' train / t10k
   --model NAME        ${Object.keys(MODELS).join(", ")}
   --epochs E          epochs to train
   --batch B           images per training step (default 128)
@@ -178,7 +180,7 @@ interface Run {
 }
 
 function options(): Run | undefined {
-  const { options: o } = parseArgs(optionalValue(runtime.args(), "dashboard", "0"), "train.ts", OPTIONS, ["no-io"]);
+  const { options: o } = parseArgs(optionalValue(runtime.args(), "dashboard", "0"), "", OPTIONS, ["no-io"], "bun run train.ts");
   if (o.has("help")) return void console.log(HELP);
   const str = (k: string) => (o.has(k) ? String(o.get(k)) : undefined);
   const order = str("order") ?? "ready";
@@ -298,7 +300,7 @@ async function main(): Promise<number> {
   log(`device   ${setup.info.runtime}, ${setup.info.backend}: ${setup.info.adapter}${setup.info.cpu ? " (a CPU driver: small defaults)" : ""}`);
   if (resume) {
     const r = resume.run;
-    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${setup.epochs}, ${r.loader.handed} of its ${r.loader.planned} samples trained, step ${r.step} (written ${r.time})`);
+    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${setup.epochs}, ${r.loader.handed} of its ${count(r.loader.planned, "sample")} trained, step ${r.step} (written ${r.time})`);
   }
   const held: Held = { loaders: [] };
   try {
@@ -331,7 +333,7 @@ async function main(): Promise<number> {
       };
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
     log(`model    ${setup.modelName} (${describeModel(setup.modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
-      `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${setup.epochs} epochs, ` +
+      `(${count(steps, "step")} an epoch${short ? `, the last of ${short}` : ""}), ${count(setup.epochs, "epoch")}, ` +
       (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}` +
         (run.transform ? `, transform ${run.transform.module} ${setup.workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
@@ -345,7 +347,7 @@ async function main(): Promise<number> {
     const seconds = loop.seconds();
     const reports = loop.finish();
     if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
-    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${run.every} steps and after each epoch)`);
+    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${count(run.every, "step")} and after each epoch)`);
     await model.destroy();
     for (const d of held.gpuData ?? []) await d.destroy();
     pre.destroy();
@@ -457,7 +459,7 @@ async function heldOnGpu(
   };
   const tr = await hold(loader(train, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), train.length, "train");
   const te = test.length ? await hold(loader(test, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), test.length, "test") : undefined;
-  log(`no-io    ${train.length + test.length} images read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
+  log(`no-io    ${count(train.length + test.length, "image")} read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
   return {
     train: (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: false }),
     test: te && (() => te.batches(0, { batch: evalBatch, shuffle: false })),
@@ -548,8 +550,8 @@ class TrainLoop {
     const { run, setup, reports } = this;
     const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
       await this.#writing.catch(() => {});
-      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${setup.epochs}; the ${reports.length} whole epoch(s) before it are in ` +
-        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}` +
+      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${setup.epochs}; ${reports.length === 1 ? "the whole epoch before it is" : `the ${reports.length} whole epochs before it are`} in ` +
+        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and ${reports.length === 1 ? "its" : "their"} weights in ${run.save}` : ""}` +
         (run.checkpoint ? `; the last checkpoint is in ${run.checkpoint}: --resume ${run.checkpoint} goes on from it` : ""));
       runtime.exit(signal === "SIGINT" ? 130 : 143);
     };
@@ -716,7 +718,7 @@ function summary(
   };
   if (run.json) console.log(JSON.stringify(doc));
   else {
-    console.log(`${setup.modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${reports.length} epochs, ` +
+    console.log(`${setup.modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${count(reports.length, "epoch")}, ` +
       `${(reports.reduce((a, x) => a + x.imagesPerSec, 0) / reports.length).toFixed(0)} training images/s, ` +
       `waiting for data ${(100 * reports.reduce((a, x) => a + x.waitShare, 0) / reports.length).toFixed(1)}% of the time; ` +
       `${r.seconds.toFixed(1)} s in all. Metrics and plots: ${run.out}/`);
@@ -779,9 +781,9 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
     },
   });
   if (ing.errors.length) {
-    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use ${run.dataset}: ${ing.errors.length} samples failed to ingest, first: ${ing.errors[0].reason}`);
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use ${run.dataset}: ${count(ing.errors.length, "sample")} failed to ingest, first: ${ing.errors[0].reason}`);
   }
-  if (ing.written) log(`ingest   ${ing.written} samples into ${store.address} in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
+  if (ing.written) log(`ingest   ${count(ing.written, "sample")} into ${store.address} in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
   return ing.written;
 }
 
@@ -793,16 +795,18 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
 async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[]; splitNote?: string }> {
   const cap = (ids: string[]) => (run.limit ? ids.slice(0, run.limit) : ids);
   if (run.split) {
-    const file = await loadSplits(run.split);
+    // FILE:INDEX or FILE:NAME picks the split to train on, as the CLI's --split does.
+    const picked = /:[^:/\\]+$/.test(run.split) ? await loadSplit(run.split) : undefined;
+    const file = picked?.file ?? await loadSplits(run.split);
     if (file.dataset !== run.dataset) bad(`the split file ${run.split} is for dataset '${file.dataset}', not '${run.dataset}'`);
     const s = file.splits;
-    const train = s.find((x) => x.name === "train") ?? s[0];
+    const train = picked?.split ?? s.find((x) => x.name === "train") ?? s[0];
     const test = s.find((x) => x.name === "test") ?? (s.length > 1 ? s.at(-1)! : undefined);
     const total = (await store.info(run.dataset)).count;
     const left = total - s.reduce((a, x) => a + x.ids.length, 0);
     const splitNote = `${run.split}: trains on '${train.name}' (${train.ids.length})` +
       (test && test !== train ? `, tests on '${test.name}' (${test.ids.length})` : ", tests on nothing") +
-      `; ${left} of the dataset's ${total} samples are in no split` +
+      `; ${left} of the dataset's ${count(total, "sample")} are in no split` +
       (left > 0 ? ` (left out by its ${file.params.balance === "data" ? "max" : "class balance or max"})` : "");
     return { train: cap(train.ids), test: test && test !== train ? cap(test.ids) : [], splitNote };
   }

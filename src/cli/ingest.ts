@@ -5,6 +5,7 @@ import undici from "undici/index.js";
 import { CassetteError } from "../errors.ts";
 import { S3Client } from "../source/s3.ts";
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
+import { checkDatasetName } from "../dataset/spec.ts";
 import { createAutoDecoder } from "../decode/decoders.ts";
 import { openStore } from "../source/open.ts";
 import { parseStoreAddress } from "../source/address.ts";
@@ -85,7 +86,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (options.has("verify") && options.has("no-verify")) usageError("ingest", "takes --verify or --no-verify, not both");
   const json = options.has("json");
-  const dataset = required(options, "ingest", "dataset");
+  // Checked before the store is opened: a refused name left an empty store file behind.
+  const dataset = checkDatasetName(required(options, "ingest", "dataset"));
   const address = required(options, "ingest", "store");
   const replication = replicationOption(options.get("replication") as string | undefined, address);
   const decoder = options.has("no-verify") ? undefined : await createAutoDecoder();

@@ -155,6 +155,7 @@ export interface ShardExportOptions {
   prefix?: string;
   maxShardBytes?: number;
   maxSamples?: number;
+  /** After each sample: `shards` counts the shards done and the one being written. */
   onProgress?: (p: { done: number; total: number; written: number; bytes: number; shards: number }) => void;
 }
 
@@ -252,7 +253,9 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
       const closed = await writer.add({ key: s.id, image: s.data, label: s.label, className: classes?.[s.label], meta });
       if (closed) (bytes += closed.bytes), shards.push(closed);
       written++;
-      o.onProgress?.({ done: existing + written, total, written, bytes, shards: shards.length });
+      // The shard this sample went into counts too: without it the last progress line said
+      // one shard fewer than the summary (the last shard closes only at the flush below).
+      o.onProgress?.({ done: existing + written, total, written, bytes, shards: shards.length + 1 });
     }
   }
   const last = await writer.flush();
