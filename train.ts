@@ -38,6 +38,7 @@ import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
 import { startProxyProcess, type ProxyProcess } from "./tools/proxy/process.ts";
 import { optionalValue, parseArgs } from "./src/cli/args.ts";
+import { interrupted as ingestInterrupted } from "./src/cli/ingest.ts";
 import { type Dashboard, type DashboardFrame, frameFromStats, startDashboard } from "./src/observe/dashboard.ts";
 
 // The modules below import WGSL kernels as text, which Node does only through the loader hooks
@@ -305,7 +306,9 @@ async function main(): Promise<number> {
   const held: Held = { loaders: [] };
   try {
     const store = held.store = await openRunStore(run);
-    const ing = await ensureDataset(store, run, log);
+    const ingested = await ensureDataset(store, run, log);
+    if (ingested === "interrupted") return 130;
+    const ing = ingested.written;
     const { train, test, splitNote } = await pickSamples(store, run);
     log(`data     ${run.dataset} in ${store.address}: ${train.length} training and ${test.length} test samples` + (ing ? ` (${ing} ingested now)` : ""));
     if (splitNote) log(`split    ${splitNote}`);
@@ -351,7 +354,7 @@ async function main(): Promise<number> {
     await model.destroy();
     for (const d of held.gpuData ?? []) await d.destroy();
     pre.destroy();
-    summary(run, setup, { store, ing, train, test, resume, reports, seconds, loader: run.noIo ? undefined : trainLoader.stats() });
+    summary(run, setup, { store, ing, ingestSeconds: ingested.seconds, train, test, resume, reports, seconds, loader: run.noIo ? undefined : trainLoader.stats() });
     return 0;
   } finally {
     await closeHeld(held);
@@ -691,7 +694,7 @@ class TrainLoop {
 /** The run's last words: its document with --json, else a line. */
 function summary(
   run: Run, setup: Setup,
-  r: { store: Store; ing: number; train: string[]; test: string[]; resume?: Checkpoint; reports: EpochReport[]; seconds: number; loader?: ReturnType<Loader<Sample>["stats"]> },
+  r: { store: Store; ing: number; ingestSeconds: number; train: string[]; test: string[]; resume?: Checkpoint; reports: EpochReport[]; seconds: number; loader?: ReturnType<Loader<Sample>["stats"]> },
 ): void {
   const { reports, resume } = r;
   const last = reports.at(-1)!;
@@ -713,6 +716,7 @@ function summary(
     trainSamples: r.train.length,
     testSamples: r.test.length,
     seconds: r.seconds,
+    ingestSeconds: r.ingestSeconds,
     out: run.out,
     loader: r.loader,
   };
@@ -721,7 +725,7 @@ function summary(
     console.log(`${setup.modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${count(reports.length, "epoch")}, ` +
       `${(reports.reduce((a, x) => a + x.imagesPerSec, 0) / reports.length).toFixed(0)} training images/s, ` +
       `waiting for data ${(100 * reports.reduce((a, x) => a + x.waitShare, 0) / reports.length).toFixed(1)}% of the time; ` +
-      `${r.seconds.toFixed(1)} s in all. Metrics and plots: ${run.out}/`);
+      `${(r.seconds + r.ingestSeconds).toFixed(1)} s in all${r.ingestSeconds ? ` (${r.ingestSeconds.toFixed(1)} s of it ingesting)` : ""}. Metrics and plots: ${run.out}/`);
   }
 }
 
@@ -763,28 +767,51 @@ async function openRunStore(run: Run): Promise<Store> {
   }
 }
 
-/** Ingests Fashion-MNIST from the idx files when the store lacks any of it; returns samples written. */
-async function ensureDataset(store: Store, run: Run, log: (s: string) => void): Promise<number> {
+/**
+ * Ingests Fashion-MNIST from the idx files when the store lacks any of it: the samples written
+ * and the seconds it took. Ctrl-C stops it as it stops `cassette ingest` (src/cli/ingest.ts):
+ * after the samples being written, saying what is stored; the caller exits 130 and a re-run
+ * resumes. A second Ctrl-C exits at once.
+ */
+async function ensureDataset(store: Store, run: Run, log: (s: string) => void): Promise<{ written: number; seconds: number } | "interrupted"> {
   if (run.dataset !== "fashion-mnist") {
     await store.getDataset(run.dataset); // throws naming the dataset when it is absent
-    return 0;
+    return { written: 0, seconds: 0 };
   }
   let bar: ReturnType<typeof progress> | undefined;
   const t0 = runtime.now();
-  const ing = await ingest(store, `idx:${run.idx}`, {
-    dataset: run.dataset,
-    limit: run.limit,
-    onProgress: (p) => {
-      if (p.written === 0 && !bar) return; // a store that has it all: nothing to show
-      bar ??= progress("ingest", p.total, run.json, runtime.now() - p.seconds * 1000);
-      bar.update(p.done, `${p.written} new`);
-    },
-  });
+  const stop = new AbortController();
+  const onSigint = () => {
+    if (!stop.signal.aborted) return stop.abort();
+    console.error(`\ningest stopped at once (second Ctrl-C): every sample in ${store.address} is whole; run the same command again to resume`);
+    runtime.exit(130);
+  };
+  process.on("SIGINT", onSigint);
+  let ing: Awaited<ReturnType<typeof ingest>>;
+  try {
+    ing = await ingest(store, `idx:${run.idx}`, {
+      dataset: run.dataset,
+      limit: run.limit,
+      signal: stop.signal,
+      onProgress: (p) => {
+        if (p.written === 0 && !bar) return; // a store that has it all: nothing to show
+        bar ??= progress("ingest", p.total, run.json, runtime.now() - p.seconds * 1000);
+        bar.update(p.done, `${p.written} new`);
+      },
+    });
+  } finally {
+    process.off("SIGINT", onSigint);
+  }
+  if (ing.interrupted) {
+    ingestInterrupted(ing, store.address);
+    return "interrupted";
+  }
   if (ing.errors.length) {
     throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use ${run.dataset}: ${count(ing.errors.length, "sample")} failed to ingest, first: ${ing.errors[0].reason}`);
   }
-  if (ing.written) log(`ingest   ${count(ing.written, "sample")} into ${store.address} in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
-  return ing.written;
+  const seconds = ing.written ? (runtime.now() - t0) / 1000 : 0;
+  if (ing.written) log(`ingest   ${count(ing.written, "sample")} into ${store.address} in ${seconds.toFixed(1)} s`);
+  return { written: ing.written, seconds };
 }
 
 /**

@@ -89,7 +89,7 @@ export async function run(argv: string[]): Promise<number> {
         bar.update(p.done, `${p.written} written, ${(p.bytes / 1e6).toFixed(1)} MB`);
       },
     });
-    bar?.done(`${summary.written} written, ${count(summary.shards.length, "shard")}`);
+    bar?.done(`${summary.written} written`);
     if (json) console.log(JSON.stringify({ store: store.address, ...summary }));
     else {
       console.log(`dataset ${dataset} of ${store.address} → ${out}: ${summary.written} written, ${summary.existing} already there`);

@@ -173,8 +173,8 @@ function replicationOption(r: string | undefined, address: string): string | num
   usageError("ingest", `Cannot use --replication ${r}: it takes a replication factor (e.g. 3) or a CQL map ({'class': …})`);
 }
 
-/** What an interrupted ingest leaves, and how to go on (stderr: stdout may be --json). */
-function interrupted(s: IngestSummary, address: string): void {
+/** What an interrupted ingest leaves, and how to go on (stderr: stdout may be --json); train.ts says it too. */
+export function interrupted(s: IngestSummary, address: string): void {
   const seen = s.written + s.existing + s.errors.length;
   const bad = s.errors.length ? `, ${s.errors.length} bad and not stored` : "";
   console.error(`\ningest interrupted after ${seen} of the ${s.total} samples of dataset '${s.dataset}': ` +
