@@ -274,7 +274,7 @@ export async function loadSplit(ref: string): Promise<{ file: SplitFile; split: 
   return { file, split };
 }
 
-/** The summary table: rows are splits, columns classes, plus group counts. */
+/** The summary table: rows are splits, columns classes, plus group counts when the splits were grouped. */
 export function formatSplits(file: SplitFile, classes?: string[]): string {
   const labels = [...new Set(file.splits.flatMap((s) => Object.keys(s.counts).map(Number)))].sort((a, b) => a - b);
   // Without a group-by every split reads "groups 0": the column is left out.
