@@ -17,7 +17,6 @@ export function run(argv: string[]): number {
   const [dataset, ...keys] = positional;
   if (!dataset || keys.length === 0) usageError("id", "needs a DATASET and at least one KEY");
   checkDatasetName(dataset); // an id for a name ingest refuses would match no sample
-
   const ids = Object.fromEntries(keys.map((k) => [k, sampleId(dataset, k)]));
   if (options.has("json")) console.log(JSON.stringify({ dataset, ids }));
   else for (const k of keys) console.log(`${ids[k]}  ${k}`);
