@@ -29,11 +29,14 @@ function dawnGpu(): Promise<GPU> {
  * every line but those two notices is written to stderr. Without FFI permission (or on
  * Windows) nothing is filtered. Node has no FFI: there they still print.
  */
-const DAWN_NOTICE = /^Warning: maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced from \d+ to \d+ to fit dynamic offset allocation limit\.$/;
+const DAWN_NOTICES = /^Warning: maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced from \d+ to \d+ to fit dynamic offset allocation limit\.\n/gm;
+
+/** Whether fd 2 is pointed elsewhere now: a second request meanwhile is not filtered (nesting would lose stderr). */
+let filtering = false;
 
 async function withoutDawnNotices<T>(request: () => Promise<T>): Promise<T> {
   const granted = (name: "ffi" | "read" | "write") => Deno.permissions.querySync?.({ name }).state === "granted";
-  if (Deno.build.os === "windows" || !granted("ffi") || !granted("read") || !granted("write")) return request();
+  if (filtering || Deno.build.os === "windows" || !granted("ffi") || !granted("read") || !granted("write")) return request();
   let libc: Deno.DynamicLibrary<{ open: { parameters: ["buffer", "i32"]; result: "i32" }; dup: { parameters: ["i32"]; result: "i32" }; dup2: { parameters: ["i32", "i32"]; result: "i32" }; close: { parameters: ["i32"]; result: "i32" } }>;
   try {
     libc = Deno.dlopen(Deno.build.os === "darwin" ? "libSystem.dylib" : "libc.so.6", {
@@ -56,17 +59,20 @@ async function withoutDawnNotices<T>(request: () => Promise<T>): Promise<T> {
     Deno.removeSync(path);
     return request();
   }
+  filtering = true;
   try {
     return await request();
   } finally {
+    filtering = false;
     libc.symbols.dup2(saved, 2);
     libc.symbols.close(saved);
     libc.symbols.close(fd);
     libc.close();
     const text = Deno.readTextFileSync(path);
     Deno.removeSync(path);
-    const kept = text.split("\n").filter((line, i, all) => !DAWN_NOTICE.test(line) && !(i === all.length - 1 && line === ""));
-    if (kept.length) Deno.stderr.writeSync(new TextEncoder().encode(kept.join("\n") + "\n"));
+    // Everything else as it was written (a progress line's \r included), the notices' lines out.
+    const kept = text.replace(DAWN_NOTICES, "");
+    if (kept) Deno.stderr.writeSync(new TextEncoder().encode(kept));
   }
 }
 
