@@ -26,7 +26,7 @@ import type { Sample } from "./src/read/sample.ts";
 import { readWorkers } from "./src/read/worker_source.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
-import { loadSplit, loadSplits } from "./src/dataset/splits.ts";
+import { loadSplit, loadSplits, type Split, type SplitFile } from "./src/dataset/splits.ts";
 import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
@@ -295,6 +295,7 @@ async function main(): Promise<number> {
   // On stderr (stdout is for --json) in the terminal's own colour: Bun prints console.error red.
   const log = (s: string) => run.json || say(s);
 
+  if (run.split) await splitToTrain({ ...run, split: run.split });
   // The device first: its kind picks the defaults.
   const device = await requestDevice({ backend: run.backend });
   const setup = defaults(run, device);
@@ -815,6 +816,18 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
 }
 
 /**
+ * The split file of --split and the split to train on: FILE:INDEX or FILE:NAME names it, as the
+ * CLI's --split does; else "train", else the first. Read before the device and the ingest too,
+ * so a wrong file or split stops the run at once.
+ */
+async function splitToTrain(run: Run & { split: string }): Promise<{ file: SplitFile; train: Split }> {
+  const picked = /:[^:/\\]+$/.test(run.split) ? await loadSplit(run.split) : undefined;
+  const file = picked?.file ?? await loadSplits(run.split);
+  if (file.dataset !== run.dataset) bad(`the split file ${run.split} is for dataset '${file.dataset}', not '${run.dataset}'`);
+  return { file, train: picked?.split ?? file.splits.find((x) => x.name === "train") ?? file.splits[0] };
+}
+
+/**
  * The training and test ids: from --split, else the rows' `split` column (idx: train / t10k).
  * With --split, `splitNote` says which splits are used and how many of the dataset's samples
  * the file leaves out (its class balance or `max` drops some).
@@ -822,12 +835,8 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
 async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[]; splitNote?: string }> {
   const cap = (ids: string[]) => (run.limit ? ids.slice(0, run.limit) : ids);
   if (run.split) {
-    // FILE:INDEX or FILE:NAME picks the split to train on, as the CLI's --split does.
-    const picked = /:[^:/\\]+$/.test(run.split) ? await loadSplit(run.split) : undefined;
-    const file = picked?.file ?? await loadSplits(run.split);
-    if (file.dataset !== run.dataset) bad(`the split file ${run.split} is for dataset '${file.dataset}', not '${run.dataset}'`);
+    const { file, train } = await splitToTrain(run);
     const s = file.splits;
-    const train = picked?.split ?? s.find((x) => x.name === "train") ?? s[0];
     const test = s.find((x) => x.name === "test") ?? (s.length > 1 ? s.at(-1)! : undefined);
     const total = (await store.info(run.dataset)).count;
     const left = total - s.reduce((a, x) => a + x.ids.length, 0);

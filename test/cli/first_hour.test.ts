@@ -87,6 +87,7 @@ test("counts read as English (1 sample, 1 shard); splits has no groups column wi
     const train = trainTs("--store", store, "--dataset", "five", "--split", `${join(dir, "s.json")}:7`, "--epochs", "1");
     assert.is(train.status, 2, train.stderr);
     assert.match(train.stderr, /Cannot use split '7' of '.*s\.json': it has 0:\w+, 1:\w+/);
+    assert.not.match(train.stderr, /^device /m, "checked before the device is opened (and before a first run's ingest)");
     const one = cassette("export", "--store", store, "--dataset", "one", "--format", "webdataset", "--out", join(dir, "wds1"));
     assert.is(one.code, 0, one.err);
     assert.match(one.out, /: 1 sample in 1 shard /);
