@@ -835,7 +835,7 @@ async function splitToTrain(run: Run & { split: string }): Promise<{ file: Split
 async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[]; splitNote?: string }> {
   const cap = (ids: string[]) => (run.limit ? ids.slice(0, run.limit) : ids);
   if (run.split) {
-    const { file, train } = await splitToTrain(run);
+    const { file, train } = await splitToTrain({ ...run, split: run.split });
     const s = file.splits;
     const test = s.find((x) => x.name === "test") ?? (s.length > 1 ? s.at(-1)! : undefined);
     const total = (await store.info(run.dataset)).count;
