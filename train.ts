@@ -295,7 +295,7 @@ async function main(): Promise<number> {
   // On stderr (stdout is for --json) in the terminal's own colour: Bun prints console.error red.
   const log = (s: string) => run.json || say(s);
 
-  if (run.split) await splitToTrain({ ...run, split: run.split });
+  if (run.split) await splitToTrain(run.split, run.dataset);
   // The device first: its kind picks the defaults.
   const device = await requestDevice({ backend: run.backend });
   const setup = defaults(run, device);
@@ -820,10 +820,10 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
  * CLI's --split does; else "train", else the first. Read before the device and the ingest too,
  * so a wrong file or split stops the run at once.
  */
-async function splitToTrain(run: Run & { split: string }): Promise<{ file: SplitFile; train: Split }> {
-  const picked = /:[^:/\\]+$/.test(run.split) ? await loadSplit(run.split) : undefined;
-  const file = picked?.file ?? await loadSplits(run.split);
-  if (file.dataset !== run.dataset) bad(`the split file ${run.split} is for dataset '${file.dataset}', not '${run.dataset}'`);
+async function splitToTrain(ref: string, dataset: string): Promise<{ file: SplitFile; train: Split }> {
+  const picked = /:[^:/\\]+$/.test(ref) ? await loadSplit(ref) : undefined;
+  const file = picked?.file ?? await loadSplits(ref);
+  if (file.dataset !== dataset) bad(`the split file ${ref} is for dataset '${file.dataset}', not '${dataset}'`);
   return { file, train: picked?.split ?? file.splits.find((x) => x.name === "train") ?? file.splits[0] };
 }
 
@@ -835,7 +835,7 @@ async function splitToTrain(run: Run & { split: string }): Promise<{ file: Split
 async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[]; splitNote?: string }> {
   const cap = (ids: string[]) => (run.limit ? ids.slice(0, run.limit) : ids);
   if (run.split) {
-    const { file, train } = await splitToTrain({ ...run, split: run.split });
+    const { file, train } = await splitToTrain(run.split, run.dataset);
     const s = file.splits;
     const test = s.find((x) => x.name === "test") ?? (s.length > 1 ? s.at(-1)! : undefined);
     const total = (await store.info(run.dataset)).count;
