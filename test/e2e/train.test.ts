@@ -314,6 +314,7 @@ test("Ctrl-C mid-run: train.ts exits 130 after the epoch being written, and says
   const lines = readFileSync(metrics, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.ok(lines.length >= 2, `${lines.length} epochs kept`);
   lines.forEach((l, i) => assert.is(l.epoch, i + 1));
-  assert.match(stderr, new RegExp(`SIGINT: stopped during epoch ${lines.length + 1} of 500; the ${lines.length} whole epochs before it are in`));
+  const kept = lines.length === 1 ? "the whole epoch before it is" : `the ${lines.length} whole epochs before it are`;
+  assert.match(stderr, new RegExp(`SIGINT: stopped during epoch ${lines.length + 1} of 500; ${kept} in`));
   assert.ok(existsSync(join(out, "w.bin")), "the last whole epoch's weights");
 });
