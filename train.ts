@@ -19,13 +19,14 @@ import { appendFile, mkdir, writeFile } from "node:fs/promises";
 import process from "node:process";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
+import { count } from "./src/util/plural.ts";
 import { openStore } from "./src/source/open.ts";
 import type { Store } from "./src/dataset/store.ts";
 import type { Sample } from "./src/read/sample.ts";
 import { readWorkers } from "./src/read/worker_source.ts";
 import { parseStoreAddress, redact } from "./src/source/address.ts";
 import { ingest } from "./src/dataset/ingest.ts";
-import { loadSplits } from "./src/dataset/splits.ts";
+import { loadSplit, loadSplits, type Split, type SplitFile } from "./src/dataset/splits.ts";
 import { progress } from "./src/observe/progress.ts";
 import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
@@ -37,6 +38,7 @@ import { epochPlan } from "./src/plan/epoch.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "./src/dataset/fashion_mnist.ts";
 import { startProxyProcess, type ProxyProcess } from "./tools/proxy/process.ts";
 import { optionalValue, parseArgs } from "./src/cli/args.ts";
+import { interrupted as ingestInterrupted } from "./src/cli/ingest.ts";
 import { type Dashboard, type DashboardFrame, frameFromStats, startDashboard } from "./src/observe/dashboard.ts";
 
 // The modules below import WGSL kernels as text, which Node does only through the loader hooks
@@ -76,8 +78,9 @@ them (the model line says its size).
   --dataset NAME      the dataset in the store (default fashion-mnist, which train.ts ingests from
                       --idx when the store lacks it; any other dataset must be in the store)
   --idx PREFIX        Fashion-MNIST idx files (default /usr/share/datasets/fashion-mnist/)
-  --split FILE        a split file (cassette splits): trains on its "train" split (else the first)
-                      and tests on "test" (else the last); default: the idx files' train / t10k
+  --split FILE[:INDEX|:NAME]  a split file (cassette splits): trains on the split named (else on
+                      "train", else the first) and tests on "test" (else the last) when that
+                      is another split; default: the idx files' train / t10k
   --model NAME        ${Object.keys(MODELS).join(", ")}
   --epochs E          epochs to train
   --batch B           images per training step (default 128)
@@ -178,7 +181,7 @@ interface Run {
 }
 
 function options(): Run | undefined {
-  const { options: o } = parseArgs(optionalValue(runtime.args(), "dashboard", "0"), "train.ts", OPTIONS, ["no-io"]);
+  const { options: o } = parseArgs(optionalValue(runtime.args(), "dashboard", "0"), "", OPTIONS, ["no-io"], "bun run train.ts");
   if (o.has("help")) return void console.log(HELP);
   const str = (k: string) => (o.has(k) ? String(o.get(k)) : undefined);
   const order = str("order") ?? "ready";
@@ -292,18 +295,21 @@ async function main(): Promise<number> {
   // On stderr (stdout is for --json) in the terminal's own colour: Bun prints console.error red.
   const log = (s: string) => run.json || say(s);
 
+  if (run.split) await splitToTrain(run.split, run.dataset);
   // The device first: its kind picks the defaults.
   const device = await requestDevice({ backend: run.backend });
   const setup = defaults(run, device);
   log(`device   ${setup.info.runtime}, ${setup.info.backend}: ${setup.info.adapter}${setup.info.cpu ? " (a CPU driver: small defaults)" : ""}`);
   if (resume) {
     const r = resume.run;
-    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${setup.epochs}, ${r.loader.handed} of its ${r.loader.planned} samples trained, step ${r.step} (written ${r.time})`);
+    log(`resume   ${resume.path}: epoch ${r.epoch + 1} of ${setup.epochs}, ${r.loader.handed} of its ${count(r.loader.planned, "sample")} trained, step ${r.step} (written ${r.time})`);
   }
   const held: Held = { loaders: [] };
   try {
     const store = held.store = await openRunStore(run);
-    const ing = await ensureDataset(store, run, log);
+    const ingested = await ensureDataset(store, run, log);
+    if (ingested === "interrupted") return 130;
+    const ing = ingested.written;
     const { train, test, splitNote } = await pickSamples(store, run);
     log(`data     ${run.dataset} in ${store.address}: ${train.length} training and ${test.length} test samples` + (ing ? ` (${ing} ingested now)` : ""));
     if (splitNote) log(`split    ${splitNote}`);
@@ -331,7 +337,7 @@ async function main(): Promise<number> {
       };
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
     log(`model    ${setup.modelName} (${describeModel(setup.modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
-      `(${steps} steps an epoch${short ? `, the last of ${short}` : ""}), ${setup.epochs} epochs, ` +
+      `(${count(steps, "step")} an epoch${short ? `, the last of ${short}` : ""}), ${count(setup.epochs, "epoch")}, ` +
       (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}` +
         (run.transform ? `, transform ${run.transform.module} ${setup.workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
@@ -345,11 +351,11 @@ async function main(): Promise<number> {
     const seconds = loop.seconds();
     const reports = loop.finish();
     if (run.save) log(`saved    weights to ${run.save} (after each epoch)`);
-    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${run.every} steps and after each epoch)`);
+    if (run.checkpoint) log(`saved    checkpoints to ${run.checkpoint}/${CHECKPOINT_FILE} (every ${count(run.every, "step")} and after each epoch)`);
     await model.destroy();
     for (const d of held.gpuData ?? []) await d.destroy();
     pre.destroy();
-    summary(run, setup, { store, ing, train, test, resume, reports, seconds, loader: run.noIo ? undefined : trainLoader.stats() });
+    summary(run, setup, { store, ing, ingestSeconds: ingested.seconds, train, test, resume, reports, seconds, loader: run.noIo ? undefined : trainLoader.stats() });
     return 0;
   } finally {
     await closeHeld(held);
@@ -457,7 +463,7 @@ async function heldOnGpu(
   };
   const tr = await hold(loader(train, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), train.length, "train");
   const te = test.length ? await hold(loader(test, { order: "strict", shuffle: false, batch: 1024, dropLast: false }), test.length, "test") : undefined;
-  log(`no-io    ${train.length + test.length} images read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
+  log(`no-io    ${count(train.length + test.length, "image")} read, decoded and uploaded once in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
   return {
     train: (e) => tr.batches(e, { batch: run.batch, seed: run.seed, dropLast: false }),
     test: te && (() => te.batches(0, { batch: evalBatch, shuffle: false })),
@@ -548,8 +554,8 @@ class TrainLoop {
     const { run, setup, reports } = this;
     const interrupted = async (signal: "SIGINT" | "SIGTERM") => {
       await this.#writing.catch(() => {});
-      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${setup.epochs}; the ${reports.length} whole epoch(s) before it are in ` +
-        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and their weights in ${run.save}` : ""}` +
+      say(`\n${signal}: stopped during epoch ${reports.length + 1} of ${setup.epochs}; ${reports.length === 1 ? "the whole epoch before it is" : `the ${reports.length} whole epochs before it are`} in ` +
+        `${run.out}/metrics.jsonl${run.save && reports.length ? ` and ${reports.length === 1 ? "its" : "their"} weights in ${run.save}` : ""}` +
         (run.checkpoint ? `; the last checkpoint is in ${run.checkpoint}: --resume ${run.checkpoint} goes on from it` : ""));
       runtime.exit(signal === "SIGINT" ? 130 : 143);
     };
@@ -689,7 +695,7 @@ class TrainLoop {
 /** The run's last words: its document with --json, else a line. */
 function summary(
   run: Run, setup: Setup,
-  r: { store: Store; ing: number; train: string[]; test: string[]; resume?: Checkpoint; reports: EpochReport[]; seconds: number; loader?: ReturnType<Loader<Sample>["stats"]> },
+  r: { store: Store; ing: number; ingestSeconds: number; train: string[]; test: string[]; resume?: Checkpoint; reports: EpochReport[]; seconds: number; loader?: ReturnType<Loader<Sample>["stats"]> },
 ): void {
   const { reports, resume } = r;
   const last = reports.at(-1)!;
@@ -711,15 +717,16 @@ function summary(
     trainSamples: r.train.length,
     testSamples: r.test.length,
     seconds: r.seconds,
+    ingestSeconds: r.ingestSeconds,
     out: run.out,
     loader: r.loader,
   };
   if (run.json) console.log(JSON.stringify(doc));
   else {
-    console.log(`${setup.modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${reports.length} epochs, ` +
+    console.log(`${setup.modelName}: test accuracy ${(100 * last.testAccuracy).toFixed(2)}% after ${count(reports.length, "epoch")}, ` +
       `${(reports.reduce((a, x) => a + x.imagesPerSec, 0) / reports.length).toFixed(0)} training images/s, ` +
       `waiting for data ${(100 * reports.reduce((a, x) => a + x.waitShare, 0) / reports.length).toFixed(1)}% of the time; ` +
-      `${r.seconds.toFixed(1)} s in all. Metrics and plots: ${run.out}/`);
+      `${(r.seconds + r.ingestSeconds).toFixed(1)} s in all${r.ingestSeconds ? ` (${r.ingestSeconds.toFixed(1)} s of it ingesting)` : ""}. Metrics and plots: ${run.out}/`);
   }
 }
 
@@ -761,28 +768,63 @@ async function openRunStore(run: Run): Promise<Store> {
   }
 }
 
-/** Ingests Fashion-MNIST from the idx files when the store lacks any of it; returns samples written. */
-async function ensureDataset(store: Store, run: Run, log: (s: string) => void): Promise<number> {
+/**
+ * Ingests Fashion-MNIST from the idx files when the store lacks any of it: the samples written
+ * and the seconds it took. Ctrl-C stops it as it stops `cassette ingest` (src/cli/ingest.ts):
+ * after the samples being written, saying what is stored; the caller exits 130 and a re-run
+ * resumes. A second Ctrl-C exits at once.
+ */
+async function ensureDataset(store: Store, run: Run, log: (s: string) => void): Promise<{ written: number; seconds: number } | "interrupted"> {
   if (run.dataset !== "fashion-mnist") {
     await store.getDataset(run.dataset); // throws naming the dataset when it is absent
-    return 0;
+    return { written: 0, seconds: 0 };
   }
   let bar: ReturnType<typeof progress> | undefined;
   const t0 = runtime.now();
-  const ing = await ingest(store, `idx:${run.idx}`, {
-    dataset: run.dataset,
-    limit: run.limit,
-    onProgress: (p) => {
-      if (p.written === 0 && !bar) return; // a store that has it all: nothing to show
-      bar ??= progress("ingest", p.total, run.json, runtime.now() - p.seconds * 1000);
-      bar.update(p.done, `${p.written} new`);
-    },
-  });
-  if (ing.errors.length) {
-    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use ${run.dataset}: ${ing.errors.length} samples failed to ingest, first: ${ing.errors[0].reason}`);
+  const stop = new AbortController();
+  const onSigint = () => {
+    if (!stop.signal.aborted) return stop.abort();
+    console.error(`\ningest stopped at once (second Ctrl-C): every sample in ${store.address} is whole; run the same command again to resume`);
+    runtime.exit(130);
+  };
+  process.on("SIGINT", onSigint);
+  let ing: Awaited<ReturnType<typeof ingest>>;
+  try {
+    ing = await ingest(store, `idx:${run.idx}`, {
+      dataset: run.dataset,
+      limit: run.limit,
+      signal: stop.signal,
+      onProgress: (p) => {
+        if (p.written === 0 && !bar) return; // a store that has it all: nothing to show
+        bar ??= progress("ingest", p.total, run.json, runtime.now() - p.seconds * 1000);
+        bar.update(p.done, `${p.written} new`);
+      },
+    });
+  } finally {
+    process.off("SIGINT", onSigint);
   }
-  if (ing.written) log(`ingest   ${ing.written} samples into ${store.address} in ${((runtime.now() - t0) / 1000).toFixed(1)} s`);
-  return ing.written;
+  if (ing.interrupted) {
+    ingestInterrupted(ing, store.address);
+    return "interrupted";
+  }
+  if (ing.errors.length) {
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot use ${run.dataset}: ${count(ing.errors.length, "sample")} failed to ingest, first: ${ing.errors[0].reason}`);
+  }
+  const seconds = ing.written ? (runtime.now() - t0) / 1000 : 0;
+  if (ing.written) log(`ingest   ${count(ing.written, "sample")} into ${store.address} in ${seconds.toFixed(1)} s`);
+  return { written: ing.written, seconds };
+}
+
+/**
+ * The split file of --split and the split to train on: FILE:INDEX or FILE:NAME names it, as the
+ * CLI's --split does; else "train", else the first. Read before the device and the ingest too,
+ * so a wrong file or split stops the run at once.
+ */
+async function splitToTrain(ref: string, dataset: string): Promise<{ file: SplitFile; train: Split }> {
+  const picked = /:[^:/\\]+$/.test(ref) ? await loadSplit(ref) : undefined;
+  const file = picked?.file ?? await loadSplits(ref);
+  if (file.dataset !== dataset) bad(`the split file ${ref} is for dataset '${file.dataset}', not '${dataset}'`);
+  return { file, train: picked?.split ?? file.splits.find((x) => x.name === "train") ?? file.splits[0] };
 }
 
 /**
@@ -793,16 +835,14 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
 async function pickSamples(store: Store, run: Run): Promise<{ train: string[]; test: string[]; splitNote?: string }> {
   const cap = (ids: string[]) => (run.limit ? ids.slice(0, run.limit) : ids);
   if (run.split) {
-    const file = await loadSplits(run.split);
-    if (file.dataset !== run.dataset) bad(`the split file ${run.split} is for dataset '${file.dataset}', not '${run.dataset}'`);
+    const { file, train } = await splitToTrain(run.split, run.dataset);
     const s = file.splits;
-    const train = s.find((x) => x.name === "train") ?? s[0];
     const test = s.find((x) => x.name === "test") ?? (s.length > 1 ? s.at(-1)! : undefined);
     const total = (await store.info(run.dataset)).count;
     const left = total - s.reduce((a, x) => a + x.ids.length, 0);
     const splitNote = `${run.split}: trains on '${train.name}' (${train.ids.length})` +
       (test && test !== train ? `, tests on '${test.name}' (${test.ids.length})` : ", tests on nothing") +
-      `; ${left} of the dataset's ${total} samples are in no split` +
+      `; ${left} of the dataset's ${count(total, "sample")} are in no split` +
       (left > 0 ? ` (left out by its ${file.params.balance === "data" ? "max" : "class balance or max"})` : "");
     return { train: cap(train.ids), test: test && test !== train ? cap(test.ids) : [], splitNote };
   }

@@ -11,7 +11,6 @@
  * limit on this CPU. Inputs come from bench/jpeg/make_inputs.sh (real photos, see there).
  * Figures: megapixels of output per second, fastest round (the median beside it).
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import process from "node:process";
@@ -19,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { compare, printTable, type Contender, type Row } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { runTurbo } from "./_lib/turbo.ts";
+import { makeInputs } from "./_lib/inputs.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { createDecodePool } from "../src/decode/pool.ts";
 import { runtime } from "../runtime-adapters/index.ts";
@@ -49,7 +49,9 @@ if (only !== undefined && !ONLY.includes(only)) args.fail(`--only must be one of
 const ROUNDS = quick ? 3 : 11;
 
 const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
-execFileSync("bash", [HERE + "make_inputs.sh"], { stdio: "inherit" });
+makeInputs("jpeg.bench.ts", HERE + "make_inputs.sh",
+  "a first run fetches photos from two Debian packages (apt-get download, into ~/.cache/cassette/jpeg-sources), " +
+  "which needs the network: run `bash bench/jpeg/make_inputs.sh` once where there is one");
 
 function files(group: string): string[] {
   const dir = `${HERE}data/${group}/`;

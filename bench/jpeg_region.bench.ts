@@ -26,11 +26,11 @@
  * 640×400, q90 4:2:0). Figures: boxes (or samples, megapixels) per second, fastest round, the
  * median beside it.
  */
-import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { compare, printTable } from "./_lib/compare.ts";
 import { runTurbo } from "./_lib/turbo.ts";
+import { makeInputs } from "./_lib/inputs.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { randomCropBox, resizeBilinear } from "../src/decode/crop.ts";
@@ -58,7 +58,7 @@ const perPhoto = args.int("boxes", quick ? 40 : 200);
 const outSide = args.int("out", 224);
 
 const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
-execFileSync("bash", [HERE + "make_inputs.sh"], { stdio: "inherit" });
+makeInputs("jpeg_region.bench.ts", HERE + "make_inputs.sh", "run bash bench/jpeg/make_inputs.sh where the Debian mirror is reachable (it fetches the photos once)");
 const dir = `${HERE}data/photos/`;
 const paths = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().map((f) => dir + f);
 

@@ -7,10 +7,35 @@ export function immutableUri(path: string): string {
   return `${pathToFileURL(path).href}?immutable=1`;
 }
 
+/** The warning Node 22 prints the first time each thread loads node:sqlite. */
+const SQLITE_WARNING = /^SQLite is an experimental feature/;
+
+/**
+ * node:sqlite, loaded on first use (getBuiltinModule keeps it unloaded until a store is
+ * opened). Node 22 prints "ExperimentalWarning: SQLite is an experimental feature …" once per
+ * thread that loads it, every read worker included: that one warning is dropped, so stderr
+ * keeps what the user needs; every other warning goes through.
+ */
+function loadNodeSqlite(): { DatabaseSync: any } {
+  const proc = (globalThis as any).process;
+  const emit = proc.emitWarning;
+  if (typeof emit !== "function") return proc.getBuiltinModule("node:sqlite");
+  proc.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+    const message = typeof warning === "string" ? warning : warning?.message;
+    const type = typeof rest[0] === "string" ? rest[0] : (rest[0] as { type?: string } | undefined)?.type ?? (warning as Error)?.name;
+    if (type === "ExperimentalWarning" && SQLITE_WARNING.test(String(message))) return;
+    return emit.call(this, warning, ...rest);
+  };
+  try {
+    return proc.getBuiltinModule("node:sqlite");
+  } finally {
+    proc.emitWarning = emit;
+  }
+}
+
 /** node:sqlite's DatabaseSync (Node ≥ 22 and Deno) behind the common interface. */
 export function nodeSqlite(path: string, options: { immutable?: boolean } = {}): SqliteDatabase {
-  // getBuiltinModule keeps node:sqlite (experimental in Node 22) unloaded until a store is opened.
-  const { DatabaseSync } = (globalThis as any).process.getBuiltinModule("node:sqlite");
+  const { DatabaseSync } = loadNodeSqlite();
   const db = options.immutable ? new DatabaseSync(immutableUri(path), { readOnly: true }) : new DatabaseSync(path);
   return {
     exec: (sql) => db.exec(sql),

@@ -21,6 +21,64 @@ function dawnGpu(): Promise<GPU> {
   return dawn;
 }
 
+/**
+ * NOTE [ Dawn's limit notices ]
+ * Dawn (in the webgpu package's dawn.node) prints, from native code straight to the process's
+ * stderr, two lines each time an adapter is requested on a Vulkan driver with large limits
+ * (lavapipe, the CPU driver), e.g.
+ *   Warning: maxDynamicUniformBuffersPerPipelineLayout artificially reduced from 1000000 to 16 to fit dynamic offset allocation limit.
+ * They tell the user nothing to act on. No JS hook sees them, so while the adapter is requested
+ * file descriptor 2 points at a temporary file (libc's dup/dup2 through Deno's FFI), and then
+ * every line but those two notices is written to stderr. Without FFI permission (or on
+ * Windows) nothing is filtered. Node has no FFI: there they still print.
+ */
+const DAWN_NOTICES = /^Warning: maxDynamic(Uniform|Storage)BuffersPerPipelineLayout artificially reduced from \d+ to \d+ to fit dynamic offset allocation limit\.\n/gm;
+
+/** Whether fd 2 is pointed elsewhere now: a second request meanwhile is not filtered (nesting would lose stderr). */
+let filtering = false;
+
+async function withoutDawnNotices<T>(request: () => Promise<T>): Promise<T> {
+  const granted = (name: "ffi" | "read" | "write") => Deno.permissions.querySync?.({ name }).state === "granted";
+  if (filtering || Deno.build.os === "windows" || !granted("ffi") || !granted("read") || !granted("write")) return request();
+  let libc: Deno.DynamicLibrary<{ open: { parameters: ["buffer", "i32"]; result: "i32" }; dup: { parameters: ["i32"]; result: "i32" }; dup2: { parameters: ["i32", "i32"]; result: "i32" }; close: { parameters: ["i32"]; result: "i32" } }>;
+  try {
+    libc = Deno.dlopen(Deno.build.os === "darwin" ? "libSystem.dylib" : "libc.so.6", {
+      open: { parameters: ["buffer", "i32"], result: "i32" },
+      dup: { parameters: ["i32"], result: "i32" },
+      dup2: { parameters: ["i32", "i32"], result: "i32" },
+      close: { parameters: ["i32"], result: "i32" },
+    });
+  } catch {
+    return request();
+  }
+  const path = Deno.makeTempFileSync({ prefix: "cassette-dawn-" });
+  const O_WRONLY = 1; // the same on Linux and macOS; the file exists already
+  const fd = libc.symbols.open(new TextEncoder().encode(`${path}\0`), O_WRONLY);
+  const saved = fd >= 0 ? libc.symbols.dup(2) : -1;
+  if (saved < 0 || libc.symbols.dup2(fd, 2) < 0) {
+    if (fd >= 0) libc.symbols.close(fd);
+    if (saved >= 0) libc.symbols.close(saved);
+    libc.close();
+    Deno.removeSync(path);
+    return request();
+  }
+  filtering = true;
+  try {
+    return await request();
+  } finally {
+    filtering = false;
+    libc.symbols.dup2(saved, 2);
+    libc.symbols.close(saved);
+    libc.symbols.close(fd);
+    libc.close();
+    const text = Deno.readTextFileSync(path);
+    Deno.removeSync(path);
+    // Everything else as it was written (a progress line's \r included), the notices' lines out.
+    const kept = text.replace(DAWN_NOTICES, "");
+    if (kept) Deno.stderr.writeSync(new TextEncoder().encode(kept));
+  }
+}
+
 // Dawn first: measured with our kernels (bench/gpu_backend.bench.ts, bench/RESULTS.md), the
 // built-in wgpu moves a large batch 1.3× faster but each awaited submit costs ~12 ms (Dawn:
 // ~0.25 ms) and a chain of 100 small dispatches runs 3.2× slower: a training step and the
@@ -50,7 +108,7 @@ export const deno: Runtime = {
         if (req.backend === undefined && (navigator as Navigator).gpu) return adapterFrom((navigator as Navigator).gpu, "builtin", req, "");
         throw e;
       }
-      return adapterFrom(gpu, "dawn", req, "the webgpu package did not load");
+      return withoutDawnNotices(() => adapterFrom(gpu, "dawn", req, "the webgpu package did not load"));
     }
     unknownBackend("deno", backend, backends);
   },

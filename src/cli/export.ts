@@ -10,6 +10,7 @@ import { exportDataset, exportShards, objectPath, openSink, parseBytes } from ".
 import { LABELS_FILE } from "../source/file.ts";
 import { openStore } from "../source/open.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
+import { count } from "../util/plural.ts";
 
 export const help = `usage: cassette export --store URL --dataset NAME --out DIR|s3://BUCKET/PREFIX [--split FILE[:INDEX|:NAME]] [options]
 
@@ -92,7 +93,7 @@ export async function run(argv: string[]): Promise<number> {
     if (json) console.log(JSON.stringify({ store: store.address, ...summary }));
     else {
       console.log(`dataset ${dataset} of ${store.address} → ${out}: ${summary.written} written, ${summary.existing} already there`);
-      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; ${objectPath(out, LABELS_FILE)} lists ${summary.labels} samples`);
+      console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; ${objectPath(out, LABELS_FILE)} lists ${count(summary.labels, "sample")}`);
       console.log(out.startsWith("s3://") ? `  read it with --store ${out}` : `  read it with --store file:${out}, or serve ${out} and use --store http://HOST/PREFIX`);
     }
     return 0;
@@ -122,14 +123,14 @@ async function runShards(
       ids: a.ids, seed, prefix, maxShardBytes, maxSamples,
       onProgress: (p) => {
         bar ??= progress("export", p.total, a.json);
-        bar.update(p.done, `${p.written} written, ${p.shards} shards, ${(p.bytes / 1e6).toFixed(1)} MB`);
+        bar.update(p.done, `${p.written} written, ${count(p.shards, "shard")}, ${(p.bytes / 1e6).toFixed(1)} MB`);
       },
     });
-    bar?.done(`${summary.written} written`);
+    bar?.done(`${summary.written} written, ${count(summary.shards.length, "shard")}`);
     if (a.json) console.log(JSON.stringify({ store: store.address, ...summary }));
     else {
       const n = summary.shards.length;
-      console.log(`dataset ${a.dataset} of ${store.address} → ${a.out}: ${summary.samples} samples in ${n} shards (seed ${seed}), ${summary.written} written now, ${summary.existing} already there`);
+      console.log(`dataset ${a.dataset} of ${store.address} → ${a.out}: ${count(summary.samples, "sample")} in ${count(n, "shard")} (seed ${seed}), ${summary.written} written now, ${summary.existing} already there`);
       console.log(`  ${(summary.bytes / 1e6).toFixed(1)} MB in ${summary.seconds.toFixed(1)} s; wids shard list ${objectPath(a.out, summary.index)}`);
       if (n) console.log(`  read it with webdataset: WebDataset("${objectPath(a.out, `${prefix}-{000000..${String(n - 1).padStart(6, "0")}}.tar`)}")`);
     }

@@ -1,5 +1,6 @@
 /** `cassette id DATASET KEY…`: the portable sample id of each key. */
 import { sampleId } from "../dataset/sample_id.ts";
+import { checkDatasetName } from "../dataset/spec.ts";
 import { parseArgs, usageError } from "./args.ts";
 
 export const help = `usage: cassette id DATASET KEY… [--json]
@@ -15,6 +16,7 @@ export function run(argv: string[]): number {
   if (options.has("help")) return void console.log(help), 0;
   const [dataset, ...keys] = positional;
   if (!dataset || keys.length === 0) usageError("id", "needs a DATASET and at least one KEY");
+  checkDatasetName(dataset); // an id for a name ingest refuses would match no sample
   const ids = Object.fromEntries(keys.map((k) => [k, sampleId(dataset, k)]));
   if (options.has("json")) console.log(JSON.stringify({ dataset, ids }));
   else for (const k of keys) console.log(`${ids[k]}  ${k}`);

@@ -2,6 +2,7 @@
 import { openStore } from "../source/open.ts";
 import { labelClasses } from "../dataset/label.ts";
 import { parseArgs, required } from "./args.ts";
+import { count } from "../util/plural.ts";
 
 export const help = `usage: cassette info --store URL [--dataset NAME] [--json]
 
@@ -24,7 +25,7 @@ export async function run(argv: string[]): Promise<number> {
     else {
       if (datasets.length === 0) console.log(`${store.address}: no datasets (cassette ingest …)`);
       for (const d of datasets) {
-        console.log(`${d.name}: ${d.count} samples, ${(d.bytes / 1e6).toFixed(1)} MB (${store.address})`);
+        console.log(`${d.name}: ${count(d.count, "sample")}, ${(d.bytes / 1e6).toFixed(1)} MB (${store.address})`);
         console.log(`  columns: ${d.spec.columns.map((c) => `${c.name}:${c.type}`).join(", ") || "none"}${d.spec.groupBy.length ? `; grouped by ${d.spec.groupBy.join(",")}` : ""}`);
         for (const [l, n] of Object.entries(d.perLabel)) console.log(`  ${String(l).padStart(4)} ${(labelClasses(d.spec.label)?.[Number(l)] ?? "").padEnd(14)} ${n}`);
       }

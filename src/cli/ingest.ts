@@ -5,6 +5,7 @@ import undici from "undici/index.js";
 import { CassetteError } from "../errors.ts";
 import { S3Client } from "../source/s3.ts";
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
+import { checkDatasetName } from "../dataset/spec.ts";
 import { createAutoDecoder } from "../decode/decoders.ts";
 import { openStore } from "../source/open.ts";
 import { parseStoreAddress } from "../source/address.ts";
@@ -85,7 +86,8 @@ export async function run(argv: string[]): Promise<number> {
   }
   if (options.has("verify") && options.has("no-verify")) usageError("ingest", "takes --verify or --no-verify, not both");
   const json = options.has("json");
-  const dataset = required(options, "ingest", "dataset");
+  // Checked before the store is opened: a refused name left an empty store file behind.
+  const dataset = checkDatasetName(required(options, "ingest", "dataset"));
   const address = required(options, "ingest", "store");
   const replication = replicationOption(options.get("replication") as string | undefined, address);
   const decoder = options.has("no-verify") ? undefined : await createAutoDecoder();
@@ -171,8 +173,8 @@ function replicationOption(r: string | undefined, address: string): string | num
   usageError("ingest", `Cannot use --replication ${r}: it takes a replication factor (e.g. 3) or a CQL map ({'class': …})`);
 }
 
-/** What an interrupted ingest leaves, and how to go on (stderr: stdout may be --json). */
-function interrupted(s: IngestSummary, address: string): void {
+/** What an interrupted ingest leaves, and how to go on (stderr: stdout may be --json); train.ts says it too. */
+export function interrupted(s: IngestSummary, address: string): void {
   const seen = s.written + s.existing + s.errors.length;
   const bad = s.errors.length ? `, ${s.errors.length} bad and not stored` : "";
   console.error(`\ningest interrupted after ${seen} of the ${s.total} samples of dataset '${s.dataset}': ` +

@@ -18,6 +18,7 @@ import { progress } from "../observe/progress.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { intOption, optionalValue, parseArgs, required, usageError } from "./args.ts";
 import type { PredictedBatch } from "../train/predict.ts";
+import { count } from "../util/plural.ts";
 
 export const help = `usage: cassette predict --store URL --dataset NAME --weights FILE [--split FILE[:INDEX|:NAME]]
                         [--out-table [NAME]] [--out FILE.jsonl] [options]
@@ -327,16 +328,16 @@ interface Summary {
 }
 
 function printSummary(r: Summary, suggestTable: string | undefined): void {
-  console.log(`predicted ${r.samples} samples of ${r.dataset ?? "the dataset"} (${r.store}) with ${r.weights} (${r.model}) in ${r.seconds.toFixed(2)} s: ${r.samplesPerSec.toFixed(0)} samples/s`);
+  console.log(`predicted ${count(r.samples, "sample")} of ${r.dataset ?? "the dataset"} (${r.store}) with ${r.weights} (${r.model}) in ${r.seconds.toFixed(2)} s: ${r.samplesPerSec.toFixed(0)} samples/s`);
   if (r.accuracy !== null) {
-    console.log(`  accuracy ${(100 * r.accuracy).toFixed(2)} % (top-${r.k} ${(100 * r.topKAccuracy!).toFixed(2)} %) over ${r.labelled} labelled samples`);
+    console.log(`  accuracy ${(100 * r.accuracy).toFixed(2)} % (top-${r.k} ${(100 * r.topKAccuracy!).toFixed(2)} %) over ${count(r.labelled, "labelled sample")}`);
   } else console.log("  no sample has a label: no accuracy");
   const wrote = [r.table && `table ${r.table}`, r.out].filter(Boolean);
   if (wrote.length) console.log(`  top-${r.k} per sample written to ${wrote.join(" and ")}`);
   else console.log(`  nothing written (${suggestTable ? `--out-table, into ${suggestTable}, ` : ""}or --out FILE.jsonl keeps them)`);
   // A matrix wider than a terminal helps no one: past 20 classes it is in --json only.
   if (r.confusion && r.confusion.length <= 20) console.log(confusionText(r.confusion, r.classes));
-  else if (r.confusion) console.log(`  confusion matrix of ${r.confusion.length} classes: see --json`);
+  else if (r.confusion) console.log(`  confusion matrix of ${count(r.confusion.length, "class", "classes")}: see --json`);
 }
 
 /** The matrix with a column per predicted class; rows and columns by number, names listed after. */

@@ -17,14 +17,17 @@ import { readBuffer } from "../gpu/buffers.ts";
 import { intOption, numberOption, optionalValue, parseArgs, required, usageError } from "./args.ts";
 import { PREPROCESS_FLAGS, PREPROCESS_VALUED, preprocessHelp, preprocessRequest, type PreprocessRequest } from "./preprocess_args.ts";
 import { readFile, writeFile } from "node:fs/promises";
+import { count } from "../util/plural.ts";
 
 export const help = `usage: cassette read --store URL [--dataset NAME] [--split FILE[:INDEX|:NAME]] [options]
 
 Reads every sample of the split (default: every sample the store lists) through the loader,
 with no decoding unless --decode, and reports MB/s, images/s and batch-time percentiles.
 
-  --store URL          sqlite:PATH, cassandra://HOST/KEYSPACE, http(s)://HOST/PREFIX or file:DIR
-                       (the last two: a folder written by cassette export)
+  --store URL          sqlite:PATH, cassandra://HOST/KEYSPACE, http(s)://HOST/PREFIX, file:DIR
+                       or s3://BUCKET/PREFIX[?endpoint=URL&region=R&…] (these three: what
+                       cassette export wrote), or wds:INDEX (WebDataset shards: INDEX is
+                       PREFIX.index.json as a path, an http(s):// URL or an s3:// address)
   --dataset NAME       needed for sqlite: and cassandra://; for http(s):// and file: the
                        export's labels.json names it (checked when given)
   --split FILE[:INDEX|:NAME]  the ids to read (default: the store's scan, or labels.json)
@@ -281,14 +284,14 @@ class DashboardFeed {
 /** The read's figures as text. */
 function printReport(report: { samples: number; bytes: number; seconds: number; order: string; samplesPerSec: number; mbPerSec: number; batchMs: { p50: number; p99: number; max: number }; errors: number; retries: number; maxOutstanding: number; hedged: number; hedgeWins: number; preprocess?: ReturnType<TensorStage["report"]> }, hedge: boolean): void {
   const r = report;
-  console.log(`read ${r.samples} samples, ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(2)} s (${r.order} order)`);
+  console.log(`read ${count(r.samples, "sample")}, ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(2)} s (${r.order} order)`);
   console.log(`  ${r.samplesPerSec.toFixed(0)} samples/s, ${r.mbPerSec.toFixed(1)} MB/s`);
   console.log(`  batch time p50 ${r.batchMs.p50.toFixed(1)} ms, p99 ${r.batchMs.p99.toFixed(1)} ms, max ${r.batchMs.max.toFixed(1)} ms`);
   console.log(`  errors ${r.errors}, retries ${r.retries}, most samples outstanding ${r.maxOutstanding}`);
-  if (hedge) console.log(`  hedged ${r.hedged} requests, the hedge answered first ${r.hedgeWins} times`);
+  if (hedge) console.log(`  hedged ${count(r.hedged, "request")}, the hedge answered first ${count(r.hedgeWins, "time")}`);
   const p = r.preprocess;
   if (p) {
-    console.log(`  preprocess ${p.images} images into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
+    console.log(`  preprocess ${count(p.images, "image")} into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
       `${p.seconds.toFixed(2)} s, ${(100 * p.share).toFixed(0)} % of the read; batch p50 ${p.batchMs.p50.toFixed(1)} ms, max ${p.batchMs.max.toFixed(1)} ms (${p.adapter})`);
     if (p.dump) console.log(`  first batch's tensor in ${p.dump.file}`);
   }

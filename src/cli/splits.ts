@@ -4,6 +4,7 @@ import type { NatRow } from "../dataset/store.ts";
 import { labelClasses } from "../dataset/label.ts";
 import { openStore } from "../source/open.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
+import { count } from "../util/plural.ts";
 
 export const help = `usage: cassette splits --store URL --dataset NAME --ratios 7,2,1 --out FILE [options]
        cassette splits --store URL --dataset NAME --folds K --out FILE [--group-by COL,…] [--seed S]
@@ -61,7 +62,7 @@ export async function run(argv: string[]): Promise<number> {
     } else {
       console.log(formatSplits(file, labelClasses(spec.label)));
       const why = [b !== undefined && b !== "data" ? `--balance ${b}` : "", options.has("max") ? "--max" : ""].filter(Boolean).join(" and ");
-      console.log(leftOut ? `left out: ${leftOut} of ${rows.length} samples${why ? ` (${why})` : ""}` : `every one of the ${rows.length} samples is in a split`);
+      console.log(leftOut ? `left out: ${leftOut} of ${count(rows.length, "sample")}${why ? ` (${why})` : ""}` : `every one of the ${rows.length} samples is in a split`);
       console.log(`wrote ${out}`);
     }
     return 0;

@@ -6,6 +6,8 @@
  * does not read (arithmetic, lossless, hierarchical, 12-bit): stored, each would fail every
  * epoch that reads it.
  */
+import { describeStart } from "../util/signature.ts";
+
 export interface JpegHeader {
   width: number;
   height: number;
@@ -15,9 +17,9 @@ export interface JpegHeader {
 
 /** The header of a plausible JPEG, or a reason (with byte offset) why it is not one. */
 export function checkJpeg(b: Uint8Array): JpegHeader | { reason: string } {
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) {
-    const png = b[0] === 0x89 && b[1] === 0x50 ? " (it is a PNG)" : "";
-    return { reason: `not a JPEG: no SOI marker at offset 0${png}` };
+  if (b[0] !== 0xff || b[1] !== 0xd8) {
+    // Named by what it is (text, a GIF, …): "no SOI marker" sent users looking for a broken JPEG.
+    return { reason: `not a JPEG (FF D8) nor a PNG (89 50 4E 47): ${describeStart(b)} (offset 0)` };
   }
   let header: JpegHeader | undefined;
   let i = 2;

@@ -41,13 +41,25 @@ const COLUMN = /^[a-z][a-z0-9_]{0,47}$/;
 /** Column names the schema itself uses. */
 export const RESERVED_COLUMNS = new Set(["id", "key", "label", "data", "size", "grp"]);
 
+/**
+ * Checks a dataset's name as a spec's check does (the same error), for commands that take a
+ * name before any spec exists: ingest checks it before it creates a store, `cassette id`
+ * before it prints an id no ingest could give.
+ */
+export function checkDatasetName(name: string): string {
+  if (!NAME.test(name)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot use the spec of dataset '${name}' as its name must be 1–64 letters, digits, '.', '-' or '_', starting with a letter or digit`);
+  }
+  return name;
+}
+
 /** Checks a spec; errors name the field that is wrong. */
 export function validateSpec(spec: DatasetSpec): DatasetSpec {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot use the spec of dataset '${spec.name}' as ${why}`);
   };
   if (spec.version !== 1) bad(`its version must be 1: current value is ${spec.version}`);
-  if (!NAME.test(spec.name)) bad("its name must be 1–64 letters, digits, '.', '-' or '_', starting with a letter or digit");
+  checkDatasetName(spec.name);
   // Specs also come from JSON and plain JS: a missing list is named, not a TypeError.
   if (!Array.isArray(spec.columns)) bad(`its 'columns' must be an array of { name, type } ([] for none): current value is ${JSON.stringify(spec.columns)}`);
   if (!Array.isArray(spec.groupBy)) bad(`its 'groupBy' must be an array of column names ([] for none): current value is ${JSON.stringify(spec.groupBy)}`);

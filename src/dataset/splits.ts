@@ -385,11 +385,13 @@ export async function loadSplit(ref: string): Promise<{ file: SplitFile; split: 
   return { file, split: { name: `!${split.name}`, groups: rest.flatMap((s) => s.groups), ids: rest.flatMap((s) => s.ids), counts } };
 }
 
-/** The summary table: rows are splits, columns classes, plus group counts. */
+/** The summary table: rows are splits, columns classes, plus group counts when the splits were grouped. */
 export function formatSplits(file: SplitFile, classes?: string[]): string {
   const labels = [...new Set(file.splits.flatMap((s) => Object.keys(s.counts).map(Number)))].sort((a, b) => a - b);
-  const head = ["split", ...labels.map((l) => classes?.[l] ?? String(l)), "total", "groups"];
-  const body = file.splits.map((s) => [s.name, ...labels.map((l) => String(s.counts[l] ?? 0)), String(s.ids.length), String(s.groups.length)]);
+  // Without a group-by every split reads "groups 0": the column is left out.
+  const grouped = (file.params.groupBy?.length ?? 0) > 0;
+  const head = ["split", ...labels.map((l) => classes?.[l] ?? String(l)), "total", ...(grouped ? ["groups"] : [])];
+  const body = file.splits.map((s) => [s.name, ...labels.map((l) => String(s.counts[l] ?? 0)), String(s.ids.length), ...(grouped ? [String(s.groups.length)] : [])]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
   return [head, ...body].map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ")).join("\n");
 }

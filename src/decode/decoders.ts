@@ -10,6 +10,10 @@ import { CassetteError } from "../errors.ts";
 import type { DecodedInto, Decoder, Image } from "./decoder.ts";
 import { createJpegDecoder, type JpegDecoder } from "./jpeg.ts";
 import { createPngDecoder, type PngDecodeOptions, type PngDecoder } from "./png.ts";
+import { describeStart, formatOf } from "../util/signature.ts";
+
+/** Image formats cassette does not decode (as formatOf names them): ERR_UNSUPPORTED, not malformed. */
+const IMAGE_FORMATS = new Set(["a GIF file", "a WebP file", "a BMP file", "a TIFF file", "a HEIF/AVIF file"]);
 
 /** The formats `createDecoder` makes a decoder for: "auto" picks JPEG or PNG by each file's first bytes. */
 export type DecoderFormat = "jpeg" | "png" | "auto";
@@ -19,16 +23,6 @@ const FACTORIES: Record<DecoderFormat, () => Promise<Decoder>> = {
   png: createPngDecoder,
   auto: createAutoDecoder,
 };
-
-/** Image formats cassette does not decode, by their signatures: named in the error. */
-function otherFormat(b: Uint8Array): string | undefined {
-  const ascii = String.fromCharCode(...b.subarray(0, 12));
-  if (ascii.startsWith("GIF8")) return "GIF";
-  if (ascii.startsWith("RIFF") && ascii.slice(8, 12) === "WEBP") return "WebP";
-  if (ascii.startsWith("BM")) return "BMP";
-  if (ascii.startsWith("II*\0") || ascii.startsWith("MM\0*")) return "TIFF";
-  return undefined;
-}
 
 /** A decoder instance for `format` (default "jpeg"); one per thread. */
 export async function createDecoder(format: DecoderFormat = "jpeg"): Promise<Decoder> {
@@ -41,9 +35,10 @@ export async function createDecoder(format: DecoderFormat = "jpeg"): Promise<Dec
 
 /**
  * Input that is neither JPEG nor PNG, as the "auto" decoder sees it: `seen` holds its first
- * bytes. Another image format named by its signature (GIF, WebP, BMP, TIFF) is
- * ERR_UNSUPPORTED, saying which; anything else (noise, an empty or cut file) is
- * ERR_MALFORMED_INPUT.
+ * 8 bytes (the constructor reads up to 512 to tell text from binary). Another image format
+ * named by its signature (GIF, WebP, BMP, TIFF, HEIF) is ERR_UNSUPPORTED, saying which;
+ * anything else (text, an archive, noise, an empty or cut file) is ERR_MALFORMED_INPUT, and
+ * says what it is where its signature tells.
  */
 export class UnknownFormatError extends CassetteError {
   /** The input's first bytes (up to 8), as the message shows them. */
@@ -52,13 +47,12 @@ export class UnknownFormatError extends CassetteError {
   readonly offset = 0;
   /** The message shows the bytes seen, and names the image format they start when it is another one (GIF, WebP, BMP, TIFF). */
   constructor(seen: Uint8Array) {
-    const hex = [...seen].map((b) => b.toString(16).toUpperCase().padStart(2, "0")).join(" ");
-    const text = [...seen].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
-    const what = seen.length === 0 ? "the input is empty" : `it starts with ${hex} ("${text}")`;
-    const other = otherFormat(seen);
-    super(other ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT", `Cannot decode as ${what}${other ? `, a ${other} file,` : ""} which is neither JPEG (FF D8) nor PNG (89 50 4E 47): at byte 0`);
+    const format = formatOf(seen);
+    // Another image format is unsupported; text, an archive or noise is malformed input.
+    const image = format !== undefined && IMAGE_FORMATS.has(format);
+    super(image ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT", `Cannot decode as ${describeStart(seen)}${format ? "," : ""} which is neither JPEG (FF D8) nor PNG (89 50 4E 47): at byte 0`);
     this.name = "UnknownFormatError";
-    this.seen = seen;
+    this.seen = seen.subarray(0, 8);
   }
 }
 
@@ -88,14 +82,14 @@ class AutoDecoder implements Decoder<PngDecodeOptions> {
     const format = bytes instanceof Uint8Array ? sniffFormat(bytes) : "jpeg"; // the JPEG decoder names a bad input
     if (format === "jpeg") return this.#jpeg.decode(bytes, options);
     if (format === "png") return this.#png.decode(bytes, options);
-    throw new UnknownFormatError(bytes.slice(0, 8));
+    throw new UnknownFormatError(bytes.slice(0, 512));
   }
 
   decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: PngDecodeOptions): DecodedInto {
     const format = bytes instanceof Uint8Array ? sniffFormat(bytes) : "jpeg";
     if (format === "jpeg") return this.#jpeg.decodeInto(bytes, target, offset, options);
     if (format === "png") return this.#png.decodeInto(bytes, target, offset, options);
-    throw new UnknownFormatError(bytes.slice(0, 8));
+    throw new UnknownFormatError(bytes.slice(0, 512));
   }
 
   get memoryBytes(): number {

@@ -25,6 +25,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import { JpegError } from "./jpeg_error.ts";
+import { describeStart } from "../util/signature.ts";
 import { instantiateJpegWasm, type JpegExports } from "./wasm_module.ts";
 import {
   checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf, TargetTooSmallError,
@@ -232,7 +233,7 @@ class WasmJpegDecoder implements JpegDecoder {
       const r = options.region!;
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'region' (x ${r.x}, y ${r.y}, ${r.width}×${r.height}) lies outside the image (${w.frameWidth()}×${w.frameHeight()})`);
     }
-    this.#check(rc);
+    this.#check(rc, bytes);
     if (rows !== w.outHeight()) throw new Error(`wasm/jpeg handed over ${rows} rows of pixels for a ${w.outWidth()}×${w.outHeight()} image`);
     return { rows, out };
   }
@@ -251,10 +252,11 @@ class WasmJpegDecoder implements JpegDecoder {
     return p;
   }
 
-  #check(rc: number): void {
+  #check(rc: number, bytes: Uint8Array): void {
     if (rc !== 0) {
       const w = this.#w;
-      const detail = rc === 14 ? ` (${w.frameWidth()}×${w.frameHeight()})` : "";
+      // Not a JPEG: say what it is instead (text, a PNG, a GIF…), by its first bytes.
+      const detail = rc === 14 ? ` (${w.frameWidth()}×${w.frameHeight()})` : rc === 2 ? `; ${describeStart(bytes)}` : "";
       throw JpegError.fromCode(rc, w.errorOffset(), detail);
     }
   }
@@ -286,7 +288,7 @@ class WasmJpegDecoder implements JpegDecoder {
   inspect(bytes: Uint8Array): JpegInfo {
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.inspect(p, bytes.length));
+    this.#check(w.inspect(p, bytes.length), bytes);
     const n = w.frameComponents();
     const m = w.frameMarker();
     const sampling = [];
@@ -309,7 +311,7 @@ class WasmJpegDecoder implements JpegDecoder {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS, 0, 0, 0, 0));
+    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS, 0, 0, 0, 0), bytes);
     const width = w.frameWidth();
     const height = w.frameHeight();
     const n = w.frameComponents();

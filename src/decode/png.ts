@@ -39,6 +39,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import { chunkName, PngError } from "./png_error.ts";
+import { describeStart } from "../util/signature.ts";
 import { instantiatePngWasm, type PngExports } from "./png_module.ts";
 import { checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, type DecodeRegion, describe, type Image, TargetTooSmallError } from "./decoder.ts";
 
@@ -111,7 +112,9 @@ class WasmPngDecoder implements PngDecoder {
     new Uint8Array(w.memory.buffer, p, bytes.length).set(bytes);
     const rc = w.decode(p, bytes.length, maxPixels, (options.grey ? FLAG_GREY : 0) | (options.depth16 ? FLAG_DEPTH16 : 0));
     if (rc !== 0) {
-      throw PngError.fromCode(rc, w.errorOffset(), { expected: w.errorExpected(), actual: w.errorActual(), chunk: chunkName(w.errorChunk()) });
+      // Not a PNG: say what it is instead (text, a JPEG, a GIF…), by its first bytes.
+      const more = rc === 2 ? `; ${describeStart(bytes)}` : "";
+      throw PngError.fromCode(rc, w.errorOffset(), { expected: w.errorExpected(), actual: w.errorActual(), chunk: chunkName(w.errorChunk()) }, more);
     }
     const width = w.width(), height = w.height();
     const channels = w.outChannels() as 1 | 2 | 3 | 4;

@@ -98,12 +98,12 @@ export class PngError extends CassetteError {
     this.actual = facts.actual;
   }
 
-  /** The error for wasm code `code` at byte `offset`, with the module's facts. */
-  static fromCode(code: number, offset: number, facts: PngErrorFacts = { expected: 0, actual: 0, chunk: "" }): PngError {
+  /** The error for wasm code `code` at byte `offset`, with the module's facts; `more` is added to the words. */
+  static fromCode(code: number, offset: number, facts: PngErrorFacts = { expected: 0, actual: 0, chunk: "" }, more = ""): PngError {
     const [reason, why, detail] = TABLE[code] ?? ["unknown", `the decoder returned code ${code}`, () => ""];
     const unsupported = code >= 32;
     const what = unsupported ? `Cannot decode PNG as ${why}, which is not supported` : `Cannot decode PNG as ${why}`;
-    return new PngError(reason, offset, `${what}${detail(facts)}: at byte ${offset}`, unsupported, facts);
+    return new PngError(reason, offset, `${what}${detail(facts)}${more}: at byte ${offset}`, unsupported, facts);
   }
 }
 

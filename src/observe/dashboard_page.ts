@@ -17,7 +17,8 @@ const TILES: [name: string, label: string, format: "int" | "num" | "pct" | "ms" 
   ["seconds", "seconds", "s"],
   ["images-per-sec", "images/s (run)", "num"],
   ["images-per-sec-now", "images/s (now)", "num"],
-  ["mb-per-sec", "MB/s", "num"],
+  ["mb-per-sec", "MB/s (run)", "num"],
+  ["mb-per-sec-now", "MB/s (now)", "num"],
   ["wait-share", "wait share", "pct"],
   ["loss-train", "loss (train)", "num"],
   ["loss-test", "loss (test)", "num"],
@@ -39,6 +40,14 @@ const TILES: [name: string, label: string, format: "int" | "num" | "pct" | "ms" 
   ["connections", "connections", "int"],
 ];
 
+/**
+ * Tiles and charts only a training run has: hidden until a frame or point carries them, so a
+ * `cassette read` page shows no empty loss and accuracy cards.
+ */
+const NEEDS: Record<string, "loss" | "accuracy"> = {
+  "loss-train": "loss", "loss-test": "loss", "accuracy-train": "accuracy", "accuracy-test": "accuracy", loss: "loss", accuracy: "accuracy",
+};
+
 /** The charts: id and caption. */
 const CHARTS: [id: string, caption: string][] = [
   ["loss", "loss (train, test)"],
@@ -46,7 +55,9 @@ const CHARTS: [id: string, caption: string][] = [
   ["rate", "images/s over time"],
   ["wait", "consumer's wait share"],
   ["histogram", "batch times"],
-  ["connections", "throughput per connection (MB/s)"],
+  // Per connection and over the last second: the bars add up to "MB/s (now)", while "MB/s (run)"
+  // is every connection's bytes over the whole run (it differed by both, unexplained).
+  ["connections", "MB/s per connection over the last second (their sum is MB/s (now))"],
   ["depth", "window depth (batches)"],
 ];
 
@@ -54,10 +65,10 @@ const CHARTS: [id: string, caption: string][] = [
 export function dashboardPage(title: string, cap: number): string {
   const t = escapeHtml(title);
   const tiles = TILES.map(([name, label, format]) =>
-    `<div class="tile"><span class="label">${label}</span><span class="v" id="m-${name}" data-metric="${name}" data-format="${format}" data-value="">–</span></div>`
+    `<div class="tile"${needs(name)}><span class="label">${label}</span><span class="v" id="m-${name}" data-metric="${name}" data-format="${format}" data-value="">–</span></div>`
   ).join("\n");
   const charts = CHARTS.map(([id, caption]) =>
-    `<figure><figcaption>${caption}</figcaption><svg id="chart-${id}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${caption}"></svg></figure>`
+    `<figure${needs(id)}><figcaption>${caption}</figcaption><svg id="chart-${id}" viewBox="0 0 ${W} ${H}" role="img" aria-label="${caption}"></svg></figure>`
   ).join("\n");
   return `<!doctype html>
 <html lang="en">
@@ -140,8 +151,11 @@ function lineChart(id, series, yMin, yMax) {
       d += pen + X(x).toFixed(1) + " " + Y(y).toFixed(1) + " ";
       pen = "L";
     }
+    // The legend: a swatch of the line's colour, then its name.
+    const lx = PAD.l + 6 + i * 90;
     out += '<path d="' + d + '" fill="none" stroke="' + COLORS[i % COLORS.length] + '" stroke-width="1.5"/>' +
-      '<text x="' + (PAD.l + 6 + i * 90) + '" y="' + (PAD.t + 10) + '" fill="' + COLORS[i % COLORS.length] + '">' + esc(name) + '</text>';
+      '<rect class="swatch" x="' + lx + '" y="' + (PAD.t + 3) + '" width="10" height="8" fill="' + COLORS[i % COLORS.length] + '"/>' +
+      '<text x="' + (lx + 14) + '" y="' + (PAD.t + 10) + '" fill="' + COLORS[i % COLORS.length] + '">' + esc(name) + '</text>';
   });
   svg.innerHTML = out;
 }
@@ -157,7 +171,7 @@ function barChart(id, bars, format) {
   bars.forEach(([label, v], i) => {
     const h = v / top * (H - PAD.t - PAD.b - 12);
     const x = PAD.l + i * bw + bw * 0.1;
-    out += '<rect x="' + x.toFixed(1) + '" y="' + (H - PAD.b - h).toFixed(1) + '" width="' + (bw * 0.8).toFixed(1) + '" height="' + h.toFixed(1) + '" fill="' + COLORS[0] + '"><title>' + esc(label) + ": " + fmt(v, format) + '</title></rect>' +
+    out += '<rect data-value="' + v + '" x="' + x.toFixed(1) + '" y="' + (H - PAD.b - h).toFixed(1) + '" width="' + (bw * 0.8).toFixed(1) + '" height="' + h.toFixed(1) + '" fill="' + COLORS[0] + '"><title>' + esc(label) + ": " + fmt(v, format) + '</title></rect>' +
       '<text x="' + (x + bw * 0.4).toFixed(1) + '" y="' + (H - PAD.b - h - 2).toFixed(1) + '" text-anchor="middle">' + fmt(v, format) + '</text>' +
       '<text x="' + (x + bw * 0.4).toFixed(1) + '" y="' + (H - 6) + '" text-anchor="middle">' + esc(label.length > 14 ? "…" + label.slice(-13) : label) + '</text>';
   });
@@ -169,6 +183,10 @@ function render() {
   if (!f) return;
   set("epoch", f.epoch); set("step", f.step); set("samples", f.samples); set("seconds", f.seconds);
   set("images-per-sec", f.imagesPerSec); set("images-per-sec-now", f.imagesPerSecNow); set("mb-per-sec", f.mbPerSec);
+  for (const k of ["loss", "accuracy"]) {
+    const has = (f[k] && (f[k].train !== undefined || f[k].test !== undefined)) || points.some((p) => Number.isFinite(p[k + "Train"]) || Number.isFinite(p[k + "Test"]));
+    document.querySelectorAll('[data-needs="' + k + '"]').forEach((el) => { el.hidden = !has; });
+  }
   set("wait-share", f.waitShare);
   set("loss-train", f.loss && f.loss.train); set("loss-test", f.loss && f.loss.test);
   set("accuracy-train", f.accuracy && f.accuracy.train); set("accuracy-test", f.accuracy && f.accuracy.test);
@@ -178,6 +196,8 @@ function render() {
   set("workers", f.workers); set("slow-lane", f.slowLane); set("stolen", f.stolen);
   const conns = Object.keys(f.connections || {}).sort();
   set("connections", conns.length);
+  const connMBs = conns.map((c) => (f.connectionsBytesPerSec[c] || 0) / 1e6);
+  set("mb-per-sec-now", conns.length ? connMBs.reduce((a, b) => a + b, 0) : undefined);
   document.getElementById("updated").textContent = new Date(f.time).toLocaleTimeString();
   const along = (key) => points.map((p) => [p.seconds, p[key] ?? NaN]);
   lineChart("loss", [["train", along("lossTrain")], ["test", along("lossTest")]]);
@@ -192,7 +212,7 @@ function render() {
     bars.push([i < h.boundsMs.length ? "≤" + h.boundsMs[i] + " ms" : ">" + h.boundsMs[h.boundsMs.length - 1] + " ms", h.counts[i]]);
   }
   barChart("histogram", bars, "int");
-  barChart("connections", conns.map((c) => [c, (f.connectionsBytesPerSec[c] || 0) / 1e6]), "num");
+  barChart("connections", conns.map((c, i) => [c, connMBs[i]]), "num");
 }
 
 function status(s, text) {
@@ -222,6 +242,11 @@ events.addEventListener("error", () => { if (!(latest && latest.done)) status("d
 
 /** The charts' drawing size in SVG units (they scale to their box). */
 const W = 480, H = 200;
+
+/** ` hidden data-needs="loss"` for a tile or chart only a training run fills, else "". */
+function needs(name: string): string {
+  return NEEDS[name] ? ` hidden data-needs="${NEEDS[name]}"` : "";
+}
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);

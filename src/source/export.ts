@@ -166,7 +166,7 @@ export interface ShardExportOptions {
   maxShardBytes?: number;
   /** Samples at most in one shard (default: no bound). */
   maxSamples?: number;
-  /** Called as the export goes on, with the counts so far. */
+  /** After each sample: `shards` counts the shards done and the one being written. */
   onProgress?: (p: { done: number; total: number; written: number; bytes: number; shards: number }) => void;
 }
 
@@ -273,7 +273,9 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
       const closed = await writer.add({ key: s.id, image: s.data, label: s.label, className: classes?.[s.label], meta });
       if (closed) (bytes += closed.bytes), shards.push(closed);
       written++;
-      o.onProgress?.({ done: existing + written, total, written, bytes, shards: shards.length });
+      // The shard this sample went into counts too: without it the last progress line said
+      // one shard fewer than the summary (the last shard closes only at the flush below).
+      o.onProgress?.({ done: existing + written, total, written, bytes, shards: shards.length + 1 });
     }
   }
   const last = await writer.flush();

@@ -49,6 +49,7 @@ test("train.ts makes its default store, ingests Fashion-MNIST once, trains on ev
   assert.ok(existsSync(join(dir, "data/fashion-mnist.sqlite")), "the default store, relative to the working directory");
   assert.is(r.store, `sqlite:data/fashion-mnist.sqlite`);
   assert.is(r.ingested, 2 * LIMIT, "600 from train + 600 from t10k");
+  assert.ok(r.ingestSeconds > 0, `the ingest's time is its own figure: ${r.ingestSeconds}`);
   assert.is(r.model, "mlp");
   assert.is(r.io, "loader");
   assert.is(r.epochs.length, 2);
@@ -250,6 +251,44 @@ test("a stored sample that does not decode: train.ts stops naming it, or with --
   assert.ok(b.testAccuracy > 0.55, `trained on the rest: test accuracy ${b.testAccuracy}`);
 }, { timeoutMs: 400_000 });
 
+test("Ctrl-C during the first run's ingest: train.ts says what is stored and exits 130, as cassette ingest does; the re-run resumes", async () => {
+  const cwd = mkdtempSync(join(tmpdir(), "cassette-train-ingest-"));
+  try {
+    const limit = 1500; // 3000 samples: several chunks of 512, so the Ctrl-C lands part-way
+    const args = ["--limit", String(limit), "--epochs", "1", "--model", "mlp", "--out", join(cwd, "out")];
+    const [cmd, ...rest] = runtime.scriptCommand(join(ROOT, "train.ts"), args);
+    const child = spawn(cmd, rest, { cwd, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "", sent = false;
+    child.stderr!.setEncoding("utf8");
+    const exited = new Promise<[number | null, string | null]>((r) => child.once("close", (code, signal) => r([code, signal])));
+    child.stderr!.on("data", (c: string) => {
+      stderr += c;
+      // After the second progress line, as a user would press Ctrl-C. process.kill, not
+      // child.kill: Deno reports a child it signalled as killed by that signal, whatever its exit.
+      if (!sent && (stderr.match(/^ingest \d+\/\d+/gm) ?? []).length >= 2) sent = process.kill(child.pid!, "SIGINT");
+    });
+    const [code, signal] = await exited;
+    assert.is(signal, null, `it exits by itself, not by the signal: ${stderr}`);
+    assert.is(code, 130, stderr);
+    const said = stderr.match(/ingest interrupted after (\d+) of the (\d+) samples of dataset 'fashion-mnist': (\d+) are in sqlite:data\/fashion-mnist\.sqlite/);
+    assert.ok(said, `says what is stored: ${stderr}`);
+    assert.is(Number(said![2]), 2 * limit);
+    assert.ok(Number(said![3]) > 0 && Number(said![3]) < 2 * limit, `stopped part-way: ${said![3]}`);
+    assert.match(stderr, /Run the same command again to resume/);
+    const again = spawnTrain(args, { cwd });
+    assert.is(again.status, 0, again.stderr);
+    assert.match(again.stderr, new RegExp(`^ingest   ${2 * limit - Number(said![3])} samples into`, "m"), "the re-run writes only what was not stored");
+    // The last line's time counts the ingest too (it left out a 100 s ingest).
+    const ingestS = Number(/^ingest .* in ([\d.]+) s$/m.exec(again.stderr)![1]);
+    const last = /([\d.]+) s in all \(([\d.]+) s of it ingesting\)/.exec(again.stdout);
+    assert.ok(last, again.stdout);
+    assert.is(Number(last![2]), ingestS);
+    assert.ok(Number(last![1]) > ingestS);
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
+  }
+}, { timeoutMs: 400_000 });
+
 test("Ctrl-C mid-run: train.ts exits 130 after the epoch being written, and says what it kept", async () => {
   const out = join(dir, "interrupted");
   const [cmd, ...rest] = runtime.scriptCommand("train.ts", [
@@ -275,6 +314,7 @@ test("Ctrl-C mid-run: train.ts exits 130 after the epoch being written, and says
   const lines = readFileSync(metrics, "utf8").trim().split("\n").map((l) => JSON.parse(l));
   assert.ok(lines.length >= 2, `${lines.length} epochs kept`);
   lines.forEach((l, i) => assert.is(l.epoch, i + 1));
-  assert.match(stderr, new RegExp(`SIGINT: stopped during epoch ${lines.length + 1} of 500; the ${lines.length} whole epoch\\(s\\) before it are in`));
+  const kept = lines.length === 1 ? "the whole epoch before it is" : `the ${lines.length} whole epochs before it are`;
+  assert.match(stderr, new RegExp(`SIGINT: stopped during epoch ${lines.length + 1} of 500; ${kept} in`));
   assert.ok(existsSync(join(out, "w.bin")), "the last whole epoch's weights");
 });

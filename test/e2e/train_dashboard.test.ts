@@ -64,6 +64,10 @@ test("train.ts --dashboard: Chromium shows the run's figures moving, and at the 
     assert.is(report.epochs.reduce((a: number, e: { samples: number }) => a + e.samples, 0), total);
     const curve = await page.evaluate<number>(`document.querySelectorAll("#chart-loss path, #chart-loss polyline").length`);
     assert.ok(curve > 0, "the loss chart has a curve");
+    // A training run has them: its loss and accuracy tiles and charts are shown, and the
+    // legends of train and test carry a swatch of their line's colour.
+    assert.equal(await page.evaluate(`[...document.querySelectorAll("[data-needs]")].map((e) => e.hidden)`), [false, false, false, false, false, false]);
+    assert.equal(await page.evaluate(`[...document.querySelectorAll("#chart-loss rect.swatch")].map((r) => r.getAttribute("fill"))`), await page.evaluate(`[...document.querySelectorAll("#chart-loss path")].map((p) => p.getAttribute("stroke"))`));
     mkdirSync(ARTIFACTS, { recursive: true });
     const bytes = await page.screenshot(join(ARTIFACTS, `train-dashboard-${runtime.name}.png`));
     assert.ok(bytes > 10_000, `a screenshot of ${bytes} bytes`);

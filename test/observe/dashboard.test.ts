@@ -434,6 +434,16 @@ test("cassette read --dashboard: Chromium shows figures that move during the rea
     assert.is(await page.text("m-samples"), "400");
     const svg = await page.evaluate<number>(`document.querySelectorAll("#chart-histogram rect").length`);
     assert.ok(svg > 0, "the batch-time histogram has bars");
+    // A read has no loss or accuracy: their four tiles and two charts are hidden, not empty.
+    assert.equal(await page.evaluate(`[...document.querySelectorAll("[data-needs]")].map((e) => e.hidden)`), [true, true, true, true, true, true]);
+    // Each line's legend has a swatch of the line's colour.
+    assert.equal(await page.evaluate(`[...document.querySelectorAll("#chart-rate rect.swatch")].map((r) => r.getAttribute("fill"))`), ["#1f77b4"]);
+    // "MB/s (now)" is the sum of the per-connection bars (the run's MB/s is another figure, named so).
+    const bars = await page.evaluate<number[]>(`[...document.querySelectorAll("#chart-connections rect[data-value]")].map((r) => Number(r.dataset.value))`);
+    assert.ok(bars.length > 0, "per-connection bars");
+    assert.ok(Math.abs(m["mb-per-sec-now"]! - bars.reduce((a, b) => a + b, 0)) < 1e-9, `MB/s (now) ${m["mb-per-sec-now"]}, bars ${bars}`);
+    assert.match((await page.text("m-mb-per-sec"))!, /./);
+    assert.match(await page.evaluate<string>(`document.querySelector("#chart-connections").previousElementSibling.textContent`), /per connection over the last second \(their sum is MB\/s \(now\)\)/);
     const bytes = await page.screenshot(join(ARTIFACTS, `dashboard-${runtime.name}.png`));
     assert.ok(bytes > 10_000, `a screenshot of ${bytes} bytes`);
   } finally {
