@@ -32,4 +32,16 @@ declare namespace Deno {
   function cwd(): string;
   function exit(code?: number): never;
   function execPath(): string;
+  // The Dawn-notice filter (withoutDawnNotices): permissions, FFI to libc, a temporary file, stderr.
+  const permissions: { querySync?(desc: { name: "ffi" | "read" | "write" }): { state: "granted" | "denied" | "prompt" } };
+  const build: { os: string };
+  interface DynamicLibrary<S> {
+    symbols: { [K in keyof S]: (...args: any[]) => number };
+    close(): void;
+  }
+  function dlopen<S>(path: string, symbols: S): DynamicLibrary<S>;
+  function makeTempFileSync(options?: { prefix?: string }): string;
+  function removeSync(path: string): void;
+  function readTextFileSync(path: string): string;
+  const stderr: { writeSync(data: Uint8Array): number };
 }
