@@ -20,6 +20,7 @@ import process from "node:process";
 import { runtime } from "./runtime-adapters/index.ts";
 import { CassetteError } from "./src/errors.ts";
 import { count } from "./src/util/plural.ts";
+import { stopOnCtrlC } from "./src/util/ctrl_c.ts";
 import { openStore } from "./src/source/open.ts";
 import type { Store } from "./src/dataset/store.ts";
 import type { Sample } from "./src/read/sample.ts";
@@ -781,13 +782,7 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
   }
   let bar: ReturnType<typeof progress> | undefined;
   const t0 = runtime.now();
-  const stop = new AbortController();
-  const onSigint = () => {
-    if (!stop.signal.aborted) return stop.abort();
-    console.error(`\ningest stopped at once (second Ctrl-C): every sample in ${store.address} is whole; run the same command again to resume`);
-    runtime.exit(130);
-  };
-  process.on("SIGINT", onSigint);
+  const stop = stopOnCtrlC(store.address);
   let ing: Awaited<ReturnType<typeof ingest>>;
   try {
     ing = await ingest(store, `idx:${run.idx}`, {
@@ -801,7 +796,7 @@ async function ensureDataset(store: Store, run: Run, log: (s: string) => void): 
       },
     });
   } finally {
-    process.off("SIGINT", onSigint);
+    stop.dispose();
   }
   if (ing.interrupted) {
     ingestInterrupted(ing, store.address);

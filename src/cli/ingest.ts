@@ -13,6 +13,7 @@ import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";
 import { readBoundedBody } from "../util/bounded_body.ts";
+import { stopOnCtrlC } from "../util/ctrl_c.ts";
 
 /** Sources with at most this many files are decoded in full at ingest unless --no-verify. */
 const VERIFY_UP_TO = 10_000;
@@ -99,13 +100,7 @@ export async function run(argv: string[]): Promise<number> {
   const http = new undici.Agent().compose(undici.interceptors.redirect({ maxRedirections: 3 }));
   // Ctrl-C: the first stops the ingest after the samples being written, which then says what
   // is stored; a second exits at once (each stored sample is whole either way).
-  const stop = new AbortController();
-  const onSigint = () => {
-    if (!stop.signal.aborted) return stop.abort();
-    console.error(`\ningest stopped at once (second Ctrl-C): every sample in ${store.address} is whole; run the same command again to resume`);
-    runtime.exit(130);
-  };
-  process.on("SIGINT", onSigint);
+  const stop = stopOnCtrlC(store.address);
   try {
     let bar: ReturnType<typeof progress> | undefined;
     const summary = await ingest(store, source, {
@@ -142,7 +137,7 @@ export async function run(argv: string[]): Promise<number> {
     }
     return summary.interrupted ? 130 : summary.errors.length ? 1 : 0;
   } finally {
-    process.off("SIGINT", onSigint);
+    stop.dispose();
     decoder?.close();
     await http.close();
     await buckets.close();
