@@ -153,9 +153,41 @@ function logAxis(min: number, max: number, fixedLo?: number, fixedHi?: number): 
  * ```
  */
 export function lineChart(o: LineChartOptions): string {
+  const f = frame(o);
+  const out = [...head(o, f), ...grid(o, f), ...lines(o, f), ...(o.markers ? markers(o, f) : []), ...legend(o, f), "</svg>"];
+  return out.join("\n") + "\n";
+}
+
+/** A chart's axes, layout and scales (lineChart's parts draw from it). */
+interface Frame {
+  W: number;
+  H: number;
+  logY: boolean;
+  xa: Axis;
+  ya: Axis;
+  ra: Axis | false | undefined;
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+  rowH: number;
+  perColumn: number;
+  columnW: number;
+  sx: (x: number) => number;
+  syAxis: (v: number) => number;
+  syRight: (v: number) => number;
+  /** The y scale of a series' axis. */
+  yOf: (s: Series) => (y: number) => number;
+  /** A point drawn (finite; positive on a log axis unless on the right one). */
+  ok: (p: [number, number], right?: boolean) => boolean;
+}
+
+const onRight = (s: Series) => s.axis === "right";
+
+/** The data's extent, the axes over it, and the layout: the legend takes a right-hand column as wide as the longest name. */
+function frame(o: LineChartOptions): Frame {
   const W = o.width ?? 720, H = o.height ?? 420;
   const logY = o.logY ?? false;
-  const onRight = (s: Series) => s.axis === "right";
   if (!o.yRight && o.series.some(onRight)) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot draw series '${o.series.find(onRight)!.name}' on the right axis as the chart has no 'yRight'`);
   }
@@ -173,9 +205,7 @@ export function lineChart(o: LineChartOptions): string {
   const xa = linearAxis(xMin, xMax, undefined, undefined, o.integerX ? 1 : 0);
   const ya = logY ? logAxis(yMin, yMax, o.yMin, o.yMax) : linearAxis(yMin, yMax, o.yMin, o.yMax);
   const ra = o.yRight && linearAxis(rMin, rMax, o.yRight.min, o.yRight.max);
-
-  // Layout: the legend takes a right-hand column as wide as the longest name.
-  // Rows of 16 px, squeezed down to 10 px, then more columns.
+  // Legend rows of 16 px, squeezed down to 10 px, then more columns.
   const left = 72, top = 40, bottom = H - 48;
   const n = o.series.length;
   const rowH = Math.max(10, Math.min(16, (bottom - top) / Math.max(1, n)));
@@ -188,20 +218,29 @@ export function lineChart(o: LineChartOptions): string {
   const sx = (x: number) => left + ((x - xa.lo) / (xa.hi - xa.lo)) * (right - left);
   const sy = (y: number) => bottom - (((logY ? Math.log10(y) : y) - ya.lo) / (ya.hi - ya.lo)) * (bottom - top);
   const syAxis = (v: number) => bottom - ((v - ya.lo) / (ya.hi - ya.lo)) * (bottom - top);
-  const syRight = (v: number) => bottom - ((v - ra!.lo) / (ra!.hi - ra!.lo)) * (bottom - top);
-  const yOf = (s: Series) => (onRight(s) ? syRight : sy);
+  const syRight = (v: number) => bottom - ((v - (ra as Axis).lo) / ((ra as Axis).hi - (ra as Axis).lo)) * (bottom - top);
+  return { W, H, logY, xa, ya, ra, left, right, top, bottom, rowH, perColumn, columnW, sx, syAxis, syRight, yOf: (s) => (onRight(s) ? syRight : sy), ok };
+}
 
-  const out: string[] = [];
-  out.push('<?xml version="1.0" encoding="UTF-8"?>');
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`);
-  out.push(`<title>${esc(o.title)}</title>`);
-  out.push(`<rect x="0" y="0" width="${W}" height="${H}" fill="#ffffff"/>`);
-  out.push(`<defs><clipPath id="plot-clip"><rect x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}"/></clipPath></defs>`);
+/** The document's start: size, title, background, the plot area's clip. */
+function head(o: LineChartOptions, f: Frame): string[] {
+  const { W, H, left, right, top, bottom } = f;
   // A long title shrinks (to 9 px at least) rather than running off the picture.
   const titlePx = Math.max(9, Math.min(15, Math.floor((W - 24) / (0.56 * Math.max(1, o.title.length)))));
-  out.push(`<text x="${px(W / 2)}" y="24" text-anchor="middle" font-size="${titlePx}" ${FONT}>${esc(o.title)}</text>`);
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}">`,
+    `<title>${esc(o.title)}</title>`,
+    `<rect x="0" y="0" width="${W}" height="${H}" fill="#ffffff"/>`,
+    `<defs><clipPath id="plot-clip"><rect x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}"/></clipPath></defs>`,
+    `<text x="${px(W / 2)}" y="24" text-anchor="middle" font-size="${titlePx}" ${FONT}>${esc(o.title)}</text>`,
+  ];
+}
 
-  // Grid and ticks.
+/** Grid lines, ticks and their labels on each axis, the plot area's frame, the axis titles. */
+function grid(o: LineChartOptions, f: Frame): string[] {
+  const { H, xa, ya, ra, left, right, top, bottom, sx, syAxis, syRight, logY } = f;
+  const out: string[] = [];
   out.push(`<g class="x-ticks" font-size="11" ${FONT} text-anchor="middle" fill="#333333">`);
   for (const t of xa.ticks) {
     const x = px(sx(t));
@@ -226,14 +265,17 @@ export function lineChart(o: LineChartOptions): string {
   out.push(`<rect class="plot-area" x="${px(left)}" y="${px(top)}" width="${px(right - left)}" height="${px(bottom - top)}" fill="none" stroke="#333333"/>`);
   out.push(`<text x="${px((left + right) / 2)}" y="${H - 10}" text-anchor="middle" font-size="12" ${FONT}>${esc(o.xLabel)}</text>`);
   out.push(`<text transform="translate(16 ${px((top + bottom) / 2)}) rotate(-90)" text-anchor="middle" font-size="12" ${FONT}>${esc(o.yLabel)}</text>`);
+  return out;
+}
 
-  // One path per series; a skipped point starts a new subpath.
-  out.push('<g class="series" clip-path="url(#plot-clip)" fill="none" stroke-width="1.5" stroke-linejoin="round">');
+/** One path per series; a skipped point starts a new subpath. */
+function lines(o: LineChartOptions, f: Frame): string[] {
+  const out = ['<g class="series" clip-path="url(#plot-clip)" fill="none" stroke-width="1.5" stroke-linejoin="round">'];
   o.series.forEach((s, i) => {
     const runs: string[][] = [[]];
-    const y = yOf(s);
+    const y = f.yOf(s);
     for (const p of s.points) {
-      if (ok(p, onRight(s))) runs[runs.length - 1].push(`${px(sx(p[0]))},${px(y(p[1]))}`);
+      if (f.ok(p, onRight(s))) runs[runs.length - 1].push(`${px(f.sx(p[0]))},${px(y(p[1]))}`);
       else if (runs[runs.length - 1].length) runs.push([]);
     }
     // A lone point draws nothing as a line: a zero-length segment with round caps shows it.
@@ -241,32 +283,37 @@ export function lineChart(o: LineChartOptions): string {
     if (d) out.push(`<path data-series="${esc(s.name)}" d="${d}" stroke="${colour(i)}" stroke-linecap="round"${dash(s)}/>`);
   });
   out.push("</g>");
-  if (o.markers) {
-    // Not clipped, so a point on the plot area's edge shows whole; a point outside fixed axes has none.
-    const inside = (x: number, y: number) => x >= left - 0.01 && x <= right + 0.01 && y >= top - 0.01 && y <= bottom + 0.01;
-    out.push('<g class="markers">');
-    o.series.forEach((s, i) => {
-      const y = yOf(s);
-      // Smaller where a series' points crowd (a dot per training step), 2.5 px where they are sparse.
-      const r = px(Math.max(1, Math.min(2.5, (right - left) / Math.max(1, s.points.length) / 2)));
-      for (const p of s.points) {
-        if (!ok(p, onRight(s))) continue;
-        const cx = sx(p[0]), cy = y(p[1]);
-        if (inside(cx, cy)) out.push(`<circle data-series="${esc(s.name)}" cx="${px(cx)}" cy="${px(cy)}" r="${r}" fill="${colour(i)}"/>`);
-      }
-    });
-    out.push("</g>");
-  }
+  return out;
+}
 
-  if (n) {
-    out.push(`<g class="legend" font-size="${rowH < 14 ? 9 : 11}" ${FONT}>`);
-    o.series.forEach((s, i) => {
-      const y = top + 6 + (i % perColumn) * rowH, x = right + Math.floor(i / perColumn) * columnW;
-      out.push(`<line x1="${px(x + 12)}" y1="${px(y)}" x2="${px(x + 28)}" y2="${px(y)}" stroke="${colour(i)}" stroke-width="3"${dash(s)}/>`);
-      out.push(`<text x="${px(x + 32)}" y="${px(y)}" dy="4">${esc(s.name)}</text>`);
-    });
-    out.push("</g>");
-  }
-  out.push("</svg>");
-  return out.join("\n") + "\n";
+/** A dot per point, not clipped, so a point on the plot area's edge shows whole; a point outside fixed axes has none. */
+function markers(o: LineChartOptions, f: Frame): string[] {
+  const { left, right, top, bottom } = f;
+  const inside = (x: number, y: number) => x >= left - 0.01 && x <= right + 0.01 && y >= top - 0.01 && y <= bottom + 0.01;
+  const out = ['<g class="markers">'];
+  o.series.forEach((s, i) => {
+    const y = f.yOf(s);
+    // Smaller where a series' points crowd (a dot per training step), 2.5 px where they are sparse.
+    const r = px(Math.max(1, Math.min(2.5, (right - left) / Math.max(1, s.points.length) / 2)));
+    for (const p of s.points) {
+      if (!f.ok(p, onRight(s))) continue;
+      const cx = f.sx(p[0]), cy = y(p[1]);
+      if (inside(cx, cy)) out.push(`<circle data-series="${esc(s.name)}" cx="${px(cx)}" cy="${px(cy)}" r="${r}" fill="${colour(i)}"/>`);
+    }
+  });
+  out.push("</g>");
+  return out;
+}
+
+/** Each series' swatch and name, in columns right of the plot. */
+function legend(o: LineChartOptions, f: Frame): string[] {
+  if (!o.series.length) return [];
+  const out = [`<g class="legend" font-size="${f.rowH < 14 ? 9 : 11}" ${FONT}>`];
+  o.series.forEach((s, i) => {
+    const y = f.top + 6 + (i % f.perColumn) * f.rowH, x = f.right + Math.floor(i / f.perColumn) * f.columnW;
+    out.push(`<line x1="${px(x + 12)}" y1="${px(y)}" x2="${px(x + 28)}" y2="${px(y)}" stroke="${colour(i)}" stroke-width="3"${dash(s)}/>`);
+    out.push(`<text x="${px(x + 32)}" y="${px(y)}" dy="4">${esc(s.name)}</text>`);
+  });
+  out.push("</g>");
+  return out;
 }
