@@ -374,16 +374,7 @@ function takenBack(run: Run, pos: number): void {
  */
 function ship(run: Run, g: Group): void {
   if (run.strict) g.entries.sort((a, b) => a.pos - b.pos);
-  const first = g.entries.find((e) => e.s.target)?.s.target;
-  const floats = first instanceof Float32Array;
-  const entries = first ? g.entries.filter((e) => {
-    const t = e.s.target;
-    if (t && (t instanceof Float32Array) === floats && (!floats || t.length === first.length)) return true;
-    const what = !t ? "none" : t instanceof Float32Array ? `a vector of ${t.length}` : "bytes";
-    const id = e.s.id;
-    g.errors.push({ pos: e.pos, error: serialize(e.pos, id, new CassetteError("ERR_MALFORMED_INPUT", `Cannot batch sample ${id} as the batch's labels are ${floats ? `a vector of ${first.length}` : "bytes"} and its label is ${what}`)) });
-    return false;
-  }) : g.entries;
+  const { entries, first, floats } = batchable(g);
   const n = entries.length;
   const a = g.arena;
   let bytes = 0, extra = 0;
@@ -470,6 +461,25 @@ function ship(run: Run, g: Group): void {
   else slabSent.add(slab);
   scope.postMessage({ t: "packet", packet }, [meta]);
 }
+/**
+ * The entries whose targets can share a batch with the first one's (all float vectors of its
+ * length, or all bytes); each other one becomes an error naming it.
+ */
+function batchable(g: Group): { entries: Entry[]; first?: Float32Array | Uint8Array; floats: boolean } {
+  const first = g.entries.find((e) => e.s.target)?.s.target;
+  const floats = first instanceof Float32Array;
+  if (!first) return { entries: g.entries, floats };
+  const entries = g.entries.filter((e) => {
+    const t = e.s.target;
+    if (t && (t instanceof Float32Array) === floats && (!floats || t.length === first.length)) return true;
+    const what = !t ? "none" : t instanceof Float32Array ? `a vector of ${t.length}` : "bytes";
+    const id = e.s.id;
+    g.errors.push({ pos: e.pos, error: serialize(e.pos, id, new CassetteError("ERR_MALFORMED_INPUT", `Cannot batch sample ${id} as the batch's labels are ${floats ? `a vector of ${first.length}` : "bytes"} and its label is ${what}`)) });
+    return false;
+  });
+  return { entries, first, floats };
+}
+
 /** CASSETTE_READ_INTO=0 decodes into arrays of their own, copied at the flush, as before (for A/B runs). */
 const into = runtime.env("CASSETTE_READ_INTO") !== "0";
 
