@@ -5,14 +5,13 @@
  * whole either way, and running the same command again resumes.
  */
 import process from "node:process";
-import { runtime } from "../../runtime-adapters/index.ts";
 
 export function stopOnCtrlC(storeAddress: string): { signal: AbortSignal; dispose(): void } {
   const stop = new AbortController();
   const onSigint = () => {
     if (!stop.signal.aborted) return stop.abort();
     console.error(`\ningest stopped at once (second Ctrl-C): every sample in ${storeAddress} is whole; run the same command again to resume`);
-    runtime.exit(130);
+    process.exit(130);
   };
   process.on("SIGINT", onSigint);
   return { signal: stop.signal, dispose: () => void process.off("SIGINT", onSigint) };
