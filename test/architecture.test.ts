@@ -115,7 +115,7 @@ test("no files import each other in a cycle (type-only imports included)", () =>
 
 test("the checks catch what they are for: a forbidden direction, a missing rule, a cycle", () => {
   const rules = parseRules("```rules\nsrc/source : src/errors.ts\nsrc/decode :\n```");
-  assert.equal(violations([["src/source/http.ts", "src/errors.ts"], ["src/source/a.ts", "src/source/b.ts"]], rules), []);
+  assert.equal(violations([["src/source/http/http.ts", "src/errors.ts"], ["src/source/a.ts", "src/source/b.ts"]], rules), []);
   assert.equal(violations([["src/source/source.ts", "src/decode/jpeg.ts"]], rules), ["src/source/source.ts imports src/decode/jpeg.ts: src/source may not import src/decode"]);
   assert.match(violations([["train.ts", "bench/x.ts"]], rules)[0], /train\.ts has no rule/);
   assert.equal(cycles([["a", "b"], ["b", "c"], ["c", "a"], ["c", "d"]]), [["a", "b", "c"]]);

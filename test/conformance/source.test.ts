@@ -23,7 +23,7 @@ import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore } from "../../src/source/open.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { isRetryable } from "../../src/source/retryable.ts";
-import { exportDataset, exportShards } from "../../src/source/export.ts";
+import { exportDataset, exportShards } from "../../src/source/export/export.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
