@@ -7,7 +7,7 @@ import { loadSplit } from "../dataset/splits.ts";
 import { DEFAULT_SHARD_BYTES } from "../dataset/webdataset.ts";
 import { progress } from "../observe/progress.ts";
 import { exportDataset, exportShards, objectPath, openSink, parseBytes } from "../source/export/export.ts";
-import { LABELS_FILE } from "../source/files/file.ts";
+import { LABELS_FILE } from "../source/kinds.ts";
 import { openStore } from "../source/open.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
 

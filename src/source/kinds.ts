@@ -27,9 +27,10 @@ import type { WebDatasetSourceOptions } from "./webdataset/webdataset_source.ts"
 
 // What the rooms outside src/source/ use of the protocols, named here so that they need not
 // reach into a protocol's folder (the subpath mod.ts files re-export the public classes).
+// Types only, and what is loaded anyway: a value re-exported from http/ would load undici
+// with every read path.
 export type { CassandraStoreOptions, CassandraSourceOptions, FileSourceOptions, HttpSourceOptions, S3Options, WebDatasetSourceOptions };
 export { LABELS_FILE } from "./files/file.ts";
-export { S3Client } from "./http/s3.ts";
 
 /** How `openStore` opens a store: Cassandra's options, and whether to make a store that is not there. */
 export interface OpenStoreOptions {

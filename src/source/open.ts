@@ -11,8 +11,7 @@
  */
 import type { Store } from "../dataset/store.ts";
 import type { Source } from "./source.ts";
-import type { CassandraSourceOptions } from "./cassandra/cassandra_source.ts";
-import { locate, type OpenStoreOptions, sourceOfStore, writeStore } from "./kinds.ts";
+import { type CassandraSourceOptions, locate, type OpenStoreOptions, sourceOfStore, writeStore } from "./kinds.ts";
 
 export type { OpenStoreOptions };
 
