@@ -15,6 +15,9 @@
  *                                --format webdataset` writes PREFIX.index.json): INDEX is a file
  *                                path, an http(s):// URL or an s3:// address (with their options),
  *                                read by source/webdataset/webdataset_source.ts; read only
+ *
+ * Each kind parses its own in the kind table (src/source/kinds.ts: `locate`, `parseStoreAddress`;
+ * Cassandra's in source/cassandra/address.ts); here are the parsed types and the named error.
  */
 import { CassetteError } from "../errors.ts";
 
