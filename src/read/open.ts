@@ -165,7 +165,7 @@ export function checkReadOptions(target: string | Addressed | Store | Source, o:
 /** `open(…, { mode: "read" })`, also for an address parsed already (the Loader's: parsed once, passed on). */
 export async function openRead(target: string | Addressed | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
   const at = typeof target === "string" ? locate(target) : isAddressed(target) ? target : undefined;
-  checkReadOptions(target, o, `Cannot read from ${at ? `'${redact(at.text)}'` : "a store"}`);
+  checkReadOptions(at ?? target, o, `Cannot read from ${at ? `'${redact(at.text)}'` : "a store"}`);
   const transform = o.transform && { url: transformUrl(o.transform, runtime.cwd()), options: o.transform.options };
   if (o.workers && at) {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
