@@ -1,8 +1,9 @@
 /**
  * Decoders by format: the one place that names each implementation, so the read path, the
  * read workers and the pool ask for "a decoder". A new format (say WebP) is one module that
- * implements `Decoder` and one entry in `DECODERS` (its signature test and its factory):
- * `createDecoder`, "auto", `sniffFormat` and the unknown-format error follow the table.
+ * implements `Decoder` and one entry in `DECODERS` (its name in ImageFormat, its signature test
+ * and its factory): `createDecoder`, "auto", `sniffFormat` and the unknown-format error follow
+ * the table.
  *
  * "auto" holds one decoder per entry and picks by the file's first bytes (FF D8 → JPEG,
  * 89 50 4E 47 → PNG), so a folder of both decodes through one decoder; anything else is an
@@ -23,23 +24,24 @@ interface DecoderEntry<F extends string = string> {
   create(): Promise<Decoder<PngDecodeOptions>>;
 }
 
-/** Every format decoded, in the order "auto" tries their signatures. */
-const DECODERS = [
-  { format: "jpeg", signature: "JPEG (FF D8)", sniff: (b) => b.length >= 2 && b[0] === 0xff && b[1] === 0xd8, create: createJpegDecoder },
-  {
+/** A format with a decoder: "jpeg", "png" (each has its entry in `DECODERS`, src/decode/decoders.ts). */
+export type ImageFormat = "jpeg" | "png";
+
+/** Every format decoded, one entry each (the type asks for one per ImageFormat), in the order "auto" tries their signatures. */
+const DECODERS: { readonly [F in ImageFormat]: DecoderEntry<F> } = {
+  jpeg: { format: "jpeg", signature: "JPEG (FF D8)", sniff: (b) => b.length >= 2 && b[0] === 0xff && b[1] === 0xd8, create: createJpegDecoder },
+  png: {
     format: "png", signature: "PNG (89 50 4E 47)", sniff: (b) => b.length >= 4 && b[0] === 0x89 && b[1] === 0x50 && b[2] === 0x4e && b[3] === 0x47,
     create: createPngDecoder,
   },
-] as const satisfies readonly DecoderEntry[];
-
-/** A format with a decoder: "jpeg", "png" (one per entry of the table in src/decode/decoders.ts). */
-export type ImageFormat = typeof DECODERS[number]["format"];
+};
+const ENTRIES: readonly DecoderEntry<ImageFormat>[] = Object.values(DECODERS);
 
 /** The formats `createDecoder` makes a decoder for: "auto" picks JPEG or PNG by each file's first bytes. */
 export type DecoderFormat = ImageFormat | "auto";
 
 const FACTORIES: Record<DecoderFormat, () => Promise<Decoder>> = {
-  ...Object.fromEntries(DECODERS.map((d) => [d.format, d.create])) as Record<ImageFormat, () => Promise<Decoder>>,
+  ...Object.fromEntries(ENTRIES.map((d) => [d.format, d.create])) as Record<ImageFormat, () => Promise<Decoder>>,
   auto: createAutoDecoder,
 };
 
@@ -79,7 +81,7 @@ export class UnknownFormatError extends CassetteError {
     const text = [...seen].map((b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
     const what = seen.length === 0 ? "the input is empty" : `it starts with ${hex} ("${text}")`;
     const other = otherFormat(seen);
-    const known = DECODERS.map((d) => d.signature).join(" nor ");
+    const known = ENTRIES.map((d) => d.signature).join(" nor ");
     super(other ? "ERR_UNSUPPORTED" : "ERR_MALFORMED_INPUT", `Cannot decode as ${what}${other ? `, a ${other} file,` : ""} which is neither ${known}: at byte 0`);
     this.name = "UnknownFormatError";
     this.seen = seen;
@@ -88,13 +90,13 @@ export class UnknownFormatError extends CassetteError {
 
 /** The format of `bytes` by its signature, or undefined. */
 export function sniffFormat(bytes: Uint8Array): ImageFormat | undefined {
-  return DECODERS.find((d) => d.sniff(bytes))?.format;
+  return ENTRIES.find((d) => d.sniff(bytes))?.format;
 }
 
 /** Every format's decoder through one (format "auto"), picked by each input's signature; PNG-only options reach only PNGs. */
 export async function createAutoDecoder(): Promise<Decoder<PngDecodeOptions>> {
-  const made = await Promise.all(DECODERS.map((d) => d.create()));
-  return new AutoDecoder(new Map(DECODERS.map((d, i) => [d.format, made[i]])));
+  const made = await Promise.all(ENTRIES.map((d) => d.create()));
+  return new AutoDecoder(new Map(ENTRIES.map((d, i) => [d.format, made[i]])));
 }
 
 class AutoDecoder implements Decoder<PngDecodeOptions> {

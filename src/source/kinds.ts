@@ -100,10 +100,10 @@ const sqlite: Of<"sqlite"> = {
     return { kind: "sqlite", path };
   },
   read: (at, o) => readStore(at, o),
-  write(at, o) {
+  async write(at, o) {
     const create = o.create ?? true;
     if (create) mkdirSync(dirname(at.parsed.path), { recursive: true });
-    return Promise.resolve(SqliteStore.open(at.parsed.path, create));
+    return SqliteStore.open(at.parsed.path, create);
   },
   sourceOf: (store, dataset, maxInFlight) => (store instanceof SqliteStore ? new SqliteSource(store, dataset, maxInFlight) : undefined),
 };
@@ -176,15 +176,15 @@ export function parseStoreAddress(address: string): StoreAddress {
   return locate(address).parsed;
 }
 
-/** Opens the store at `at` to write into: a named error for a read-only kind. */
-export function writeStore(at: Addressed, o: OpenStoreOptions = {}): Promise<Store> {
+/** Opens the store at `at` to write into: a named error (a rejection, as every opening's) for a read-only kind. */
+export async function writeStore(at: Addressed, o: OpenStoreOptions = {}): Promise<Store> {
   if (!at.kind.write) {
     throw new CassetteError(
       "ERR_UNSUPPORTED",
       `Cannot open '${redact(at.text)}' as a dataset store: ${at.parsed.kind} addresses are read-only sources (the loader reads them); ingest into sqlite: or cassandra://`,
     );
   }
-  return at.kind.write(at, o);
+  return await at.kind.write(at, o);
 }
 
 /** The read side of an open Store, by the kind whose store it is. */

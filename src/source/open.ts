@@ -16,8 +16,8 @@ import { type CassandraSourceOptions, locate, type OpenStoreOptions, sourceOfSto
 export type { OpenStoreOptions };
 
 /** Opens the store at `address` (`sqlite:PATH`, `cassandra://…`) to write into or manage, made when missing unless `create: false`: the older name of `open(address, { mode: "write" })`. */
-export function openStore(address: string, options: OpenStoreOptions = {}): Promise<Store> {
-  return writeStore(locate(address), options);
+export async function openStore(address: string, options: OpenStoreOptions = {}): Promise<Store> {
+  return await writeStore(locate(address), options); // a bad address is a rejection, as it was
 }
 
 /**
