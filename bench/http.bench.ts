@@ -18,7 +18,7 @@
 import { join } from "node:path";
 import undici from "undici/index.js";
 import { runtime } from "../runtime-adapters/index.ts";
-import { exportDataset } from "../src/source/export.ts";
+import { exportDataset } from "../src/source/export/export.ts";
 import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";
 import { startNginx } from "../test/_support/nginx.ts";

@@ -24,7 +24,7 @@ import { createSplits } from "../src/dataset/splits.ts";
 import type { DatasetSpec } from "../src/dataset/spec.ts";
 import { sampleId } from "../src/dataset/sample_id.ts";
 import { openStore } from "../src/source/open.ts";
-import { CassandraStore } from "../src/source/cassandra.ts";
+import { CassandraStore } from "../src/source/cassandra/cassandra.ts";
 import type { NatRow, SampleInput, Store } from "../src/dataset/store.ts";
 import { mapLimit } from "../src/util/map_limit.ts";
 import { compare, type Contender } from "./_lib/compare.ts";

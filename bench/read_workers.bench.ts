@@ -38,7 +38,7 @@
  * src/read/packet.ts): what the receiving heap's collections cost the loader's thread.
  *
  * `--by-id` runs each worker count also with the SQLite store read as before NOTE [ Reading by
- * rowid ] (src/source/sqlite.ts): every sample by its id, pages by read() (CASSETTE_SQLITE_BY_ID=1).
+ * rowid ] (src/source/sqlite/sqlite.ts): every sample by its id, pages by read() (CASSETTE_SQLITE_BY_ID=1).
  *
  * Default store: the embedded Fashion-MNIST file train.ts makes (data/fashion-mnist.sqlite).
  * Fashion-MNIST is ingested into the store if absent, from Debian's dataset-fashion-mnist or

@@ -17,11 +17,11 @@
 import { join } from "node:path";
 import undici from "undici/index.js";
 import { runtime } from "../runtime-adapters/index.ts";
-import { exportDataset } from "../src/source/export.ts";
+import { exportDataset } from "../src/source/export/export.ts";
 import { openReadSource } from "../src/read/open.ts";
 import { Loader } from "../src/loader.ts";
-import { S3Client } from "../src/source/s3.ts";
-import { sha256Hex, signV4 } from "../src/source/sigv4.ts";
+import { S3Client } from "../src/source/http/s3.ts";
+import { sha256Hex, signV4 } from "../src/source/http/sigv4.ts";
 import { NO_S3, startS3Server } from "../test/_support/s3_server.ts";
 import { compare, type Contender } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";

@@ -31,10 +31,16 @@ import { EpochScheduler } from "./schedule/epochs.ts";
 import { checkResumeState, HandedOver, type LoaderState, type PlanIdentity, resumed } from "./schedule/resume.ts";
 import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
-import { type ShardGroups, shardGroups } from "./source/webdataset_source.ts";
+import { type Addressed, locate } from "./source/kinds.ts";
 import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
 import { checkReadOptions } from "./read/open.ts";
+
+/** The ids by shard a Loader plans by, set once known; `loading` while the read path opens a shard set. */
+interface ShardGroups {
+  groups?: string[][];
+  loading?: Promise<void>;
+}
 import { ReadPath } from "./read/read_path.ts";
 import { readWorkers, workerScale } from "./read/worker_source.ts";
 import type { Sample } from "./read/sample.ts";
@@ -241,8 +247,9 @@ export class Loader<T = Sample> implements AsyncDisposable {
     const module = isTransformModule(o.transform) ? o.transform : undefined;
     if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${o.workers}`);
     const workers = readWorkers(o.store, o);
-    // A bad address fails here too, not at the first batch.
-    checkReadOptions(o.store, { ...o, transform: module, workers }, "Cannot create a Loader");
+    // A bad address fails here too, not at the first batch; parsed once, passed on to the read path.
+    const at = this.#at = typeof o.store === "string" ? locate(o.store) : undefined;
+    checkReadOptions(at ?? o.store, { ...o, transform: module, workers }, "Cannot create a Loader");
     if (o.decode !== undefined && typeof o.decode !== "boolean") {
       if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
       checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error
@@ -252,7 +259,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
     if (o.resume !== undefined) this.#resume = checkResumeState(o.resume, this.#identity());
-    this.#read = new ReadPath({ ...o, transform: module, seed: o.seed, workers, scaleWorkers: workerScale(workers, o.workers) }, () => this.#schedule.drained());
+    this.#read = new ReadPath({ ...o, store: at ?? o.store, transform: module, seed: o.seed, workers, scaleWorkers: workerScale(workers, o.workers) }, () => this.#schedule.drained());
     this.#schedule = new EpochScheduler<Sample, T>(
       {
         batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", signal: o.signal,
@@ -271,7 +278,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (this.#closed) throw new CassetteError("ERR_INVALID_OPTION", "Cannot start an epoch as the loader is closed");
     // A shard set is planned shard by shard (plan/epoch.ts `groups`); a wds: address's shards
     // are known once its index is read, before the first epoch's plan.
-    const shards = this.#shards ??= shardGroups(this.options.store, this.options.dataset);
+    const shards = this.#shards ??= this.#shardGroups();
     const start = () => {
       // What this epoch hands over is recorded for state(); a resume's epoch starts from the
       // state's record and leaves its samples out.
@@ -296,6 +303,24 @@ export class Loader<T = Sample> implements AsyncDisposable {
     })();
   }
   #shards?: ShardGroups;
+  #at?: Addressed;
+
+  /**
+   * A shard set's ids by shard (Source's `shards()`): at once from a source given open; for an
+   * address of a kind with shards (src/source/kinds.ts), once the read path has opened the
+   * source the epoch reads (its index read once, there); none for any other store.
+   */
+  #shardGroups(): ShardGroups {
+    const store = this.options.store, out: ShardGroups = {};
+    if (typeof store !== "string") {
+      if (typeof (store as Source).shards === "function") out.groups = (store as Source).shards!();
+    } else if (this.#at?.kind.shards) {
+      out.loading = this.#read.source().then(() => {
+        out.groups = this.#read.shards();
+      });
+    }
+    return out;
+  }
   #resume?: LoaderState;
   #handed?: HandedOver;
 

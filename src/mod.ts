@@ -29,8 +29,8 @@ export type { DatasetInfo, NatRow, PredictionRow, SampleInput, Store, StoredSamp
 export type { Column, DatasetSpec } from "./dataset/spec.ts";
 export type { LabelSpec, LabelValue } from "./dataset/label.ts";
 export { ingest } from "./dataset/ingest.ts";
-export { exportDataset, exportShards, openSink } from "./source/export.ts";
-export type { ExportOptions, ExportSummary, ShardExportOptions, ShardExportSummary } from "./source/export.ts";
+export { exportDataset, exportShards, openSink } from "./source/export/export.ts";
+export type { ExportOptions, ExportSummary, ShardExportOptions, ShardExportSummary } from "./source/export/export.ts";
 export type { IngestOptions, IngestSummary } from "./dataset/ingest.ts";
 export { createFolds, createSplits, loadSplit, loadSplits, saveSplits } from "./dataset/splits.ts";
 export type { FoldParams, Split, SplitFile, SplitParams } from "./dataset/splits.ts";

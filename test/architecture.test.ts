@@ -87,6 +87,40 @@ export function cycles(edges: [string, string][]): string[][] {
   return found;
 }
 
+/** The folders of src/source/ that hold a store kind: those the kind table (src/source/kinds.ts) imports from. */
+export function kindFolders(edges: [string, string][]): Set<string> {
+  const out = new Set<string>();
+  for (const [from, to] of edges) {
+    const m = /^(src\/source\/[^/]+)\//.exec(to);
+    if (from === "src/source/kinds.ts" && m) out.add(m[1]);
+  }
+  return out;
+}
+
+/**
+ * The imports past the kind table that ARCHITECTURE.md names as exceptions: ingest's manifest
+ * reader makes S3Client itself (the kind table re-exports no value from http/, which would
+ * load undici with every read path).
+ */
+const DOOR_EXCEPTIONS = new Set(["src/cli/ingest.ts src/source/http/s3.ts"]);
+
+/**
+ * Imports of a store kind's internals from outside its folder that ARCHITECTURE.md's door rule
+ * does not allow: only the kind table, the other folders of src/source/ (the protocols and the
+ * export, which use one another), the mod.ts files (they re-export public classes), tests and
+ * benchmarks reach into a kind's folder; everything else goes through src/source/kinds.ts.
+ */
+export function doorViolations(edges: [string, string][], kinds: Set<string>): string[] {
+  const found: string[] = [];
+  for (const [from, to] of edges) {
+    const kind = [...kinds].find((k) => to.startsWith(`${k}/`));
+    if (!kind || from.startsWith(`${kind}/`) || DOOR_EXCEPTIONS.has(`${from} ${to}`)) continue;
+    const allowed = from === "src/source/kinds.ts" || /^src\/source\/[^/]+\//.test(from) || /^src\/([^/]+\/)?mod\.ts$/.test(from) || /^(test|bench)\//.test(from);
+    if (!allowed) found.push(`${from} imports ${to}: outside ${kind}/ a store kind is reached through src/source/kinds.ts`);
+  }
+  return found;
+}
+
 function sources(path: string): string[] {
   const full = join(ROOT, path);
   if (!statSync(full, { throwIfNoEntry: false })) return [];
@@ -108,6 +142,13 @@ test("every import follows ARCHITECTURE.md's rules", () => {
   }
 });
 
+test("nothing outside a store kind's folder reaches into it but the kind table, the other source folders, the mod.ts files, tests and benchmarks (ARCHITECTURE.md, Where to add)", () => {
+  const kinds = kindFolders(edges);
+  assert.equal([...kinds].sort(), ["src/source/cassandra", "src/source/files", "src/source/http", "src/source/sqlite", "src/source/webdataset"], "the kind table's folders");
+  const bad = doorViolations(edges, kinds);
+  assert.equal(bad, [], `imports past the kind table:\n  ${bad.join("\n  ")}`);
+});
+
 test("no files import each other in a cycle (type-only imports included)", () => {
   const found = cycles(edges.filter(([, to]) => !to.startsWith("node_modules")));
   assert.equal(found, [], `import cycles:\n  ${found.map((c) => c.join(" ↔ ")).join("\n  ")}`);
@@ -115,10 +156,22 @@ test("no files import each other in a cycle (type-only imports included)", () =>
 
 test("the checks catch what they are for: a forbidden direction, a missing rule, a cycle", () => {
   const rules = parseRules("```rules\nsrc/source : src/errors.ts\nsrc/decode :\n```");
-  assert.equal(violations([["src/source/http.ts", "src/errors.ts"], ["src/source/a.ts", "src/source/b.ts"]], rules), []);
+  assert.equal(violations([["src/source/http/http.ts", "src/errors.ts"], ["src/source/a.ts", "src/source/b.ts"]], rules), []);
   assert.equal(violations([["src/source/source.ts", "src/decode/jpeg.ts"]], rules), ["src/source/source.ts imports src/decode/jpeg.ts: src/source may not import src/decode"]);
   assert.match(violations([["train.ts", "bench/x.ts"]], rules)[0], /train\.ts has no rule/);
   assert.equal(cycles([["a", "b"], ["b", "c"], ["c", "a"], ["c", "d"]]), [["a", "b", "c"]]);
   assert.equal(cycles([["a", "b"], ["b", "c"]]), []);
+  const kinds = kindFolders([["src/source/kinds.ts", "src/source/http/http.ts"], ["src/source/kinds.ts", "src/source/address.ts"], ["src/read/open.ts", "src/source/files/file.ts"]]);
+  assert.equal([...kinds], ["src/source/http"]);
+  assert.equal(doorViolations([
+    ["src/source/kinds.ts", "src/source/http/http.ts"], ["src/source/http/s3.ts", "src/source/http/http.ts"], ["src/source/webdataset/w.ts", "src/source/http/http.ts"],
+    ["src/read/mod.ts", "src/source/http/s3.ts"], ["src/mod.ts", "src/source/http/s3.ts"], ["bench/s3.bench.ts", "src/source/http/s3.ts"], ["src/read/open.ts", "src/source/kinds.ts"],
+    ["src/cli/ingest.ts", "src/source/http/s3.ts"],
+  ], kinds), []);
+  assert.equal(doorViolations([["src/read/open.ts", "src/source/http/http.ts"], ["src/source/open.ts", "src/source/http/s3.ts"], ["src/cli/read.ts", "src/source/http/s3.ts"]], kinds), [
+    "src/read/open.ts imports src/source/http/http.ts: outside src/source/http/ a store kind is reached through src/source/kinds.ts",
+    "src/source/open.ts imports src/source/http/s3.ts: outside src/source/http/ a store kind is reached through src/source/kinds.ts",
+    "src/cli/read.ts imports src/source/http/s3.ts: outside src/source/http/ a store kind is reached through src/source/kinds.ts",
+  ]);
   assert.equal(importsOf("src/x/y.ts", 'import type { A } from "../a.ts";\n/** import { B } from "./b.ts"; */\nexport { C } from "./c.ts";\nconst d = await import("../../d.ts");'), ["src/a.ts", "src/x/c.ts", "d.ts"]);
 });

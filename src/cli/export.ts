@@ -1,13 +1,13 @@
 /**
  * `cassette export --store URL --dataset NAME --out DIR|s3://BUCKET/PREFIX`: the command over
- * src/source/export.ts (exportDataset, exportShards), which says how each format is written
+ * src/source/export/export.ts (exportDataset, exportShards), which says how each format is written
  * and resumed.
  */
 import { loadSplit } from "../dataset/splits.ts";
 import { DEFAULT_SHARD_BYTES } from "../dataset/webdataset.ts";
 import { progress } from "../observe/progress.ts";
-import { exportDataset, exportShards, objectPath, openSink, parseBytes } from "../source/export.ts";
-import { LABELS_FILE } from "../source/file.ts";
+import { exportDataset, exportShards, objectPath, openSink, parseBytes } from "../source/export/export.ts";
+import { LABELS_FILE } from "../source/kinds.ts";
 import { openStore } from "../source/open.ts";
 import { intOption, parseArgs, required, usageError } from "./args.ts";
 import { count } from "../util/plural.ts";

@@ -1,14 +1,14 @@
 /** `cassette ingest SOURCE --store URL --dataset NAME`: samples from a source into a store. */
 // Bun answers a bare "undici" with its own stub (oven-sh/bun#12773): the file path reaches the
-// installed package in every runtime, as src/source/http.ts does.
+// installed package in every runtime, as src/source/http/http.ts does.
 import undici from "undici/index.js";
 import { CassetteError } from "../errors.ts";
-import { S3Client } from "../source/s3.ts";
+import { S3Client } from "../source/http/s3.ts";
 import { ingest, type IngestSummary } from "../dataset/ingest.ts";
 import { checkDatasetName } from "../dataset/spec.ts";
 import { createAutoDecoder } from "../decode/decoders.ts";
 import { openStore } from "../source/open.ts";
-import { parseStoreAddress } from "../source/address.ts";
+import { parseStoreAddress } from "../source/kinds.ts";
 import { progress } from "../observe/progress.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { intOption, listOption, parseArgs, required, usageError } from "./args.ts";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 
-/** Prefix of temporary files: the same as src/source/file.ts's PART_PREFIX (never a final name). */
+/** Prefix of temporary files: the same as src/source/files/file.ts's PART_PREFIX (never a final name). */
 export const PART_PREFIX = ".cassette-part-";
 
 /** Where an export's objects go: a folder or an S3 bucket, each object written whole or not at all. */

@@ -125,6 +125,8 @@ export class DecodeSource implements ReadSource {
   readonly pool?: PreparePool;
   /** Every sample id the inner source can serve, where it can list them. */
   readonly ids?: () => string[] | Promise<string[]>;
+  /** The inner source's ids by shard, where it is a shard set. */
+  readonly shards?: () => string[][];
 
   /**
    * `decoder`: one here (decodes as each answer arrives), or a decode pool (answers when its
@@ -134,6 +136,7 @@ export class DecodeSource implements ReadSource {
   constructor(inner: Source, decoder: Decoder | AsyncDecoder, options?: DecodeOptions, stage: DecodeSourceOptions = {}) {
     this.#inner = inner;
     if (inner.ids) this.ids = () => inner.ids!();
+    if (inner.shards) this.shards = () => inner.shards!();
     this.#decoder = decoder;
     if (options) checkDecodeOptions(options); // named once here, not as every sample's error
     this.#options = options;

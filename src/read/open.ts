@@ -35,15 +35,21 @@ import { createDecoder } from "../decode/decoders.ts";
 import { createDecodePool } from "../decode/pool.ts";
 import { isTransformModule, loadTransformHere, type TransformModule, transformUrl } from "../decode/transform.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
-import { parseStoreAddress, redact } from "../source/address.ts";
-import type { CassandraStoreOptions } from "../source/cassandra.ts";
-import { type FileSourceOptions, openFileSource } from "../source/file.ts";
-import type { HttpSourceOptions } from "../source/http.ts";
-import type { S3Options } from "../source/s3.ts";
-import type { WebDatasetSourceOptions } from "../source/webdataset_source.ts";
-import { openSource as storeSource, openStore, type OpenStoreOptions } from "../source/open.ts";
+import { redact } from "../source/address.ts";
+import {
+  type Addressed,
+  type CassandraStoreOptions,
+  type FileSourceOptions,
+  type HttpSourceOptions,
+  locate,
+  type OpenStoreOptions,
+  type S3Options,
+  type WebDatasetSourceOptions,
+  writeStore,
+} from "../source/kinds.ts";
+import { openSource as storeSource } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
-import { DecodeSource, type KeyedSource, type PixelSink, type SampleClaim } from "./decode_source.ts";
+import { DecodeSource, type PixelSink, type SampleClaim } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
 import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
 
@@ -104,10 +110,9 @@ export function open(target: string | Store | Source, options: { mode: "read" } 
 export function open(target: string | Store | Source, options: OpenOptions): Promise<Store | ReadSource> {
   if (options?.mode === "write") {
     if (typeof target !== "string") throw new CassetteError("ERR_INVALID_OPTION", "Cannot open for writing as the target must be a store address");
-    if (parseStoreAddress(target).kind === "wds") {
-      throw new CassetteError("ERR_UNSUPPORTED", `Cannot open '${redact(target)}' for writing as WebDataset shards are read only: write them with cassette export --format webdataset (exportShards)`);
-    }
-    return openStore(target, options);
+    const at = locate(target);
+    if (at.kind.writeRefusal) throw new CassetteError("ERR_UNSUPPORTED", `Cannot open '${redact(target)}' for writing as ${at.kind.writeRefusal}`);
+    return writeStore(at, options);
   }
   if (options?.mode !== "read") {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot open '${typeof target === "string" ? redact(target) : "a store"}' as 'mode' must be "read" or "write": current value is ${(options as { mode?: unknown } | undefined)?.mode}`);
@@ -120,12 +125,14 @@ export function open(target: string | Store | Source, options: OpenOptions): Pro
  * several datasets; an export (http(s)://, file:) names its own, and a Source is already one.
  * Callers word the error for where they are (a Loader's option, a CLI flag, an open()).
  */
-export function datasetNeeded(target: string | Store | Source, dataset: string | undefined): string | undefined {
-  if (typeof target === "string") {
-    const kind = parseStoreAddress(target).kind; // a bad address fails here, not at the first batch
-    return !dataset && (kind === "sqlite" || kind === "cassandra") ? `a ${kind} store holds several` : undefined;
-  }
+export function datasetNeeded(target: string | Addressed | Store | Source, dataset: string | undefined): string | undefined {
+  const at = typeof target === "string" ? locate(target) : isAddressed(target) ? target : undefined; // a bad address fails here, not at the first batch
+  if (at) return !dataset && at.kind.several ? `a ${at.parsed.kind} store holds several` : undefined;
   return !dataset && isStore(target) ? "a store holds several" : undefined;
+}
+
+function isAddressed(x: unknown): x is Addressed {
+  return typeof x === "object" && x !== null && "parsed" in x && "kind" in x && "text" in x;
 }
 
 function isStore(x: unknown): x is Store {
@@ -137,14 +144,14 @@ function isStore(x: unknown): x is Store {
  * bad combination of `workers`, `decode` and `decodeWorkers`. `what` starts the message
  * ("Cannot create a Loader").
  */
-export function checkReadOptions(target: string | Store | Source, o: OpenReadOptions, what: string): void {
+export function checkReadOptions(target: string | Addressed | Store | Source, o: OpenReadOptions, what: string): void {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `${what} as ${why}`);
   };
   const why = datasetNeeded(target, o.dataset);
   if (why) throw new CassetteError("ERR_INVALID_OPTION", `${what} without a dataset name: 'dataset' is needed, as ${why}`);
   if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
-  if (o.workers && typeof target !== "string") bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
+  if (o.workers && typeof target !== "string" && !isAddressed(target)) bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
   if (o.transform !== undefined) {
     if (!isTransformModule(o.transform)) bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
     transformUrl(o.transform, runtime.cwd()); // a bad address is named here
@@ -155,17 +162,20 @@ export function checkReadOptions(target: string | Store | Source, o: OpenReadOpt
   if (o.workers && o.decodeWorkers !== "auto") bad("'decodeWorkers' and 'workers' cannot both be set: read workers decode where they read");
 }
 
-async function openRead(target: string | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
-  checkReadOptions(target, o, `Cannot read from ${typeof target === "string" ? `'${redact(target)}'` : "a store"}`);
+/** `open(…, { mode: "read" })`, also for an address parsed already (the Loader's: parsed once, passed on). */
+export async function openRead(target: string | Addressed | Store | Source, o: OpenReadOptions): Promise<ReadSource> {
+  const at = typeof target === "string" ? locate(target) : isAddressed(target) ? target : undefined;
+  checkReadOptions(at ?? target, o, `Cannot read from ${at ? `'${redact(at.text)}'` : "a store"}`);
   const transform = o.transform && { url: transformUrl(o.transform, runtime.cwd()), options: o.transform.options };
-  if (o.workers && typeof target === "string") {
+  if (o.workers && at) {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
-    return openWorkerSource(target, o.dataset, {
+    return openWorkerSource(at.text, o.dataset, {
       workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads, slowLane: o.slowLane,
       scale: o.scaleWorkers,
     });
   }
-  let src: Source = typeof target === "string" ? await openAddress(target, o) : isStore(target) ? await storeSource(target, o.dataset!, o.maxInFlight, { balance: o.balance }) : target;
+  const given = target as Store | Source;
+  let src: Source = at ? await at.kind.read(at, o) : isStore(given) ? await storeSource(given, o.dataset!, o.maxInFlight, { balance: o.balance }) : given;
   if (o.decode || transform) {
     try {
       const options = typeof o.decode === "object" ? o.decode : undefined;
@@ -183,60 +193,11 @@ async function openRead(target: string | Store | Source, o: OpenReadOptions): Pr
         src = new DecodeSource(src, pool, options, { decode: !!o.decode });
       }
     } catch (e) {
-      if (typeof target === "string") await src.close().catch(() => {});
+      if (at) await src.close().catch(() => {});
       throw e;
     }
   }
   return src;
-}
-
-/** An address as a Source; for a store, the source's close() closes the store it opened. */
-async function openAddress(address: string, o: OpenReadOptions): Promise<Source> {
-  const a = parseStoreAddress(address);
-  const { dataset, maxInFlight } = o;
-  switch (a.kind) {
-    case "http": {
-      // undici is loaded only when an HTTP address is opened.
-      const { openHttpSource } = await import("../source/http.ts");
-      return openHttpSource(a.url, { ...o.http, ...(maxInFlight ? { maxInFlight } : {}), dataset });
-    }
-    case "s3": {
-      const { openS3Source } = await import("../source/s3.ts");
-      return openS3Source(a.url, { ...o.s3, ...(maxInFlight ? { maxInFlight } : {}), dataset });
-    }
-    case "wds": {
-      const { openWebDatasetSource } = await import("../source/webdataset_source.ts");
-      return openWebDatasetSource(a.index, { ...o.wds, ...(maxInFlight ? { maxInFlight } : {}), dataset, ...(o.http ? { http: o.http } : {}), ...(o.s3 ? { s3: o.s3 } : {}) });
-    }
-    case "file":
-      return openFileSource(a.dir, { ...o.file, ...(maxInFlight ? { maxInFlight } : {}), dataset });
-    default: {
-      const store = await openStore(address, { cassandra: o.cassandra, create: false });
-      let inner: Source;
-      try {
-        inner = await storeSource(store, dataset!, maxInFlight, { balance: o.balance });
-      } catch (e) {
-        await store.close().catch(() => {});
-        throw e;
-      }
-      let closing: Promise<void> | undefined;
-      return {
-        name: inner.name,
-        dataset,
-        ids: async () => {
-          const ids: string[] = [];
-          for await (const page of store.scanNat(dataset!)) for (const r of page) ids.push(r.id);
-          return ids;
-        },
-        fetch: (id, done) => inner.fetch(id, done),
-        // A sample that fails to decode is named by its key (decode_source.ts).
-        ...("keyOf" in inner ? { keyOf: (id: string) => (inner as KeyedSource).keyOf(id) } : {}),
-        onDrain: (l) => inner.onDrain(l),
-        inFlight: () => inner.inFlight(),
-        close: () => (closing ??= inner.close().finally(() => store.close())),
-      };
-    }
-  }
 }
 
 /**

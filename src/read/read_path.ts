@@ -12,17 +12,19 @@ import type { Store } from "../dataset/store.ts";
 import type { DecodeOptions } from "../decode/decoder.ts";
 import type { ReadCounters } from "../observe/stats.ts";
 import type { Source } from "../source/source.ts";
+import type { Addressed } from "../source/kinds.ts";
 import type { TransformModule } from "../decode/transform.ts";
 import { DecodeSource, type PreparePool } from "./decode_source.ts";
 import { type HedgeOptions, HedgeSource } from "./hedge.ts";
-import { open } from "./open.ts";
+import { openRead } from "./open.ts";
 import { RetrySource } from "./retry.ts";
 import type { ReadSource } from "./sample.ts";
 import type { PacketReader } from "./packet.ts";
 import { WorkerSource } from "./worker_source.ts";
 
 export interface ReadPathOptions {
-  store: string | Store | Source;
+  /** An address parsed once (src/source/kinds.ts `locate`), an open Store or a Source. */
+  store: string | Addressed | Store | Source;
   dataset?: string;
   workers?: number;
   scaleWorkers?: { min: number; max: number };
@@ -46,6 +48,7 @@ export class ReadPath {
   #hedge?: HedgeSource;
   #pool?: PreparePool;
   #workers?: WorkerSource;
+  #shards?: string[][];
 
   /** `onDrain`: the source can take requests again. */
   constructor(options: ReadPathOptions, onDrain: () => void) {
@@ -57,11 +60,12 @@ export class ReadPath {
   source(): Promise<ReadSource> {
     this.#source ??= (async () => {
       const o = this.#o;
-      let src: ReadSource = await open(o.store, {
-        mode: "read", dataset: o.dataset, workers: o.workers, scaleWorkers: o.scaleWorkers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
+      let src: ReadSource = await openRead(o.store, {
+        dataset: o.dataset, workers: o.workers, scaleWorkers: o.scaleWorkers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
         balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed,
         reads: { retries: o.retries, ...(o.hedge ? { hedge: o.hedge === true ? {} : o.hedge } : {}), reaskTail: o.reaskTail },
       });
+      this.#shards = src.shards?.();
       if (src instanceof DecodeSource) this.#pool = src.pool;
       if (src instanceof WorkerSource) this.#workers = src;
       if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
@@ -70,6 +74,11 @@ export class ReadPath {
       return retry;
     })();
     return this.#source;
+  }
+
+  /** The opened source's ids by shard (Source's `shards()`), once `source()` has resolved. */
+  shards(): string[][] | undefined {
+    return this.#shards;
   }
 
   /**

@@ -567,7 +567,7 @@ scope.onMessage(async (data) => {
           pump();
         });
         source = src;
-        scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset });
+        scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, ...(src.shards ? { shards: src.shards() } : {}) });
         pump();
       } catch (e) {
         scope.postMessage({ t: "failed", error: serialize(-1, "", e) });

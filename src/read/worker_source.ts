@@ -82,7 +82,7 @@ export type ToWorker =
   | { t: "close" };
 
 type FromWorker =
-  | { t: "opened"; name: string; dataset?: string }
+  | { t: "opened"; name: string; dataset?: string; shards?: string[][] }
   | { t: "failed"; error: SerializedError }
   | { t: "packet"; packet: WirePacket }
   | { t: "closed" };
@@ -295,6 +295,8 @@ export class WorkerSource implements ReadSource {
   name: string;
   /** The dataset read, when the store says. */
   dataset?: string;
+  /** The store's ids by shard, as the first worker's source gives them, where it is a shard set. */
+  shards?: () => string[][];
   /** Workers it started with. */
   readonly size: number;
   /** Resolves when every worker has opened the store. */
@@ -374,6 +376,8 @@ export class WorkerSource implements ReadSource {
       this.#started = true;
       this.name = `${first.name}, ${n} read worker${n === 1 ? "" : "s"}`;
       this.dataset ??= first.dataset;
+      const groups = first.shards;
+      if (groups) this.shards = () => groups;
     });
     this.ready.catch(() => {}); // openWorkerSource reports it; a bare constructor's caller awaits `ready`
   }

@@ -40,6 +40,11 @@ export interface Source<S extends Fetched = Fetched> {
    * labels.json); absent where it cannot.
    */
   ids?(): string[] | Promise<string[]>;
+  /**
+   * Its ids by shard, in the order the store holds them, where it is a shard set (a WebDataset
+   * source: the Loader then plans shard by shard, plan/epoch.ts `groups`); absent otherwise.
+   */
+  shards?(): string[][];
   /** Starts fetching `id`; returns false when no more requests should be made until drain. */
   fetch(id: string, done: FetchCallback<S>): boolean;
   /** Called when a saturated source can take requests again. */

@@ -16,7 +16,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../tools/proxy/process.ts";
-import type { AwsCredentials } from "../../src/source/sigv4.ts";
+import type { AwsCredentials } from "../../src/source/http/sigv4.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 
 export const ROOT = runtime.cwd();

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX } from "../_support/nginx.ts";
 import { startProxyProcess } from "../../tools/proxy/process.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
 import { mdsRemote, prepareMds, serveMds, STREAMING_SCRIPT, streamingReadArgs, type MdsServer, type MdsSummary } from "../../bench/peers/streaming.ts";
 import { checkFmRange, checkFmReport, DATASET, peerSkip, peersStore, readNpyF32, ROOT, runPeer, SAMPLES } from "./_peers.ts";
 

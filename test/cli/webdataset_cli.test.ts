@@ -14,9 +14,9 @@ import { NO_GNU_TAR, NO_PYTHON, pythonTarWrite, sh } from "../_support/tar_tools
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { parseTar } from "../../src/dataset/tar.ts";
 import { groupSamples } from "../../src/dataset/webdataset.ts";
-import { shardOrder } from "../../src/source/export.ts";
+import { shardOrder } from "../../src/source/export/export.ts";
 import { openStore } from "../../src/source/open.ts";
-import { S3Client } from "../../src/source/s3.ts";
+import { S3Client } from "../../src/source/http/s3.ts";
 import { NO_S3, startS3Server } from "../_support/s3_server.ts";
 import process from "node:process";
 

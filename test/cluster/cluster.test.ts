@@ -13,7 +13,7 @@ import { test } from "../_support/harness.ts";
 import { NO_CLUSTER, testCluster, type TestCluster } from "../_support/services.ts";
 import { cassette } from "../_support/cli.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { tables } from "../../src/dataset/schema.ts";
 import { Loader } from "../../src/loader.ts";

@@ -2,15 +2,15 @@
  * Which node a read goes to, on the three-node cluster (test/run.ts starts it for this folder):
  * token-aware, each sample from a replica of its partition; and a second request for a sample
  * still in flight (what a hedge and the epoch tail's re-ask send) to another replica than the
- * first, so a slow or dead node is not asked twice (src/source/cassandra_source.ts).
+ * first, so a slow or dead node is not asked twice (src/source/cassandra/cassandra_source.ts).
  */
 import * as assert from "uvu/assert";
 import { spawnSync } from "node:child_process";
 import { test } from "../_support/harness.ts";
 import { NO_CLUSTER, testCluster } from "../_support/services.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
-import { CassandraSource } from "../../src/source/cassandra_source.ts";
-import { cassandraTypes } from "../../src/source/cassandra_client.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
+import { CassandraSource } from "../../src/source/cassandra/cassandra_source.ts";
+import { cassandraTypes } from "../../src/source/cassandra/cassandra_client.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { tables } from "../../src/dataset/schema.ts";
 import type { Fetched } from "../../src/source/source.ts";
@@ -110,7 +110,7 @@ test("a node frozen (SIGSTOP) before a new client opens the store, at replicatio
   try {
     const ids = await filled(filler, c.address("cassette_rf3"), 3);
     // Frozen before the new client exists: its registry reads, the preparation of its read
-    // statement (src/source/cassandra_prepare.ts) and some of the epoch's first requests are
+    // statement (src/source/cassandra/cassandra_prepare.ts) and some of the epoch's first requests are
     // sent to it (nothing is known of how fast each node is yet) and stay unanswered; the rest
     // must come from the other two.
     frozen = spawnSync("kill", ["-STOP", pid]).status === 0;

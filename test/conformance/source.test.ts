@@ -22,8 +22,9 @@ import { folderSink } from "../../src/dataset/object_sink.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore } from "../../src/source/open.ts";
 import { openReadSource } from "../../src/read/open.ts";
+import { STORE_KINDS } from "../../src/source/kinds.ts";
 import { isRetryable } from "../../src/source/retryable.ts";
-import { exportDataset, exportShards } from "../../src/source/export.ts";
+import { exportDataset, exportShards } from "../../src/source/export/export.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
@@ -100,6 +101,15 @@ const sources: { name: string; skip: string | false; address: () => Promise<stri
   { name: "s3", skip: NO_S3, address: s3, options: async () => ({ s3: { credentials: (await s3Ready!).s3.credentials } }) },
   { name: "wds", skip: false, address: () => Promise.resolve(`wds:${join(tmp, "shards", `${dataset}.index.json`)}`) },
 ];
+
+test("a row for every kind in the store kind table (src/source/kinds.ts), each row's address of its kind", async () => {
+  assert.equal(sources.map((s) => s.name).sort(), STORE_KINDS.map((k) => k.kind).sort());
+  for (const s of sources) {
+    if (s.skip) continue;
+    const address = await s.address();
+    assert.ok(STORE_KINDS.find((k) => k.kind === s.name)!.schemes.some((p) => address.startsWith(p)), `${s.name}: ${address}`);
+  }
+});
 
 /** openReadSource with the options the source needs (S3's keys) and `more`. */
 async function openIt(s: (typeof sources)[number], more: object = {}): Promise<Source> {

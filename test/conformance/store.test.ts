@@ -13,8 +13,8 @@ import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { assertAsStored, expectError } from "../_support/expect.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore, type OpenStoreOptions } from "../../src/source/open.ts";
-import { openCassandra } from "../../src/source/cassandra_client.ts";
-import { parseStoreAddress } from "../../src/source/address.ts";
+import { openCassandra } from "../../src/source/cassandra/cassandra_client.ts";
+import { parseStoreAddress } from "../../src/source/kinds.ts";
 import type { SampleInput, Store } from "../../src/dataset/store.ts";
 import type { Fetched } from "../../src/source/source.ts";
 import { openReadSource } from "../../src/read/open.ts";
@@ -190,7 +190,7 @@ test("sqlite: a reader refuses an SQLite file that is not a cassette store, and 
   }
 });
 
-// NOTE [ Reading by rowid ] (src/source/sqlite.ts): ids read before are read by their rowid,
+// NOTE [ Reading by rowid ] (src/source/sqlite/sqlite.ts): ids read before are read by their rowid,
 // which a VACUUM may give to another row, and a deletion to none.
 test("sqlite: ids read again go by rowid; rows renumbered by a VACUUM or deleted and added again are read by id, each sample its own bytes", async () => {
   const next = rng(freshSeed());

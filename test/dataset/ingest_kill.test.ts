@@ -13,7 +13,7 @@ import { startCassette } from "../_support/cli.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { openStore } from "../../src/source/open.ts";
 import { tables } from "../../src/dataset/schema.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-kill-"));

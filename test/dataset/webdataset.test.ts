@@ -7,7 +7,7 @@ import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { NO_PYTHON, NO_WEBDATASET, pythonGroup, pythonTarWrite, webdatasetGroup } from "../_support/tar_tools.ts";
 import { folderSink, type ObjectSink, PART_PREFIX } from "../../src/dataset/object_sink.ts";
-import { PART_PREFIX as FILE_PART_PREFIX } from "../../src/source/file.ts";
+import { PART_PREFIX as FILE_PART_PREFIX } from "../../src/source/files/file.ts";
 import { parseTar } from "../../src/dataset/tar.ts";
 import {
   expandBraces, groupSamples, sampleImage, sampleLabel, type ShardSample, ShardWriter, splitKey, type WdsSample,

@@ -12,7 +12,7 @@ import { afterAll, test } from "../_support/harness.ts";
 import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { cassette } from "../_support/cli.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
-import { exportDataset } from "../../src/source/export.ts";
+import { exportDataset } from "../../src/source/export/export.ts";
 import { Loader } from "../../src/loader.ts";
 import { assertEpochAsStored } from "../_support/expect.ts";
 

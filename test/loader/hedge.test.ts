@@ -13,7 +13,7 @@ import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { startProxy, unevenEvery } from "../../tools/proxy/proxy.ts";
 import { openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
-import { exportDataset } from "../../src/source/export.ts";
+import { exportDataset } from "../../src/source/export/export.ts";
 import { Loader } from "../../src/loader.ts";
 
 const tmp = mkdtempSync(join(tmpdir(), "cassette-hedge-"));

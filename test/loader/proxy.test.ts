@@ -7,10 +7,10 @@ import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { startProxy, uniform, unevenEvery } from "../../tools/proxy/proxy.ts";
-import { parseStoreAddress } from "../../src/source/address.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
-import { CassandraSource } from "../../src/source/cassandra_source.ts";
-import { ADAPTIVE_CONNECTIONS } from "../../src/source/cassandra_client.ts";
+import { parseStoreAddress } from "../../src/source/kinds.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
+import { CassandraSource } from "../../src/source/cassandra/cassandra_source.ts";
+import { ADAPTIVE_CONNECTIONS } from "../../src/source/cassandra/cassandra_client.ts";
 import { Loader } from "../../src/loader.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 

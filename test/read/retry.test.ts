@@ -8,7 +8,7 @@ import * as assert from "uvu/assert";
 import { createServer } from "node:http";
 import { afterAll, test } from "../_support/harness.ts";
 import { openReadSource } from "../../src/read/open.ts";
-import { formatLabels } from "../../src/source/file.ts";
+import { formatLabels } from "../../src/source/files/file.ts";
 import { isRetryable, storeError } from "../../src/source/retryable.ts";
 import { RetrySource } from "../../src/read/retry.ts";
 import { Loader } from "../../src/loader.ts";
@@ -134,7 +134,7 @@ test("Retry-After is honoured: the next attempt waits what the server asked (up 
   } finally {
     retryAfterHeader.clear();
   }
-  const { retryAfter } = await import("../../src/source/http.ts");
+  const { retryAfter } = await import("../../src/source/http/http.ts");
   const now = Date.parse("2026-11-23T04:00:00Z");
   assert.is(retryAfter("120", now), 120_000);
   assert.is(retryAfter("Mon, 23 Nov 2026 04:00:30 GMT", now), 30_000);

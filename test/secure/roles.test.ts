@@ -10,8 +10,8 @@ import { afterAll, test } from "../_support/harness.ts";
 import { NO_SECURE, testSecure } from "../_support/services.ts";
 import { expectError } from "../_support/expect.ts";
 import { openStore } from "../../src/source/open.ts";
-import { openCassandra } from "../../src/source/cassandra_client.ts";
-import { parseStoreAddress } from "../../src/source/address.ts";
+import { openCassandra } from "../../src/source/cassandra/cassandra_client.ts";
+import { parseStoreAddress } from "../../src/source/kinds.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { open } from "../../src/read/open.ts";
 import type { Fetched } from "../../src/source/source.ts";
@@ -87,7 +87,7 @@ test("a role with no permission: the store opens (no schema statement), and read
     const e = await p.then(() => undefined, (e: unknown) => e as Error);
     assert.ok(e instanceof Error, "refused");
     assert.match(e.message, table);
-    // The driver's Unauthorized (0x2100) as a final ERR_STORE (src/source/cassandra.ts #execute).
+    // The driver's Unauthorized (0x2100) as a final ERR_STORE (src/source/cassandra/cassandra.ts #execute).
     assert.instance(e, CassetteError, `a refused permission is a CassetteError: ${e}`);
     assert.is((e as CassetteError).code, "ERR_STORE", e.message);
     assert.match(e.message, /cassette_datasets .* as the role may not/);

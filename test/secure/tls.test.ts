@@ -13,7 +13,7 @@ import { NO_SECURE, testSecure } from "../_support/services.ts";
 import { expectError } from "../_support/expect.ts";
 import { makeTestCerts, NO_OPENSSL } from "../_support/tls_certs.ts";
 import { openStore } from "../../src/source/open.ts";
-import { parseStoreAddress } from "../../src/source/address.ts";
+import { parseStoreAddress } from "../../src/source/kinds.ts";
 import type { Store } from "../../src/dataset/store.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { readEachOnce } from "./_read.ts";

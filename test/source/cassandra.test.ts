@@ -3,14 +3,14 @@ import { connect, createServer, type Socket } from "node:net";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
-import { cassandraTypes, openCassandra } from "../../src/source/cassandra_client.ts";
-import { parseStoreAddress } from "../../src/source/address.ts";
+import { cassandraTypes, openCassandra } from "../../src/source/cassandra/cassandra_client.ts";
+import { parseStoreAddress } from "../../src/source/kinds.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { tables } from "../../src/dataset/schema.ts";
-import { pagesInOrder, type TokenRange, tokenWhere } from "../../src/source/cassandra_scan.ts";
+import { pagesInOrder, type TokenRange, tokenWhere } from "../../src/source/cassandra/cassandra_scan.ts";
 
 test("cassandra-driver: create keyspace and tables, write and read random blobs, 200 requests in flight", async () => {
   const address = testCassandra("cassette_rt")!;
@@ -173,7 +173,7 @@ test("two ingests racing to create one dataset: exactly one schema wins, the oth
 
 test("a Cassandra source prepares its read statement as it is made, before any read asks for it", async () => {
   const address = testCassandra("cassette_prepare_ahead")!;
-  const { CassandraSource } = await import("../../src/source/cassandra_source.ts");
+  const { CassandraSource } = await import("../../src/source/cassandra/cassandra_source.ts");
   const { ingest } = await import("../../src/dataset/ingest.ts");
   const { tables } = await import("../../src/dataset/schema.ts");
   let store = await CassandraStore.open(address);

@@ -1,6 +1,6 @@
 /**
  * A sample is stored whole or written again: an ingest's re-run skips only the samples whose
- * three rows (data, metadata_by_uuid, metadata_by_nat) are all there (src/source/cassandra.ts
+ * three rows (data, metadata_by_uuid, metadata_by_nat) are all there (src/source/cassandra/cassandra.ts
  * `existing`). A logged batch cut short by its coordinator's death can leave some of the rows
  * until the batch log replays it; here the rows are deleted by hand, which is what a re-run
  * would find then. test/cluster/cluster.test.ts kills a node mid-ingest for real.
@@ -8,7 +8,7 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { NO_CASSANDRA, testCassandra } from "../_support/services.ts";
-import { CassandraStore } from "../../src/source/cassandra.ts";
+import { CassandraStore } from "../../src/source/cassandra/cassandra.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { natBucket, tables } from "../../src/dataset/schema.ts";
 

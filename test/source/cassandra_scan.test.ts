@@ -1,12 +1,12 @@
 /**
- * The ranged scan's parts without a node (NOTE [ Ranged scan ] in src/source/cassandra_scan.ts):
+ * The ranged scan's parts without a node (NOTE [ Ranged scan ] in src/source/cassandra/cassandra_scan.ts):
  * the ring's cut, the WHERE clauses, and pagesInOrder's order, memory bound, stop and failure
  * on seeded random ranges whose pages answer after random delays.
  */
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
-import { type FetchPage, pagesInOrder, ringRanges, tokenWhere } from "../../src/source/cassandra_scan.ts";
+import { type FetchPage, pagesInOrder, ringRanges, tokenWhere } from "../../src/source/cassandra/cassandra_scan.ts";
 
 const MIN = -(2n ** 63n), MAX = 2n ** 63n - 1n;
 

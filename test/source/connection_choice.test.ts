@@ -1,7 +1,7 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { freshSeed, rng } from "../_support/random.ts";
-import { type Lane, RateChooser } from "../../src/source/connection_choice.ts";
+import { type Lane, RateChooser } from "../../src/source/cassandra/connection_choice.ts";
 
 /** A connection that completes `perMs` requests per ms of fake time (fractions carried over). */
 class FakeLane implements Lane {

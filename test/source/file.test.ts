@@ -13,7 +13,7 @@ import { cassette } from "../_support/cli.ts";
 import { assertEpochAsStored, expectError } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
-import { openFileSource } from "../../src/source/file.ts";
+import { openFileSource } from "../../src/source/files/file.ts";
 import { Loader } from "../../src/loader.ts";
 
 const DATASET = "fm";

@@ -14,8 +14,8 @@ import { NO_NGINX, startNginx } from "../_support/nginx.ts";
 import { expectError, readEpochAsStored } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { openReadSource } from "../../src/read/open.ts";
-import { parseHttpUrl } from "../../src/source/http.ts";
-import { exportDataset } from "../../src/source/export.ts";
+import { parseHttpUrl } from "../../src/source/http/http.ts";
+import { exportDataset } from "../../src/source/export/export.ts";
 import { Loader } from "../../src/loader.ts";
 import type { FetchCallback, Source } from "../../src/source/source.ts";
 

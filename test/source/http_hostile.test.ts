@@ -16,9 +16,9 @@ import { expectError } from "../_support/expect.ts";
 import { flood, liar, ok, startHostileServer, status } from "../_support/hostile_http.ts";
 import { makeTestCerts, NO_OPENSSL } from "../_support/tls_certs.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { openHttpSource } from "../../src/source/http.ts";
+import { openHttpSource } from "../../src/source/http/http.ts";
 import { openReadSource } from "../../src/read/open.ts";
-import { formatLabels } from "../../src/source/file.ts";
+import { formatLabels } from "../../src/source/files/file.ts";
 import { Loader } from "../../src/loader.ts";
 import type { Fetched, Source } from "../../src/source/source.ts";
 

@@ -21,7 +21,7 @@ import { preprocessRef } from "../reference/preprocess.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { sampleId } from "../../src/dataset/sample_id.ts";
 import { openStore } from "../../src/source/open.ts";
-import { exportShards, openSink } from "../../src/source/export.ts";
+import { exportShards, openSink } from "../../src/source/export/export.ts";
 import { open } from "../../src/read/open.ts";
 import { Loader } from "../../src/loader.ts";
 import { createDecoder } from "../../src/decode/decoders.ts";

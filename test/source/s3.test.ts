@@ -16,10 +16,10 @@ import { NO_S3, startS3Server } from "../_support/s3_server.ts";
 import { expectError, readEpochAsStored } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { freshSeed, rng } from "../_support/random.ts";
-import { exportDataset } from "../../src/source/export.ts";
+import { exportDataset } from "../../src/source/export/export.ts";
 import { openReadSource } from "../../src/read/open.ts";
 import { Loader } from "../../src/loader.ts";
-import { parseS3Url, resolveS3, S3Client } from "../../src/source/s3.ts";
+import { parseS3Url, resolveS3, S3Client } from "../../src/source/http/s3.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 const DATASET = "fm";

@@ -5,7 +5,7 @@
  */
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
-import { sha256Hex, signV4, uriEncode } from "../../src/source/sigv4.ts";
+import { sha256Hex, signV4, uriEncode } from "../../src/source/http/sigv4.ts";
 
 const credentials = { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" };
 const base = { host: "examplebucket.s3.amazonaws.com", region: "us-east-1", credentials, now: Date.UTC(2013, 4, 24) };

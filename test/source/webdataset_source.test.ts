@@ -19,10 +19,10 @@ import { freshSeed } from "../_support/random.ts";
 import { folderSink } from "../../src/dataset/object_sink.ts";
 import { tarEnd, tarEntry } from "../../src/dataset/tar.ts";
 import { sampleEntries } from "../../src/dataset/webdataset.ts";
-import { exportShards } from "../../src/source/export.ts";
-import { s3Sink } from "../../src/source/s3.ts";
+import { exportShards } from "../../src/source/export/export.ts";
+import { s3Sink } from "../../src/source/http/s3.ts";
 import { open } from "../../src/read/open.ts";
-import { openWebDatasetSource, type WebDatasetSource } from "../../src/source/webdataset_source.ts";
+import { openWebDatasetSource, type WebDatasetSource } from "../../src/source/webdataset/webdataset_source.ts";
 import { epochPlan } from "../../src/plan/epoch.ts";
 import { rng, shuffle } from "../../src/plan/rng.ts";
 import { Loader } from "../../src/loader.ts";
@@ -65,7 +65,7 @@ test("a folder's shards: the index lists every id by shard; the Loader reads eac
   assert.is(exported.shards.length, 5);
   assert.equal(index.shardlist.map((s) => s.keys.length), [12, 12, 12, 12, 12], "each shard lists its keys");
   assert.equal(index.shardlist.flatMap((s) => s.keys).sort(), ids.slice().sort());
-  // By address: the Loader reads the index for its plan, and the source opens it again.
+  // By address: the Loader plans by the shards of the source its read path opened.
   await readTwoEpochs(new Loader({ store: `wds:${INDEX}`, ids, batchSize: 8, seed: 1 }));
   // An open source: its figures.
   const source = await open(`wds:${INDEX}`, { mode: "read", dataset: DATASET }) as WebDatasetSource;
@@ -80,6 +80,22 @@ test("a folder's shards: the index lists every id by shard; the Loader reads eac
   assert.is(st.bytes, 2 * exported.shards.reduce((n, s) => n + s.bytes, 0), "each shard's bytes once an epoch");
   await expectError((async () => await open(`wds:${INDEX}`, { mode: "write" }))(), "ERR_UNSUPPORTED", /read only: write them with cassette export --format webdataset/);
   await expectError(open(`wds:${join(tmp, "none.index.json")}`, { mode: "read" }), "ERR_STORE", /Cannot open shard index .*none\.index\.json/);
+});
+
+test("by address, here and in read workers, the Loader plans by the shards of the source its read path opened: in strict order an epoch is epochPlan with the index's groups", async () => {
+  const groups = index.shardlist.map((s) => s.keys);
+  for (const workers of [0, 2]) {
+    const loader = new Loader({ store: `wds:${INDEX}`, ids, batchSize: 8, seed: 3, order: "strict", workers });
+    try {
+      const got: string[] = [];
+      for await (const batch of loader.epoch(0)) got.push(...batch.ids);
+      const o = { seed: 3, epoch: 0, batchSize: 8, rank: 0, worldSize: 1, shuffle: true, dropLast: false };
+      assert.equal(got, epochPlan(ids, { ...o, groups }), `workers ${workers}: the shard-aware plan`);
+      assert.not.equal(got, epochPlan(ids, o), `workers ${workers}: not the flat one`);
+    } finally {
+      await loader.close();
+    }
+  }
 });
 
 test("over HTTP (nginx): the same epochs, the shards streamed through the HTTP source's target and pool", async () => {

@@ -10,7 +10,7 @@
  */
 import cassandra from "cassandra-driver";
 import { runtime } from "../../runtime-adapters/index.ts";
-import { parseStoreAddress } from "../../src/source/address.ts";
+import { parseStoreAddress } from "../../src/source/kinds.ts";
 import { startCassandraProxies } from "./cassandra.ts";
 import { uniform } from "./proxy.ts";
 import { parseArgs, usageError } from "../../src/cli/args.ts";

@@ -46,13 +46,13 @@
 // Bun answers a bare "undici" with its own stub, whose Pool cannot close
 // (oven-sh/bun#12773, #19748): the file path reaches the installed package in every runtime.
 import undici from "undici/index.js";
-import { runtime } from "../../runtime-adapters/index.ts";
-import { CassetteError } from "../errors.ts";
-import { readBoundedBody } from "../util/bounded_body.ts";
-import { checkDataset, LABELS_FILE, parseLabels } from "./file.ts";
-import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
-import { caWouldHelp, UNTRUSTED_CERT_CODES } from "./tls_trust.ts";
-import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import { CassetteError } from "../../errors.ts";
+import { readBoundedBody } from "../../util/bounded_body.ts";
+import { checkDataset, LABELS_FILE, parseLabels } from "../files/file.ts";
+import { type Retryable, retryableStatus, storeError } from "../retryable.ts";
+import { caWouldHelp, UNTRUSTED_CERT_CODES } from "../tls_trust.ts";
+import { Capacity, type FetchCallback, type Fetched, type Source } from "../source.ts";
 
 const { Client, Pool } = undici;
 type UndiciClient = InstanceType<typeof Client>;

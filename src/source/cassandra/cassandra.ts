@@ -3,18 +3,19 @@
  * Each sample's three rows go in one logged batch (atomic), many batches in flight; reads are
  * prepared single-partition queries, labels fetched with the bytes.
  */
-import { CassetteError } from "../errors.ts";
-import { sampleId } from "../dataset/sample_id.ts";
-import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
-import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../dataset/schema.ts";
-import { cqlLabel, readLabel } from "../dataset/label.ts";
+import { CassetteError } from "../../errors.ts";
+import { sampleId } from "../../dataset/sample_id.ts";
+import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../../dataset/spec.ts";
+import { cqlDatasetDdl, cqlRegistry, natBucket, tables } from "../../dataset/schema.ts";
+import { cqlLabel, readLabel } from "../../dataset/label.ts";
 import cassandra from "cassandra-driver";
 import { type CassandraClient, type CassandraOptions, openCassandra } from "./cassandra_client.ts";
-import { parseStoreAddress, redact } from "./address.ts";
+import { type CassandraAddress, redact } from "../address.ts";
+import { cassandraAddress } from "./address.ts";
 import { racePreparation } from "./cassandra_prepare.ts";
 import { pagesInOrder, ringRanges, tokenWhere } from "./cassandra_scan.ts";
-import { isRetryable } from "./retryable.ts";
-import { mapLimit } from "../util/map_limit.ts";
+import { isRetryable } from "../retryable.ts";
+import { mapLimit } from "../../util/map_limit.ts";
 import {
   checkPredictionTable,
   type DatasetInfo,
@@ -29,7 +30,7 @@ import {
   type Store,
   type StoredSample,
   unknownDataset,
-} from "../dataset/store.ts";
+} from "../../dataset/store.ts";
 
 /** How a `cassandra://` store is opened: the connection's options (CassandraOptions), and a new keyspace's replication, concurrency and scan paging. */
 export interface CassandraStoreOptions extends CassandraOptions {
@@ -46,7 +47,7 @@ export interface CassandraStoreOptions extends CassandraOptions {
   /**
    * Token ranges a whole-table scan (scanNat, info, scanPredictions) asks at once (default 16;
    * 1: one range after another, as one query). The rows come in the same order either way
-   * (NOTE [ Ranged scan ] in src/source/cassandra_scan.ts).
+   * (NOTE [ Ranged scan ] in src/source/cassandra/cassandra_scan.ts).
    */
   scanConcurrency?: number;
   /** Rows per page of a scan (default 5000). */
@@ -89,9 +90,8 @@ export class CassandraStore implements Store {
    * makes both with `create` (the default), else names what is missing. A store that is there
    * needs no schema statement, so a role granted only SELECT can open it.
    */
-  static async open(address: string, opts: CassandraStoreOptions = {}, create = true): Promise<CassandraStore> {
-    const a = parseStoreAddress(address);
-    if (a.kind !== "cassandra") throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${redact(address)}' as Cassandra: it is a ${a.kind} address`);
+  static async open(address: string, opts: CassandraStoreOptions = {}, create = true, parsed?: CassandraAddress): Promise<CassandraStore> {
+    const a = cassandraAddress(address, parsed);
     const speculate = new cassandra.policies.speculativeExecution.ConstantSpeculativeExecutionPolicy(SPECULATE_MS, 2);
     // The pools open after connecting, with a deadline (warmPools), not inside connect(): the
     // driver's warm-up waits for every node, so one frozen node held the opening.
@@ -105,7 +105,7 @@ export class CassandraStore implements Store {
       pooling: { warmup: false, ...opts.driver?.pooling },
       policies: { speculativeExecution: speculate, ...opts.driver?.policies },
     };
-    const client = await openCassandra(address, { ...opts, driver, withoutKeyspace: true });
+    const client = await openCassandra(address, { ...opts, driver, withoutKeyspace: true }, a);
     client.options.isMetadataSyncEnabled = sync;
     racePreparation(client);
     // The pools open while the registry is checked: each costs a few round trips (~0.3 s at

@@ -4,13 +4,13 @@
  * together or not at all. Calls are synchronous underneath; the async interface is the Store's.
  */
 import { existsSync, statSync } from "node:fs";
-import { runtime } from "../../runtime-adapters/index.ts";
-import type { SqliteDatabase, SqliteStatement, SqliteValue } from "../../runtime-adapters/index.ts";
-import { CassetteError } from "../errors.ts";
-import { sampleId } from "../dataset/sample_id.ts";
-import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../dataset/spec.ts";
-import { SCHEMA_VERSION, SQLITE_REGISTRY, sqliteDatasetDdl, tables } from "../dataset/schema.ts";
-import { readLabel } from "../dataset/label.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import type { SqliteDatabase, SqliteStatement, SqliteValue } from "../../../runtime-adapters/index.ts";
+import { CassetteError } from "../../errors.ts";
+import { sampleId } from "../../dataset/sample_id.ts";
+import { type DatasetSpec, otherColumns, specHash, tablePrefix, validateSpec } from "../../dataset/spec.ts";
+import { SCHEMA_VERSION, SQLITE_REGISTRY, sqliteDatasetDdl, tables } from "../../dataset/schema.ts";
+import { readLabel } from "../../dataset/label.ts";
 import {
   checkPredictionTable,
   type DatasetInfo,
@@ -24,7 +24,7 @@ import {
   type Store,
   type StoredSample,
   unknownDataset,
-} from "../dataset/store.ts";
+} from "../../dataset/store.ts";
 
 const IN_CHUNK = 500; // ids per SELECT … IN (…), under SQLite's parameter limit
 const SCAN_PAGE = 10_000;

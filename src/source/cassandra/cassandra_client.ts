@@ -12,10 +12,11 @@
 import cassandra from "cassandra-driver";
 import { connect as tcpConnect } from "node:net";
 import { connect as tlsConnect } from "node:tls";
-import { CassetteError } from "../errors.ts";
-import { runtime } from "../../runtime-adapters/index.ts";
-import { parseStoreAddress, redact } from "./address.ts";
-import { caWouldHelp, UNTRUSTED_CERT_CODES } from "./tls_trust.ts";
+import { CassetteError } from "../../errors.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import { type CassandraAddress, redact } from "../address.ts";
+import { cassandraAddress } from "./address.ts";
+import { caWouldHelp, UNTRUSTED_CERT_CODES } from "../tls_trust.ts";
 
 /** How cassette connects to Cassandra: the driver's options, timeouts, protocol version, keyspace and TLS. */
 export interface CassandraOptions {
@@ -70,7 +71,7 @@ export type CassandraClient = cassandra.Client & { readonly options: cassandra.C
  * Connections per local host when the address does not say (`connections=N`): two to start,
  * so that a connection on a congested route has a neighbour to take its share (the 2025
  * paper, §3.3), and more, up to the max, while a source's requests wait for a free slot
- * (src/source/cassandra_source.ts): what is in flight grows with latency × rate through the
+ * (src/source/cassandra/cassandra_source.ts): what is in flight grows with latency × rate through the
  * loader's window, and the connections follow it. A far store (a read statement's preparation
  * took `farMs` or more) gets `far` at once: two connections' 4 096 slots cap a reader at
  * 150 ms to ~27 000 samples/s, and the driver opens connections one after another, each ~3
@@ -85,11 +86,9 @@ export function adaptsConnections(client: cassandra.Client): boolean {
 }
 export const cassandraTypes = cassandra.types;
 
-export async function openCassandra(address: string, options: CassandraOptions = {}): Promise<CassandraClient> {
-  const a = parseStoreAddress(address);
-  if (a.kind !== "cassandra") {
-    throw new CassetteError("ERR_STORE_ADDRESS", `Cannot open '${address}' as Cassandra: it is a ${a.kind} address`);
-  }
+/** Connects to the nodes of `address` (`parsed`: the same address, parsed already by the caller). */
+export async function openCassandra(address: string, options: CassandraOptions = {}, parsed?: CassandraAddress): Promise<CassandraClient> {
+  const a = cassandraAddress(address, parsed);
   const timeout = options.connectTimeoutMs ?? 10_000;
   // Credentials: from the address, else from the environment (so they need not be typed).
   const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};

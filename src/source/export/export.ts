@@ -20,16 +20,16 @@
  * (a temporary name, then a rename) or a bucket's (s3Sink: one PUT, whole or absent).
  */
 import { join } from "node:path";
-import { runtime } from "../../runtime-adapters/index.ts";
-import { CassetteError } from "../errors.ts";
-import { folderSink, type ObjectSink } from "../dataset/object_sink.ts";
-import { readTar } from "../dataset/tar.ts";
-import { DEFAULT_SHARD_BYTES, groupSamples, shardIndex, type ShardInfo, ShardWriter, widsIndex } from "../dataset/webdataset.ts";
-import { hash32, rng, shuffle } from "../plan/rng.ts";
-import { formatLabels, isObjectName, LABELS_FILE, parseLabels } from "./file.ts";
-import { mapLimit } from "../util/map_limit.ts";
-import type { S3Options } from "./s3.ts";
-import type { MetaValue, Store } from "../dataset/store.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import { CassetteError } from "../../errors.ts";
+import { folderSink, type ObjectSink } from "../../dataset/object_sink.ts";
+import { readTar } from "../../dataset/tar.ts";
+import { DEFAULT_SHARD_BYTES, groupSamples, shardIndex, type ShardInfo, ShardWriter, widsIndex } from "../../dataset/webdataset.ts";
+import { hash32, rng, shuffle } from "../../plan/rng.ts";
+import { formatLabels, isObjectName, LABELS_FILE, parseLabels } from "../files/file.ts";
+import { mapLimit } from "../../util/map_limit.ts";
+import type { S3Options } from "../http/s3.ts";
+import type { MetaValue, Store } from "../../dataset/store.ts";
 
 /** How `exportDataset` writes a dataset's samples as objects: which ids, how many at once, and where (a folder, a sink, or an S3 bucket). */
 export interface ExportOptions {
@@ -127,12 +127,12 @@ export async function exportDataset(store: Store, dataset: string, dir: string, 
 }
 
 /**
- * The destination `out` names: `s3://BUCKET/PREFIX[?…]` (src/source/s3.ts, loaded only then)
+ * The destination `out` names: `s3://BUCKET/PREFIX[?…]` (src/source/http/s3.ts, loaded only then)
  * or a folder. Its `close` lets go of the connections, where it has any.
  */
 export async function openSink(out: string, s3?: S3Options & { createBucket?: boolean }): Promise<ObjectSink & { close?(): Promise<void> }> {
   if (out.startsWith("s3://")) {
-    const { s3Sink } = await import("../source/s3.ts");
+    const { s3Sink } = await import("../http/s3.ts");
     return s3Sink(out, s3);
   }
   return folderSink(out);

@@ -3,12 +3,12 @@
  * turn of the event loop are gathered and read with one `IN (…)` query on the next turn:
  * the loader still sees independent, callback-answered requests.
  */
-import { runtime, type SqliteDatabase } from "../../runtime-adapters/index.ts";
-import { tables } from "../dataset/schema.ts";
-import type { StoredSample } from "../dataset/store.ts";
-import { storeError } from "./retryable.ts";
+import { runtime, type SqliteDatabase } from "../../../runtime-adapters/index.ts";
+import { tables } from "../../dataset/schema.ts";
+import type { StoredSample } from "../../dataset/store.ts";
+import { storeError } from "../retryable.ts";
 import type { SqliteStore } from "./sqlite.ts";
-import { Capacity, type FetchCallback, type Source } from "./source.ts";
+import { Capacity, type FetchCallback, type Source } from "../source.ts";
 
 export class SqliteSource implements Source {
   readonly name: string;

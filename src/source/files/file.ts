@@ -26,10 +26,10 @@
  * ```
  */
 import { join } from "node:path";
-import { runtime } from "../../runtime-adapters/index.ts";
-import { CassetteError } from "../errors.ts";
-import { storeError } from "./retryable.ts";
-import { Capacity, type FetchCallback, type Source } from "./source.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import { CassetteError } from "../../errors.ts";
+import { storeError } from "../retryable.ts";
+import { Capacity, type FetchCallback, type Source } from "../source.ts";
 
 /** The name of the labels file beside the objects. */
 export const LABELS_FILE = "labels.json";

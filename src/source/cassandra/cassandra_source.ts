@@ -5,12 +5,12 @@
  * `driver` options, not reimplemented); this caps what is in flight and, by default, chooses
  * the connection each request goes out on by its measured rate (see `balance`).
  */
-import { type LabelSpec, readLabel } from "../dataset/label.ts";
-import { CassetteError } from "../errors.ts";
-import { tables } from "../dataset/schema.ts";
+import { type LabelSpec, readLabel } from "../../dataset/label.ts";
+import { CassetteError } from "../../errors.ts";
+import { tables } from "../../dataset/schema.ts";
 import type { CassandraStore } from "./cassandra.ts";
-import { Capacity, type FetchCallback, type Source } from "./source.ts";
-import { storeError } from "./retryable.ts";
+import { Capacity, type FetchCallback, type Source } from "../source.ts";
+import { storeError } from "../retryable.ts";
 import { prepareAhead } from "./cassandra_prepare.ts";
 import { type Lane, RateChooser } from "./connection_choice.ts";
 import { ADAPTIVE_CONNECTIONS, adaptsConnections, cassandraTypes } from "./cassandra_client.ts";
@@ -22,7 +22,7 @@ export interface CassandraSourceOptions {
    * - "rate" (default): to the connection where a new request should finish first, (in flight
    *   + 1) / measured completion rate, so a congested connection holds requests in proportion
    *   to what it delivers instead of a fair share of the window (NOTE [ Connection choice ]
-   *   in src/source/connection_choice.ts).
+   *   in src/source/cassandra/connection_choice.ts).
    * - "driver": the driver's own choice, the less loaded of two round-robin neighbours by
    *   in-flight count alone.
    */
@@ -60,7 +60,7 @@ interface DriverHost {
 /**
  * Replaces a driver host's borrowConnection — the one call the request path makes
  * (lib/request-execution.js `_host.borrowConnection`) — by a RateChooser (NOTE [ Connection
- * choice ] in src/source/connection_choice.ts). Per host, so it applies to every request of
+ * choice ] in src/source/cassandra/connection_choice.ts). Per host, so it applies to every request of
  * that client; idempotent.
  */
 function balanceByRate(host: DriverHost): void {

@@ -48,16 +48,16 @@
  */
 import { createReadStream } from "node:fs";
 import { dirname, isAbsolute, join } from "node:path";
-import { runtime } from "../../runtime-adapters/index.ts";
-import { CassetteError } from "../errors.ts";
-import { BLOCK, TarError, TarReader } from "../dataset/tar.ts";
-import { type IndexedShard, parseShardIndex, SampleGrouper, sampleImage, sampleLabel, type WdsSample } from "../dataset/webdataset.ts";
-import { readBoundedBody } from "../util/bounded_body.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import { CassetteError } from "../../errors.ts";
+import { BLOCK, TarError, TarReader } from "../../dataset/tar.ts";
+import { type IndexedShard, parseShardIndex, SampleGrouper, sampleImage, sampleLabel, type WdsSample } from "../../dataset/webdataset.ts";
+import { readBoundedBody } from "../../util/bounded_body.ts";
 // http.ts (and undici) is loaded only when an http(s):// or s3:// index is opened.
-import type { HttpSourceOptions, HttpTarget } from "./http.ts";
-import { isRetryable, storeError } from "./retryable.ts";
-import type { S3Options } from "./s3.ts";
-import { Capacity, type FetchCallback, type Fetched, type Source } from "./source.ts";
+import type { HttpSourceOptions, HttpTarget } from "../http/http.ts";
+import { isRetryable, storeError } from "../retryable.ts";
+import type { S3Options } from "../http/s3.ts";
+import { Capacity, type FetchCallback, type Fetched, type Source } from "../source.ts";
 
 const MiB = 1 << 20;
 
@@ -142,30 +142,6 @@ interface Stream {
 }
 
 type Answer = { sample: Fetched; error?: undefined } | { error: Error; sample?: undefined };
-
-/** The ids by shard a Loader plans by, set once known; `loading` while a wds: index is read. */
-export interface ShardGroups {
-  groups?: string[][];
-  loading?: Promise<void>;
-}
-
-/**
- * The ids by shard of `store` when it is a shard set: at once for an open source with
- * `shards()`; for a `wds:` address once its index is read (a second, small read beside the
- * source's own, since the read path wraps the source it opens); none for any other store.
- */
-export function shardGroups(store: unknown, dataset?: string): ShardGroups {
-  const out: ShardGroups = {};
-  const has = store as { shards?: unknown } | null;
-  if (typeof has?.shards === "function") out.groups = (has.shards as () => string[][])();
-  else if (typeof store === "string" && store.startsWith("wds:")) {
-    out.loading = openWebDatasetSource(store.slice("wds:".length).replace(/^file:(\/\/(?=\/))?/, ""), { ...(dataset ? { dataset } : {}) }).then(async (src) => {
-      out.groups = src.shards();
-      await src.close();
-    });
-  }
-  return out;
-}
 
 /** Opens the shard set whose index is at `index` (a path, an http(s):// URL or an s3:// address); reads the index. */
 export async function openWebDatasetSource(index: string, o: WebDatasetSourceOptions = {}): Promise<WebDatasetSource> {
@@ -544,7 +520,7 @@ function fileObjects(index: string): Objects {
 
 /** An http(s):// index: its shards on the same origin, read through http.ts's target, pool and answers. */
 async function httpObjects(index: string, o: HttpSourceOptions): Promise<Objects> {
-  const { parseHttpUrl } = await import("./http.ts");
+  const { parseHttpUrl } = await import("../http/http.ts");
   const { origin, prefix, auth, params, caFile, shown } = parseHttpUrl(index);
   const opts = { ...params, ...o };
   if (auth && origin.startsWith("http:") && !opts.allowInsecureAuth) {
@@ -561,8 +537,8 @@ async function httpObjects(index: string, o: HttpSourceOptions): Promise<Objects
 
 /** An s3:// index: its shards are keys beside it in the bucket, each GET signed (s3.ts's target). */
 async function s3Objects(index: string, o: S3Options): Promise<Objects> {
-  const { s3Target } = await import("./s3.ts");
-  const { uriEncode } = await import("./sigv4.ts");
+  const { s3Target } = await import("../http/s3.ts");
+  const { uriEncode } = await import("../http/sigv4.ts");
   const [path, query = ""] = index.split("?", 2);
   const slash = path.lastIndexOf("/");
   if (slash <= "s3://".length) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address 'wds:${path}' as it names no index object (wds:s3://BUCKET/PREFIX/NAME.index.json)`);
@@ -575,7 +551,7 @@ async function s3Objects(index: string, o: S3Options): Promise<Objects> {
 }
 
 async function targetObjects(target: HttpTarget, indexPath: string, opts: HttpSourceOptions, caFile: string | undefined, path: (url: string) => string): Promise<Objects> {
-  const { streamObject, streamPool } = await import("./http.ts");
+  const { streamObject, streamPool } = await import("../http/http.ts");
   // A connection per shard streamed: a block of shards, the next epoch's read ahead, single samples.
   const pool = await streamPool(target, { ...opts, connections: opts.connections ?? 16 }, caFile);
   const maxIndex = opts.maxLabelsBytes ?? 64 * MiB;

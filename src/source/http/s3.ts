@@ -36,12 +36,12 @@
 import undici from "undici/index.js";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { runtime } from "../../runtime-adapters/index.ts";
-import { CassetteError } from "../errors.ts";
+import { runtime } from "../../../runtime-adapters/index.ts";
+import { CassetteError } from "../../errors.ts";
 import { type HttpSource, type HttpSourceOptions, type HttpTarget, openHttpTarget, parseHttpParams, readCa, retryAfter } from "./http.ts";
-import { type Retryable, retryableStatus, storeError } from "./retryable.ts";
-import type { ObjectSink } from "../dataset/object_sink.ts";
-import { readBoundedBody } from "../util/bounded_body.ts";
+import { type Retryable, retryableStatus, storeError } from "../retryable.ts";
+import type { ObjectSink } from "../../dataset/object_sink.ts";
+import { readBoundedBody } from "../../util/bounded_body.ts";
 import { type AwsCredentials, EMPTY_SHA256, sha256Hex, signV4, uriEncode } from "./sigv4.ts";
 
 const { Pool } = undici;

@@ -1,0 +1,228 @@
+/**
+ * The store kinds: one entry per protocol, the only door from outside `src/source/` into a
+ * protocol's folder (ARCHITECTURE.md, "Where to add"; test/architecture.test.ts checks it).
+ * An entry says which schemes are its, how its address parses, whether it holds several
+ * datasets, how to open a Source to read and a Store to write (or why it cannot), and whether
+ * its sources answer `shards()`. An address is parsed once, by `locate`, into an `Addressed`
+ * that is passed on; nothing downstream parses it again.
+ *
+ * HTTP, S3 and WebDataset are imported when such an address is opened (undici is loaded only then).
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { CassetteError } from "../errors.ts";
+import type { Store } from "../dataset/store.ts";
+import type { LabelSpec } from "../dataset/label.ts";
+import { type CassandraAddress, redact, type StoreAddress, storeAddressError } from "./address.ts";
+import type { Fetched, Source } from "./source.ts";
+import { parseCassandraAddress } from "./cassandra/address.ts";
+import { CassandraStore, type CassandraStoreOptions } from "./cassandra/cassandra.ts";
+import { CassandraSource, type CassandraSourceOptions } from "./cassandra/cassandra_source.ts";
+import { SqliteStore } from "./sqlite/sqlite.ts";
+import { SqliteSource } from "./sqlite/sqlite_source.ts";
+import { type FileSourceOptions, openFileSource } from "./files/file.ts";
+import type { HttpSourceOptions } from "./http/http.ts";
+import type { S3Options } from "./http/s3.ts";
+import type { WebDatasetSourceOptions } from "./webdataset/webdataset_source.ts";
+
+// What the rooms outside src/source/ use of the protocols, named here so that they need not
+// reach into a protocol's folder (the subpath mod.ts files re-export the public classes).
+// Types only, and what is loaded anyway: a value re-exported from http/ would load undici
+// with every read path.
+export type { CassandraStoreOptions, CassandraSourceOptions, FileSourceOptions, HttpSourceOptions, S3Options, WebDatasetSourceOptions };
+export { LABELS_FILE } from "./files/file.ts";
+
+/** How `openStore` opens a store: Cassandra's options, and whether to make a store that is not there. */
+export interface OpenStoreOptions {
+  /** Options for `cassandra://` addresses (driver options pass through as `driver`). */
+  cassandra?: CassandraStoreOptions;
+  /**
+   * Make the store when it is not there: the SQLite file (and its folder), or the Cassandra
+   * keyspace, with cassette's registry table. `true` (the default) suits writers such as
+   * ingest; readers pass `false`, so that a mistyped address is named, not made. Either way a
+   * store that is there is opened without schema statements (a SELECT-only role can open it).
+   */
+  create?: boolean;
+}
+
+/** How a kind opens a Source to read: the dataset, requests in flight and each protocol's settings (read/open.ts's OpenReadOptions holds these). */
+export interface SourceOpenOptions {
+  dataset?: string;
+  maxInFlight?: number;
+  http?: Omit<HttpSourceOptions, "dataset">;
+  file?: Omit<FileSourceOptions, "dataset">;
+  s3?: Omit<S3Options, "dataset">;
+  wds?: Omit<WebDatasetSourceOptions, "dataset" | "http" | "s3">;
+  cassandra?: CassandraStoreOptions;
+  balance?: "rate" | "driver";
+}
+
+/** An address as given, parsed once, with its kind's entry. */
+export interface Addressed<K extends StoreAddress = StoreAddress> {
+  /** The address as the user wrote it (workers are sent this; messages redact it). */
+  readonly text: string;
+  readonly parsed: K;
+  readonly kind: StoreKind<K>;
+}
+
+/** One protocol. */
+export interface StoreKind<K extends StoreAddress = StoreAddress> {
+  readonly kind: K["kind"];
+  /** The prefixes of its addresses, and how the scheme error lists them. */
+  readonly schemes: readonly string[];
+  readonly label: string;
+  /** Parses an address that starts with one of `schemes`; `bad` throws the address's named error. */
+  parse(address: string, bad: (why: string) => never): K;
+  /** It holds several datasets, so reading needs a dataset name. */
+  readonly several: boolean;
+  /** Its sources answer `shards()` (the Loader plans by shard: plan/epoch.ts `groups`). */
+  readonly shards: boolean;
+  /** A Source for reading; its close() closes whatever it opened. */
+  read(at: Addressed<K>, o: SourceOpenOptions): Promise<Source>;
+  /** A Store to write into; absent where the kind is read only. */
+  write?(at: Addressed<K>, o: OpenStoreOptions): Promise<Store>;
+  /** Why `open(…, { mode: "write" })` refuses it, where that says more than openStore's refusal. */
+  writeRefusal?: string;
+  /** The read side of an open Store of this kind; undefined for another kind's store. */
+  sourceOf?(store: Store, dataset: string, maxInFlight: number | undefined, o: CassandraSourceOptions): Source | undefined;
+}
+
+type Of<N extends StoreAddress["kind"]> = StoreKind<Extract<StoreAddress, { kind: N }>>;
+
+/** Only the given options that are set, so a kind's own defaults hold. */
+const inFlight = (maxInFlight?: number) => (maxInFlight ? { maxInFlight } : {});
+
+const sqlite: Of<"sqlite"> = {
+  kind: "sqlite", schemes: ["sqlite:"], label: "sqlite:", several: true, shards: false,
+  parse(address, bad) {
+    const path = address.slice("sqlite:".length);
+    if (!path) bad("it names no file (sqlite:PATH)");
+    return { kind: "sqlite", path };
+  },
+  read: (at, o) => readStore(at, o),
+  async write(at, o) {
+    const create = o.create ?? true;
+    if (create) mkdirSync(dirname(at.parsed.path), { recursive: true });
+    return SqliteStore.open(at.parsed.path, create);
+  },
+  sourceOf: (store, dataset, maxInFlight) => (store instanceof SqliteStore ? new SqliteSource(store, dataset, maxInFlight) : undefined),
+};
+
+const cassandra: Of<"cassandra"> = {
+  kind: "cassandra", schemes: ["cassandra://"], label: "cassandra://", several: true, shards: false,
+  parse: (address, bad) => parseCassandraAddress(address, bad),
+  read: (at, o) => readStore(at, o),
+  write: (at, o) => CassandraStore.open(at.text, o.cassandra, o.create ?? true, at.parsed as CassandraAddress),
+  sourceOf: (store, dataset, maxInFlight, o) => (store instanceof CassandraStore ? new CassandraSource(store, dataset, maxInFlight, o) : undefined),
+};
+
+const http: Of<"http"> = {
+  kind: "http", schemes: ["http://", "https://"], label: "http(s)://", several: false, shards: false,
+  parse: (address) => ({ kind: "http", url: address.replace(/\/+$/, "") }),
+  async read(at, o) {
+    const { openHttpSource } = await import("./http/http.ts");
+    return openHttpSource(at.parsed.url, { ...o.http, ...inFlight(o.maxInFlight), dataset: o.dataset });
+  },
+};
+
+const s3: Of<"s3"> = {
+  kind: "s3", schemes: ["s3://"], label: "s3://", several: false, shards: false,
+  parse: (address) => ({ kind: "s3", url: address }),
+  async read(at, o) {
+    const { openS3Source } = await import("./http/s3.ts");
+    return openS3Source(at.parsed.url, { ...o.s3, ...inFlight(o.maxInFlight), dataset: o.dataset });
+  },
+};
+
+const file: Of<"file"> = {
+  kind: "file", schemes: ["file:"], label: "file:", several: false, shards: false,
+  parse(address, bad) {
+    const dir = address.slice("file:".length).replace(/^\/\/(?=\/)/, "");
+    if (!dir) bad("it names no folder (file:DIR)");
+    return { kind: "file", dir };
+  },
+  read: (at, o) => openFileSource(at.parsed.dir, { ...o.file, ...inFlight(o.maxInFlight), dataset: o.dataset }),
+};
+
+const wds: Of<"wds"> = {
+  kind: "wds", schemes: ["wds:"], label: "wds:", several: false, shards: true,
+  parse(address, bad) {
+    const index = address.slice("wds:".length).replace(/^file:(\/\/(?=\/))?/, "");
+    if (!index) bad("it names no shard index (wds:PATH, wds:http(s)://…, wds:s3://…)");
+    return { kind: "wds", index };
+  },
+  async read(at, o) {
+    const { openWebDatasetSource } = await import("./webdataset/webdataset_source.ts");
+    return openWebDatasetSource(at.parsed.index, { ...o.wds, ...inFlight(o.maxInFlight), dataset: o.dataset, ...(o.http ? { http: o.http } : {}), ...(o.s3 ? { s3: o.s3 } : {}) });
+  },
+  writeRefusal: "WebDataset shards are read only: write them with cassette export --format webdataset (exportShards)",
+};
+
+/** Every kind, in the order the scheme error names them. */
+export const STORE_KINDS: readonly StoreKind[] = [sqlite, cassandra, http, s3, file, wds] as unknown as StoreKind[];
+
+/** Parses `address` once, into the value that is passed on; errors name the address and what is wrong with it. */
+export function locate(address: string): Addressed {
+  const bad = (why: string): never => {
+    throw storeAddressError(address, why);
+  };
+  const kind = STORE_KINDS.find((k) => k.schemes.some((s) => address.startsWith(s)));
+  if (!kind) return bad(`its scheme is none of ${STORE_KINDS.map((k) => k.label).join(", ")}`);
+  return { text: address, parsed: kind.parse(address, bad), kind };
+}
+
+/** Parses a store address; errors name the address and what is wrong with it. */
+export function parseStoreAddress(address: string): StoreAddress {
+  return locate(address).parsed;
+}
+
+/** Opens the store at `at` to write into: a named error (a rejection, as every opening's) for a read-only kind. */
+export async function writeStore(at: Addressed, o: OpenStoreOptions = {}): Promise<Store> {
+  if (!at.kind.write) {
+    throw new CassetteError(
+      "ERR_UNSUPPORTED",
+      `Cannot open '${redact(at.text)}' as a dataset store: ${at.parsed.kind} addresses are read-only sources (the loader reads them); ingest into sqlite: or cassandra://`,
+    );
+  }
+  return await at.kind.write(at, o);
+}
+
+/** The read side of an open Store, by the kind whose store it is. */
+export function sourceOfStore(store: Store, dataset: string, label: LabelSpec | undefined, maxInFlight?: number, o: CassandraSourceOptions = {}): Source {
+  for (const k of STORE_KINDS) {
+    const src = k.sourceOf?.(store, dataset, maxInFlight, { ...o, label });
+    if (src) return src;
+  }
+  throw new CassetteError("ERR_UNSUPPORTED", `Cannot read from store ${store.address}: it has no source`);
+}
+
+/** A store's dataset by address as a Source: the store is opened (not made), and closed with the source. */
+async function readStore(at: Addressed, o: SourceOpenOptions): Promise<Source> {
+  const { dataset, maxInFlight } = o;
+  const store = await writeStore(at, { cassandra: o.cassandra, create: false });
+  let inner: Source;
+  try {
+    const spec = await store.getDataset(dataset!); // a clear error now rather than per sample
+    inner = sourceOfStore(store, dataset!, spec.label, maxInFlight, { balance: o.balance });
+  } catch (e) {
+    await store.close().catch(() => {});
+    throw e;
+  }
+  let closing: Promise<void> | undefined;
+  const keyed = inner as Source & { keyOf?: (id: string) => string };
+  return {
+    name: inner.name,
+    dataset,
+    ids: async () => {
+      const ids: string[] = [];
+      for await (const page of store.scanNat(dataset!)) for (const r of page) ids.push(r.id);
+      return ids;
+    },
+    fetch: (id, done) => inner.fetch(id, done),
+    // A sample that fails to decode is named by its key (read/decode_source.ts).
+    ...(keyed.keyOf ? { keyOf: (id: string) => keyed.keyOf!(id) } : {}),
+    onDrain: (l) => inner.onDrain(l),
+    inFlight: () => inner.inFlight(),
+    close: () => (closing ??= inner.close().finally(() => store.close())),
+  } satisfies Source<Fetched> & { keyOf?: (id: string) => string };
+}
