@@ -52,6 +52,9 @@ test("pool: results come in completion order, and errors are JpegErrors with rea
     // yielded) while the large one is still decoding. The large one (2.5 Mpx, ~100× the work
     // of all the small ones together) is the corpus photo tiled and re-encoded by jpeg-js.
     const large = await largeJpeg();
+    // Both workers up first: a worker still starting (hundreds of ms on a loaded machine) left
+    // the small ones queued behind the large one, and the order said nothing about the pool.
+    await Promise.all(Array.from({ length: 4 }, () => pool.decode(jpegBytes("px17x33_420_prog.jpg")))); // each its own buffer: the pool transfers it
     const jobs = [
       { name: "large", bytes: large },
       ...Array.from({ length: 6 }, (_, i) => ({ name: `small${i}`, bytes: jpegBytes("px17x33_420_prog.jpg") })),

@@ -2,7 +2,8 @@
  * maxPrefetchBytes bounds memory, not only a count: samples of 2 MB, a window set to start at
  * 16 batches (128 MB), and a consumer that stops after two batches (a long step: the window
  * fills to what bounds it). The reading process (a child of its own, so that nothing earlier
- * hides its growth) grows by at most the bound plus a stated overhead (measured 24 MB on Bun,
+ * hides its growth; its resident memory without file-backed pages, which SQLite's mapping of
+ * the store's file adds as page cache) grows by at most the bound plus a stated overhead (measured 24 MB on Bun,
  * 62 MB on Deno and Node for a 24 MB bound); without the bound, by the whole window (~155 MB).
  * The same with JPEGs decoded in two read workers, the bound counting pixels: 65 MB (Bun) to
  * 156 MB (Node) with the bound, two worker runtimes included; 300–430 MB without.
