@@ -23,6 +23,7 @@ export { SAMPLE_NAMESPACE, sampleId } from "./dataset/sample_id.ts";
 // openReadSource are its older names.
 export { open, openReadSource } from "./read/open.ts";
 export type { OpenOptions, OpenReadOptions } from "./read/open.ts";
+export type { SourceOpenOptions } from "./source/kinds.ts";
 export { openSource, openStore } from "./source/open.ts";
 export type { OpenStoreOptions } from "./source/open.ts";
 export type { DatasetInfo, NatRow, PredictionRow, SampleInput, Store, StoredSample } from "./dataset/store.ts";

@@ -36,17 +36,7 @@ import { createDecodePool } from "../decode/pool.ts";
 import { isTransformModule, loadTransformHere, type TransformModule, transformUrl } from "../decode/transform.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { redact } from "../source/address.ts";
-import {
-  type Addressed,
-  type CassandraStoreOptions,
-  type FileSourceOptions,
-  type HttpSourceOptions,
-  locate,
-  type OpenStoreOptions,
-  type S3Options,
-  type WebDatasetSourceOptions,
-  writeStore,
-} from "../source/kinds.ts";
+import { type Addressed, locate, type OpenStoreOptions, type SourceOpenOptions, writeStore } from "../source/kinds.ts";
 import { openSource as storeSource } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
 import { DecodeSource, type PixelSink, type SampleClaim } from "./decode_source.ts";
@@ -54,23 +44,7 @@ import type { ReadSource } from "./sample.ts";
 import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
 
 /** How `open(…, { mode: "read" })` reads a store: the dataset, requests in flight, per-protocol settings, read workers, decoding, retries and hedging. */
-export interface OpenReadOptions {
-  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
-  dataset?: string;
-  /** Cap on requests in flight at the source (default: the source's own; per worker with `workers`). */
-  maxInFlight?: number;
-  /** For `http(s)://` addresses: connections, pipelining, timeouts, size limits, redirects, credentials, CA (HttpSourceOptions). */
-  http?: Omit<HttpSourceOptions, "dataset">;
-  /** For `file:` addresses: files read at once. */
-  file?: Omit<FileSourceOptions, "dataset">;
-  /** For `s3://` addresses: endpoint, region, style, credentials, and the HTTP options (S3Options). */
-  s3?: Omit<S3Options, "dataset">;
-  /** For `wds:` addresses: the early-sample bound, resumes, entry size (the index's own http/s3 options come from `http`, `s3`). */
-  wds?: Omit<WebDatasetSourceOptions, "dataset" | "http" | "s3">;
-  /** For `cassandra://` addresses: driver options. */
-  cassandra?: CassandraStoreOptions;
-  /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
-  balance?: "rate" | "driver";
+export interface OpenReadOptions extends SourceOpenOptions {
   /** Read in this many worker threads, each with its own connections (default 0: here). Needs an address. */
   workers?: number;
   /** With `workers`: size them as reading goes, between these (WorkerSourceOptions' `scale`). */

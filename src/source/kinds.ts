@@ -45,15 +45,23 @@ export interface OpenStoreOptions {
   create?: boolean;
 }
 
-/** How a kind opens a Source to read: the dataset, requests in flight and each protocol's settings (read/open.ts's OpenReadOptions holds these). */
+/** How a kind opens a Source to read: the dataset, requests in flight and each protocol's settings (`open`'s OpenReadOptions extends these). */
 export interface SourceOpenOptions {
+  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
   dataset?: string;
+  /** Cap on requests in flight at the source (default: the source's own; per worker with `workers`). */
   maxInFlight?: number;
+  /** For `http(s)://` addresses: connections, pipelining, timeouts, size limits, redirects, credentials, CA (HttpSourceOptions). */
   http?: Omit<HttpSourceOptions, "dataset">;
+  /** For `file:` addresses: files read at once. */
   file?: Omit<FileSourceOptions, "dataset">;
+  /** For `s3://` addresses: endpoint, region, style, credentials, and the HTTP options (S3Options). */
   s3?: Omit<S3Options, "dataset">;
+  /** For `wds:` addresses: the early-sample bound, resumes, entry size (the index's own http/s3 options come from `http`, `s3`). */
   wds?: Omit<WebDatasetSourceOptions, "dataset" | "http" | "s3">;
+  /** For `cassandra://` addresses: driver options. */
   cassandra?: CassandraStoreOptions;
+  /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
   balance?: "rate" | "driver";
 }
 
