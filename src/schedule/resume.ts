@@ -225,7 +225,7 @@ export function checkResumeState(s: unknown, identity: PlanIdentity): LoaderStat
  *   for await (const b of l.epoch(0)) rest += b.ids.length;
  *   await l.close();
  * }
- * console.log(rest); // 30
+ * console.log(rest); // 70 (of 80: 40 of train, 40 of t10k)
  * await store.close();
  * ```
  */
