@@ -188,6 +188,14 @@ export interface LoaderOptions<T = Sample> {
   resume?: LoaderState;
   /** Aborting it stops the epoch being read: its iterator throws a CassetteError. */
   signal?: AbortSignal;
+  /**
+   * Over a shard set (a `wds:` source: `Source.shards()`) with several ranks, each rank streams
+   * its own shards each epoch instead of every shard for its stride: the shards, shuffled by
+   * (seed, epoch), are cut into runs balanced within one sample (src/plan/epoch.ts
+   * `rankShards`; `pad` and `dropLast` as usual), so the ranks together stream each shard about
+   * once. Default false; resumes only on the same number of ranks.
+   */
+  rankShards?: boolean;
 }
 
 /** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */
@@ -238,6 +246,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     }
     if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
     if (o.pad !== undefined && typeof o.pad !== "boolean") bad(`'pad' must be true or false: current value is ${o.pad}`);
+    if (o.rankShards !== undefined && typeof o.rankShards !== "boolean") bad(`'rankShards' must be true or false: current value is ${o.rankShards}`);
     if (o.pad && o.dropLast) bad("'pad' and 'dropLast' ask for opposite things (repeat samples, or drop them): give one");
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
@@ -376,7 +385,10 @@ export class Loader<T = Sample> implements AsyncDisposable {
 
   #identity(): PlanIdentity {
     const o = this.options;
-    return { seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false, pad: o.pad ?? false };
+    return {
+      seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false, pad: o.pad ?? false,
+      ...(o.rankShards ? { rankShards: true } : {}),
+    };
   }
 
   /**

@@ -75,6 +75,16 @@ export interface EpochPlanOptions {
    * rest. Default: none.
    */
   before?: Uint8Array;
+  /**
+   * With `groups` and several ranks: each rank streams its own shards, not every shard for its
+   * stride (default false). The shards, shuffled by (seed, epoch) so that they rotate over the
+   * ranks from epoch to epoch, are laid end to end and cut into `worldSize` runs of ⌊n / worldSize⌋
+   * or ⌈n / worldSize⌉ samples (balanced within one sample): rank r takes run r, whose end shards
+   * it may share with its neighbours, and plans it shard-aware on its own (blocks of
+   * `shardBlock` merged, the shuffle buffer). dropLast cuts every run to the same whole batches;
+   * pad gives a short run one repeat, the next run's first sample. Not with `before`.
+   */
+  rankShards?: boolean;
 }
 
 /** Salt of the shard-aware plan's PRNG stream: it draws differently from the flat permutation. */
@@ -88,8 +98,35 @@ export function epochPlan(ids: readonly string[], o: EpochPlanOptions): string[]
     for (let i = 0; i < order.length; i++) plan[i] = ids[order[i]];
     return plan;
   }
+  if (o.rankShards && (o.worldSize ?? 1) > 1) return rankShardPlan(ids, o);
   const order = left(epochSequence(ids, o), o.before);
   return rankShare(order, o, []);
+}
+
+/** A rank's plan with `rankShards`: its run of the shards laid end to end (the option's doc). */
+function rankShardPlan(ids: readonly string[], o: EpochPlanOptions): string[] {
+  const bad = checker(o);
+  if (o.before) {
+    throw new CassetteError("ERR_UNSUPPORTED", "Cannot plan the epoch as 'rankShards' plans do not resume on another number of ranks (their 'before'): resume on the same ranks");
+  }
+  const k = o.shardBlock ?? 4, b = o.shuffleBuffer ?? 256, shuffled = o.shuffle ?? true;
+  const shards = shardSets(ids, o.groups!, k, b, bad);
+  if (shuffled) shuffle(shards, rng(o.seed, o.epoch, SHARD_PLAN));
+  const rank = o.rank ?? 0, world = o.worldSize ?? 1;
+  const n = shards.reduce((a, s) => a + s.length, 0), q = Math.floor(n / world), more = n % world;
+  const start = rank * q + Math.min(rank, more), end = start + q + (rank < more ? 1 : 0);
+  const mine: string[][] = [];
+  let at = 0, next: string | undefined;
+  for (const s of shards) {
+    const a = Math.max(start, at), z = Math.min(end, at + s.length);
+    if (a < z) mine.push(s.slice(a - at, z - at));
+    if (n > 0 && end % n >= at && end % n < at + s.length) next = s[end % n - at];
+    at += s.length;
+  }
+  const out = shuffled ? blockOrder(mine, k, b, rng(o.seed, o.epoch, SHARD_PLAN, rank + 1)) : mine.flat();
+  if (o.dropLast) out.length = Math.floor(q / o.batchSize) * o.batchSize;
+  else if (o.pad && out.length < Math.ceil(n / world) && next !== undefined) out.push(next);
+  return out;
 }
 
 /**
@@ -207,23 +244,39 @@ function checker(o: EpochPlanOptions): (why: string) => never {
 
 /** The shard-aware permutation of `ids` (the file's doc); `shuffled` false keeps the groups' order. */
 function shardOrder(ids: readonly string[], groups: readonly (readonly string[])[], shuffled: boolean, k: number, b: number, r: Rng, bad: (why: string) => never): string[] {
+  const shards = shardSets(ids, groups, k, b, bad);
+  // The ids in no group come last, as one more block.
+  const rest = shards.at(-1)?.rest ? shards.pop()! : [];
+  if (!shuffled) return [...shards.flat(), ...rest];
+  shuffle(shards, r);
+  const out = blockOrder(shards, k, b, r);
+  for (const id of shuffle(rest, r)) out.push(id);
+  return out;
+}
+
+/** The groups' ids that are in `ids` (each once, in its first group), and last the ids in no group (marked `rest`). */
+function shardSets(ids: readonly string[], groups: readonly (readonly string[])[], k: number, b: number, bad: (why: string) => never): (string[] & { rest?: true })[] {
   if (!Number.isInteger(k) || k < 1) bad(`'shardBlock' must be a positive integer: current value is ${k}`);
   if (!Number.isInteger(b) || b < 1) bad(`'shuffleBuffer' must be a positive integer: current value is ${b}`);
   const wanted = new Set(ids);
   const placed = new Set<string>();
-  const shards: string[][] = [];
+  const shards: (string[] & { rest?: true })[] = [];
   for (const g of groups) {
     const mine = g.filter((id) => wanted.has(id) && !placed.has(id));
     for (const id of mine) placed.add(id);
     if (mine.length) shards.push(mine);
   }
-  const rest = ids.filter((id) => !placed.has(id));
-  if (!shuffled) return [...shards.flat(), ...rest];
-  shuffle(shards, r);
+  const rest: string[] & { rest?: true } = ids.filter((id) => !placed.has(id));
+  rest.rest = true;
+  if (rest.length) shards.push(rest);
+  return shards;
+}
+
+/** Shards in blocks of k, each block's shards merged and passed through the shuffle buffer. */
+function blockOrder(shards: string[][], k: number, b: number, r: Rng): string[] {
   const out: string[] = [];
   // Pushed one by one: a spread of a large array overflows the stack.
   for (let s = 0; s < shards.length; s += k) for (const id of buffered(merge(shards.slice(s, s + k), r), b, r)) out.push(id);
-  for (const id of shuffle(rest, r)) out.push(id);
   return out;
 }
 

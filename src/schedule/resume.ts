@@ -38,6 +38,8 @@ export interface PlanIdentity {
   dropLast: boolean;
   /** Whether the loader pads ranks to the same length (states taken before `pad` existed have none: false). */
   pad?: boolean;
+  /** Whether each rank streams its own shards (`rankShards`; states taken before it existed have none: false). */
+  rankShards?: boolean;
 }
 
 /** Where a Loader stands (`Loader.state()`), as JSON a checkpoint can keep: the epoch, the plan's options and digest, and which samples were handed over; give it as `resume` to continue. */
@@ -180,6 +182,9 @@ export function checkResumeState(s: unknown, identity: PlanIdentity): LoaderStat
   if ((st.order !== undefined && typeof st.order !== "string") || (st.before !== undefined && typeof st.before !== "string")) bad("its 'order' and 'before' must be strings");
   // Another world size: only a state that covers every rank (one of a single rank, or merged) says what is left.
   const elastic = st.worldSize !== identity.worldSize;
+  if (elastic && (st.rankShards || identity.rankShards)) {
+    throw new CassetteError("ERR_UNSUPPORTED", `Cannot resume the Loader on ${identity.worldSize} ranks from a state taken on ${st.worldSize} as a plan with 'rankShards' resumes only on its own number of ranks`);
+  }
   if (elastic && st.worldSize !== 1) {
     throw new CassetteError(
       "ERR_PARTIAL_STATE",
@@ -187,9 +192,10 @@ export function checkResumeState(s: unknown, identity: PlanIdentity): LoaderStat
         `Merge the states of all ${st.worldSize} ranks with mergeStates(states) and resume every rank from the result (NOTE [ Elastic resume ])`,
     );
   }
-  for (const k of ["seed", "rank", "worldSize", "shuffle", "batchSize", "dropLast", "pad"] as const) {
+  for (const k of ["seed", "rank", "worldSize", "shuffle", "batchSize", "dropLast", "pad", "rankShards"] as const) {
     if (elastic && (k === "rank" || k === "worldSize")) continue;
-    const was = st[k] ?? (k === "pad" ? false : undefined), is = identity[k] ?? (k === "pad" ? false : undefined);
+    const optional = k === "pad" || k === "rankShards"; // false in states from before the option
+    const was = st[k] ?? (optional ? false : undefined), is = identity[k] ?? (optional ? false : undefined);
     if (was !== is) bad(`it was taken with ${k} ${JSON.stringify(was)}: this loader has ${k} ${JSON.stringify(is)}`);
   }
   return st;
@@ -237,6 +243,7 @@ export function mergeStates(states: readonly LoaderState[]): LoaderState {
   const first = states[0];
   for (const s of states) {
     checkResumeState(s, s); // its shape
+    if (s.rankShards) bad(`rank ${s.rank}'s plan has 'rankShards', which resumes only on its own number of ranks`, "ERR_UNSUPPORTED");
     if (s.samples === undefined || s.order === undefined) bad(`rank ${s.rank}'s state was taken before elastic resume existed (it has no 'samples' or 'order'): it resumes only on its own ${s.worldSize} ranks`);
     for (const k of ["seed", "worldSize", "shuffle", "batchSize", "dropLast", "pad", "samples"] as const) {
       if ((s[k] ?? false) !== (first[k] ?? false)) bad(`rank ${s.rank}'s has ${k} ${JSON.stringify(s[k])}, rank ${first.rank}'s ${JSON.stringify(first[k])}: they are not one job's`);
