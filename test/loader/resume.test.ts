@@ -261,6 +261,10 @@ test("one rank's state alone on another world size is refused, naming what it ne
     assert.is((e as CassetteError).code, "ERR_PARTIAL_STATE");
     assert.match((e as Error).message, /on 3 ranks from rank 1's state alone, taken on 4 ranks: .*Merge the states of all 4 ranks with mergeStates/);
   }
+  // A merged state is refused where each rank streams its own shards: those plans do not re-partition.
+  const merged = mergeStates([0, 1, 2, 3].map((rank) => new Loader({ store: src, ids, batchSize: 8, seed: 5, rank, worldSize: 4 }).state()));
+  assert.throws(() => new Loader({ store: src, ids, batchSize: 8, seed: 5, rank: 0, worldSize: 3, rankShards: true, resume: merged }), (e: Error) =>
+    (e as CassetteError).code === "ERR_UNSUPPORTED" && /'rankShards' resumes only on its own number of ranks/.test(e.message));
   // A state of the format before elastic resume (no samples, order, before) still resumes on its world size.
   const old: Partial<LoaderState> = { ...state };
   delete old.samples, delete old.order, delete old.before;

@@ -122,7 +122,7 @@ test("a rank that ended the epoch (its state names the next, nothing handed over
   assert.is(fresh.planned, j.n);
 });
 
-test("merging refuses by name: a rank missing (ERR_PARTIAL_STATE), given twice, another job's, epochs apart, a state from before elastic resume", () => {
+test("merging refuses by name: a rank missing (ERR_PARTIAL_STATE), given twice, another job's, epochs apart, a state from before elastic resume, rankShards plans", () => {
   const seed = freshSeed();
   const next = rng(seed);
   const j: Job = { n: 50, batchSize: 4 };
@@ -148,4 +148,5 @@ test("merging refuses by name: a rank missing (ERR_PARTIAL_STATE), given twice, 
   delete old.samples, delete old.order;
   refused(() => mergeStates([s[0], s[1], s[2], old]), "ERR_INVALID_OPTION", /rank 3's state was taken before elastic resume/);
   refused(() => mergeStates([]), "ERR_INVALID_OPTION", /none were given/);
+  refused(() => mergeStates([s[0], s[1], s[2], { ...s[3], rankShards: true }]), "ERR_UNSUPPORTED", /rank 3's plan has 'rankShards', which resumes only on its own number of ranks/);
 });
