@@ -119,8 +119,9 @@ them (the model line says its size).
   --every N           steps between checkpoints (default ${DEFAULT_EVERY})
   --resume DIR        continue the run whose checkpoint is in DIR with the samples of its epoch
                       not yet trained on, then its other epochs; its options come from the
-                      checkpoint (options given as well must agree with them) and it goes on
-                      checkpointing into DIR. In strict order the weights come out as an
+                      checkpoint (options given as well must agree with them, but for
+                      --workers, which may differ: they are read workers, not ranks) and it goes
+                      on checkpointing into DIR. In strict order the weights come out as an
                       uninterrupted run's, bit for bit on the same adapter
   --dashboard [PORT]  serve a live dashboard of the run at http://127.0.0.1:PORT/ (default: any
                       free port; the URL is printed on stderr): loss and accuracy curves,
@@ -146,8 +147,12 @@ const OPTIONS = [
   "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
   "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host", "transform", "transform-options",
 ];
-/** Options a resumed run may give differently from the checkpoint's (they do not change what is trained). */
-const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help", "dashboard", "dashboard-host"]);
+/**
+ * Options a resumed run may give differently from the checkpoint's (they do not change what is
+ * trained). --workers are read workers of this one process, not data-parallel ranks: how many
+ * read and decode changes neither the plan nor the state (src/schedule/resume.ts).
+ */
+const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help", "dashboard", "dashboard-host", "workers"]);
 
 interface Run {
   json: boolean;
@@ -277,7 +282,10 @@ function resumedRun(now: Run, c: Checkpoint): Run {
       bad(`'--${flag}' is ${JSON.stringify(now[k])} here but ${JSON.stringify(was[k] ?? null)} in the checkpoint ${c.path}: give --resume alone, or the same value`);
     }
   }
-  return { ...now, ...(was as Run), json: now.json, checkpoint: now.checkpoint, every: now.every, resume: now.resume, traceIds: now.traceIds, dashboard: now.dashboard, given: now.given };
+  return {
+    ...now, ...(was as Run), json: now.json, checkpoint: now.checkpoint, every: now.every, resume: now.resume, traceIds: now.traceIds, dashboard: now.dashboard, given: now.given,
+    workers: now.workers ?? was.workers,
+  };
 }
 
 /** What a checkpoint records of the run: the options that decide what is trained, resolved. */

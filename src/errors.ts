@@ -47,7 +47,12 @@ export type ErrorCode =
   /** The store refused the credentials (an S3 signature, an unknown or expired key, no permission), or none were found. */
   | "ERR_STORE_AUTH"
   /** The store refused a signed request's time: this machine's clock is too far from the server's. */
-  | "ERR_CLOCK_SKEW";
+  | "ERR_CLOCK_SKEW"
+  /**
+   * A loader state cannot resume on another number of ranks alone: one rank's state does not
+   * say what the other ranks handed over. Merge every rank's state (`mergeStates`) first.
+   */
+  | "ERR_PARTIAL_STATE";
 
 /** Every error cassette throws on purpose: `code` says what kind (a bad option, a store, a malformed input, …), the message names the value and where. */
 export class CassetteError extends Error {

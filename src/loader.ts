@@ -24,11 +24,11 @@
  * ```
  */
 import { CassetteError } from "./errors.ts";
-import { epochOrder, epochPlan, paddedFrom } from "./plan/epoch.ts";
+import { epochOrder, epochPlan, epochSequence, paddedFrom } from "./plan/epoch.ts";
 import type { RunPlan } from "./schedule/epoch_run.ts";
 import { assertUnique } from "./schedule/ledger.ts";
 import { EpochScheduler } from "./schedule/epochs.ts";
-import { checkResumeState, HandedOver, type LoaderState, type PlanIdentity, resumed } from "./schedule/resume.ts";
+import { checkPlan, checkResumeState, HandedOver, type LoaderState, planDigest, type PlanIdentity, resumed, stateBefore, type WholeOrder } from "./schedule/resume.ts";
 import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
 import { type Addressed, locate } from "./source/kinds.ts";
@@ -49,6 +49,7 @@ import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/s
 import { isTransformModule, type TransformModule } from "./decode/transform.ts";
 
 export type { LoaderState, LoaderStats, PlanIdentity, SkippedSample };
+export { mergeStates } from "./schedule/resume.ts";
 
 /** Everything a `Loader` needs: the store and the split's ids, the batch size, and how to read (order, prefetch, workers, decoding, retries, hedging, resume). */
 export interface LoaderOptions<T = Sample> {
@@ -187,6 +188,14 @@ export interface LoaderOptions<T = Sample> {
   resume?: LoaderState;
   /** Aborting it stops the epoch being read: its iterator throws a CassetteError. */
   signal?: AbortSignal;
+  /**
+   * Over a shard set (a `wds:` source: `Source.shards()`) with several ranks, each rank streams
+   * its own shards each epoch instead of every shard for its stride: the shards, shuffled by
+   * (seed, epoch), are cut into runs balanced within one sample (src/plan/epoch.ts
+   * `rankShards`; `pad` and `dropLast` as usual), so the ranks together stream each shard about
+   * once. Default false; resumes only on the same number of ranks.
+   */
+  rankShards?: boolean;
 }
 
 /** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */
@@ -237,6 +246,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     }
     if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
     if (o.pad !== undefined && typeof o.pad !== "boolean") bad(`'pad' must be true or false: current value is ${o.pad}`);
+    if (o.rankShards !== undefined && typeof o.rankShards !== "boolean") bad(`'rankShards' must be true or false: current value is ${o.rankShards}`);
     if (o.pad && o.dropLast) bad("'pad' and 'dropLast' ask for opposite things (repeat samples, or drop them): give one");
     if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
     if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
@@ -258,7 +268,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     assertUnique(o.ids, "Cannot create a Loader");
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
-    if (o.resume !== undefined) this.#resume = checkResumeState(o.resume, this.#identity());
+    if (o.resume !== undefined) this.#resumeFrom(checkResumeState(o.resume, this.#identity()));
     this.#read = new ReadPath({ ...o, store: at ?? o.store, transform: module, seed: o.seed, workers, scaleWorkers: workerScale(workers, o.workers) }, () => this.#schedule.drained());
     this.#schedule = new EpochScheduler<Sample, T>(
       {
@@ -282,16 +292,20 @@ export class Loader<T = Sample> implements AsyncDisposable {
     const start = () => {
       // What this epoch hands over is recorded for state(); a resume's epoch starts from the
       // state's record and leaves its samples out.
+      // An elastic resume's epoch is planned without what every rank handed over (#before).
       const from = this.#resume?.epoch === epoch ? this.#resume : undefined;
-      const handed = from ? resumed(from, this.#planOf(epoch).ids) : new HandedOver(epoch, this.#planOf(epoch).ids);
+      const elastic = this.#elastic?.epoch === epoch ? this.#elastic : undefined;
+      const plan = this.#planOf(epoch).ids, whole = this.#whole(epoch);
+      if (elastic) checkPlan(elastic, plan, whole);
+      const handed = from ? resumed(from, plan, whole) : new HandedOver(epoch, plan, whole);
       const skip = new Set(opts.skip ?? []);
       if (from) for (const id of handed.ids()) skip.add(id);
       const run = this.#schedule.epoch(epoch, skip, opts.readAhead);
       if (from) this.#resume = undefined;
+      if (elastic) this.#elastic = undefined;
       this.#handed = handed;
       // With pad, the plan's tail repeats samples of other ranks (plan/epoch.ts): marked in each batch.
-      const plan = this.#planOf(epoch).ids;
-      const repeats = this.options.pad ? new Set(plan.slice(paddedFrom(this.options.ids.length, this.#identity()))) : undefined;
+      const repeats = this.options.pad ? new Set(plan.slice(paddedFrom(this.options.ids.length, { ...this.#identity(), before: whole.before }))) : undefined;
       return tracked(run, handed, repeats);
     };
     if (shards.groups || !shards.loading) return start();
@@ -322,7 +336,31 @@ export class Loader<T = Sample> implements AsyncDisposable {
     return out;
   }
   #resume?: LoaderState;
+  /** A state taken on another world size (one that covers every rank): its epoch is checked by the whole order's digest. */
+  #elastic?: LoaderState;
+  /** The samples of the resumed epoch's whole order handed over before this run: left out of its plan (NOTE [ Elastic resume ]). */
+  #before?: { epoch: number; bits: Uint8Array };
   #handed?: HandedOver;
+
+  /** Takes a checked state: on this world size it resumes this rank's plan; on another, the rest of the epoch is strided over this run's ranks. */
+  #resumeFrom(st: LoaderState): void {
+    const elastic = st.worldSize !== (this.options.worldSize ?? 1);
+    const bits = stateBefore(st, elastic);
+    if (bits) this.#before = { epoch: st.epoch, bits };
+    if (elastic) this.#elastic = st;
+    else this.#resume = st;
+  }
+
+  /** The epoch's whole order, every rank's, as a state records it: its length, its digest (drawn when first asked for), what it left out. */
+  #whole(epoch: number): WholeOrder {
+    let digest: string | undefined;
+    const ids = this.options.ids, groups = this.#shards?.groups;
+    return {
+      samples: ids.length,
+      digest: () => digest ??= planDigest(epochSequence(ids, { ...this.#identity(), epoch, groups })),
+      before: this.#before?.epoch === epoch ? this.#before.bits : undefined,
+    };
+  }
 
   /**
    * The plan of `epoch` (the last two kept: the scheduler and state() ask for the same ones),
@@ -331,7 +369,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
   #planOf(epoch: number): RunPlan {
     const hit = this.#plans.find((p) => p.epoch === epoch);
     if (hit) return hit.plan;
-    const ids = this.options.ids, o = { ...this.#identity(), epoch };
+    const ids = this.options.ids, o = { ...this.#identity(), epoch, before: this.#before?.epoch === epoch ? this.#before.bits : undefined };
     let plan: RunPlan;
     if (this.#shards?.groups) plan = { ids: epochPlan(ids, { ...o, groups: this.#shards.groups }) };
     else {
@@ -347,7 +385,10 @@ export class Loader<T = Sample> implements AsyncDisposable {
 
   #identity(): PlanIdentity {
     const o = this.options;
-    return { seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false, pad: o.pad ?? false };
+    return {
+      seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false, pad: o.pad ?? false,
+      ...(o.rankShards ? { rankShards: true } : {}),
+    };
   }
 
   /**
@@ -355,12 +396,19 @@ export class Loader<T = Sample> implements AsyncDisposable {
    * and a bitmap over its plan of the samples handed over so far (once an epoch's iteration
    * has ended, the next epoch with none). `new Loader({ …, resume: state })` continues there.
    * Take it between batches: a batch counts as handed over once the loop has it.
+   *
+   * On another number of ranks, a run resumes from every rank's state merged, `mergeStates`
+   * (each new rank given the same merged state): the epoch's samples no rank handed over are
+   * strided over the new ranks, and later epochs planned for them as usual (NOTE [ Elastic
+   * resume ], src/schedule/resume.ts). One rank's state alone is refused there
+   * (ERR_PARTIAL_STATE): it does not say what the others handed over.
    */
   state(): LoaderState {
     const h = this.#handed;
-    if (!h) return this.#resume ?? new HandedOver(0, this.#planOf(0).ids).state(this.#identity());
-    if (h.finished) return new HandedOver(h.epoch + 1, this.#planOf(h.epoch + 1).ids).state(this.#identity());
-    return h.state(this.#identity());
+    if (!h && this.#resume) return this.#resume;
+    const e = h ? (h.finished ? h.epoch + 1 : h.epoch) : this.#elastic?.epoch ?? 0;
+    if (h && !h.finished) return h.state(this.#identity());
+    return new HandedOver(e, this.#planOf(e).ids, this.#whole(e)).state(this.#identity());
   }
 
   /** The source, opened on first use (with its decoding, hedging and retries). */

@@ -37,7 +37,7 @@ export { createFolds, createSplits, loadSplit, loadSplits, saveSplits } from "./
 export type { FoldParams, Split, SplitFile, SplitParams } from "./dataset/splits.ts";
 export { epochOrder, epochPlan } from "./plan/epoch.ts";
 export type { EpochPlanOptions } from "./plan/epoch.ts";
-export { Loader } from "./loader.ts";
+export { Loader, mergeStates } from "./loader.ts";
 export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, PlanIdentity, SkippedSample } from "./loader.ts";
 export type { Batch, ImageTable } from "./assemble/batch.ts";
 export type { Source } from "./source/source.ts";

@@ -84,7 +84,9 @@ for (const order of ["strict", "ready"] as const) {
     const { c, kept } = await cut(folder, file);
     assert.ok(c.run.step >= EVERY && c.run.step <= at + EVERY, `seed ${seed}: checkpoint at step ${c.run.step}, killed at ${at} or after`);
     const after = join(base, "after.jsonl");
-    const resumed = train(["--resume", folder, "--trace-ids", after, "--json"]);
+    // In ready order the resumed run reads with another number of read workers (the killed
+    // run had the default, 2 or more): the workers are not ranks, they change nothing trained.
+    const resumed = train(["--resume", folder, "--trace-ids", after, "--json", ...(order === "ready" ? ["--workers", "1"] : [])]);
 
     // Every sample of each epoch once: what the killed run checkpointed, then the resumed run.
     const expected = perEpoch(trace(join(base, "whole.jsonl")));
@@ -97,6 +99,7 @@ for (const order of ["strict", "ready"] as const) {
     assert.equal(resumed.epochs.map((r: { epoch: number; samples: number }) => [r.epoch, r.samples]), [[1, LIMIT], [2, LIMIT]]);
     assert.is(resumed.epochs.reduce((a: number, r: { stepLoss: number[] }) => a + r.stepLoss.length, 0), STEPS, "every step's loss, both runs'");
     assert.is(resumed.resumedFrom.step, c.run.step);
+    if (order === "ready") assert.is(resumed.workers, 1, "the resumed run's --workers");
     const metrics = readFileSync(join(base, "cut", "metrics.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l));
     assert.equal(metrics.map((m: { epoch: number }) => m.epoch), [1, 2], "metrics.jsonl: each epoch once");
     if (order === "strict") {

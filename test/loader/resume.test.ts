@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
 import { freshSeed, randomInt, rng } from "../_support/random.ts";
 import { delayed } from "../_support/sources.ts";
-import { Loader, type LoaderState } from "../../src/loader.ts";
+import { Loader, type LoaderState, mergeStates } from "../../src/loader.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { epochPlan } from "../../src/plan/epoch.ts";
@@ -168,4 +168,109 @@ test("a state that does not fit the loader is refused by name", async () => {
   }
   assert.match(message, new RegExp(`plan differs: the state.s has ${ids.length} samples`));
   await other.close();
+});
+
+const bitmap = (b64: string) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+
+/**
+ * Elastic resume through real loaders: N ranks each hand over a random number of batches (some
+ * none, some their whole epoch), their states (kept through JSON) are merged, and M ranks read
+ * the rest of the epoch from the merged state, then the next epoch. Returns what each phase
+ * handed over, with pad's repeats apart.
+ */
+async function elastic(N: number, M: number, o: { order: "ready" | "strict"; pad?: boolean; workers?: number }, seed: number) {
+  const r = rng(seed);
+  const src = await setup();
+  const slow = new Set(ids.filter(() => r() < 0.2));
+  const store = o.workers ? `sqlite:${db}` : delayed(src, (id) => (slow.has(id) ? 15 : 1));
+  const make = (rank: number, worldSize: number, resume?: LoaderState) =>
+    new Loader({ store, dataset: "fm", ids, batchSize: 6, prefetch: 3, seed, rank, worldSize, order: o.order, pad: o.pad, workers: o.workers ?? 0, resume });
+  const first: string[] = [], states: LoaderState[] = [];
+  for (let rank = 0; rank < N; rank++) {
+    const l = make(rank, N);
+    const k = randomInt(r, 0, Math.ceil(ids.length / N / 6) + 1);
+    let n = 0;
+    if (k > 0) {
+      for await (const b of l.epoch(0)) {
+        first.push(...b.ids);
+        if (++n === k) break;
+      }
+    }
+    states.push(JSON.parse(JSON.stringify(l.state())));
+    await l.close();
+  }
+  const merged = mergeStates(states);
+  const rest: string[][] = [], repeats: string[] = [], next: string[][] = [];
+  for (let rank = 0; rank < M; rank++) {
+    const l = make(rank, M, merged);
+    const mine: string[] = [];
+    for await (const b of l.epoch(0)) b.ids.forEach((id, i) => (b.padded?.[i] ? repeats : mine).push(id));
+    rest.push(mine);
+    const later: string[] = [];
+    for await (const b of l.epoch(1)) later.push(...b.ids);
+    next.push(later);
+    await l.close();
+  }
+  return { first, rest, repeats, next, merged };
+}
+
+for (const order of ["ready", "strict"] as const) {
+  test(`elastic resume, ${order} order: N ranks' states merged resume on M ranks (4 → 3, 2 → 5, 3 → 1), every sample of the epoch once; the next epoch is M ranks' plan`, async () => {
+    const seed = freshSeed();
+    for (const [N, M] of [[4, 3], [2, 5], [3, 1]]) {
+      const what = `${N} → ${M}, seed ${seed}`;
+      const { first, rest, next, merged } = await elastic(N, M, { order }, seed + N);
+      exactlyOnce([...first, ...rest.flat()], ids, what);
+      if (order === "strict") {
+        // In plan order: each rank's rest is its stride of what no rank handed over.
+        const before = bitmap(merged.before!);
+        rest.forEach((got, rank) => assert.equal(got, epochPlan(ids, { seed: seed + N, epoch: 0, batchSize: 6, rank, worldSize: M, before }), `${what}: rank ${rank}`));
+      }
+      next.forEach((got, rank) => exactlyOnce(got, epochPlan(ids, { seed: seed + N, epoch: 1, batchSize: 6, rank, worldSize: M }), `${what}: epoch 1, rank ${rank}`));
+    }
+  }, { timeoutMs: 120_000 });
+}
+
+test("elastic resume with pad: the rest is padded over the new ranks (each the same count), repeats marked; with read workers the same", async () => {
+  const seed = freshSeed();
+  for (const [N, M, workers] of [[4, 3, 0], [2, 5, 1]]) {
+    const what = `${N} → ${M}, ${workers} workers, seed ${seed}`;
+    const { first, rest, repeats } = await elastic(N, M, { order: "ready", pad: true, workers }, seed + N);
+    const handed = new Set(first);
+    const left = ids.filter((id) => !handed.has(id));
+    for (const mine of rest) {
+      const padded = Math.ceil(left.length / M);
+      assert.ok(mine.length === padded || mine.length === padded - 1, `${what}: ${mine.length} fresh of ${padded}`);
+    }
+    assert.is(rest.flat().length + repeats.length, Math.ceil(left.length / M) * M, `${what}: every rank ⌈${left.length}/${M}⌉`);
+    assert.equal([...rest.flat()].sort(), left.sort(), `${what}: what no rank handed over, once`);
+  }
+}, { timeoutMs: 120_000 });
+
+test("one rank's state alone on another world size is refused, naming what it needs (ERR_PARTIAL_STATE); on its own world size it resumes as before", async () => {
+  const src = await setup();
+  const l = new Loader({ store: src, ids, batchSize: 8, seed: 5, rank: 1, worldSize: 4 });
+  for await (const _ of l.epoch(0)) break;
+  const state = l.state();
+  await l.close();
+  try {
+    new Loader({ store: src, ids, batchSize: 8, seed: 5, rank: 0, worldSize: 3, resume: state });
+    assert.unreachable("a rank's state alone resumed on another world size");
+  } catch (e) {
+    assert.instance(e, CassetteError);
+    assert.is((e as CassetteError).code, "ERR_PARTIAL_STATE");
+    assert.match((e as Error).message, /on 3 ranks from rank 1's state alone, taken on 4 ranks: .*Merge the states of all 4 ranks with mergeStates/);
+  }
+  // A merged state is refused where each rank streams its own shards: those plans do not re-partition.
+  const merged = mergeStates([0, 1, 2, 3].map((rank) => new Loader({ store: src, ids, batchSize: 8, seed: 5, rank, worldSize: 4 }).state()));
+  assert.throws(() => new Loader({ store: src, ids, batchSize: 8, seed: 5, rank: 0, worldSize: 3, rankShards: true, resume: merged }), (e: Error) =>
+    (e as CassetteError).code === "ERR_UNSUPPORTED" && /'rankShards' resumes only on its own number of ranks/.test(e.message));
+  // A state of the format before elastic resume (no samples, order, before) still resumes on its world size.
+  const old: Partial<LoaderState> = { ...state };
+  delete old.samples, delete old.order, delete old.before;
+  const again = new Loader({ store: src, ids, batchSize: 8, seed: 5, rank: 1, worldSize: 4, resume: old as LoaderState });
+  const got: string[] = [];
+  for await (const b of again.epoch(0)) got.push(...b.ids);
+  await again.close();
+  assert.is(got.length + state.handed, state.planned);
 });

@@ -62,3 +62,36 @@ test("epochPlan's ranks get a uniform share: each id goes to each of 3 ranks equ
   const limit = chiSquareQuantile((n - 1) * (world - 1), 5);
   assert.ok(chi2 < limit, `ranks' shares are not uniform: chi-square ${chi2.toFixed(1)} ≥ ${limit.toFixed(1)} (seed ${seed})`);
 });
+
+test("rankShards: each rank plans its own run of the shuffled shards, the runs within one sample of each other, together every id once; they rotate with the epoch; pad and dropLast even them out", () => {
+  const seed = freshSeed();
+  const next = rng(seed);
+  const n = randomInt(next, 40, 200), world = randomInt(next, 2, 5), B = randomInt(next, 1, 6);
+  const ids = Array.from({ length: n }, (_, i) => `id${i}`);
+  const groups: string[][] = [];
+  for (let i = 0; i < n;) {
+    const len = randomInt(next, 3, 9);
+    groups.push(ids.slice(i, i + len));
+    i += len;
+  }
+  const shardOf = new Map(groups.flatMap((g, s) => g.map((id) => [id, s] as const)));
+  const what = `seed ${seed}, ${n} ids in ${groups.length} shards, ${world} ranks`;
+  const owned = (epoch: number) => {
+    const plans = Array.from({ length: world }, (_, rank) => epochPlan(ids, { seed, epoch, rank, worldSize: world, batchSize: B, groups, rankShards: true }));
+    assert.equal(plans.flat().sort(), [...ids].sort(), `${what}: every id once`);
+    const lens = plans.map((p) => p.length);
+    assert.ok(Math.max(...lens) - Math.min(...lens) <= 1, `${what}: ${lens}`);
+    const sets = plans.map((p) => new Set(p.map((id) => shardOf.get(id)!)));
+    // A run shares at most its two end shards with its neighbours.
+    assert.ok(sets.reduce((a, s) => a + s.size, 0) <= groups.length + world - 1, `${what}: ${sets.map((s) => [...s])}`);
+    return sets.map((s) => [...s].sort().join());
+  };
+  const first = owned(0);
+  assert.ok([1, 2, 3, 4].some((e) => owned(e).join("|") !== first.join("|")), `${what}: the shards rotate over the epochs`);
+  for (const mode of [{ pad: true }, { dropLast: true }]) {
+    const plans = Array.from({ length: world }, (_, rank) => epochPlan(ids, { seed, epoch: 0, rank, worldSize: world, batchSize: B, groups, rankShards: true, ...mode }));
+    const want = mode.pad ? Math.ceil(n / world) : Math.floor(Math.floor(n / world) / B) * B;
+    for (const p of plans) assert.is(p.length, want, `${what}, ${JSON.stringify(mode)}`);
+    for (const p of plans) assert.is(new Set(p).size, p.length, `${what}: a rank's plan holds an id once`);
+  }
+});

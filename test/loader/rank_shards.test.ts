@@ -1,0 +1,75 @@
+/**
+ * rankShards over a WebDataset export read by address: four ranks, each a Loader over its own
+ * `wds:` source, stream their own shards. Together they hand over every sample once an epoch,
+ * within one sample of each other; each rank opens exactly the shards its samples are in (a
+ * run shares its end shards with its neighbours only), and the shards move between ranks from
+ * epoch to epoch. Striding instead, every rank streams every shard.
+ */
+import * as assert from "uvu/assert";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { fashionMnistStore } from "../_support/fashion_mnist.ts";
+import { freshSeed } from "../_support/random.ts";
+import { folderSink } from "../../src/dataset/object_sink.ts";
+import { exportShards } from "../../src/source/export/export.ts";
+import { open } from "../../src/read/open.ts";
+import type { WebDatasetSource } from "../../src/source/webdataset/webdataset_source.ts";
+import { Loader } from "../../src/loader.ts";
+
+const tmp = mkdtempSync(join(tmpdir(), "cassette-rank-shards-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+// 62 samples in shards of at most 7: nine shards, the last of 6.
+const { store, ids } = await fashionMnistStore(join(tmp, "fm.sqlite"), "fm", 31);
+const exported = await exportShards(store, "fm", await folderSink(join(tmp, "shards")), { seed: 5, maxSamples: 7 });
+await store.close();
+const INDEX = join(tmp, "shards", "fm.index.json");
+const index = JSON.parse(readFileSync(INDEX, "utf8")) as { shardlist: { keys: string[] }[] };
+const shardOf = new Map(index.shardlist.flatMap((s, i) => s.keys.map((id) => [id, i] as const)));
+
+/** Epoch `epoch` on each of `world` ranks: what each handed over, and its source's figures. */
+async function ranks(world: number, epoch: number, seed: number, rankShards: boolean) {
+  const out: { ids: string[]; opened: number; bytes: number }[] = [];
+  for (let rank = 0; rank < world; rank++) {
+    const source = await open(`wds:${INDEX}`, { mode: "read" }) as WebDatasetSource;
+    const loader = new Loader({ store: source, ids, batchSize: 4, seed, rank, worldSize: world, rankShards, readAhead: false });
+    try {
+      const mine: string[] = [];
+      for await (const b of loader.epoch(epoch)) mine.push(...b.ids);
+      const st = source.stats();
+      out.push({ ids: mine, opened: st.opened, bytes: st.bytes });
+    } finally {
+      await loader.close();
+    }
+  }
+  return out;
+}
+
+test("rankShards, 4 ranks over a wds: export: every sample once, the ranks within one sample; each rank opens only the shards of its own samples, and they rotate by epoch", async () => {
+  const seed = freshSeed();
+  assert.is(ids.length, 62);
+  assert.is(exported.shards.length, 9);
+  const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
+  const owned: string[][] = [];
+  for (const epoch of [0, 1, 2]) {
+    const got = await ranks(4, epoch, seed, true);
+    const what = `seed ${seed}, epoch ${epoch}`;
+    assert.equal(got.flatMap((g) => g.ids).sort(), [...ids].sort(), `${what}: every sample once`);
+    assert.equal(got.map((g) => g.ids.length).sort(), [15, 15, 16, 16], `${what}: within one sample`);
+    const sets = got.map((g) => new Set(g.ids.map((id) => shardOf.get(id)!)));
+    got.forEach((g, rank) => assert.is(g.opened, sets[rank].size, `${what}: rank ${rank} opened ${g.opened} shards, its samples are in ${sets[rank].size}`));
+    assert.ok(sets.reduce((a, s) => a + s.size, 0) <= 9 + 3, `${what}: only neighbours share a shard`);
+    const bytes = got.reduce((a, g) => a + g.bytes, 0);
+    assert.ok(bytes >= total && bytes < 2 * total, `${what}: ${bytes} bytes streamed by the 4 ranks, the shards hold ${total}`);
+    owned.push(sets.map((s) => [...s].sort().join()));
+  }
+  assert.ok(owned.some((o) => o.join("|") !== owned[0].join("|")), `seed ${seed}: the shards move between ranks`);
+  // Striding, each rank streams nearly every shard for its quarter (a shard none of its samples
+  // is in, it skips): here about 8 of the 9, four times as much as rankShards.
+  const strided = await ranks(4, 0, seed, false);
+  assert.equal(strided.flatMap((g) => g.ids).sort(), [...ids].sort());
+  const opened = strided.reduce((a, g) => a + g.opened, 0);
+  assert.ok(opened > 2 * (9 + 3), `seed ${seed}: striding opened ${opened} shards in all`);
+});
