@@ -1,8 +1,8 @@
 /**
  * The CPU half of GPU preprocessing: the CPU plans, the GPU executes, so that every random
  * choice is made (and reproduced from the seed) in one place, in TypeScript.
- * `planImage` turns (seed, epoch, sample id) into a crop box and a flip flag, a pure value;
- * `packImages` lays a batch of decoded images and their plans into one upload for
+ * `planImage` (src/decode/crop.ts) turns (seed, epoch, sample id) into a crop box and a flip
+ * flag, a pure value; `packImages` lays a batch of decoded images and their plans into one upload for
  * shaders/preprocess/crop_resize_normalize.wgsl. The kernel holds no randomness and no policy.
  *
  * NOTE [ Packed preprocessing input ]
@@ -24,115 +24,26 @@
  * is a fractional box in source pixels) and may reach past the image edge (edge pixels repeat).
  */
 import { CassetteError } from "../errors.ts";
-import { hash32, rng } from "../plan/rng.ts";
-import { roundHalfEven } from "../util/round.ts";
-import { randomCropBox } from "../decode/crop.ts";
+import type { FrameBox, ImagePlan } from "../decode/crop.ts";
+
+// The plans are drawn where the decoding is planned too (src/decode/crop.ts: one planner, so
+// that a read worker can decode only the box before any pixel reaches the GPU); the names stay
+// exported here, where `cassette/gpu` has always offered them.
+export { isRandom, planImage, planRegion } from "../decode/crop.ts";
+export type { CropPolicy, FrameBox, ImagePlan, PlanOptions, SampleKey } from "../decode/crop.ts";
 
 /** Bytes of one table record. */
 export const RECORD_BYTES = 32;
 /** Bit of FLAGS set when the image is mirrored left–right. */
 export const FLAG_MIRROR = 1 << 8;
 
-/** How each image becomes an output of fixed size. */
-export type CropPolicy =
-  /** The whole image, stretched to the output size. */
-  | { kind: "resize" }
-  /**
-   * torchvision `Resize(resize)` then `CenterCrop(output)`: the shorter side is scaled to
-   * `resize` (default: the output's shorter side), the centre cut out.
-   */
-  | { kind: "center"; resize?: number }
-  /**
-   * torchvision `RandomResizedCrop(output, scale, ratio)`: a box of random area (fraction of the
-   * image in `scale`) and aspect ratio (log-uniform in `ratio`), at a random place, resized.
-   */
-  | { kind: "random-resized"; scale?: readonly [number, number]; ratio?: readonly [number, number] };
-
-/** Where each image's pixels are taken from and how they are sized: output size, crop policy, mirror probability and seed. */
-export interface PlanOptions {
-  /** Output width and height in pixels. */
-  width: number;
-  /** Output height in pixels. */
-  height: number;
-  /** Default `{ kind: "resize" }`. */
-  crop?: CropPolicy;
-  /** Probability of a left–right mirror per image (default 0). */
-  flip?: number;
-  /** Seed of every random choice (default 0). */
-  seed?: number;
-}
-
-/** What the GPU does to one image: the source box to sample, and whether to mirror it. */
-export interface ImagePlan {
-  /** Left of the crop box, in source pixels (the box may be fractional). */
-  x: number;
-  /** Top of the crop box, in source pixels. */
-  y: number;
-  /** Width of the crop box, in source pixels. */
-  w: number;
-  /** Height of the crop box, in source pixels. */
-  h: number;
-  /** Whether the crop is mirrored left–right. */
-  mirror: boolean;
-}
-
-/** A sample id: the UUID string of the store, or any number. */
-export type SampleKey = string | number;
-
-/** Whether a policy draws random numbers (and so needs sample ids). */
-export function isRandom(o: PlanOptions): boolean {
-  return (o.crop?.kind === "random-resized") || (o.flip ?? 0) > 0;
-}
-
-/**
- * The plan of one image, a pure function of its size, the options and (seed, epoch, id):
- * the same arguments give the same box on every runtime.
- *
- * @example
- * ```ts
- * import { planImage } from "cassette/gpu";
- * const opts = { width: 224, height: 224, crop: { kind: "random-resized" }, flip: 0.5, seed: 7 } as const;
- * const a = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
- * const b = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
- * console.assert(JSON.stringify(a) === JSON.stringify(b));
- * console.log(a.w <= 640 && a.h <= 480); // true
- * ```
- */
-export function planImage(width: number, height: number, o: PlanOptions, epoch: number, id: SampleKey): ImagePlan {
-  const crop = o.crop ?? { kind: "resize" };
-  const key = typeof id === "number" ? id : hash32(id);
-  // Two independent streams, so that changing the flip probability keeps the crops.
-  const r = rng(o.seed ?? 0, epoch, key, 1);
-  let box: [number, number, number, number];
-  if (crop.kind === "resize") {
-    box = [0, 0, width, height];
-  } else if (crop.kind === "center") {
-    box = centerBox(width, height, o.width, o.height, crop.resize ?? Math.min(o.width, o.height));
-  } else {
-    // torchvision's RandomResizedCrop box, the same one the CPU transform draws (decode/crop.ts).
-    const b = randomCropBox(width, height, r.next, crop.scale ?? [0.08, 1], crop.ratio ?? [3 / 4, 4 / 3]);
-    box = [b.x, b.y, b.w, b.h];
-  }
-  const p = o.flip ?? 0;
-  const mirror = p > 0 && rng(o.seed ?? 0, epoch, key, 2).next() < p;
-  return { x: box[0], y: box[1], w: box[2], h: box[3], mirror };
-}
-
-/**
- * Resize so the shorter side is `resize`, then centre-crop outW × outH, expressed as a box in
- * source pixels. torchvision's Resize truncates the longer side (int(long · resize / short))
- * and CenterCrop offsets by round((size − crop) / 2); the box follows both exactly.
- */
-function centerBox(w: number, h: number, outW: number, outH: number, resize: number): [number, number, number, number] {
-  const [rw, rh] = w <= h ? [resize, Math.floor((h * resize) / w)] : [Math.floor((w * resize) / h), resize];
-  const sx = w / rw, sy = h / rh;
-  const left = roundHalfEven((rw - outW) / 2), top = roundHalfEven((rh - outH) / 2);
-  return [left * sx, top * sy, outW * sx, outH * sy];
-}
-
-
 /** A decoded image: u8 pixels, interleaved (HWC), rows unpadded. */
 export interface DecodedImage {
+  /**
+   * Where these pixels lie in the image they were cut from, when they are a box of it (a region
+   * decode, `decodePlanned`): the plan is drawn on that image's size, then moved by (x, y).
+   */
+  frame?: FrameBox;
   /** The pixels. */
   data: Uint8Array;
   /** Width in pixels. */
