@@ -19,7 +19,8 @@
 import { CassetteError } from "../errors.ts";
 import { hash32, rng } from "../plan/rng.ts";
 import { roundHalfEven } from "../util/round.ts";
-import { describe, type Image } from "./decoder.ts";
+import { type DecodeOptions, type DecodeRegion, describe, type Image } from "./decoder.ts";
+import { frameSize } from "./header.ts";
 
 /** A rectangle in pixels: left, top, width, height. */
 export interface CropBox {
@@ -268,6 +269,39 @@ export function planRegion(
   const [x0, x1] = taps(plan.x, plan.w, outW, width, antialiasAbove);
   const [y0, y1] = taps(plan.y, plan.h, outH, height, antialiasAbove);
   return { x: x0, y: y0, width: x1 - x0 + 1, height: y1 - y0 + 1 };
+}
+
+/** A GPU preprocessor's plan as decoding takes it: its options (output size, crop, flip, seed) and how far resampling reaches. */
+export interface PlannedDecodeOptions extends PlanOptions {
+  /** The preprocessor's `antialiasAbove` (default 2): it sets how far each output pixel reads. */
+  antialiasAbove?: number;
+}
+
+/**
+ * Decode options that decode only what a GPU plan reads (the Loader's `decode`, in read
+ * workers): `plan` is the preprocessor's options (`pre.options`); each sample's box is drawn
+ * from its header's size and (seed, epoch, id) as the preprocessor draws it.
+ */
+export interface PlannedDecode extends DecodeOptions {
+  /** The preprocessor's options. */
+  plan: PlannedDecodeOptions;
+}
+
+/** Whether decode options ask for a planned decode. */
+export function isPlannedDecode(o: unknown): o is PlannedDecode {
+  return typeof o === "object" && o !== null && typeof (o as PlannedDecode).plan === "object" && (o as PlannedDecode).plan !== null;
+}
+
+/**
+ * The region to decode for sample `id` of `epoch` under `plan`, and where it lies in the
+ * image (its frame): undefined when the header gives no size (decode it whole).
+ */
+export function planDecode(bytes: Uint8Array, plan: PlannedDecodeOptions, epoch: number, id: SampleKey): { region: DecodeRegion; frame: FrameBox } | undefined {
+  const size = frameSize(bytes);
+  if (!size) return undefined;
+  const p = planImage(size.width, size.height, plan, epoch, id);
+  const region = planRegion(p, size.width, size.height, plan.width, plan.height, plan.antialiasAbove ?? 2);
+  return { region, frame: { x: region.x, y: region.y, width: size.width, height: size.height } };
 }
 
 /** First and last pixel one axis's resampling reads (see planRegion), within [0, n − 1]. */

@@ -4,22 +4,18 @@
  * the size is in the header (SOF, IHDR: src/decode/header.ts), so the box is known before any
  * pixel is decoded; `planRegion` widens it to the pixels the resampling reads, and the decoder
  * decodes that region only (`DecodeOptions.region`). The result carries its place in the frame
- * (`DecodedImage.frame`), and `Preprocessor.plan` draws the same plan on the frame's size and
- * moves it into the region: the same boxes, the same tensor, fewer pixels decoded and uploaded.
+ * (`DecodedImage.frame`): `Preprocessor.plan` draws the same plan on the frame's size, and the
+ * kernel reads the frame's pixels from the region (ORIGIN in NOTE [ Packed preprocessing input ],
+ * pack.ts): the same boxes, the same tensor bit for bit, fewer pixels decoded and uploaded.
  *
  *   bytes ──► frameSize ──► planImage ──► planRegion ──► decode(region) ──► { pixels, frame } ──► Preprocessor.run
  */
 import { CassetteError } from "../errors.ts";
 import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
-import { planImage, type PlanOptions, planRegion, type SampleKey } from "../decode/crop.ts";
-import { frameSize } from "../decode/header.ts";
+import { planDecode, type PlannedDecodeOptions, type SampleKey } from "../decode/crop.ts";
 import type { DecodedImage } from "./pack.ts";
 
-/** What `decodePlanned` plans with: the preprocessor's options (its output size, crop, flip, seed and antialiasing). */
-export interface PlannedDecodeOptions extends PlanOptions {
-  /** The preprocessor's `antialiasAbove` (default 2): it sets how far each output pixel reads. */
-  antialiasAbove?: number;
-}
+export type { PlannedDecodeOptions };
 
 /**
  * The pixels of `bytes` that preprocessing with `options` reads for sample `id` in `epoch`,
@@ -45,17 +41,16 @@ export function decodePlanned(
   if ((decodeOptions.scale ?? 1) !== 1 || decodeOptions.applyOrientation || decodeOptions.region) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode a planned box as 'decodeOptions' must not scale, turn or cut the image (the plan is drawn on the stored frame): current value is ${JSON.stringify(decodeOptions)}`);
   }
-  const size = frameSize(bytes);
-  if (!size) {
+  const planned = planDecode(bytes, options, epoch, id);
+  if (!planned) {
     const img = decoder.decode(bytes, decodeOptions);
     return { data: img.data, width: img.width, height: img.height, channels: img.channels };
   }
-  const plan = planImage(size.width, size.height, options, epoch, id);
-  const region = planRegion(plan, size.width, size.height, options.width, options.height, options.antialiasAbove ?? 2);
-  const whole = region.width === size.width && region.height === size.height;
+  const { region, frame } = planned;
+  const whole = region.width === frame.width && region.height === frame.height;
   const img = decoder.decode(bytes, whole ? decodeOptions : { ...decodeOptions, region });
   if (img.width !== region.width || img.height !== region.height) {
-    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot decode sample ${id}'s planned box as the decoder answered ${img.width}×${img.height} for the region ${region.width}×${region.height} at (${region.x}, ${region.y}) of its ${size.width}×${size.height} header`);
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot decode sample ${id}'s planned box as the decoder answered ${img.width}×${img.height} for the region ${region.width}×${region.height} at (${region.x}, ${region.y}) of its ${frame.width}×${frame.height} header`);
   }
-  return { data: img.data, width: img.width, height: img.height, channels: img.channels, frame: { x: region.x, y: region.y, width: size.width, height: size.height } };
+  return { data: img.data, width: img.width, height: img.height, channels: img.channels, frame };
 }

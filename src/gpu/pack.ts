@@ -15,13 +15,18 @@
  *         └────────┴────────┴───── … ────┴───────┴──────────────┴───┴──────────────┴───┘
  *
  *   record (8 × 32 bit):
- *   ┌────────┬───────┬────────┬───────────────────────────┬───────┬───────┬───────┬───────┐
- *   │ OFFSET │ WIDTH │ HEIGHT │ FLAGS: bits 0-3 channels, │ X0 f32│ Y0 f32│ W f32 │ H f32 │
- *   │ bytes  │  px   │   px   │ bit 8 mirror              │ crop box in source pixels     │
- *   └────────┴───────┴────────┴───────────────────────────┴───────┴───────┴───────┴───────┘
+ *   ┌────────┬─────────┬─────────┬───────────────────────────┬───────┬───────┬───────┬───────┐
+ *   │ OFFSET │ WIDTH   │ HEIGHT  │ FLAGS: bits 0-3 channels, │ X0 f32│ Y0 f32│ W f32 │ H f32 │
+ *   │ bytes  │ px, and │ px, and │ bit 8 mirror              │ crop box in the frame's pixels│
+ *   │        │ ORIGIN_X│ ORIGIN_Y│                           │                               │
+ *   │        │ << 16   │ << 16   │                           │                               │
+ *   └────────┴─────────┴─────────┴───────────────────────────┴───────┴───────┴───────┴───────┘
  *
  * OFFSET is from the start of the buffer. The crop box may be fractional (Resize + CenterCrop
  * is a fractional box in source pixels) and may reach past the image edge (edge pixels repeat).
+ * It is in the frame's pixels: an image that is a box of a larger one (`DecodedImage.frame`,
+ * a planned decode) has its place in it in ORIGIN_X, ORIGIN_Y (16 bits each; 0 for a whole
+ * image), and the kernel reads the frame's pixel (x, y) at (x − ORIGIN_X, y − ORIGIN_Y).
  */
 import { CassetteError } from "../errors.ts";
 import type { FrameBox, ImagePlan } from "../decode/crop.ts";
@@ -79,7 +84,11 @@ export function packLayout(shapes: readonly ImageShape[]): PackLayout {
   return { offsets, bytes: Math.max(4, at) };
 }
 
-function checkShape(s: ImageShape, i: number): void {
+function checkShape(s: ImageShape & { frame?: FrameBox }, i: number): void {
+  const f = s.frame;
+  if (f && !(Number.isInteger(f.x) && Number.isInteger(f.y) && f.x >= 0 && f.y >= 0 && f.x + s.width <= f.width && f.y + s.height <= f.height && f.width <= 65535 && f.height <= 65535)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess image ${i} as its frame must hold it (${s.width}×${s.height} at whole x, y ≥ 0, inside a frame of at most 65535 pixels a side): current value is ${JSON.stringify(f)}`);
+  }
   if (!(s.channels === 1 || s.channels === 3 || s.channels === 4)) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess image ${i} as 'channels' must be 1, 3 or 4: current value is ${s.channels}`);
   }
@@ -104,6 +113,22 @@ export interface PackedImages {
   height: ArrayLike<number>;
   /** Each image's channels. */
   channels: ArrayLike<number>;
+  /** Where each image lies in the image it was cut from (`DecodedImage.frame` by columns; frameWidth 0: whole). */
+  frameX?: ArrayLike<number>;
+  /** The box's top row in its frame. */
+  frameY?: ArrayLike<number>;
+  /** The frame's width (0: the image is whole). */
+  frameWidth?: ArrayLike<number>;
+  /** The frame's height. */
+  frameHeight?: ArrayLike<number>;
+}
+
+/** Image i of a table's shape, with its frame where it is a box of one. */
+export function tableShape(t: PackedImages, i: number): ImageShape & { frame?: FrameBox } {
+  const s: ImageShape & { frame?: FrameBox } = { width: t.width[i], height: t.height[i], channels: t.channels[i] };
+  const fw = t.frameWidth?.[i];
+  if (fw) s.frame = { x: t.frameX![i], y: t.frameY![i], width: fw, height: t.frameHeight![i] };
+  return s;
 }
 
 /** Whether `x` is a PackedImages table rather than a list of images. */
@@ -116,7 +141,7 @@ export function tableLayout(t: PackedImages): PackLayout {
   const n = t.at.length, base = n * RECORD_BYTES;
   const offsets = new Array<number>(n);
   for (let i = 0; i < n; i++) {
-    const s = { width: t.width[i], height: t.height[i], channels: t.channels[i] };
+    const s = tableShape(t, i);
     checkShape(s, i);
     const at = t.at[i];
     if (at % 4 !== 0 || at < 0 || at + s.width * s.height * s.channels > t.pixels.length) {
@@ -130,22 +155,21 @@ export function tableLayout(t: PackedImages): PackLayout {
 /** Writes the records of a table and its pixels (one copy) into `dst`. */
 export function packTable(dst: Uint8Array, t: PackedImages, plans: readonly ImagePlan[], layout: PackLayout): void {
   const n = t.at.length;
-  writeRecords(dst, n, (i) => t.width[i], (i) => t.height[i], (i) => t.channels[i], plans, layout);
+  writeRecords(dst, n, (i) => tableShape(t, i), plans, layout);
   dst.set(t.pixels, n * RECORD_BYTES);
 }
 
 function writeRecords(
-  dst: Uint8Array, n: number, width: (i: number) => number, height: (i: number) => number, channels: (i: number) => number,
-  plans: readonly ImagePlan[], layout: PackLayout,
+  dst: Uint8Array, n: number, shape: (i: number) => ImageShape & { frame?: FrameBox }, plans: readonly ImagePlan[], layout: PackLayout,
 ): void {
   const words = new Uint32Array(dst.buffer, dst.byteOffset, n * 8);
   const floats = new Float32Array(dst.buffer, dst.byteOffset, n * 8);
   for (let i = 0; i < n; i++) {
-    const p = plans[i];
+    const p = plans[i], s = shape(i);
     words[i * 8] = layout.offsets[i];
-    words[i * 8 + 1] = width(i);
-    words[i * 8 + 2] = height(i);
-    words[i * 8 + 3] = channels(i) | (p.mirror ? FLAG_MIRROR : 0);
+    words[i * 8 + 1] = (s.width | ((s.frame?.x ?? 0) << 16)) >>> 0;
+    words[i * 8 + 2] = (s.height | ((s.frame?.y ?? 0) << 16)) >>> 0;
+    words[i * 8 + 3] = s.channels | (p.mirror ? FLAG_MIRROR : 0);
     floats[i * 8 + 4] = p.x;
     floats[i * 8 + 5] = p.y;
     floats[i * 8 + 6] = p.w;
@@ -160,11 +184,11 @@ function writeRecords(
  */
 export function packImages(
   dst: Uint8Array,
-  images: readonly (ImageShape & { data?: Uint8Array })[],
+  images: readonly (ImageShape & { data?: Uint8Array; frame?: FrameBox })[],
   plans: readonly ImagePlan[],
   layout: PackLayout,
 ): void {
-  writeRecords(dst, images.length, (i) => images[i].width, (i) => images[i].height, (i) => images[i].channels, plans, layout);
+  writeRecords(dst, images.length, (i) => images[i], plans, layout);
   images.forEach((img, i) => {
     const n = img.width * img.height * img.channels;
     if (img.data) {

@@ -9,7 +9,7 @@ import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
-import { isPackedImages, isRandom, packImages, packLayout, packTable, planImage, tableLayout } from "./pack.ts";
+import { isPackedImages, isRandom, packImages, packLayout, packTable, planImage, tableLayout, tableShape } from "./pack.ts";
 import type { DecodedImage, FrameBox, ImagePlan, PackedImages, PlanOptions, SampleKey } from "./pack.ts";
 import { StagingRing } from "./staging.ts";
 import { decodePlanned } from "./decode_planned.ts";
@@ -90,7 +90,7 @@ export interface PreprocessedBatch {
   layout: "nchw" | "nhwc";
   /** Bytes of the tensor at the start of `buffer` (which may be larger). */
   bytes: number;
-  /** What was done to each image: the box in its own pixels (a box of a frame: moved into them). */
+  /** What was done to each image: the box in its pixels (an image cut from a frame: the frame's). */
   plans: ImagePlan[];
   /** Bytes written into the staging upload for this batch: the table, pixels, coefficients and masks. */
   uploadBytes: number;
@@ -145,9 +145,9 @@ export class Preprocessor {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess masks as 'masks' must give one mask per image: current value is ${masks.length} masks for ${images.length} images`);
     }
     return masks.map((m, i) => {
-      const f = images[i].frame ?? { x: 0, y: 0, width: images[i].width, height: images[i].height };
+      const f = images[i].frame ?? images[i];
       const sx = m.width / f.width, sy = m.height / f.height, p = plans[i];
-      return { x: (p.x + f.x) * sx, y: (p.y + f.y) * sy, w: p.w * sx, h: p.h * sy, mirror: p.mirror };
+      return { x: p.x * sx, y: p.y * sy, w: p.w * sx, h: p.h * sy, mirror: p.mirror };
     });
   }
 
@@ -166,8 +166,8 @@ export class Preprocessor {
 
   /**
    * The plan of each image, exactly as `run` would make it: drawn on the image's size, or on
-   * its frame's where it is a box of a larger image (`DecodedImage.frame`), then moved into
-   * the box's own pixels.
+   * its frame's where it is a box of a larger image (`DecodedImage.frame`; the box then in the
+   * frame's pixels, as the whole image's would be).
    */
   plan(shapes: readonly { width: number; height: number; frame?: FrameBox }[], run: PreprocessRunOptions = {}): ImagePlan[] {
     if (isRandom(this.options) && (!run.ids || run.ids.length !== shapes.length)) {
@@ -176,12 +176,7 @@ export class Preprocessor {
         `Cannot plan random crops or flips as 'ids' must give one sample id per image: current value is ${run.ids ? `${run.ids.length} ids for ${shapes.length} images` : "undefined"}`,
       );
     }
-    return shapes.map((s, i) => {
-      const f = s.frame;
-      const p = planImage(f?.width ?? s.width, f?.height ?? s.height, this.options, run.epoch ?? 0, run.ids?.[i] ?? i);
-      if (f) p.x -= f.x, p.y -= f.y;
-      return p;
-    });
+    return shapes.map((s, i) => planImage(s.frame?.width ?? s.width, s.frame?.height ?? s.height, this.options, run.epoch ?? 0, run.ids?.[i] ?? i));
   }
 
   /**
@@ -221,7 +216,7 @@ export class Preprocessor {
     // A table (read workers' packets) is packed with one copy of its buffer; a list image by image.
     const list = table ? [] : (images as readonly (DecodedImage | JpegCoefficients)[]);
     const pixels = table
-      ? Array.from({ length: n }, (_, i) => ({ width: table.width[i], height: table.height[i], channels: table.channels[i] }))
+      ? Array.from({ length: n }, (_, i) => tableShape(table, i))
       : list.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
     if (table && run.masks) throw new CassetteError("ERR_UNSUPPORTED", "Cannot preprocess masks with a table of images: give the images as a list");
     const plans = this.plan(pixels, run);
