@@ -45,6 +45,7 @@ import { ReadPath } from "./read/read_path.ts";
 import { readWorkers, workerScale } from "./read/worker_source.ts";
 import type { Sample } from "./read/sample.ts";
 import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
+import type { PlannedDecode } from "./decode/crop.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 import { isTransformModule, type TransformModule } from "./decode/transform.ts";
 
@@ -163,9 +164,10 @@ export interface LoaderOptions<T = Sample> {
   /**
    * Decode each sample where it is read (in its read worker with `workers`, else in this
    * thread as it arrives) and hand it over as `Sample.image` (default false). A file that
-   * does not decode is an error naming the sample.
+   * does not decode is an error naming the sample. `{ plan: pre.options }` (a Preprocessor's
+   * options): read workers decode only the box that preprocessor's plan reads of each sample.
    */
-  decode?: boolean | DecodeOptions;
+  decode?: boolean | DecodeOptions | PlannedDecode;
   /**
    * With `decode` or a transform module and no `workers`: the decode pool that decodes and
    * transforms off this thread (the reading stays here). "auto" (default): sized as it goes,

@@ -38,7 +38,10 @@ fn byteAt(i: u32) -> f32 {
   return f32((src[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu);
 }
 
-// Taps [lo, hi], clamped to [0, n - 1], for an output centre t and support r.
+// Taps [lo, hi], in the frame's pixels, clamped to the pixels held: [origin, origin + n - 1]
+// (a whole image: origin 0). The box and t are the frame's, so a box decoded alone
+// (src/decode/crop.ts planRegion: it holds every tap the whole image would give) reads the same
+// taps with the same weights, bit for bit.
 struct Axis {
   t: f32,
   r: f32,
@@ -46,16 +49,18 @@ struct Axis {
   hi: i32,
 }
 
-fn axis(o: u32, crop0: f32, cropLen: f32, outLen: u32, n: u32) -> Axis {
+fn axis(o: u32, crop0: f32, cropLen: f32, outLen: u32, n: u32, origin: u32) -> Axis {
   let s = cropLen / f32(outLen);
   let t = crop0 + (f32(o) + 0.5) * s - 0.5;
   let r = select(1.0, s, s > ANTIALIAS_ABOVE);
+  let first = i32(origin);
+  let last = first + i32(n) - 1;
   // Taps with a weight > 0: |j - t| < r.
-  var lo = max(i32(floor(t - r)) + 1, 0);
-  var hi = min(i32(ceil(t + r)) - 1, i32(n) - 1);
+  var lo = max(i32(floor(t - r)) + 1, first);
+  var hi = min(i32(ceil(t + r)) - 1, last);
   if (lo > hi) {
     // The box lies wholly outside the image: repeat the nearest edge pixel.
-    lo = clamp(i32(round(t)), 0, i32(n) - 1);
+    lo = clamp(i32(round(t)), first, last);
     hi = lo;
     return Axis(f32(lo), 1.0, lo, hi);
   }
@@ -87,8 +92,10 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (r.mirror) {
     ox = outW - 1u - ox;
   }
-  let ax = axis(ox, crop.x, crop.z, outW, width);
-  let ay = axis(oy, crop.y, crop.w, outH, height);
+  let ax = axis(ox, crop.x, crop.z, outW, width, r.origin.x);
+  let ay = axis(oy, crop.y, crop.w, outH, height, r.origin.y);
+  let x0 = i32(r.origin.x);
+  let y0 = i32(r.origin.y);
 
   var acc = vec3<f32>(0.0);
   var wsumY = 0.0;
@@ -99,11 +106,11 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   for (var y = ay.lo; y <= ay.hi; y = y + 1) {
     let wy = weight(y, ay);
     wsumY = wsumY + wy;
-    let row = offset + u32(y) * width * channels;
+    let row = offset + u32(y - y0) * width * channels;
     var line = vec3<f32>(0.0);
     for (var x = ax.lo; x <= ax.hi; x = x + 1) {
       let wx = weight(x, ax);
-      let at = row + u32(x) * channels;
+      let at = row + u32(x - x0) * channels;
       if (channels == 1u) {
         line = line + vec3<f32>(wx * byteAt(at), 0.0, 0.0);
       } else {

@@ -13,7 +13,7 @@ import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
 import {
-  CHANNELS, column, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
+  CHANNELS, column, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
   TARGET_LEN, WIDTH,
 } from "../read/packet.ts";
 
@@ -80,6 +80,18 @@ export interface ImageTable {
   channels: Int32Array<ArrayBuffer>;
   /** EXIF orientation 1-8 as decoded (src/decode/orient.ts). */
   orientation: Int32Array<ArrayBuffer>;
+  /**
+   * Where image i lies in the image it was cut from, when the read path decoded only the box a
+   * GPU plan reads (the Loader's `decode: { plan }`): frameWidth[i] 0 where it is whole.
+   * `Preprocessor.run` draws the plan on the frame, so the tensor is the whole image's.
+   */
+  frameX?: Int32Array<ArrayBuffer>;
+  /** The box's top row in its frame. */
+  frameY?: Int32Array<ArrayBuffer>;
+  /** The frame's width (0: the image is whole). */
+  frameWidth?: Int32Array<ArrayBuffer>;
+  /** The frame's height. */
+  frameHeight?: Int32Array<ArrayBuffer>;
 }
 
 /**
@@ -96,6 +108,7 @@ export function packetBatch<T>(epoch: number, index: number, plan: readonly stri
   const images: ImageTable = {
     pixels: new Uint8Array(p.buf, 0, p.dataAt), at: column(p, IMAGE_AT), width: column(p, WIDTH), height: column(p, HEIGHT),
     channels: column(p, CHANNELS), orientation: column(p, ORIENTATION),
+    frameX: column(p, FRAME_X), frameY: column(p, FRAME_Y), frameWidth: column(p, FRAME_WIDTH), frameHeight: column(p, FRAME_HEIGHT),
   };
   let items: T[] | undefined;
   const extra: Partial<Batch<T>> = {};

@@ -87,7 +87,10 @@ export async function run(argv: string[]): Promise<number> {
   // from them once they are open. Until the Loader has them, closing them is this function's.
   let reading: Promise<ReadSource> | undefined = workers > 0
     ? open(address, {
-      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && { grey: o.grey }, decodeWorkers: o.decodeWorkers, balance: o.balance,
+      // With --preprocess the workers decode only the box its plan reads of each sample (the
+      // same tensor: src/gpu/decode_planned.ts); the plan's epoch comes with each epoch's reads.
+      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && { grey: o.grey, ...(o.pre ? { plan: o.pre.options } : {}) },
+      decodeWorkers: o.decodeWorkers, balance: o.balance,
       reads: { hedge: o.hedge ? {} : undefined, reaskTail: true },
     })
     : undefined;

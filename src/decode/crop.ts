@@ -1,8 +1,10 @@
 /**
  * CPU crops and resizes for per-sample transforms (transforms/random_resized_crop.ts): a
  * bilinear resize of one rectangle of an image, and the random box of torchvision's
- * RandomResizedCrop. The GPU does the same on a batch (src/gpu/pack.ts plans the boxes);
- * this is for transforms that run where the decoding runs, before anything reaches a GPU.
+ * RandomResizedCrop. The GPU does the same on a batch; its plans are drawn here too
+ * (`planImage`, from the seed, epoch and sample id), with the region of pixels each plan reads
+ * (`planRegion`), so that the box is known before decoding, wherever the decoding runs, and
+ * only the box is decoded (src/gpu/decode_planned.ts).
  *
  * @example
  * ```ts
@@ -15,8 +17,10 @@
  * ```
  */
 import { CassetteError } from "../errors.ts";
+import { hash32, rng } from "../plan/rng.ts";
 import { roundHalfEven } from "../util/round.ts";
-import { describe, type Image } from "./decoder.ts";
+import { type DecodeOptions, type DecodeRegion, describe, type Image } from "./decoder.ts";
+import { frameSize } from "./header.ts";
 
 /** A rectangle in pixels: left, top, width, height. */
 export interface CropBox {
@@ -137,6 +141,178 @@ export function randomCropBox(
   return { x: Math.floor((width - w) / 2), y: Math.floor((height - h) / 2), w, h };
 }
 
+/** How each image becomes an output of fixed size. */
+export type CropPolicy =
+  /** The whole image, stretched to the output size. */
+  | { kind: "resize" }
+  /**
+   * torchvision `Resize(resize)` then `CenterCrop(output)`: the shorter side is scaled to
+   * `resize` (default: the output's shorter side), the centre cut out.
+   */
+  | { kind: "center"; resize?: number }
+  /**
+   * torchvision `RandomResizedCrop(output, scale, ratio)`: a box of random area (fraction of the
+   * image in `scale`) and aspect ratio (log-uniform in `ratio`), at a random place, resized.
+   */
+  | { kind: "random-resized"; scale?: readonly [number, number]; ratio?: readonly [number, number] };
+
+/** Where each image's pixels are taken from and how they are sized: output size, crop policy, mirror probability and seed. */
+export interface PlanOptions {
+  /** Output width and height in pixels. */
+  width: number;
+  /** Output height in pixels. */
+  height: number;
+  /** Default `{ kind: "resize" }`. */
+  crop?: CropPolicy;
+  /** Probability of a left–right mirror per image (default 0). */
+  flip?: number;
+  /** Seed of every random choice (default 0). */
+  seed?: number;
+}
+
+/** What the GPU does to one image: the source box to sample, and whether to mirror it. */
+export interface ImagePlan {
+  /** Left of the crop box, in source pixels (the box may be fractional). */
+  x: number;
+  /** Top of the crop box, in source pixels. */
+  y: number;
+  /** Width of the crop box, in source pixels. */
+  w: number;
+  /** Height of the crop box, in source pixels. */
+  h: number;
+  /** Whether the crop is mirrored left–right. */
+  mirror: boolean;
+}
+
+/** A sample id: the UUID string of the store, or any number. */
+export type SampleKey = string | number;
+
+/** Whether a policy draws random numbers (and so needs sample ids). */
+export function isRandom(o: PlanOptions): boolean {
+  return (o.crop?.kind === "random-resized") || (o.flip ?? 0) > 0;
+}
+
+/**
+ * The plan of one image, a pure function of its size, the options and (seed, epoch, id):
+ * the same arguments give the same box on every runtime.
+ *
+ * @example
+ * ```ts
+ * import { planImage } from "cassette/gpu";
+ * const opts = { width: 224, height: 224, crop: { kind: "random-resized" }, flip: 0.5, seed: 7 } as const;
+ * const a = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
+ * const b = planImage(640, 480, opts, 3, "6ceecba5-0000-5000-8000-000000000000");
+ * console.assert(JSON.stringify(a) === JSON.stringify(b));
+ * console.log(a.w <= 640 && a.h <= 480); // true
+ * ```
+ */
+export function planImage(width: number, height: number, o: PlanOptions, epoch: number, id: SampleKey): ImagePlan {
+  const crop = o.crop ?? { kind: "resize" };
+  const key = typeof id === "number" ? id : hash32(id);
+  // Two independent streams, so that changing the flip probability keeps the crops.
+  const r = rng(o.seed ?? 0, epoch, key, 1);
+  const [x, y, w, h] = planBox(crop, width, height, o.width, o.height, r.next);
+  const p = o.flip ?? 0;
+  const mirror = p > 0 && rng(o.seed ?? 0, epoch, key, 2).next() < p;
+  return { x, y, w, h, mirror };
+}
+
+/**
+ * Resize so the shorter side is `resize`, then centre-crop outW × outH, expressed as a box in
+ * source pixels. torchvision's Resize truncates the longer side (int(long · resize / short))
+ * and CenterCrop offsets by round((size − crop) / 2); the box follows both exactly.
+ */
+function centerBox(w: number, h: number, outW: number, outH: number, resize: number): [number, number, number, number] {
+  const [rw, rh] = w <= h ? [resize, Math.floor((h * resize) / w)] : [Math.floor((w * resize) / h), resize];
+  const sx = w / rw, sy = h / rh;
+  const left = roundHalfEven((rw - outW) / 2), top = roundHalfEven((rh - outH) / 2);
+  return [left * sx, top * sy, outW * sx, outH * sy];
+}
+
+/**
+ * The box of one image under a policy, in its pixels (fractional for "center"): the one place
+ * boxes are drawn, for the GPU's plans (planImage) and the CPU's transforms
+ * (transforms/random_resized_crop.ts) alike; "random-resized" is `randomCropBox` on `random`.
+ */
+export function planBox(
+  crop: CropPolicy, width: number, height: number, outW: number, outH: number, random: () => number,
+): [number, number, number, number] {
+  if (crop.kind === "resize") return [0, 0, width, height];
+  if (crop.kind === "center") return centerBox(width, height, outW, outH, crop.resize ?? Math.min(outW, outH));
+  const b = randomCropBox(width, height, random, crop.scale ?? [0.08, 1], crop.ratio ?? [3 / 4, 4 / 3]);
+  return [b.x, b.y, b.w, b.h];
+}
+
+/** Pixels cut from a larger image: their place in it (x, y) and its size (the frame's). */
+export interface FrameBox {
+  /** Column of the pixels' left edge in the frame. */
+  x: number;
+  /** Row of the pixels' top edge in the frame. */
+  y: number;
+  /** The frame's width (what the plan was drawn on). */
+  width: number;
+  /** The frame's height. */
+  height: number;
+}
+
+/**
+ * The whole-pixel box of a `width` × `height` image that resampling `plan`'s box to
+ * outW × outH reads (shaders/preprocess/crop_resize_normalize.wgsl: per axis, output o is
+ * centred at t = x + (o + ½)·s − ½, s = w / outW, and takes the pixels j with |j − t| < r,
+ * r = 1, or s past `antialiasAbove`), one pixel wider each side for the shader's f32 rounding,
+ * clipped to the image: decode this region, and the shader reads the same pixels as from the
+ * whole image. A box wholly outside the image reads the nearest edge pixel, which it keeps.
+ */
+export function planRegion(
+  plan: { x: number; y: number; w: number; h: number }, width: number, height: number, outW: number, outH: number, antialiasAbove = 2,
+): { x: number; y: number; width: number; height: number } {
+  const [x0, x1] = taps(plan.x, plan.w, outW, width, antialiasAbove);
+  const [y0, y1] = taps(plan.y, plan.h, outH, height, antialiasAbove);
+  return { x: x0, y: y0, width: x1 - x0 + 1, height: y1 - y0 + 1 };
+}
+
+/** A GPU preprocessor's plan as decoding takes it: its options (output size, crop, flip, seed) and how far resampling reaches. */
+export interface PlannedDecodeOptions extends PlanOptions {
+  /** The preprocessor's `antialiasAbove` (default 2): it sets how far each output pixel reads. */
+  antialiasAbove?: number;
+}
+
+/**
+ * Decode options that decode only what a GPU plan reads (the Loader's `decode`, in read
+ * workers): `plan` is the preprocessor's options (`pre.options`); each sample's box is drawn
+ * from its header's size and (seed, epoch, id) as the preprocessor draws it.
+ */
+export interface PlannedDecode extends DecodeOptions {
+  /** The preprocessor's options. */
+  plan: PlannedDecodeOptions;
+}
+
+/** Whether decode options ask for a planned decode. */
+export function isPlannedDecode(o: unknown): o is PlannedDecode {
+  return typeof o === "object" && o !== null && typeof (o as PlannedDecode).plan === "object" && (o as PlannedDecode).plan !== null;
+}
+
+/**
+ * The region to decode for sample `id` of `epoch` under `plan`, and where it lies in the
+ * image (its frame): undefined when the header gives no size (decode it whole).
+ */
+export function planDecode(bytes: Uint8Array, plan: PlannedDecodeOptions, epoch: number, id: SampleKey): { region: DecodeRegion; frame: FrameBox } | undefined {
+  const size = frameSize(bytes);
+  if (!size) return undefined;
+  const p = planImage(size.width, size.height, plan, epoch, id);
+  const region = planRegion(p, size.width, size.height, plan.width, plan.height, plan.antialiasAbove ?? 2);
+  return { region, frame: { x: region.x, y: region.y, width: size.width, height: size.height } };
+}
+
+/** First and last pixel one axis's resampling reads (see planRegion), within [0, n − 1]. */
+function taps(start: number, len: number, outLen: number, n: number, antialiasAbove: number): [number, number] {
+  const s = len / outLen, r = s > antialiasAbove ? s : 1;
+  const first = start + 0.5 * s - 0.5, last = start + (outLen - 0.5) * s - 0.5;
+  // The taps run from floor(first − r) + 1 to ceil(last + r) − 1; one more each side.
+  const lo = Math.min(Math.max(Math.floor(first - r), 0), n - 1);
+  const hi = Math.max(Math.min(Math.ceil(last + r), n - 1), 0);
+  return [Math.min(lo, hi), Math.max(lo, hi)];
+}
 
 function checkImage(src: Image): void {
   const ok = typeof src === "object" && src !== null && Number.isInteger(src.width) && Number.isInteger(src.height) &&

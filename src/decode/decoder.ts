@@ -176,7 +176,25 @@ export function checkDecodeOptions(options: DecodeOptions, format = "JPEG"): { l
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} as 'region' must be { x, y ≥ 0, width, height ≥ 1 }, whole numbers: current value is ${describe(r)}`);
     }
   }
+  checkPlan(options, format);
   return { log2, maxPixels };
+}
+
+/**
+ * A planned decode's `plan` (the read path's `decode: { plan }`, src/decode/crop.ts
+ * PlannedDecode), checked with the rest: it is drawn on the stored frame, so nothing beside
+ * it may scale, turn or cut the image, and it must give the output's size.
+ */
+function checkPlan(options: DecodeOptions & { plan?: { width?: unknown; height?: unknown } }, format: string): void {
+  const p = options.plan;
+  if (p === undefined) return;
+  const side = (v: unknown) => typeof v === "number" && Number.isInteger(v) && v >= 1;
+  if (typeof p !== "object" || p === null || !side(p.width) || !side(p.height)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} as 'plan' must be a preprocessor's options, with the output's width and height: current value is ${describe(p)}`);
+  }
+  if ((options.scale ?? 1) !== 1 || options.applyOrientation || options.region) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode ${format} as 'scale', 'applyOrientation' and 'region' must be left out beside 'plan' (the plan is drawn on the stored frame): current value is ${JSON.stringify({ scale: options.scale, applyOrientation: options.applyOrientation, region: options.region })}`);
+  }
 }
 
 export function maxPixelsOf(options: { maxPixels?: number }, format = "JPEG"): number {

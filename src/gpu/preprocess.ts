@@ -9,9 +9,11 @@ import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
-import { isPackedImages, isRandom, packImages, packLayout, packTable, planImage, tableLayout } from "./pack.ts";
-import type { DecodedImage, ImagePlan, PackedImages, PlanOptions, SampleKey } from "./pack.ts";
+import { isPackedImages, isRandom, packImages, packLayout, packTable, planImage, tableLayout, tableShape } from "./pack.ts";
+import type { DecodedImage, FrameBox, ImagePlan, PackedImages, PlanOptions, SampleKey } from "./pack.ts";
 import { StagingRing } from "./staging.ts";
+import { decodePlanned } from "./decode_planned.ts";
+import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
 
@@ -88,8 +90,10 @@ export interface PreprocessedBatch {
   layout: "nchw" | "nhwc";
   /** Bytes of the tensor at the start of `buffer` (which may be larger). */
   bytes: number;
-  /** What was done to each image. */
+  /** What was done to each image: the box in its pixels (an image cut from a frame: the frame's). */
   plans: ImagePlan[];
+  /** Bytes written into the staging upload for this batch: the table, pixels, coefficients and masks. */
+  uploadBytes: number;
   /** With `PreprocessRunOptions.masks`: the masks, cropped and flipped as the images were. */
   masks?: PreprocessedMasks;
 }
@@ -132,15 +136,27 @@ export class Preprocessor {
     return kernel.compile(this.device, this.#constants);
   }
 
-  /** The box of each mask: its image's plan in the mask's own pixels (a mask may be stored at another size). */
-  maskPlans(images: readonly { width: number; height: number }[], masks: readonly DecodedImage[], plans: readonly ImagePlan[]): ImagePlan[] {
+  /**
+   * The box of each mask: its image's plan in the mask's own pixels (a mask may be stored at
+   * another size, and covers the whole frame where the image is a box of one).
+   */
+  maskPlans(images: readonly { width: number; height: number; frame?: FrameBox }[], masks: readonly DecodedImage[], plans: readonly ImagePlan[]): ImagePlan[] {
     if (masks.length !== images.length) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess masks as 'masks' must give one mask per image: current value is ${masks.length} masks for ${images.length} images`);
     }
     return masks.map((m, i) => {
-      const sx = m.width / images[i].width, sy = m.height / images[i].height, p = plans[i];
+      const f = images[i].frame ?? images[i];
+      const sx = m.width / f.width, sy = m.height / f.height, p = plans[i];
       return { x: p.x * sx, y: p.y * sy, w: p.w * sx, h: p.h * sy, mirror: p.mirror };
     });
+  }
+
+  /**
+   * Decodes only the pixels this preprocessor's plan reads for sample `id` (decode_planned.ts):
+   * give the result to `run` with the same epoch and id, and the tensor is the whole image's.
+   */
+  decodePlanned(decoder: Decoder, bytes: Uint8Array, epoch: number, id: SampleKey, decodeOptions?: DecodeOptions): DecodedImage {
+    return decodePlanned(decoder, bytes, this.options, epoch, id, decodeOptions);
   }
 
   /** GPU buffers created so far; constant once batches stop growing (see NOTE [ Staging ring ]). */
@@ -148,15 +164,19 @@ export class Preprocessor {
     return this.#ring.allocations;
   }
 
-  /** The plan of each image, exactly as `run` would make it. */
-  plan(shapes: readonly { width: number; height: number }[], run: PreprocessRunOptions = {}): ImagePlan[] {
+  /**
+   * The plan of each image, exactly as `run` would make it: drawn on the image's size, or on
+   * its frame's where it is a box of a larger image (`DecodedImage.frame`; the box then in the
+   * frame's pixels, as the whole image's would be).
+   */
+  plan(shapes: readonly { width: number; height: number; frame?: FrameBox }[], run: PreprocessRunOptions = {}): ImagePlan[] {
     if (isRandom(this.options) && (!run.ids || run.ids.length !== shapes.length)) {
       throw new CassetteError(
         "ERR_INVALID_OPTION",
         `Cannot plan random crops or flips as 'ids' must give one sample id per image: current value is ${run.ids ? `${run.ids.length} ids for ${shapes.length} images` : "undefined"}`,
       );
     }
-    return shapes.map((s, i) => planImage(s.width, s.height, this.options, run.epoch ?? 0, run.ids?.[i] ?? i));
+    return shapes.map((s, i) => planImage(s.frame?.width ?? s.width, s.frame?.height ?? s.height, this.options, run.epoch ?? 0, run.ids?.[i] ?? i));
   }
 
   /**
@@ -196,7 +216,7 @@ export class Preprocessor {
     // A table (read workers' packets) is packed with one copy of its buffer; a list image by image.
     const list = table ? [] : (images as readonly (DecodedImage | JpegCoefficients)[]);
     const pixels = table
-      ? Array.from({ length: n }, (_, i) => ({ width: table.width[i], height: table.height[i], channels: table.channels[i] }))
+      ? Array.from({ length: n }, (_, i) => tableShape(table, i))
       : list.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
     if (table && run.masks) throw new CassetteError("ERR_UNSUPPORTED", "Cannot preprocess masks with a table of images: give the images as a list");
     const plans = this.plan(pixels, run);
@@ -246,7 +266,7 @@ export class Preprocessor {
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
       const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];
-      const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans };
+      const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans, uploadBytes: upload };
       if (maskOut) out.masks = { buffer: maskOut, shape: [n, H, W], bytes: n * W * H * 4, plans: maskPlans! };
       return out;
     } catch (e) {

@@ -31,6 +31,7 @@
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
 import type { DecodeOptions } from "../decode/decoder.ts";
+import type { PlannedDecode } from "../decode/crop.ts";
 import { createDecoder } from "../decode/decoders.ts";
 import { createDecodePool } from "../decode/pool.ts";
 import { isTransformModule, loadTransformHere, type TransformModule, transformUrl } from "../decode/transform.ts";
@@ -50,7 +51,7 @@ export interface OpenReadOptions extends SourceOpenOptions {
   /** With `workers`: size them as reading goes, between these (WorkerSourceOptions' `scale`). */
   scaleWorkers?: { min: number; max: number };
   /** Decode each sample where it is read (in its worker with `workers`) into `Sample.image` (default false). */
-  decode?: boolean | DecodeOptions;
+  decode?: boolean | DecodeOptions | PlannedDecode;
   /**
    * A transform module (src/decode/transform.ts) run on each sample where it is decoded: in its
    * read worker with `workers`, else in the decode pool (or here with `decodeWorkers: 0`).

@@ -9,7 +9,8 @@
  *
  *   cols (Int32Array, column-major, n entries):
  *     POS │ LABEL │ IMAGE_AT │ WIDTH │ HEIGHT │ CHANNELS │ ORIENTATION │ CONN │
- *     TARGET_AT │ TARGET_LEN │ MASK_AT │ MASK_WIDTH │ MASK_HEIGHT │ MASK_CHANNELS │ OFFSETS (n + 1)
+ *     TARGET_AT │ TARGET_LEN │ MASK_AT │ MASK_WIDTH │ MASK_HEIGHT │ MASK_CHANNELS │
+ *     FRAME_X │ FRAME_Y │ FRAME_WIDTH │ FRAME_HEIGHT │ OFFSETS (n + 1)
  *     ───────────────────────────────── n each ─────────────────────────────────    bytes of entry i:
  *                                                                                   data[OFFSETS[i] .. OFFSETS[i+1])
  *   buf (ArrayBuffer):
@@ -19,7 +20,9 @@
  *
  * Labels other than one integer (src/dataset/label.ts) ride along: a target (a float vector,
  * or a blob's bytes) at TARGET_AT, TARGET_LEN bytes (0: none), the targets of a packet one
- * after another in entry order; a decoded mask at MASK_AT (MASK_CHANNELS 0: none).
+ * after another in entry order; a decoded mask at MASK_AT (MASK_CHANNELS 0: none). An image
+ * decoded as the box a GPU plan reads (the `decode` option's `plan`, src/gpu/decode_planned.ts)
+ * says where the box lies in the image (FRAME_*; FRAME_WIDTH 0: the image is whole).
  *
  * Images start on 4-byte boundaries so that the pixels go to the GPU as one region of the
  * preprocessing upload (NOTE [ Packed preprocessing input ], src/gpu/pack.ts). Entries are in
@@ -75,9 +78,11 @@ export interface LaneCounts {
 
 /** Column indices of a packet's `cols`. */
 export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS = 5, ORIENTATION = 6, CONN = 7;
-export const TARGET_AT = 8, TARGET_LEN = 9, MASK_AT = 10, MASK_WIDTH = 11, MASK_HEIGHT = 12, MASK_CHANNELS = 13, OFFSETS = 14;
+export const TARGET_AT = 8, TARGET_LEN = 9, MASK_AT = 10, MASK_WIDTH = 11, MASK_HEIGHT = 12, MASK_CHANNELS = 13;
+/** An image decoded as a box of a larger one (a planned decode): the box's place in it and its size; FRAME_WIDTH 0: the whole image. */
+export const FRAME_X = 14, FRAME_Y = 15, FRAME_WIDTH = 16, FRAME_HEIGHT = 17, OFFSETS = 18;
 /** Int32 columns of n entries before OFFSETS (which has n + 1). */
-export const COLS = 14;
+export const COLS = 18;
 
 /** What a read worker sends for one packet. */
 export interface Packet {
@@ -233,5 +238,5 @@ export interface PacketRead {
 /** A source whose workers can fill packets (src/read/worker_source.ts). */
 export interface PacketReader {
   /** Starts reading `plan` (its positions asked for by `request`), packets of up to `batchSize` to `sink`. */
-  read(plan: readonly string[], o: { batchSize: number; strict: boolean; split?: { ids: readonly string[]; order: Int32Array } }, sink: PacketSink): PacketRead;
+  read(plan: readonly string[], o: { batchSize: number; strict: boolean; split?: { ids: readonly string[]; order: Int32Array }; epoch?: number }, sink: PacketSink): PacketRead;
 }

@@ -10,6 +10,7 @@
  */
 import type { Store } from "../dataset/store.ts";
 import type { DecodeOptions } from "../decode/decoder.ts";
+import type { PlannedDecode } from "../decode/crop.ts";
 import type { ReadCounters } from "../observe/stats.ts";
 import type { Source } from "../source/source.ts";
 import type { Addressed } from "../source/kinds.ts";
@@ -28,7 +29,7 @@ export interface ReadPathOptions {
   dataset?: string;
   workers?: number;
   scaleWorkers?: { min: number; max: number };
-  decode?: boolean | DecodeOptions;
+  decode?: boolean | DecodeOptions | PlannedDecode;
   decodeWorkers?: number | "auto";
   transform?: TransformModule;
   slowLane?: boolean;

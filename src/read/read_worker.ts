@@ -39,10 +39,11 @@ import type { ReadSource, Sample } from "./sample.ts";
 import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
 import { Deadline } from "../decode/deadline.ts";
 import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
+import { type FrameBox, isPlannedDecode, isRandom, planDecode } from "../decode/crop.ts";
 import { ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
 import type { LaneCounts, SerializedError, WirePacket } from "./packet.ts";
 import {
-  CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
+  CHANNELS, COLS, CONN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
   TARGET_LEN, WIDTH,
 } from "./packet.ts";
 import { HedgeSource } from "./hedge.ts";
@@ -59,6 +60,9 @@ const waiting: [number, string, Run?, number?][] = [];
 let head = 0;
 
 const MIN_PACKET = 4096;
+
+/** Images decoded as the box a GPU plan reads (a planned decode): where the box lies in the image. */
+const frames = new WeakMap<Image, FrameBox>();
 
 /**
  * The packet being filled: the buffer that is transferred at the flush. Images are decoded into
@@ -123,6 +127,8 @@ class PacketArena implements PixelSink {
     this.u8.set(img.data, this.at);
     const image = { ...img, data: this.u8.subarray(this.at, this.at + img.data.length) };
     this.placed.set(image, this.at);
+    const f = frames.get(img);
+    if (f) frames.set(image, f);
     this.at += img.data.length;
     return image;
   }
@@ -217,6 +223,8 @@ interface Run {
   order?: Int32Array;
   batchSize: number;
   strict: boolean;
+  /** The epoch the plan is of, where the loader's thread said (a planned decode's boxes are drawn from it). */
+  epoch?: number;
   ended: boolean;
   /** Positions asked of this worker and not answered. */
   outstanding: number;
@@ -232,6 +240,8 @@ const runs = new Map<number, Run>();
 const splits = new Map<number, string[]>();
 /** Which run asked for each id in flight (the last, should two runs ask at once): where the sink decodes it. */
 const route = new Map<string, [Run, number]>();
+/** How many packet fetches of each id are in flight: two runs (an epoch and the next, read ahead) may ask at once. */
+const asked = new Map<string, number>();
 
 // --- the slow lane (NOTE [ Read workers: the slow lane ], src/read/worker_source.ts) -------
 
@@ -307,7 +317,20 @@ const packetSink = {
     const r = route.get(id);
     const g = r && !r[0].ended ? (r[0].strict ? r[0].groups.get(Math.floor(r[1] / r[0].batchSize)) : groupOf(r[0], r[1])) : undefined;
     // No packet wants it (a hedge's second answer, dropped after; a run that ended): an arena of its own.
-    return (g?.arena ?? new PacketArena(0)).decode(decoder, bytes, options);
+    const arena = g?.arena ?? new PacketArena(0);
+    // A planned decode (the GPU's plan as decode options): only the box the plan reads, drawn
+    // as the preprocessor will draw it, which needs the epoch unless nothing is random.
+    const run = r?.[0];
+    if (!isPlannedDecode(options)) return arena.decode(decoder, bytes, options);
+    const { plan, ...rest } = options;
+    // Whole where the box is not known for sure: no epoch said, or two runs (two epochs) asking
+    // for the sample at once, when the decode cannot tell whose it is; the GPU plans it whole.
+    const unsure = isRandom(plan) && (run?.epoch === undefined || (asked.get(id) ?? 0) > 1);
+    const planned = unsure ? undefined : planDecode(bytes, plan, run?.epoch ?? 0, id);
+    if (!planned) return arena.decode(decoder, bytes, rest);
+    const image = arena.decode(decoder, bytes, { ...rest, region: planned.region });
+    frames.set(image, planned.frame);
+    return image;
   },
 };
 
@@ -424,6 +447,13 @@ function ship(run: Run, g: Group): void {
       cols[HEIGHT * n + i] = img.height;
       cols[CHANNELS * n + i] = img.channels;
       cols[ORIENTATION * n + i] = img.orientation;
+      const f = frames.get(img);
+      if (f) {
+        cols[FRAME_X * n + i] = f.x;
+        cols[FRAME_Y * n + i] = f.y;
+        cols[FRAME_WIDTH * n + i] = f.width;
+        cols[FRAME_HEIGHT * n + i] = f.height;
+      }
     }
     ms[i] = entries[i].ms;
     if (s.mask) {
@@ -533,7 +563,14 @@ function pump(): void {
       if (prev && (prev[0] !== run || prev[1] !== seq)) keep(prev[0], prev[1]), keep(run, seq);
     }
     route.set(id, [run, seq]);
-    if (!reads!.fetch(id, (err, s) => packetAnswered(run, seq, id, t0!, err, s))) saturated = true;
+    asked.set(id, (asked.get(id) ?? 0) + 1);
+    const fetched = reads!.fetch(id, (err, s) => {
+      const k = asked.get(id)! - 1;
+      if (k) asked.set(id, k);
+      else asked.delete(id);
+      packetAnswered(run, seq, id, t0!, err, s);
+    });
+    if (!fetched) saturated = true;
   }
   if (head > 1024 && head * 2 > waiting.length) waiting.splice(0, head), head = 0;
 }
@@ -582,7 +619,7 @@ scope.onMessage(async (data) => {
       return;
     case "plan":
       runs.set(msg.run, {
-        id: msg.run, ids: msg.split !== undefined ? splits.get(msg.split)! : msg.ids!.split("\n"), order: msg.order, batchSize: msg.batchSize, strict: msg.strict,
+        id: msg.run, ids: msg.split !== undefined ? splits.get(msg.split)! : msg.ids!.split("\n"), order: msg.order, batchSize: msg.batchSize, strict: msg.strict, epoch: msg.epoch,
         ended: false, outstanding: 0, groups: new Map(), size: MIN_PACKET, owner: msg.owner,
       });
       return;

@@ -37,6 +37,7 @@
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { checkDecodeOptions, type DecodeOptions } from "../decode/decoder.ts";
+import type { PlannedDecode } from "../decode/crop.ts";
 import { redact } from "../source/address.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
@@ -50,7 +51,7 @@ export type { SerializedError };
 
 export type ToWorker =
   | {
-    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions;
+    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions | PlannedDecode;
     transform?: { url: string; options?: unknown }; seed?: number; reads?: PacketReadOptions;
     /** The slow lane (NOTE [ Read workers: the slow lane ]): the workers' status, this one's place in it and its code, the clock's base. */
     lane?: { status: SharedArrayBuffer; index: number; code: number; base: number };
@@ -62,6 +63,8 @@ export type ToWorker =
   /** A packet read's plan: positions in a split sent before, or its ids joined by "\n". */
   | {
     t: "plan"; run: number; split?: number; order?: Int32Array; ids?: string; batchSize: number; strict: boolean;
+    /** The epoch the plan is of: a planned decode draws each sample's box from it (src/gpu/decode_planned.ts). */
+    epoch?: number;
     /** Per plan position, the code of the worker it is asked of (negative: started there), shared: the slow lane's claims. */
     owner?: Int32Array;
   }
@@ -102,7 +105,7 @@ export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
   workers?: number;
   /** Decode each sample in its worker and hand it over as `Sample.image` (default false). */
-  decode?: boolean | DecodeOptions;
+  decode?: boolean | DecodeOptions | PlannedDecode;
   /** A transform module each worker loads and runs after decoding (its URL and options). */
   transform?: { url: string; options?: unknown };
   /** Seeds the transform's `ctx.random` (with the worker's index). */
@@ -180,6 +183,7 @@ interface Run {
   ids?: string;
   batchSize: number;
   strict: boolean;
+  epoch?: number;
   sink: PacketSink;
   chunk: number;
   slot?: Slot;
@@ -501,7 +505,7 @@ export class WorkerSource implements ReadSource {
    */
   read(plan: readonly string[], o: Parameters<PacketReader["read"]>[1], sink: PacketSink): PacketRead {
     const run = ++this.#runSeq;
-    const r: Run = { batchSize: o.batchSize, strict: o.strict, sink, chunk: -1 };
+    const r: Run = { batchSize: o.batchSize, strict: o.strict, epoch: o.epoch, sink, chunk: -1 };
     if (o.split) {
       let s = this.#splits.get(o.split.ids);
       if (!s) this.#splits.set(o.split.ids, (s = { id: this.#splits.size + 1, joined: o.split.ids.join("\n") }));
@@ -533,7 +537,7 @@ export class WorkerSource implements ReadSource {
       for (const s of this.#splits.values()) if (s.id === r.split) slot.worker.postMessage({ t: "split", split: s.id, ids: s.joined } satisfies ToWorker);
       slot.splits.add(r.split);
     }
-    slot.worker.postMessage({ t: "plan", run, split: r.split, order: r.order, ids: r.ids, batchSize: r.batchSize, strict: r.strict, owner: r.owner } satisfies ToWorker);
+    slot.worker.postMessage({ t: "plan", run, split: r.split, order: r.order, ids: r.ids, batchSize: r.batchSize, strict: r.strict, epoch: r.epoch, owner: r.owner } satisfies ToWorker);
   }
 
   /**

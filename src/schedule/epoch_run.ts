@@ -272,7 +272,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     const reader = this.#host.packets();
     if (!reader) return;
     this.#packets = new PacketAssembler<T>(this.epoch, this.#plan, this.#o.batchSize, this.#o.strict, this.epoch);
-    this.#reads = reader.read(this.#plan, { batchSize: this.#o.batchSize, strict: this.#o.strict, split: this.#split }, {
+    this.#reads = reader.read(this.#plan, { batchSize: this.#o.batchSize, strict: this.#o.strict, split: this.#split, epoch: this.epoch }, {
       packet: (p) => this.#packet(p),
       lost: (ranges) => this.#lost(ranges),
     });

@@ -86,7 +86,7 @@ export async function* loaderBatches(
     }
     // A batch of read workers' packets has its images in one buffer: one copy into the upload,
     // then the buffer goes back to its worker (Batch.release).
-    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => pixelsOf(item, b.ids[i])), { epoch, ids: b.ids, masks: b.masks });
+    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => framed(pixelsOf(item, b.ids[i]), b.images, i)), { epoch, ids: b.ids, masks: b.masks });
     b.release?.();
     const out: LoaderTrainBatch = { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
     if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
@@ -100,6 +100,12 @@ function imagesOf(t: ImageTable, ids: readonly string[]): ImageTable {
   const missing = t.channels.indexOf(0);
   if (missing >= 0) pixelsOf({ id: ids[missing], label: 0, data: new Uint8Array(0) }, ids[missing]); // names it
   return t;
+}
+
+/** An image with its frame where the read workers decoded only its box (`decode: { plan }`): the plan is drawn on the frame. */
+function framed(img: DecodedImage, t: ImageTable | undefined, i: number): DecodedImage {
+  const fw = t?.frameWidth?.[i];
+  return fw ? { ...img, frame: { x: t!.frameX![i], y: t!.frameY![i], width: fw, height: t!.frameHeight![i] } } : img;
 }
 
 /** A batch item's pixels: the image itself, or the sample's decoded `image`. */

@@ -27,6 +27,7 @@ import { exportDataset, exportShards } from "../../src/source/export/export.ts";
 import { folderSink } from "../../src/dataset/object_sink.ts";
 import { Loader } from "../../src/loader.ts";
 import type { Sample } from "../../src/read/sample.ts";
+import { planImage } from "../../src/gpu/pack.ts";
 import { readBuffer } from "../../src/gpu/buffers.ts";
 import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import { loaderBatches } from "../../src/train/loader_batches.ts";
@@ -179,36 +180,43 @@ test("GPU: a batch's masks are cropped and flipped with their images (loaderBatc
   const ids: string[] = [];
   for await (const page of store.scanNat("masks")) ids.push(...page.map((r) => r.id));
   await store.close();
-  const loader = new Loader<DecodedImage>({ store: address, dataset: "masks", ids, batchSize: 8, seed: 2, decode: true, decodeWorkers: 0, transform: (s) => s.image! });
   const device = await testDevice();
   const W = 12, H = 10;
   const pre = await createPreprocessor(device, { width: W, height: H, channels: 3, crop: { kind: "random-resized", scale: [0.2, 1] }, flip: 0.5, seed: 5 });
   const byId = new Map(samples.map((s) => [sampleId("masks", s.key), s]));
-  let mirrored = 0, n = 0;
-  try {
-    for await (const b of loaderBatches(loader, pre, 0)) {
-      assert.ok(b.masks, "masks out");
-      const got = new Uint32Array(await readBuffer(device, b.masks!.buffer, b.masks!.bytes));
-      b.ids.forEach((id, i) => {
-        const s = byId.get(id)!;
-        const m = { data: s.mask, width: s.w, height: s.h, channels: 1 };
-        const p = b.masks!.plans[i];
-        mirrored += +p.mirror;
-        n++;
-        const ref = maskNearestRef(m, p, W, H);
-        for (let k = 0; k < W * H; k++) {
-          const g = got[i * W * H + k];
-          if (g === ref.values[k]) continue;
-          assert.ok(ref.alt[k] >= 0 && neighbourhood(m, p, W, H, k % W, Math.floor(k / W)).has(g), `${s.key} pixel ${k}: ${g}, want ${ref.values[k]} (seed ${seed})`);
-        }
-      });
+  // Decoded here whole, and in read workers only the box each plan reads (decode: { plan }):
+  // the masks are the whole frame's, their plans the image's on it either way.
+  for (const how of ["whole", "planned"] as const) {
+    const loader = how === "whole"
+      ? new Loader<DecodedImage>({ store: address, dataset: "masks", ids, batchSize: 8, seed: 2, decode: true, decodeWorkers: 0, transform: (s) => s.image! })
+      : new Loader<Sample>({ store: address, dataset: "masks", ids, batchSize: 8, seed: 2, workers: 2, readAhead: false, decode: { plan: pre.options } });
+    let mirrored = 0, n = 0;
+    try {
+      for await (const b of loaderBatches(loader, pre, 0)) {
+        assert.ok(b.masks, "masks out");
+        const got = new Uint32Array(await readBuffer(device, b.masks!.buffer, b.masks!.bytes));
+        b.ids.forEach((id, i) => {
+          const s = byId.get(id)!;
+          const m = { data: s.mask, width: s.w, height: s.h, channels: 1 };
+          const p = b.masks!.plans[i];
+          assert.equal(p, planImage(s.w, s.h, pre.options, 0, id), `${how}: ${s.key}'s mask plan is its image's (seed ${seed})`);
+          mirrored += +p.mirror;
+          n++;
+          const ref = maskNearestRef(m, p, W, H);
+          for (let k = 0; k < W * H; k++) {
+            const g = got[i * W * H + k];
+            if (g === ref.values[k]) continue;
+            assert.ok(ref.alt[k] >= 0 && neighbourhood(m, p, W, H, k % W, Math.floor(k / W)).has(g), `${how}: ${s.key} pixel ${k}: ${g}, want ${ref.values[k]} (seed ${seed})`);
+          }
+        });
+      }
+    } finally {
+      await loader.close();
     }
-  } finally {
-    pre.destroy();
-    await loader.close();
+    assert.is(n, N);
+    assert.ok(mirrored > 0 && mirrored < N, `some mirrored, some not: ${mirrored} of ${N}`);
   }
-  assert.is(n, N);
-  assert.ok(mirrored > 0 && mirrored < N, `some mirrored, some not: ${mirrored} of ${N}`);
+  pre.destroy();
 });
 
 test("bad labels are named: a class out of range, a vector of another length, empty bytes, a mixed manifest; a bad spec", async () => {

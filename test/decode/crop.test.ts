@@ -7,7 +7,12 @@ import { type CropBox, randomCropBox, resizeBilinear } from "../../src/decode/cr
 import type { DecodeOptions, Image } from "../../src/decode/decoder.ts";
 import { createJpegDecoder, type JpegScale } from "../../src/decode/jpeg.ts";
 import type { TransformContext } from "../../src/decode/transform.ts";
-import { decodeScaleFor, jpegFrameSize, mapBox, transform } from "../../src/decode/transforms/random_resized_crop.ts";
+import { decodeScaleFor, mapBox, transform } from "../../src/decode/transforms/random_resized_crop.ts";
+import { frameSize, jpegFrameSize } from "../../src/decode/header.ts";
+import { type CropPolicy, planImage, planRegion } from "../../src/decode/crop.ts";
+import { hash32 } from "../../src/plan/rng.ts";
+import { preprocessRef } from "../reference/preprocess.ts";
+import { buildPng } from "../_support/png_build.ts";
 import { CassetteError } from "../../src/errors.ts";
 
 // Scaled (1/2…1/8) against full decodes: the bound the decoder tests hold every decode to
@@ -199,6 +204,51 @@ test("jpegFrameSize reads the frame header of real JPEGs (baseline, progressive,
   assert.is(jpegFrameSize(new Uint8Array([0x89, 0x50, 0x4e, 0x47])), undefined);
   assert.is(jpegFrameSize(Uint8Array.of(0xff, 0xd8, 0xff, 0xda, 0, 2)), undefined);
   assert.is(jpegFrameSize(Uint8Array.of(0xff, 0xd8, 0xff)), undefined);
+});
+
+test("frameSize reads a JPEG's SOF and a PNG's IHDR without decoding, and answers undefined for anything else", () => {
+  const seed = freshSeed();
+  const next = rng(seed);
+  const w = randomInt(next, 1, 300), h = randomInt(next, 1, 300);
+  assert.equal(frameSize(cjpeg(randomBytes(next, w * h), w, h, 1)), { width: w, height: h }, `seed ${seed}`);
+  const png = buildPng({ width: w, height: h, bitDepth: 8, colorType: 0, raw: new Uint8Array((w + 1) * h) });
+  assert.equal(frameSize(png), { width: w, height: h }, `seed ${seed}`);
+  assert.is(frameSize(png.subarray(0, 20)), undefined);
+  assert.is(frameSize(Uint8Array.of(0x47, 0x49, 0x46, 0x38, 0x39, 0x61)), undefined);
+});
+
+test("planImage draws the boxes it drew before it moved from src/gpu/pack.ts (pinned: 40 sizes, policies, seeds, epochs and ids)", () => {
+  const policies: CropPolicy[] = [{ kind: "resize" }, { kind: "center" }, { kind: "center", resize: 40 }, { kind: "random-resized" }, { kind: "random-resized", scale: [0.3, 0.9], ratio: [0.5, 2] }];
+  const all = Array.from({ length: 40 }, (_, i) => {
+    const w = 17 + ((i * 37) % 300), h = 11 + ((i * 53) % 200);
+    const o = { width: 24 + (i % 3) * 8, height: 24 + (i % 2) * 8, crop: policies[i % 5], flip: (i % 4) / 4, seed: i * 7 + 1 };
+    return planImage(w, h, o, i % 3, i % 2 ? `6ceecba5-0000-5000-8000-${String(i).padStart(12, "0")}` : i);
+  });
+  // The digest of the same 40 plans from the planner as it was in src/gpu/pack.ts.
+  assert.is(hash32(JSON.stringify(all)), 1727694723);
+});
+
+test("planRegion: resampling the region with the plan moved into it gives the whole image's output (the reference's taps), for random plans, antialiased or not", () => {
+  const seed = freshSeed();
+  const next = rng(seed);
+  for (let k = 0; k < 300; k++) {
+    const W = randomInt(next, 1, 120), H = randomInt(next, 1, 120);
+    const outW = randomInt(next, 1, 24), outH = randomInt(next, 1, 24);
+    const kind = randomInt(next, 0, 3);
+    const crop: CropPolicy = kind === 0 ? { kind: "resize" } : kind === 1 ? { kind: "center", resize: randomInt(next, 1, 60) } : { kind: "random-resized", scale: [0.01, 1], ratio: [0.3, 3] };
+    const plan = planImage(W, H, { width: outW, height: outH, crop, flip: 0.5, seed }, k, k);
+    const above = [1, 1.5, 2, 1e9][randomInt(next, 0, 3)];
+    const r = planRegion(plan, W, H, outW, outH, above);
+    const what = `seed ${seed}, case ${k}: ${W}×${H} → ${outW}×${outH}, plan ${JSON.stringify(plan)}, region ${JSON.stringify(r)}`;
+    assert.ok(r.x >= 0 && r.y >= 0 && r.width >= 1 && r.height >= 1 && r.x + r.width <= W && r.y + r.height <= H, what);
+    const img = { data: randomBytes(next, W * H), width: W, height: H, channels: 1 };
+    const part = new Uint8Array(r.width * r.height);
+    for (let y = 0; y < r.height; y++) part.set(img.data.subarray((r.y + y) * W + r.x, (r.y + y) * W + r.x + r.width), y * r.width);
+    const o = { width: outW, height: outH, channels: 1 as const, layout: "nchw" as const, mean: [0], std: [1], antialiasAbove: above };
+    const want = preprocessRef(img, plan, o);
+    const got = preprocessRef({ data: part, width: r.width, height: r.height, channels: 1 }, { ...plan, x: plan.x - r.x, y: plan.y - r.y }, o);
+    for (let i = 0; i < want.length; i++) assert.ok(Math.abs(got[i] - want[i]) < 1e-9, `${what}: output ${i} is ${got[i]}, the whole image's ${want[i]}`);
+  }
 });
 
 /** A worker context over a real decoder that records each decode's scale and every draw. */

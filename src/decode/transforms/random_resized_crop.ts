@@ -2,7 +2,7 @@
  * torchvision's RandomResizedCrop (+ RandomHorizontalFlip) as a module transform
  * (src/decode/transform.ts), for large JPEGs decoded in the workers:
  *
- *   header size ──► randomCropBox ──► decodeScaleFor ──► box mapped ──► the box decoded at 1, ½, ¼ or ⅛ ──► resizeBilinear ──► flip?
+ *   header size ──► planBox ──► decodeScaleFor ──► box mapped ──► the box decoded at 1, ½, ¼ or ⅛ ──► resizeBilinear ──► flip?
  *
  * The box is drawn on the full-resolution size (read from the frame header, no decoding), and
  * the JPEG is then decoded at the largest reduction that still leaves the box at least `size`
@@ -20,7 +20,8 @@
  * ```
  */
 import { CassetteError } from "../../errors.ts";
-import { type CropBox, randomCropBox, resizeBilinear, show } from "../crop.ts";
+import { type CropBox, planBox, resizeBilinear, show } from "../crop.ts";
+import { jpegFrameSize } from "../header.ts";
 import type { DecodeScale, Image } from "../decoder.ts";
 import type { TransformContext, TransformInput } from "../transform.ts";
 
@@ -50,11 +51,17 @@ export function transform(sample: TransformInput, options: RandomResizedCropOpti
   }
   const scale = o.scale ?? [0.08, 1], ratio = o.ratio ?? [3 / 4, 4 / 3];
   const random = () => ctx.random();
+  const policy = { kind: "random-resized", scale, ratio } as const;
+  // The box comes from planBox, where the GPU's plans draw theirs (src/decode/crop.ts).
+  const boxOf = (w: number, h: number): CropBox => {
+    const [x, y, bw, bh] = planBox(policy, w, h, size, size, random);
+    return { x, y, w: bw, h: bh };
+  };
 
   let img: Image, box: CropBox;
   const frame = sample.image ? undefined : jpegFrameSize(sample.data);
   if (frame) {
-    const full = randomCropBox(frame.width, frame.height, random, scale, ratio);
+    const full = boxOf(frame.width, frame.height);
     const s = decodeScaleFor(full, size);
     // Only the box is decoded (DecodeOptions.region): the pixels a whole decode has there, so
     // the crop's output is the same; the rows below it and the blocks far from it cost nothing.
@@ -65,7 +72,7 @@ export function transform(sample: TransformInput, options: RandomResizedCropOpti
     // Already decoded, or no frame header found before the first scan (then the decoder
     // names what is wrong with the file, or decodes a file whose height comes in a DNL).
     img = sample.image ?? ctx.decode(sample.data);
-    box = randomCropBox(img.width, img.height, random, scale, ratio);
+    box = boxOf(img.width, img.height);
   }
   const out = resizeBilinear(img, box.x, box.y, box.w, box.h, size, size);
   if (flip && random() < 0.5) mirror(out);
@@ -107,38 +114,4 @@ function mirror(img: Image): void {
       }
     }
   }
-}
-
-/**
- * Width and height from the frame header (SOFn, ITU T.81 B.2.2), walking the marker segments
- * up to it without decoding anything; undefined when there is none before the first scan or
- * the height is left to a DNL segment. The worker's context offers decode() only, and this
- * walk costs a few reads per segment where a ⅛ decode would entropy-decode the whole file.
- */
-export function jpegFrameSize(b: Uint8Array): { width: number; height: number } | undefined {
-  if (b.length < 4 || b[0] !== 0xff || b[1] !== 0xd8) return undefined;
-  let p = 2;
-  while (p + 3 < b.length) {
-    if (b[p] !== 0xff) return undefined;
-    const m = b[p + 1];
-    if (m === 0xff) { // fill byte (B.1.1.2)
-      p++;
-      continue;
-    }
-    if (m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { // TEM, RSTn: no length
-      p += 2;
-      continue;
-    }
-    if (m === 0xda || m === 0xd9) return undefined; // a scan or the end before any frame
-    const len = (b[p + 2] << 8) | b[p + 3];
-    // SOF0…SOF15 except DHT (C4), JPG (C8) and DAC (CC).
-    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) {
-      if (p + 8 >= b.length) return undefined;
-      const height = (b[p + 5] << 8) | b[p + 6], width = (b[p + 7] << 8) | b[p + 8];
-      return width > 0 && height > 0 ? { width, height } : undefined;
-    }
-    if (len < 2) return undefined;
-    p += 2 + len;
-  }
-  return undefined;
 }
