@@ -1,13 +1,15 @@
 /**
  * cassette in a web page (`cassette/browser`; the bundle build.ts writes to dist/browser/): the
- * part of the API that needs nothing a browser lacks. The wasm decoders and their pool of
- * module workers, `requestDevice` from `navigator.gpu`, the GPU preprocessing, the training
- * API and the SVG charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
+ * part of the API that needs nothing a browser lacks. The Loader over WebDataset shards served
+ * over http(s):// (`wds:https://…/NAME.index.json`, or an index relative to the page), with its
+ * read workers as module workers; the wasm decoders and their pool, `requestDevice` from
+ * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`) and the SVG
+ * charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
  * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph").
  *
- * Not here yet (issue 39): the Loader over http(s)://, s3:// and wds: sources. Its kind table
- * loads the SQLite and Cassandra stores, its HTTP source is undici's, and SigV4 signs with
- * node:crypto; each needs a browser-clean seam first.
+ * Not here yet (issue 39): http(s):// objects one per sample, and s3:// (SigV4 signs with
+ * node:crypto, synchronously, inside undici's dispatch); a page that opens them, or sqlite:,
+ * cassandra:// and file:, gets ERR_UNSUPPORTED saying to serve WebDataset shards instead.
  *
  * @example
  * ```ts ignore
@@ -34,6 +36,10 @@ export { PngError } from "./decode/png_error.ts";
 export { createDecodePool, JpegDecodePool } from "./decode/pool.ts";
 export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats } from "./decode/pool.ts";
 
+export { Loader } from "./loader.ts";
+export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats } from "./loader.ts";
+export type { Batch, ImageTable } from "./assemble/batch.ts";
+
 export { deviceInfo, requestDevice } from "./gpu/device.ts";
 export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
@@ -49,6 +55,8 @@ export { fit } from "./train/fit.ts";
 export type { EpochReport, FitOptions } from "./train/fit.ts";
 export { GpuDataset } from "./train/gpu_dataset.ts";
 export type { BatchOptions, GpuDatasetOptions } from "./train/gpu_dataset.ts";
+export { loaderBatches } from "./train/loader_batches.ts";
+export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batches.ts";
 export { trainInGpu } from "./train/train_in_gpu.ts";
 export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
 
