@@ -5,7 +5,7 @@
  * (ARCHITECTURE.md, "The browser graph"), never through index.ts's detection.
  */
 import { CassetteError } from "../src/errors.ts";
-import { adapterFrom, unknownBackend } from "./_gpu.ts";
+import { unknownBackend } from "./_gpu.ts";
 import { webWorker, webWorkerScope } from "./_web.ts";
 import type { GpuRequest, Runtime } from "./runtime.ts";
 
@@ -38,7 +38,18 @@ export const browser: Runtime = {
     if (!gpu) {
       throw new CassetteError("ERR_NO_GPU_ADAPTER", `Cannot get a WebGPU adapter as this page has no navigator.gpu: ${ENABLE_WEBGPU}`);
     }
-    return adapterFrom(gpu, "builtin", req, ENABLE_WEBGPU);
+    let adapter: GPUAdapter | null;
+    try {
+      adapter = await gpu.requestAdapter({ powerPreference: req.powerPreference });
+    } catch (cause) {
+      throw new CassetteError("ERR_NO_GPU_ADAPTER", `Cannot get a WebGPU adapter from this browser: ${String(cause)}`, { cause });
+    }
+    // Chromium on Linux without --enable-unsafe-webgpu, or started with --disable-gpu, or a
+    // GPU on its blocklist: navigator.gpu is there, and answers null.
+    if (!adapter) {
+      throw new CassetteError("ERR_NO_GPU_ADAPTER", `Cannot get a WebGPU adapter as this browser answered none (WebGPU is off, or this GPU is on its blocklist: chrome://gpu says which): ${ENABLE_WEBGPU}`);
+    }
+    return adapter;
   },
   openSqlite: () => refused("open a SQLite file"),
   spawnWorker: webWorker,
