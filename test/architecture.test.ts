@@ -167,8 +167,12 @@ export function browserGraph(entries: string[], read: (path: string) => string |
   return { files: [...from.keys()], bad };
 }
 
-/** The browser entry and the worker modules it starts by URL (src/util/entry_url.ts): the roots of the browser graph. */
-const BROWSER_ENTRIES = ["src/browser.ts", "src/decode/worker.ts", "src/decode/transforms/random_resized_crop.ts", "src/read/read_worker.ts"];
+/**
+ * The roots of the browser graph: the browser entry, the worker modules it starts by URL
+ * (src/util/entry_url.ts), and WebCrypto's SigV4 signer, kept browser-clean ahead of s3:// in a
+ * page (issue 39).
+ */
+const BROWSER_ENTRIES = ["src/browser.ts", "src/decode/worker.ts", "src/decode/transforms/random_resized_crop.ts", "src/read/read_worker.ts", "src/source/http/sigv4_web.ts"];
 
 function sources(path: string): string[] {
   const full = join(ROOT, path);

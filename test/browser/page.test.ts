@@ -93,7 +93,7 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
   }
 }, { timeoutMs: 90_000 });
 
-test("without WebGPU the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards", async () => {
+test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards", async () => {
   const { web } = await served();
   const page = await openPage(undefined, { webgpu: false });
   try {
@@ -106,6 +106,13 @@ test("without WebGPU the page says how to enable it (ERR_NO_GPU_ADAPTER) and rea
     assert.match(run.message!, /secure context/);
     assert.is(await page.evaluate(`document.getElementById("error").dataset.code`), "ERR_NO_GPU_ADAPTER");
     assert.equal(web.requests.filter((r) => r.path.endsWith(".tar")), [], "no shard read");
+    // A browser without WebGPU at all (or a page outside a secure context) has no navigator.gpu.
+    const none = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ requestDevice }) => {
+      Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
+      try { await requestDevice(); return { code: "none", message: "" }; } catch (e) { return { code: e.code, message: e.message }; }
+    })`);
+    assert.is(none.code, "ERR_NO_GPU_ADAPTER");
+    assert.match(none.message, /has no navigator\.gpu: .*secure context.*--enable-unsafe-webgpu/);
     // The bundle's kind table in a page: a sqlite: address is refused by name, not a missing built-in.
     const refused = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ Loader }) => {
       const loader = new Loader({ store: "sqlite:data/fashion-mnist.sqlite", dataset: "fashion-mnist", ids: ["x"], batchSize: 1 });
