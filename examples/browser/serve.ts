@@ -32,15 +32,17 @@ export interface StaticServer {
 
 /**
  * Serves `root` on 127.0.0.1 (port 0: any free one); `mounts` serves other folders under URL
- * prefixes (`{ "/shards/": DIR }`: /shards/x is DIR/x).
+ * prefixes (`{ "/shards/": DIR }`: /shards/x is DIR/x). `cors: false` leaves out the CORS
+ * headers (a bucket not set up for pages, for tests).
  */
-export function serveStatic(root: string, port = 0, mounts: Record<string, string> = {}): Promise<StaticServer> {
+export function serveStatic(root: string, port = 0, mounts: Record<string, string> = {}, o: { cors?: boolean } = {}): Promise<StaticServer> {
+  const cors = o.cors ?? true;
   const bases = [...Object.entries(mounts).map(([prefix, dir]) => [prefix, realpathSync(resolve(dir))]), ["/", realpathSync(resolve(root))]];
   const requests: StaticServer["requests"] = [];
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname);
     const [prefix, base] = bases.find(([p]) => path.startsWith(p))!;
-    const status = answer(base, `/${path.slice(prefix.length)}`, req, res);
+    const status = answer(base, `/${path.slice(prefix.length)}`, req, res, cors);
     requests.push({ path: decodeURIComponent(new URL(req.url ?? "/", "http://x").pathname), ...(req.headers.range ? { range: req.headers.range } : {}), status });
   });
   return new Promise((ok, fail) => {
@@ -59,10 +61,12 @@ export function serveStatic(root: string, port = 0, mounts: Record<string, strin
   });
 }
 
-function answer(base: string, asked: string, req: IncomingMessage, res: ServerResponse): number {
-  res.setHeader("access-control-allow-origin", "*");
-  res.setHeader("access-control-allow-headers", "range, authorization");
-  res.setHeader("access-control-expose-headers", "content-length, content-range, accept-ranges");
+function answer(base: string, asked: string, req: IncomingMessage, res: ServerResponse, cors: boolean): number {
+  if (cors) {
+    res.setHeader("access-control-allow-origin", "*");
+    res.setHeader("access-control-allow-headers", "range, authorization");
+    res.setHeader("access-control-expose-headers", "content-length, content-range, accept-ranges");
+  }
   res.setHeader("cross-origin-opener-policy", "same-origin");
   res.setHeader("cross-origin-embedder-policy", "require-corp");
   res.setHeader("cross-origin-resource-policy", "cross-origin");

@@ -93,7 +93,7 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
   }
 }, { timeoutMs: 90_000 });
 
-test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards", async () => {
+test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards; shards without CORS headers are named so", async () => {
   const { web } = await served();
   const page = await openPage(undefined, { webgpu: false });
   try {
@@ -120,6 +120,19 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
     })`);
     assert.is(refused.code, "ERR_UNSUPPORTED", refused.message);
     assert.match(refused.message, /in a browser.*cassette export --format webdataset/);
+    // Shards on another origin that sends no CORS headers: the browser hides the answer, the error says why it may be.
+    const bare = await serveStatic(ROOT, 0, { "/shards/": (await made!).dir }, { cors: false });
+    try {
+      const blocked = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ Loader }) => {
+        const loader = new Loader({ store: "wds:${bare.url}shards/fm.index.json", ids: ["x"], batchSize: 1, retries: 0 });
+        try { for await (const b of loader.epoch(0)) return { code: "none", message: String(b.ids) }; } catch (e) { return { code: e.code, message: e.message }; } finally { await loader.close().catch(() => {}); }
+      })`);
+      assert.is(blocked.code, "ERR_STORE_UNREACHABLE", blocked.message);
+      assert.match(blocked.message, new RegExp(`Cannot get ${bare.url}shards/fm\\.index\\.json: .*does not answer this page's origin \\(${web.url.slice(0, -1).replace(/[.]/g, "\\.")}\\) with CORS headers \\(Access-Control-Allow-Origin`));
+      assert.ok(bare.requests.some((r) => r.path === "/shards/fm.index.json" && r.status === 200), "the server answered; the browser kept the answer from the page");
+    } finally {
+      await bare.close();
+    }
   } finally {
     await page.close();
     await web.close();
