@@ -6,10 +6,14 @@
  *   2. src/mod.ts → dist/ (esbuild, ESM, code-split so each runtime adapter loads only its
  *      own built-ins; .wgsl imported as text);
  *   3. the declarations (.d.ts) of every subpath package.json exports → dist/types/ (tsc with
- *      tsconfig.types.json), what a TypeScript consumer of the installed package reads.
+ *      tsconfig.types.json), what a TypeScript consumer of the installed package reads;
+ *   4. src/browser.ts → dist/browser/ (`cassette/browser`: esbuild for the browser, ESM, with
+ *      the worker modules it starts; each file with a NAME.browser.ts twin replaced by it,
+ *      ARCHITECTURE.md "The browser graph"); prints the gzipped size of its JavaScript.
  * Each step is skipped when its outputs are newer than its inputs (`--force` rebuilds).
  */
 import { spawnSync } from "node:child_process";
+import { gzipSync } from "node:zlib";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,7 +21,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = dirname(fileURLToPath(import.meta.url));
 const argv = (globalThis as any).Deno?.args ?? (globalThis as any).process.argv.slice(2);
 if (argv.includes("--help") || argv.includes("-h")) {
-  console.log("usage: bun build.ts [--force] [--wasm-only]\n  builds wasm/build/jpeg.wasm, wasm/build/png.wasm, dist/ and its declarations dist/types/ (skips what is up to date)\n  --force      rebuild everything\n  --wasm-only  only the wasm modules (and their base64 modules), not dist/ nor dist/types/");
+  console.log("usage: bun build.ts [--force] [--wasm-only]\n  builds wasm/build/jpeg.wasm, wasm/build/png.wasm, dist/, its declarations dist/types/ and the browser bundle dist/browser/ (skips what is up to date)\n  --force      rebuild everything\n  --wasm-only  only the wasm modules (and their base64 modules), not dist/, dist/types/ nor dist/browser/");
   (globalThis as any).process?.exit?.(0);
 }
 const force = argv.includes("--force");
@@ -68,10 +72,10 @@ async function buildWasm(name: "jpeg" | "png"): Promise<string> {
   return `${bytes.length} bytes`;
 }
 
-/** The source modules of package.json's `exports` (their "bun" condition): ".", "./train", … */
+/** The source modules of package.json's `exports` (their "bun" condition): ".", "./train", … (not "./browser": a bundle of its own, dist/browser/). */
 function exportedModules(): string[] {
-  const exports = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports as Record<string, { bun: string }>;
-  return Object.values(exports).map((e) => e.bun);
+  const exports = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports as Record<string, { bun?: string }>;
+  return Object.values(exports).flatMap((e) => (e.bun ? [e.bun] : []));
 }
 
 async function bundle(): Promise<string> {
@@ -146,7 +150,8 @@ const RELATIVE_SPECIFIER = /(\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(["'])(\.\.?
 async function declarations(): Promise<string> {
   const outdir = join(ROOT, "dist/types");
   const config = join(ROOT, "tsconfig.types.json");
-  const entries = exportedModules().map((m) => join(outdir, m.replace(/\.ts$/, ".d.ts")));
+  const exports = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).exports as Record<string, { types: string }>;
+  const entries = Object.values(exports).map((e) => join(ROOT, e.types));
   const inputs = ["src", "runtime-adapters", "types", "tsconfig.types.json", "package.json"].map((p) => join(ROOT, p));
   if (upToDate(entries, inputs)) return "up to date";
   rmSync(outdir, { recursive: true, force: true });
@@ -198,11 +203,80 @@ function emitDeclarations(outdir: string, config: string, entries: string[]): st
   return `${reached.size} declaration files (${removed} the entries do not reach left out)`;
 }
 
+/** The worker modules the browser entry starts by URL (src/util/entry_url.ts: at fixed places under dist/browser/). */
+const BROWSER_WORKERS = ["src/decode/worker.ts", "src/read/read_worker.ts", "src/decode/transforms/random_resized_crop.ts"];
+
+/**
+ * `cassette/browser`: src/browser.ts and its workers for a web page, into dist/browser/. A
+ * relative import of a file with a NAME.browser.ts beside it gets that file (its twin: the
+ * Runtime of runtime-adapters/browser.ts, the fetch-only kinds), so no Node built-in is bundled;
+ * platform "browser" makes esbuild refuse any that is left. The wasm decoders travel inside
+ * the JavaScript as base64 modules (the decoders load them so on every runtime): the size
+ * printed is the gzipped JavaScript, and of it the wasm's share.
+ */
+async function browserBundle(): Promise<string> {
+  const outdir = join(ROOT, "dist/browser");
+  const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg_wasm.ts", "wasm/build/png_wasm.ts"].map((p) => join(ROOT, p));
+  if (upToDate([join(outdir, "browser.js")], inputs)) return `up to date (${bundleSize(outdir)})`;
+  rmSync(outdir, { recursive: true, force: true });
+  const esbuild = await import("esbuild");
+  try {
+    await esbuild.build({
+      entryPoints: ["src/browser.ts", ...BROWSER_WORKERS].map((p) => join(ROOT, p)),
+      outdir,
+      outbase: join(ROOT, "src"),
+      bundle: true,
+      splitting: true,
+      format: "esm",
+      platform: "browser",
+      target: "es2022",
+      loader: { ".wgsl": "text" },
+      minify: true,
+      sourcemap: true,
+      logLevel: "warning",
+      plugins: [{
+        name: "browser-twins",
+        setup(b) {
+          b.onResolve({ filter: /^\.\.?\/.*\.ts$/ }, (args) => {
+            const twin = join(args.resolveDir, args.path).replace(/\.ts$/, ".browser.ts");
+            return existsSync(twin) ? { path: twin } : undefined;
+          });
+        },
+      }],
+    });
+  } finally {
+    await esbuild.stop();
+  }
+  return bundleSize(outdir);
+}
+
+/** The gzipped size of the bundle's JavaScript, and of it the wasm decoders' (base64 inside it). */
+function bundleSize(dir: string): string {
+  const files: string[] = [];
+  const walk = (d: string) => {
+    for (const n of readdirSync(d)) {
+      const p = join(d, n);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (n.endsWith(".js")) files.push(p);
+    }
+  };
+  walk(dir);
+  const gz = files.reduce((n, f) => n + gzipSync(readFileSync(f), { level: 9 }).length, 0);
+  // The base64 literals as they stand in the bundle (each held once, in a shared chunk).
+  const wasm = ["jpeg", "png"].reduce((n, m) => {
+    const text = readFileSync(join(ROOT, `wasm/build/${m}_wasm.ts`), "utf8");
+    return n + gzipSync(JSON.parse(text.slice(text.indexOf('"'), text.lastIndexOf('"') + 1)), { level: 9 }).length;
+  }, 0);
+  const kB = (b: number) => (b / 1000).toFixed(1);
+  return `${files.length} JavaScript files, ${kB(gz)} kB gzipped: ${kB(gz - wasm)} kB besides the wasm decoders' ${kB(wasm)} kB (target ≤ 250 kB)`;
+}
+
 const steps: [string, () => Promise<string>][] = [
   ["wasm/build/jpeg.wasm", () => buildWasm("jpeg")],
   ["wasm/build/png.wasm", () => buildWasm("png")],
   ["dist/", bundle],
   ["dist/types/", declarations],
+  ["dist/browser/", browserBundle],
 ];
 for (const [name, step] of steps) {
   if (name.startsWith("dist/") && argv.includes("--wasm-only")) break;

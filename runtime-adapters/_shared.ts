@@ -1,6 +1,6 @@
 /** Pieces two or more adapters share (kept here so each adapter file holds only its differences). */
 import { pathToFileURL } from "node:url";
-import type { SqliteDatabase, SqliteStatement, SqliteValue, WorkerHandle } from "./runtime.ts";
+import type { SqliteDatabase, SqliteStatement, SqliteValue } from "./runtime.ts";
 
 /** SQLite's URI for reading `path` as an immutable file (node:sqlite and bun:sqlite both take it). */
 export function immutableUri(path: string): string {
@@ -52,51 +52,8 @@ export function nodeSqlite(path: string, options: { immutable?: boolean } = {}):
   };
 }
 
-/**
- * The worker side says it listens with this message. Bun drops messages that arrive while a
- * worker module is still evaluating (our adapters load with top-level await), so the parent
- * holds its messages until the worker has said it is ready.
- */
-export const READY = "__cassette_worker_ready__";
-
-/** A web `Worker` (Deno, Bun) behind the common handle. */
-export function webWorker(url: URL): WorkerHandle {
-  const w = new Worker(url.href, { type: "module" });
-  let pending: [unknown, Transferable[]][] | null = [];
-  const h: WorkerHandle = {
-    postMessage: (m, t) => (pending ? pending.push([m, t ?? []]) : w.postMessage(m, t ?? [])),
-    onmessage: null,
-    onerror: null,
-    terminate: () => w.terminate(),
-  };
-  w.onmessage = (ev: MessageEvent) => {
-    if (ev.data === READY) {
-      for (const [m, t] of pending ?? []) w.postMessage(m, t);
-      pending = null;
-      return;
-    }
-    h.onmessage?.({ data: ev.data });
-  };
-  w.onerror = (ev: ErrorEvent) => {
-    ev.preventDefault?.();
-    h.onerror?.(ev.error instanceof Error ? ev.error : new Error(ev.message));
-  };
-  return h;
-}
-
-export function webWorkerScope() {
-  const self = globalThis as unknown as {
-    postMessage(m: unknown, t?: Transferable[]): void;
-    onmessage: ((ev: MessageEvent) => void) | null;
-  };
-  return {
-    postMessage: (m: unknown, t?: Transferable[]) => self.postMessage(m, t ?? []),
-    onMessage: (fn: (d: unknown) => void) => {
-      self.onmessage = (ev) => fn(ev.data);
-      self.postMessage(READY);
-    },
-  };
-}
+// The web Worker pieces live in _web.ts (the browser adapter uses them without node:url).
+export { READY, webWorker, webWorkerScope } from "./_web.ts";
 
 export function toPath(p: string | URL): string {
   return typeof p === "string" ? p : decodeURIComponent(p.pathname);
@@ -130,4 +87,17 @@ export function cpuTimes(): { cores: number; idleMs: number; totalMs: number } {
     idleMs += c.times.idle;
   }
   return { cores: Math.max(1, list.length), idleMs, totalMs };
+}
+
+/**
+ * Writes `data` beside `path` and renames it over `path` (node:fs/promises, which all three
+ * runtimes offer): a run killed mid-write keeps the last whole file.
+ */
+export async function replaceFile(path: string | URL, data: Uint8Array): Promise<void> {
+  const proc = (globalThis as any).process;
+  const { writeFile, rename } = proc.getBuiltinModule("node:fs/promises");
+  const target = toPath(path);
+  const tmp = `${target}.${proc.pid}.tmp`;
+  await writeFile(tmp, data);
+  await rename(tmp, target);
 }

@@ -1,7 +1,7 @@
 /** Bun: Dawn through `bun-webgpu` (bun:ffi), bun:sqlite, web Workers. */
 import { constants, Database } from "bun:sqlite";
 import { adapterFrom, unknownBackend } from "./_gpu.ts";
-import { cpuTimes, threadCpuMs, immutableUri, toPath, webWorker, webWorkerScope } from "./_shared.ts";
+import { cpuTimes, threadCpuMs, replaceFile, immutableUri, toPath, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuRequest, Runtime, SqliteValue } from "./runtime.ts";
 
 declare const Bun: any;
@@ -133,6 +133,7 @@ export const bun: Runtime = {
   workerScope: webWorkerScope,
   readFile: async (p) => await Bun.file(toPath(p)).bytes(),
   writeFile: async (p, d) => void (await Bun.write(toPath(p), d)),
+  replaceFile,
   now: () => performance.now(),
   cpuTimes,
   threadCpuMs,

@@ -4,7 +4,7 @@
  * measured on our kernels (README, "WebGPU backends"; bench/gpu_backend.bench.ts).
  */
 import { adapterFrom, dawnMissing, unknownBackend } from "./_gpu.ts";
-import { cpuTimes, threadCpuMs, nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
+import { cpuTimes, threadCpuMs, replaceFile, nodeSqlite, webWorker, webWorkerScope } from "./_shared.ts";
 import type { GpuBackend, GpuRequest, Runtime } from "./runtime.ts";
 
 let dawn: Promise<GPU> | undefined;
@@ -117,6 +117,7 @@ export const deno: Runtime = {
   workerScope: webWorkerScope,
   readFile: (p) => Deno.readFile(p),
   writeFile: (p, d) => Deno.writeFile(p, d),
+  replaceFile,
   now: () => performance.now(),
   cpuTimes,
   threadCpuMs,

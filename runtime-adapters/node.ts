@@ -3,7 +3,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { Worker as NodeWorker, parentPort } from "node:worker_threads";
 import process from "node:process";
 import { adapterFrom, dawnMissing, unknownBackend } from "./_gpu.ts";
-import { cpuTimes, threadCpuMs, nodeSqlite } from "./_shared.ts";
+import { cpuTimes, threadCpuMs, replaceFile, nodeSqlite } from "./_shared.ts";
 import type { GpuRequest, Runtime, WorkerHandle } from "./runtime.ts";
 
 let dawn: Promise<GPU> | undefined;
@@ -52,6 +52,7 @@ export const node: Runtime = {
   },
   readFile: async (p) => new Uint8Array(await readFile(p)),
   writeFile: (p, d) => writeFile(p, d),
+  replaceFile,
   now: () => performance.now(),
   cpuTimes,
   threadCpuMs,

@@ -1,6 +1,7 @@
 /**
  * What cassette needs from a JavaScript runtime. One implementation per runtime (deno.ts,
- * bun.ts, node.ts); `index.ts` picks one once. Nothing outside this folder asks which
+ * bun.ts, node.ts, browser.ts); `index.ts` picks one of the first three once, and the browser
+ * graph has `index.browser.ts` in its place (ARCHITECTURE.md, "The browser graph"). Nothing outside this folder asks which
  * runtime it runs on: it asks `runtime` for what it needs.
  */
 
@@ -49,7 +50,7 @@ export interface WorkerScope {
 }
 
 export interface Runtime {
-  readonly name: "deno" | "bun" | "node";
+  readonly name: "deno" | "bun" | "node" | "browser";
   readonly version: string;
   /** Backends this runtime offers, the default first. */
   readonly gpuBackends: readonly GpuBackend[];
@@ -66,6 +67,8 @@ export interface Runtime {
   workerScope(): WorkerScope;
   readFile(path: string | URL): Promise<Uint8Array>;
   writeFile(path: string | URL, data: Uint8Array): Promise<void>;
+  /** Writes `data` beside `path` and renames it over it: a run killed mid-write keeps the last whole file. */
+  replaceFile(path: string | URL, data: Uint8Array): Promise<void>;
   /** Monotonic milliseconds (never goes back when the wall clock is set). */
   now(): number;
   /** CPU time of the whole machine so far, summed over its cores (zeros where the runtime does not say). */

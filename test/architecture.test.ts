@@ -87,12 +87,18 @@ export function cycles(edges: [string, string][]): string[][] {
   return found;
 }
 
-/** The folders of src/source/ that hold a store kind: those the kind table (src/source/kinds.ts) imports from. */
+/**
+ * The kind table's files: kinds.ts, and kinds_open.ts (how each kind opens, the values it
+ * takes from the protocols' folders) with its twin for the browser graph.
+ */
+const KIND_TABLE = /^src\/source\/kinds(_open)?(\.browser)?\.ts$/;
+
+/** The folders of src/source/ that hold a store kind: those the kind table (src/source/kinds.ts, kinds_open.ts) imports from. */
 export function kindFolders(edges: [string, string][]): Set<string> {
   const out = new Set<string>();
   for (const [from, to] of edges) {
     const m = /^(src\/source\/[^/]+)\//.exec(to);
-    if (from === "src/source/kinds.ts" && m) out.add(m[1]);
+    if (KIND_TABLE.test(from) && m) out.add(m[1]);
   }
   return out;
 }
@@ -115,11 +121,58 @@ export function doorViolations(edges: [string, string][], kinds: Set<string>): s
   for (const [from, to] of edges) {
     const kind = [...kinds].find((k) => to.startsWith(`${k}/`));
     if (!kind || from.startsWith(`${kind}/`) || DOOR_EXCEPTIONS.has(`${from} ${to}`)) continue;
-    const allowed = from === "src/source/kinds.ts" || /^src\/source\/[^/]+\//.test(from) || /^src\/([^/]+\/)?mod\.ts$/.test(from) || /^(test|bench)\//.test(from);
+    const allowed = KIND_TABLE.test(from) || /^src\/source\/[^/]+\//.test(from) || /^src\/([^/]+\/)?mod\.ts$/.test(from) || /^(test|bench)\//.test(from);
     if (!allowed) found.push(`${from} imports ${to}: outside ${kind}/ a store kind is reached through src/source/kinds.ts`);
   }
   return found;
 }
+
+/**
+ * The browser graph (ARCHITECTURE.md, "The browser graph"): the files a page loads from
+ * `entries`, following every import that stays in the code (type-only imports are erased), a
+ * file with a `NAME.browser.ts` beside it replaced by that file as build.ts's browser bundle
+ * does; and what in it a page cannot load: any package or built-in (`node:*`, `bun:*`, `npm:*`,
+ * undici, …: the graph imports none), the SQLite and Cassandra stores (Cassandra's address
+ * parser, text only, is the kind table's), Deno's and Bun's globals.
+ */
+export function browserGraph(entries: string[], read: (path: string) => string | undefined): { files: string[]; bad: string[] } {
+  const from = new Map<string, string>();
+  const bad: string[] = [];
+  const chain = (f: string): string => {
+    const out = [f];
+    for (let at = from.get(f); at; at = from.get(at)) out.push(at);
+    return out.join(" ← ");
+  };
+  const queue = entries.map((e) => [e, ""]);
+  while (queue.length) {
+    const [asked, by] = queue.shift()!;
+    const twin = asked.replace(/\.ts$/, ".browser.ts");
+    const file = read(twin) !== undefined ? twin : asked;
+    if (from.has(file)) continue;
+    from.set(file, by);
+    const text = read(file);
+    if (text === undefined) continue; // generated (wasm/build/) or missing: the rule test names the latter
+    if (/^src\/source\/(sqlite|cassandra)\/(?!address\.ts$)/.test(file)) bad.push(`${chain(file)}: a store a page cannot open`);
+    const code = text.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "").replace(/^\s*(import|export) type\b[^;]*;/gm, "");
+    if (/\b(Deno|Bun)\.[A-Za-z]/.test(code)) bad.push(`${chain(file)}: uses ${/\b(Deno|Bun)\./.exec(code)![1]}'s globals`);
+    for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)["']([^"'?]+)/g)) {
+      if (!m[1].startsWith(".")) {
+        bad.push(`${chain(file)} imports ${m[1]}`);
+        continue;
+      }
+      const to = normalize(join(dirname(file), m[1]));
+      queue.push([/\.[a-z]+$/.test(to) ? to : `${to}.ts`, file]);
+    }
+  }
+  return { files: [...from.keys()], bad };
+}
+
+/**
+ * The roots of the browser graph: the browser entry, the worker modules it starts by URL
+ * (src/util/entry_url.ts), and WebCrypto's SigV4 signer, kept browser-clean ahead of s3:// in a
+ * page (issue 39).
+ */
+const BROWSER_ENTRIES = ["src/browser.ts", "src/decode/worker.ts", "src/decode/transforms/random_resized_crop.ts", "src/read/read_worker.ts", "src/source/http/sigv4_web.ts"];
 
 function sources(path: string): string[] {
   const full = join(ROOT, path);
@@ -174,4 +227,32 @@ test("the checks catch what they are for: a forbidden direction, a missing rule,
     "src/cli/read.ts imports src/source/http/s3.ts: outside src/source/http/ a store kind is reached through src/source/kinds.ts",
   ]);
   assert.equal(importsOf("src/x/y.ts", 'import type { A } from "../a.ts";\n/** import { B } from "./b.ts"; */\nexport { C } from "./c.ts";\nconst d = await import("../../d.ts");'), ["src/a.ts", "src/x/c.ts", "d.ts"]);
+});
+
+test("nothing a page loads from cassette/browser imports a Node, Bun or Deno built-in, a package, or the SQLite and Cassandra stores (ARCHITECTURE.md, The browser graph)", () => {
+  const read = (p: string) => (statSync(join(ROOT, p), { throwIfNoEntry: false })?.isFile() ? readFileSync(join(ROOT, p), "utf8") : undefined);
+  const { files, bad } = browserGraph(BROWSER_ENTRIES, read);
+  assert.ok(files.length > 50, `the browser graph has only ${files.length} files: the walk is broken`);
+  assert.ok(files.includes("runtime-adapters/index.browser.ts") && !files.includes("runtime-adapters/index.ts"), "index.ts is replaced by index.browser.ts");
+  assert.ok(files.includes("src/train/fit.ts") && files.includes("src/decode/pool.ts") && files.includes("src/gpu/preprocess.ts"), "the graph reaches training, the decode pool and preprocessing");
+  assert.equal(bad, [], `the browser graph loads what a page cannot:\n  ${bad.join("\n  ")}`);
+});
+
+test("the browser walk catches what it is for: a built-in, a package, a store, a runtime's global, through a chain; a twin replaces its file", () => {
+  const files: Record<string, string> = {
+    "src/browser.ts": 'import { a } from "./a.ts";\nimport type { T } from "./typeonly.ts";\nexport { r } from "../runtime-adapters/index.ts";',
+    "src/a.ts": 'import "./source/sqlite/sqlite.ts";\nconst u = await import("undici");\nexport const a = 1;',
+    "src/source/sqlite/sqlite.ts": 'import { readFileSync } from "node:fs";',
+    "src/typeonly.ts": 'import "node:os";',
+    "runtime-adapters/index.ts": 'import "./node.ts";',
+    "runtime-adapters/index.browser.ts": "export const r = Deno.args;",
+  };
+  const { files: reached, bad } = browserGraph(["src/browser.ts"], (p) => files[p]);
+  assert.ok(!reached.includes("src/typeonly.ts") && !reached.includes("runtime-adapters/index.ts"));
+  assert.equal(bad.sort(), [
+    "runtime-adapters/index.browser.ts ← src/browser.ts: uses Deno's globals",
+    "src/a.ts ← src/browser.ts imports undici",
+    "src/source/sqlite/sqlite.ts ← src/a.ts ← src/browser.ts imports node:fs",
+    "src/source/sqlite/sqlite.ts ← src/a.ts ← src/browser.ts: a store a page cannot open",
+  ]);
 });

@@ -6,21 +6,20 @@
  * its sources answer `shards()`. An address is parsed once, by `locate`, into an `Addressed`
  * that is passed on; nothing downstream parses it again.
  *
- * HTTP, S3 and WebDataset are imported when such an address is opened (undici is loaded only then).
+ * The entries open through kinds_open.ts, which a page's bundle replaces with
+ * kinds_open.browser.ts (ARCHITECTURE.md, "The browser graph"): this file imports no protocol's
+ * values itself but the address parsers.
  */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
 import type { LabelSpec } from "../dataset/label.ts";
 import { type CassandraAddress, redact, type StoreAddress, storeAddressError } from "./address.ts";
 import type { Fetched, Source } from "./source.ts";
 import { parseCassandraAddress } from "./cassandra/address.ts";
-import { CassandraStore, type CassandraStoreOptions } from "./cassandra/cassandra.ts";
-import { CassandraSource, type CassandraSourceOptions } from "./cassandra/cassandra_source.ts";
-import { SqliteStore } from "./sqlite/sqlite.ts";
-import { SqliteSource } from "./sqlite/sqlite_source.ts";
-import { type FileSourceOptions, openFileSource } from "./files/file.ts";
+import type { CassandraStoreOptions } from "./cassandra/cassandra.ts";
+import type { CassandraSourceOptions } from "./cassandra/cassandra_source.ts";
+import type { FileSourceOptions } from "./files/file.ts";
+import * as opens from "./kinds_open.ts";
 import type { HttpSourceOptions } from "./http/http.ts";
 import type { S3Options } from "./http/s3.ts";
 import type { WebDatasetSourceOptions } from "./webdataset/webdataset_source.ts";
@@ -30,7 +29,7 @@ import type { WebDatasetSourceOptions } from "./webdataset/webdataset_source.ts"
 // Types only, and what is loaded anyway: a value re-exported from http/ would load undici
 // with every read path.
 export type { CassandraStoreOptions, CassandraSourceOptions, FileSourceOptions, HttpSourceOptions, S3Options, WebDatasetSourceOptions };
-export { LABELS_FILE } from "./files/file.ts";
+export { LABELS_FILE } from "./kinds_open.ts";
 
 /** How `openStore` opens a store: Cassandra's options, and whether to make a store that is not there. */
 export interface OpenStoreOptions {
@@ -109,36 +108,32 @@ const sqlite: Of<"sqlite"> = {
   },
   read: (at, o) => readStore(at, o),
   async write(at, o) {
-    const create = o.create ?? true;
-    if (create) mkdirSync(dirname(at.parsed.path), { recursive: true });
-    return SqliteStore.open(at.parsed.path, create);
+    return await opens.openSqliteStore(at.parsed.path, o.create ?? true);
   },
-  sourceOf: (store, dataset, maxInFlight) => (store instanceof SqliteStore ? new SqliteSource(store, dataset, maxInFlight) : undefined),
+  sourceOf: (store, dataset, maxInFlight) => opens.sqliteSourceOf(store, dataset, maxInFlight),
 };
 
 const cassandra: Of<"cassandra"> = {
   kind: "cassandra", schemes: ["cassandra://"], label: "cassandra://", several: true, shards: false,
   parse: (address, bad) => parseCassandraAddress(address, bad),
   read: (at, o) => readStore(at, o),
-  write: (at, o) => CassandraStore.open(at.text, o.cassandra, o.create ?? true, at.parsed as CassandraAddress),
-  sourceOf: (store, dataset, maxInFlight, o) => (store instanceof CassandraStore ? new CassandraSource(store, dataset, maxInFlight, o) : undefined),
+  write: (at, o) => opens.openCassandraStore(at.text, o.cassandra, o.create ?? true, at.parsed as CassandraAddress),
+  sourceOf: (store, dataset, maxInFlight, o) => opens.cassandraSourceOf(store, dataset, maxInFlight, o),
 };
 
 const http: Of<"http"> = {
   kind: "http", schemes: ["http://", "https://"], label: "http(s)://", several: false, shards: false,
   parse: (address) => ({ kind: "http", url: address.replace(/\/+$/, "") }),
-  async read(at, o) {
-    const { openHttpSource } = await import("./http/http.ts");
-    return openHttpSource(at.parsed.url, { ...o.http, ...inFlight(o.maxInFlight), dataset: o.dataset });
+  read(at, o) {
+    return opens.openHttpSource(at.parsed.url, { ...o.http, ...inFlight(o.maxInFlight), dataset: o.dataset });
   },
 };
 
 const s3: Of<"s3"> = {
   kind: "s3", schemes: ["s3://"], label: "s3://", several: false, shards: false,
   parse: (address) => ({ kind: "s3", url: address }),
-  async read(at, o) {
-    const { openS3Source } = await import("./http/s3.ts");
-    return openS3Source(at.parsed.url, { ...o.s3, ...inFlight(o.maxInFlight), dataset: o.dataset });
+  read(at, o) {
+    return opens.openS3Source(at.parsed.url, { ...o.s3, ...inFlight(o.maxInFlight), dataset: o.dataset });
   },
 };
 
@@ -149,7 +144,7 @@ const file: Of<"file"> = {
     if (!dir) bad("it names no folder (file:DIR)");
     return { kind: "file", dir };
   },
-  read: (at, o) => openFileSource(at.parsed.dir, { ...o.file, ...inFlight(o.maxInFlight), dataset: o.dataset }),
+  read: (at, o) => opens.openFileSource(at.parsed.dir, { ...o.file, ...inFlight(o.maxInFlight), dataset: o.dataset }),
 };
 
 const wds: Of<"wds"> = {
@@ -159,9 +154,8 @@ const wds: Of<"wds"> = {
     if (!index) bad("it names no shard index (wds:PATH, wds:http(s)://…, wds:s3://…)");
     return { kind: "wds", index };
   },
-  async read(at, o) {
-    const { openWebDatasetSource } = await import("./webdataset/webdataset_source.ts");
-    return openWebDatasetSource(at.parsed.index, { ...o.wds, ...inFlight(o.maxInFlight), dataset: o.dataset, ...(o.http ? { http: o.http } : {}), ...(o.s3 ? { s3: o.s3 } : {}) });
+  read(at, o) {
+    return opens.openWebDatasetSource(at.parsed.index, { ...o.wds, ...inFlight(o.maxInFlight), dataset: o.dataset, ...(o.http ? { http: o.http } : {}), ...(o.s3 ? { s3: o.s3 } : {}) });
   },
   writeRefusal: "WebDataset shards are read only: write them with cassette export --format webdataset (exportShards)",
 };

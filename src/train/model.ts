@@ -9,9 +9,6 @@
  * when asked (once per epoch); after each step a copy of the sums goes to a history buffer, so
  * that the same read-back gives every step's loss without a stall per step.
  */
-import { rename } from "node:fs/promises";
-import process from "node:process";
-import { fileURLToPath } from "node:url";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { readBuffer } from "../gpu/buffers.ts";
@@ -529,11 +526,8 @@ export function createModel(device: GPUDevice, spec: ModelSpec | string, o: Crea
 }
 
 /** Written beside the target and renamed over it: a run killed mid-write keeps the last whole file. */
-export async function writeAtomically(path: string | URL, bytes: Uint8Array): Promise<void> {
-  const target = path instanceof URL ? fileURLToPath(path) : path;
-  const tmp = `${target}.${process.pid}.tmp`;
-  await runtime.writeFile(tmp, bytes);
-  await rename(tmp, target);
+export function writeAtomically(path: string | URL, bytes: Uint8Array): Promise<void> {
+  return runtime.replaceFile(path, bytes);
 }
 
 /** Per-channel mean and standard deviation of the input, on pixels scaled to 0…1. */

@@ -35,6 +35,12 @@ export interface PageOptions {
   height?: number;
   /** Limit for each step (start, navigation, each call), in ms (default 15 000). */
   timeoutMs?: number;
+  /**
+   * Start Chromium with WebGPU (`--enable-unsafe-webgpu`: on a machine without a GPU, a
+   * SwiftShader adapter that runs compute shaders), for pages that train; default off, as
+   * Chromium ships on Linux (no `navigator.gpu`).
+   */
+  webgpu?: boolean;
 }
 
 export interface Page {
@@ -67,8 +73,9 @@ export async function openPage(url?: string, options: PageOptions = {}): Promise
   const profile = mkdtempSync(join(tmpdir(), "cassette-chromium-"));
   // The flags that make Chromium quiet and self-contained on a machine without a network or a
   // display, as root (no sandbox): nothing is fetched in the background at start.
+  const gpu = options.webgpu ? ["--enable-unsafe-webgpu"] : ["--disable-gpu"];
   const args = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--headless", "--no-sandbox", ...gpu, "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-default-apps", "--disable-extensions", "--mute-audio", "--hide-scrollbars",
     `--user-data-dir=${profile}`, "--remote-debugging-port=0", "--remote-allow-origins=*",

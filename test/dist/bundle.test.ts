@@ -51,7 +51,7 @@ test("dist/mod.js: a Loader with read workers starts the bundled read worker and
 
 test("every subpath package.json exports has its bundle, and each loads", async () => {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
-  const expect: Record<string, string> = { "./train": "createModel", "./decode": "createDecodePool", "./read": "HedgeSource", "./gpu": "planImage", "./dataset": "loadFashionMnist" };
+  const expect: Record<string, string> = { "./train": "createModel", "./decode": "createDecodePool", "./read": "HedgeSource", "./gpu": "planImage", "./dataset": "loadFashionMnist", "./browser": "Loader" };
   for (const [sub, name] of Object.entries(expect)) {
     const m = await import(new URL(`../../${pkg.exports[sub].default}`, import.meta.url).href);
     assert.type(m[name], "function", `dist ${sub} exports ${name}`);

@@ -5,7 +5,8 @@
  */
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
-import { sha256Hex, signV4, uriEncode } from "../../src/source/http/sigv4.ts";
+import { type SignInput, sha256Hex, signV4, uriEncode } from "../../src/source/http/sigv4.ts";
+import { sha256HexWeb, signV4Web } from "../../src/source/http/sigv4_web.ts";
 
 const credentials = { accessKeyId: "AKIAIOSFODNN7EXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY" };
 const base = { host: "examplebucket.s3.amazonaws.com", region: "us-east-1", credentials, now: Date.UTC(2013, 4, 24) };
@@ -43,4 +44,29 @@ test("uriEncode: unreserved characters stay, the rest is %XX of UTF-8 bytes; '/'
   assert.is(uriEncode("a b+c/d"), "a%20b%2Bc%2Fd");
   assert.is(uriEncode("a b/c", true), "a%20b/c");
   assert.is(uriEncode("é*"), "%C3%A9%2A");
+});
+
+test("WebCrypto's signer (sigv4_web.ts, a page's) gives node:crypto's headers to the byte: AWS's examples, then random requests", async () => {
+  const cases: SignInput[] = [
+    { ...base, method: "GET", path: "/test.txt", headers: { range: "bytes=0-9" } },
+    { ...base, method: "PUT", path: "/test%24file.text", payloadHash: sha256Hex("Welcome to Amazon S3."), headers: { date: "Fri, 24 May 2013 00:00:00 GMT", "x-amz-storage-class": "REDUCED_REDUNDANCY" } },
+    { ...base, method: "GET", path: "/", query: { prefix: "J", "max-keys": "2" } },
+  ];
+  // Random requests: unicode keys and values, several headers, a token, other days and regions.
+  let seed = 7;
+  const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) >>> 0) % n);
+  const word = () => Array.from({ length: 1 + rnd(12) }, () => "aZ09 -_.~/é+*%ü字"[rnd(16)]).join("");
+  for (let i = 0; i < 40; i++) {
+    const headers: Record<string, string> = {};
+    for (let h = rnd(4); h > 0; h--) headers[`x-amz-meta-${word().replace(/[^a-z0-9]/gi, "") || "k"}`] = word();
+    cases.push({
+      method: ["GET", "PUT", "HEAD"][rnd(3)], host: `${word().replace(/[^a-z0-9]/gi, "") || "h"}.example:9000`, path: `/${uriEncode(word(), true)}`,
+      query: rnd(2) ? { [word()]: word(), [word()]: word() } : undefined, headers, region: ["us-east-1", "eu-west-3"][rnd(2)],
+      credentials: { accessKeyId: word(), secretAccessKey: word(), ...(rnd(2) ? { sessionToken: word() } : {}) }, now: Date.UTC(2020, rnd(12), 1 + rnd(28), rnd(24)),
+      ...(rnd(2) ? { payloadHash: sha256Hex(word()) } : {}),
+    });
+  }
+  for (const c of cases) assert.equal(await signV4Web(c), signV4(c), JSON.stringify(c));
+  assert.is(await sha256HexWeb("Welcome to Amazon S3."), sha256Hex("Welcome to Amazon S3."));
+  assert.is(signature(await signV4Web(cases[0])), "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
 });

@@ -10,7 +10,8 @@
  *
  * Signing is synchronous (node:crypto, in every runtime), so a request is signed as it is sent:
  * each retry and each hedge carries a fresh date. The signing key changes once a day and is
- * kept. test/source/sigv4.test.ts checks AWS's own worked example.
+ * kept. A page has no node:crypto: sigv4_web.ts signs the same canonical request
+ * (sigv4_request.ts) with WebCrypto, asynchronously, to the same bytes. test/source/sigv4.test.ts checks AWS's own worked example.
  *
  * @example
  * ```ts
@@ -24,37 +25,11 @@
  * ```
  */
 import { createHash, createHmac } from "node:crypto";
+import { canonicalRequest, type SignInput, signedHeaders, stringToSign } from "./sigv4_request.ts";
 
-/** An AWS access key: what signs S3 requests. */
-export interface AwsCredentials {
-  /** The access key's id. */
-  accessKeyId: string;
-  /** The secret that signs requests. */
-  secretAccessKey: string;
-  /** Temporary credentials (STS) carry a token, sent as x-amz-security-token. */
-  sessionToken?: string;
-}
-
-export interface SignInput {
-  method: string;
-  /** The Host header as sent (host, and :port when not the scheme's default). */
-  host: string;
-  /** The path as sent on the wire, already URI-encoded (s3Path does it). */
-  path: string;
-  /** Query parameters, not encoded (they are encoded and sorted here). */
-  query?: Record<string, string>;
-  /** Other headers to sign, lower-case names. */
-  headers?: Record<string, string>;
-  /** hex SHA-256 of the body; default: of the empty body. */
-  payloadHash?: string;
-  region: string;
-  service?: string;
-  credentials: AwsCredentials;
-  /** ms since the epoch; default Date.now(). */
-  now?: number;
-}
-
-export const EMPTY_SHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+// The request's canonical form is sigv4_request.ts's (shared with sigv4_web.ts, WebCrypto's signer).
+export type { AwsCredentials, SignInput } from "./sigv4_request.ts";
+export { EMPTY_SHA256, uriEncode } from "./sigv4_request.ts";
 
 /** hex SHA-256 of `data`. */
 export function sha256Hex(data: Uint8Array | string): string {
@@ -67,29 +42,9 @@ export function sha256Hex(data: Uint8Array | string): string {
  * signed; `host` is signed but not returned (the HTTP client sends it).
  */
 export function signV4(r: SignInput): Record<string, string> {
-  const service = r.service ?? "s3";
-  const amzDate = new Date(r.now ?? Date.now()).toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
-  const day = amzDate.slice(0, 8);
-  const payload = r.payloadHash ?? EMPTY_SHA256;
-  const out: Record<string, string> = { ...r.headers, "x-amz-date": amzDate, "x-amz-content-sha256": payload };
-  if (r.credentials.sessionToken) out["x-amz-security-token"] = r.credentials.sessionToken;
-  const all: Record<string, string> = { ...out, host: r.host };
-  const names = Object.keys(all).map((n) => n.toLowerCase()).sort();
-  const lower: Record<string, string> = {};
-  for (const [k, v] of Object.entries(all)) lower[k.toLowerCase()] = v.trim().replace(/\s+/g, " ");
-  const canonicalHeaders = names.map((n) => `${n}:${lower[n]}\n`).join("");
-  const signedHeaders = names.join(";");
-  const query = Object.entries(r.query ?? {})
-    .map(([k, v]) => [uriEncode(k), uriEncode(v)])
-    .sort(([a, x], [b, y]) => (a < b ? -1 : a > b ? 1 : x < y ? -1 : x > y ? 1 : 0))
-    .map(([k, v]) => `${k}=${v}`)
-    .join("&");
-  const canonical = [r.method, r.path, query, canonicalHeaders, signedHeaders, payload].join("\n");
-  const scope = `${day}/${r.region}/${service}/aws4_request`;
-  const toSign = `AWS4-HMAC-SHA256\n${amzDate}\n${scope}\n${sha256Hex(canonical)}`;
-  const signature = createHmac("sha256", signingKey(r.credentials.secretAccessKey, day, r.region, service)).update(toSign).digest("hex");
-  out.authorization = `AWS4-HMAC-SHA256 Credential=${r.credentials.accessKeyId}/${scope}, SignedHeaders=${signedHeaders}, Signature=${signature}`;
-  return out;
+  const c = canonicalRequest(r);
+  const signature = createHmac("sha256", signingKey(r.credentials.secretAccessKey, c.day, c.region, c.service)).update(stringToSign(c, sha256Hex(c.canonical))).digest("hex");
+  return signedHeaders(c, r.credentials.accessKeyId, signature);
 }
 
 /** One key per (secret, day, region, service): the four HMACs are done once a day, not per request. */
@@ -106,14 +61,4 @@ function signingKey(secret: string, day: string, region: string, service: string
     keys.set(id, k);
   }
   return k;
-}
-
-/** RFC 3986 percent-encoding as SigV4 wants it: everything but A-Z a-z 0-9 - _ . ~ (and '/' when `slash`). */
-export function uriEncode(s: string, slash = false): string {
-  let out = "";
-  for (const b of new TextEncoder().encode(s)) {
-    const c = String.fromCharCode(b);
-    out += /[A-Za-z0-9\-_.~]/.test(c) || (slash && c === "/") ? c : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
-  }
-  return out;
 }

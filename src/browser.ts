@@ -1,0 +1,64 @@
+/**
+ * cassette in a web page (`cassette/browser`; the bundle build.ts writes to dist/browser/): the
+ * part of the API that needs nothing a browser lacks. The Loader over WebDataset shards served
+ * over http(s):// (`wds:https://…/NAME.index.json`, or an index relative to the page), with its
+ * read workers as module workers; the wasm decoders and their pool, `requestDevice` from
+ * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`) and the SVG
+ * charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
+ * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph").
+ *
+ * Not here yet (issue 39): http(s):// objects one per sample, and s3:// (SigV4 signs with
+ * node:crypto, synchronously, inside undici's dispatch); a page that opens them, or sqlite:,
+ * cassandra:// and file:, gets ERR_UNSUPPORTED saying to serve WebDataset shards instead.
+ *
+ * @example
+ * ```ts ignore
+ * import { createModel, requestDevice } from "cassette/browser";
+ * const device = await requestDevice(); // ERR_NO_GPU_ADAPTER, saying how to enable WebGPU, where the page has none
+ * const model = createModel(device, "mlp", { seed: 1 });
+ * ```
+ */
+export { CassetteError } from "./errors.ts";
+export type { ErrorCode } from "./errors.ts";
+export { epochOrder, epochPlan } from "./plan/epoch.ts";
+export type { EpochPlanOptions } from "./plan/epoch.ts";
+
+export { createAutoDecoder, createDecoder, sniffFormat, UnknownFormatError } from "./decode/decoders.ts";
+export type { DecoderFormat, ImageFormat } from "./decode/decoders.ts";
+export type { AsyncDecoder, DecodeOptions, Decoder, DecodeRegion, Image } from "./decode/decoder.ts";
+export { TargetTooSmallError } from "./decode/decoder.ts";
+export { createJpegDecoder } from "./decode/jpeg.ts";
+export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts";
+export { JpegError } from "./decode/jpeg_error.ts";
+export { createPngDecoder } from "./decode/png.ts";
+export type { PngDecodeOptions, PngDecoder, PngImage } from "./decode/png.ts";
+export { PngError } from "./decode/png_error.ts";
+export { createDecodePool, JpegDecodePool } from "./decode/pool.ts";
+export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats } from "./decode/pool.ts";
+
+export { Loader } from "./loader.ts";
+export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats } from "./loader.ts";
+export type { Batch, ImageTable } from "./assemble/batch.ts";
+
+export { deviceInfo, requestDevice } from "./gpu/device.ts";
+export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
+export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
+export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+
+export { createModel, Sequential } from "./train/model.ts";
+export type { CreateModelOptions, Metrics, ModelSpec, Normalization, TrainBatch, TrainMetrics } from "./train/model.ts";
+export { batchNorm, conv2d, dense, globalAvgPool, maxPool, reluLayer } from "./train/layers.ts";
+export type { LayerSpec } from "./train/layers.ts";
+export { MODELS } from "./train/models.ts";
+export type { OptimizerSpec } from "./train/optim.ts";
+export { fit } from "./train/fit.ts";
+export type { EpochReport, FitOptions } from "./train/fit.ts";
+export { GpuDataset } from "./train/gpu_dataset.ts";
+export type { BatchOptions, GpuDatasetOptions } from "./train/gpu_dataset.ts";
+export { loaderBatches } from "./train/loader_batches.ts";
+export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batches.ts";
+export { trainInGpu } from "./train/train_in_gpu.ts";
+export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
+
+export { lineChart } from "./observe/svg.ts";
+export type { LineChartOptions, Series } from "./observe/svg.ts";

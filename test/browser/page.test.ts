@@ -1,0 +1,140 @@
+/**
+ * cassette in a web page (issue 39): examples/browser/ in Debian's headless Chromium, driven as
+ * the dashboard's tests drive it (test/_support/browser.ts), over the bundle `bun build.ts`
+ * writes to dist/browser/. With --enable-unsafe-webgpu Chromium gives a SwiftShader adapter that
+ * runs compute shaders: the page trains the mlp for one epoch on 300 Fashion-MNIST samples
+ * exported as WebDataset shards by `cassette export --format webdataset` and served over HTTP
+ * (examples/browser/serve.ts, on 127.0.0.1, with CORS). Without the flag it says how to get
+ * WebGPU. The page is the same whatever runs this file; the harness (server, driver) runs on
+ * each runtime.
+ */
+import * as assert from "uvu/assert";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
+import { cassette } from "../_support/cli.ts";
+import { openPage } from "../_support/browser.ts";
+import { fashionMnistStore } from "../_support/fashion_mnist.ts";
+import { runtime } from "../../runtime-adapters/index.ts";
+import { serveStatic, type StaticServer } from "../../examples/browser/serve.ts";
+
+const ROOT = runtime.cwd();
+const tmp = mkdtempSync(join(tmpdir(), "cassette-browser-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const ARTIFACTS = join(ROOT, "data", "test-artifacts");
+
+/** 300 samples (150 of each idx file) in a store, exported as 3 shards of 100; the store's ids. */
+async function shards(): Promise<{ dir: string; ids: string[] }> {
+  const store = join(tmp, "fm.sqlite");
+  const { store: s, ids } = await fashionMnistStore(store, "fm", 150);
+  await s.close();
+  const dir = join(tmp, "shards");
+  const r = cassette("export", "--store", `sqlite:${store}`, "--dataset", "fm", "--format", "webdataset", "--out", dir, "--shard-samples", "100", "--json");
+  assert.is(r.code, 0, r.err);
+  assert.is(JSON.parse(r.out).shards.length, 3);
+  return { dir, ids };
+}
+
+let made: Promise<{ dir: string; ids: string[] }> | undefined;
+async function served(): Promise<{ web: StaticServer; ids: string[] }> {
+  assert.ok(existsSync(join(ROOT, "dist/browser/browser.js")), "dist/browser/ is not built: run `bun build.ts` first");
+  const { dir, ids } = await (made ??= shards());
+  return { web: await serveStatic(ROOT, 0, { "/shards/": dir }), ids };
+}
+
+const DONE = `["finished", "failed"].includes(document.getElementById("status").dataset.status)`;
+
+type Run = {
+  ok: boolean; samples: number; loss: number; accuracy: number; imagesPerSec: number; ids: string[];
+  reports: { loss: number; trainAccuracy: number; samples: number; steps: number }[];
+  plots: { loss: [number, number][]; accuracy: [number, number][] };
+  code?: string; message?: string;
+};
+
+test("the example page trains the mlp for an epoch from WebDataset shards over HTTP: every sample once, above chance, its figures and charts equal its JSON", async () => {
+  const { web, ids } = await served();
+  const page = await openPage(undefined, { webgpu: true, timeoutMs: 30_000 });
+  try {
+    await page.goto(`${web.url}examples/browser/?index=/shards/fm.index.json&batch=32&seed=3`);
+    await page.waitFor(DONE, 50_000);
+    const run = JSON.parse((await page.text("result"))!) as Run;
+    assert.ok(run.ok, `the page failed: ${JSON.stringify(run)}\n${page.console.join("\n")}`);
+    // Every sample of the shards once: the ids the Loader handed over, batch by batch.
+    assert.is(run.ids.length, ids.length, "as many samples trained as the shards hold");
+    assert.equal([...run.ids].sort(), [...ids].sort(), "each id once");
+    assert.is(run.samples, 300);
+    assert.is(run.reports[0].steps, Math.ceil(300 / 32));
+    // Ten classes: chance is 0.1; an epoch of 300 samples gets far above it.
+    assert.ok(run.accuracy > 0.2, `accuracy ${run.accuracy}`);
+    assert.ok(Number.isFinite(run.loss) && run.loss < Math.log(10), `loss ${run.loss} below a uniform guess's`);
+    // The tiles show the run's figures, the charts end on them.
+    const m = await page.metrics();
+    const expect: [string, number][] = [["samples", run.samples], ["epoch", 1], ["loss", run.loss], ["accuracy", run.accuracy], ["images-per-sec", run.imagesPerSec]];
+    for (const [name, want] of expect) assert.is(m[name], want, `${name} on the page (${m[name]}) and in the JSON (${want})`);
+    assert.is(run.reports[0].loss, run.loss);
+    assert.equal(run.plots.loss.at(-1), [300, run.loss]);
+    assert.equal(run.plots.accuracy.at(-1), [300, run.accuracy]);
+    const charts = await page.evaluate<{ last: string; points: string; lines: number }[]>(
+      `["loss", "accuracy"].map((n) => { const e = document.getElementById("chart-" + n); return { last: e.dataset.last, points: e.dataset.points, lines: e.querySelectorAll("svg path, svg polyline").length }; })`,
+    );
+    assert.equal(charts.map((c) => Number(c.last)), [run.loss, run.accuracy]);
+    assert.equal(charts.map((c) => Number(c.points)), [run.plots.loss.length, run.plots.accuracy.length]);
+    assert.ok(charts.every((c) => c.lines > 0), "each chart draws its line");
+    // The page read the shards from the server, each whole or by Range.
+    const tars = web.requests.filter((r) => r.path.endsWith(".tar"));
+    assert.equal([...new Set(tars.map((r) => r.path))].sort(), ["/shards/fm-000000.tar", "/shards/fm-000001.tar", "/shards/fm-000002.tar"]);
+    assert.ok(tars.every((r) => r.status === 200 || r.status === 206), JSON.stringify(tars));
+    const bytes = await page.screenshot(join(ARTIFACTS, `browser-page-${runtime.name}.png`));
+    assert.ok(bytes > 10_000, `a screenshot of ${bytes} bytes`);
+  } finally {
+    await page.close();
+    await web.close();
+  }
+}, { timeoutMs: 90_000 });
+
+test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards; shards without CORS headers are named so", async () => {
+  const { web } = await served();
+  const page = await openPage(undefined, { webgpu: false });
+  try {
+    await page.goto(`${web.url}examples/browser/?index=/shards/fm.index.json`);
+    await page.waitFor(DONE, 20_000);
+    const run = JSON.parse((await page.text("result"))!) as Run;
+    assert.is(run.ok, false);
+    assert.is(run.code, "ERR_NO_GPU_ADAPTER");
+    assert.match(run.message!, /--enable-unsafe-webgpu/);
+    assert.match(run.message!, /secure context/);
+    assert.is(await page.evaluate(`document.getElementById("error").dataset.code`), "ERR_NO_GPU_ADAPTER");
+    assert.equal(web.requests.filter((r) => r.path.endsWith(".tar")), [], "no shard read");
+    // A browser without WebGPU at all (or a page outside a secure context) has no navigator.gpu.
+    const none = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ requestDevice }) => {
+      Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
+      try { await requestDevice(); return { code: "none", message: "" }; } catch (e) { return { code: e.code, message: e.message }; }
+    })`);
+    assert.is(none.code, "ERR_NO_GPU_ADAPTER");
+    assert.match(none.message, /has no navigator\.gpu: .*secure context.*--enable-unsafe-webgpu/);
+    // The bundle's kind table in a page: a sqlite: address is refused by name, not a missing built-in.
+    const refused = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ Loader }) => {
+      const loader = new Loader({ store: "sqlite:data/fashion-mnist.sqlite", dataset: "fashion-mnist", ids: ["x"], batchSize: 1 });
+      try { for await (const b of loader.epoch(0)) return { code: "none", message: String(b.ids) }; } catch (e) { return { code: e.code, message: e.message }; } finally { await loader.close().catch(() => {}); }
+    })`);
+    assert.is(refused.code, "ERR_UNSUPPORTED", refused.message);
+    assert.match(refused.message, /in a browser.*cassette export --format webdataset/);
+    // Shards on another origin that sends no CORS headers: the browser hides the answer, the error says why it may be.
+    const bare = await serveStatic(ROOT, 0, { "/shards/": (await made!).dir }, { cors: false });
+    try {
+      const blocked = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ Loader }) => {
+        const loader = new Loader({ store: "wds:${bare.url}shards/fm.index.json", ids: ["x"], batchSize: 1, retries: 0 });
+        try { for await (const b of loader.epoch(0)) return { code: "none", message: String(b.ids) }; } catch (e) { return { code: e.code, message: e.message }; } finally { await loader.close().catch(() => {}); }
+      })`);
+      assert.is(blocked.code, "ERR_STORE_UNREACHABLE", blocked.message);
+      assert.match(blocked.message, new RegExp(`Cannot get ${bare.url}shards/fm\\.index\\.json: .*does not answer this page's origin \\(${web.url.slice(0, -1).replace(/[.]/g, "\\.")}\\) with CORS headers \\(Access-Control-Allow-Origin`));
+      assert.ok(bare.requests.some((r) => r.path === "/shards/fm.index.json" && r.status === 200), "the server answered; the browser kept the answer from the page");
+    } finally {
+      await bare.close();
+    }
+  } finally {
+    await page.close();
+    await web.close();
+  }
+}, { timeoutMs: 60_000 });
