@@ -187,3 +187,18 @@ test("a cache made for another dataset, and bad options, are refused by name", a
   await expectError((async () => new CacheSource(source, { path: join(dir, "x.sqlite"), bytes: 10, policy: "fifo" as "lru" }))(), "ERR_INVALID_OPTION", /'policy' must be "belady" or "lru": current value is fifo/);
   await source.close();
 });
+
+test("the Loader's `cache` option: a second epoch from the cache, its figures in stats(), read workers refused beside it", async () => {
+  const { ids, want } = await data;
+  const path = join(dir, "loader-option.sqlite");
+  const address = `sqlite:${join(dir, "store.sqlite")}`;
+  const loader = new Loader({ store: address, dataset: DATASET, ids, batchSize: 32, readAhead: false, cache: { path, bytes: 1 << 30 } });
+  for (const e of [0, 1]) await assertEpochAsStored(loader, e, ids, want);
+  const { cache } = loader.stats();
+  await loader.close();
+  assert.ok(cache, "stats() has the cache's figures");
+  assert.is(cache!.misses, ids.length, "the first epoch fetched every sample once");
+  assert.is(cache!.hits, ids.length, "the second came from the cache");
+  assert.throws(() => new Loader({ store: address, dataset: DATASET, ids, batchSize: 32, workers: 2, cache: { path, bytes: 1000 } }), /'cache' and 'workers' cannot both be set/);
+  assert.throws(() => new Loader({ store: address, dataset: DATASET, ids, batchSize: 32, cache: { path, bytes: -1 } }), /Cannot open a cache as 'bytes' must be a positive number of bytes: current value is -1/);
+});

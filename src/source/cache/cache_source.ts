@@ -182,11 +182,13 @@ export class CacheSource<S extends Fetched = Fetched> implements Source<Fetched>
   }
 }
 
-function checkCacheOptions(o: CacheOptions): void {
+/** Names a bad cache option before anything is opened. */
+export function checkCacheOptions(o: CacheOptions): void {
   const bad = (why: string): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot open a cache as ${why}`);
   };
-  if (typeof o?.path !== "string" || o.path === "") bad(`'path' must name the cache's file: current value is ${o?.path}`);
+  if (typeof o !== "object" || o === null) bad(`'cache' must be { path, bytes }: current value is ${o}`);
+  if (typeof o.path !== "string" || o.path === "") bad(`'path' must name the cache's file: current value is ${o.path}`);
   if (!(Number.isFinite(o.bytes) && o.bytes > 0)) bad(`'bytes' must be a positive number of bytes: current value is ${o.bytes}`);
   if (o.policy !== undefined && o.policy !== "belady" && o.policy !== "lru") bad(`'policy' must be "belady" or "lru": current value is ${o.policy}`);
 }
