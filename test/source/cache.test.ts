@@ -20,6 +20,7 @@ import { openSource } from "../../src/source/open.ts";
 import { epochPlan } from "../../src/plan/epoch.ts";
 import { Loader } from "../../src/loader.ts";
 import { crc32 } from "../../src/util/crc32.ts";
+import { cassette } from "../_support/cli.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-cache-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -201,4 +202,32 @@ test("the Loader's `cache` option: a second epoch from the cache, its figures in
   assert.is(cache!.hits, ids.length, "the second came from the cache");
   assert.throws(() => new Loader({ store: address, dataset: DATASET, ids, batchSize: 32, workers: 2, cache: { path, bytes: 1000 } }), /'cache' and 'workers' cannot both be set/);
   assert.throws(() => new Loader({ store: address, dataset: DATASET, ids, batchSize: 32, cache: { path, bytes: -1 } }), /Cannot open a cache as 'bytes' must be a positive number of bytes: current value is -1/);
+});
+
+test("cassette read --cache: the second epoch from the cache in its JSON, the budget's flags checked by name", async () => {
+  const { ids } = await data;
+  const path = join(dir, "cli.sqlite");
+  const store = `sqlite:${join(dir, "store.sqlite")}`;
+  const r = cassette("read", "--store", store, "--dataset", DATASET, "--epochs", "2", "--cache", path, "--cache-bytes", "50MB", "--json");
+  assert.is(r.code, 0, r.err);
+  const report = JSON.parse(r.out.trim().split("\n").pop()!);
+  assert.is(report.samples, 2 * ids.length);
+  // The second epoch's first samples are asked for while the first one's last are in flight
+  // (read ahead): those few are fetched twice; the rest of the second epoch is hits.
+  const c = report.cache;
+  assert.ok(c.misses >= ids.length && c.misses <= ids.length + report.readAhead, `the first epoch fetched each sample once: ${JSON.stringify(c)}, read ahead ${report.readAhead}`);
+  assert.ok(c.hits >= ids.length - report.readAhead, `the second came from the cache: ${JSON.stringify(c)}`);
+  assert.is(report.cache.budget, 50e6);
+  const refused = [
+    [["--cache", path], /--cache needs --cache-bytes SIZE/],
+    [["--cache-bytes", "1GB"], /--cache-bytes needs --cache PATH/],
+    [["--cache", path, "--cache-bytes", "lots"], /--cache-bytes must be a size such as 2GiB, 500MB or 1000000: current value is lots/],
+    [["--cache", path, "--cache-bytes", "1GB", "--cache-policy", "fifo"], /--cache-policy must be belady or lru: current value is fifo/],
+    [["--cache", path, "--cache-bytes", "1GB", "--workers", "2"], /--cache reads in the loader's thread/],
+  ] as const;
+  for (const [flags, message] of refused) {
+    const bad = cassette("read", "--store", store, "--dataset", DATASET, ...flags);
+    assert.is(bad.code, 2, `${flags.join(" ")}: ${bad.err}`);
+    assert.match(bad.err, message);
+  }
 });

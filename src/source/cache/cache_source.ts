@@ -198,7 +198,8 @@ function openCacheFile(path: string, dataset: string | undefined): SqliteDatabas
   let db: SqliteDatabase;
   try {
     db = runtime.openSqlite(path);
-    db.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
+    // Two runs may share a cache: a writer waits for the other's transaction rather than failing.
+    db.exec("PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
     db.exec(
       "CREATE TABLE IF NOT EXISTS cassette_cache_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" +
         "CREATE TABLE IF NOT EXISTS cassette_cache (id TEXT PRIMARY KEY, label INTEGER NOT NULL, data BLOB NOT NULL, target BLOB, target_kind INTEGER NOT NULL, crc INTEGER NOT NULL);",
