@@ -31,6 +31,7 @@ import { EpochScheduler } from "./schedule/epochs.ts";
 import { checkPlan, checkResumeState, HandedOver, type LoaderState, planDigest, type PlanIdentity, resumed, stateBefore, type WholeOrder } from "./schedule/resume.ts";
 import type { Batch } from "./assemble/batch.ts";
 import type { Source } from "./source/source.ts";
+import type { CacheOptions } from "./source/cache/cache_source.ts";
 import { type Addressed, locate } from "./source/kinds.ts";
 import type { Store } from "./dataset/store.ts";
 import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
@@ -198,6 +199,13 @@ export interface LoaderOptions<T = Sample> {
    * once. Default false; resumes only on the same number of ranks.
    */
   rankShards?: boolean;
+  /**
+   * Keep fetched samples in a local SQLite file (`path`) within `bytes` and answer from it
+   * first: a far store is then read in full only once. The Loader tells the cache each epoch's
+   * order, so it gives up the sample needed furthest away (Belady's policy; `policy: "lru"` for
+   * the usual one). Reads in this thread (no read workers); src/source/cache/.
+   */
+  cache?: CacheOptions;
 }
 
 /** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */

@@ -90,3 +90,13 @@ export function listOption(options: Map<string, string | true>, name: string): s
   const v = options.get(name);
   return typeof v === "string" ? v.split(",").map((x) => x.trim()).filter(Boolean) : undefined;
 }
+
+/** A size on the command line (--shard-bytes, --cache-bytes): bytes, or a number with kB/MB/GB (powers of 1000) or KiB/MiB/GiB (of 1024). */
+export function parseBytes(v: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(|b|kb|mb|gb|tb|kib|mib|gib|tib)\s*$/i.exec(v);
+  if (!m) return undefined;
+  const unit = m[2].toLowerCase();
+  const mult: Record<string, number> = { "": 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+  const n = Math.floor(Number(m[1]) * mult[unit]);
+  return n > 0 && Number.isSafeInteger(n) ? n : undefined;
+}

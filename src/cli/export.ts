@@ -6,10 +6,10 @@
 import { loadSplit } from "../dataset/splits.ts";
 import { DEFAULT_SHARD_BYTES } from "../dataset/webdataset.ts";
 import { progress } from "../observe/progress.ts";
-import { exportDataset, exportShards, objectPath, openSink, parseBytes } from "../source/export/export.ts";
+import { exportDataset, exportShards, objectPath, openSink } from "../source/export/export.ts";
 import { LABELS_FILE } from "../source/kinds.ts";
 import { openStore } from "../source/open.ts";
-import { intOption, parseArgs, required, usageError } from "./args.ts";
+import { intOption, parseArgs, parseBytes, required, usageError } from "./args.ts";
 import { count } from "../util/plural.ts";
 
 export const help = `usage: cassette export --store URL --dataset NAME --out DIR|s3://BUCKET/PREFIX [--split FILE[:INDEX|:NAME]] [options]

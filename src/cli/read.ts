@@ -14,7 +14,8 @@ import type { Batch } from "../assemble/batch.ts";
 import type { Preprocessor } from "../gpu/preprocess.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
-import { intOption, numberOption, optionalValue, parseArgs, required, usageError } from "./args.ts";
+import { intOption, numberOption, optionalValue, parseArgs, parseBytes, required, usageError } from "./args.ts";
+import type { CacheOptions, CacheStats } from "../source/cache/cache_source.ts";
 import { PREPROCESS_FLAGS, PREPROCESS_VALUED, preprocessHelp, preprocessRequest, type PreprocessRequest } from "./preprocess_args.ts";
 import { readFile, writeFile } from "node:fs/promises";
 import { count } from "../util/plural.ts";
@@ -49,6 +50,12 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        batch-sized packets (default: max(2, min(8, cores − 2)), sized as it
                        goes on more than 4 cores; none with --decode-workers; 0: in the
                        loader's thread)
+  --cache PATH         keep the samples read in a local SQLite file and answer from it first
+                       (a far store read again each epoch, or by a later run); the loader
+                       tells it each epoch's order, so it gives up the sample needed furthest
+                       away; reads in this thread (no --workers)
+  --cache-bytes SIZE   with --cache: its budget, e.g. 2GiB or 500MB (needed)
+  --cache-policy belady|lru  with --cache: what to give up (default belady)
   --decode             decode every JPEG as it arrives (in its read worker with --workers)
   --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
@@ -74,14 +81,14 @@ ${preprocessHelp}
 
 export async function run(argv: string[]): Promise<number> {
   // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
-  const { options } = parseArgs(optionalValue(argv, "dashboard", "0"), "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
+  const { options } = parseArgs(optionalValue(argv, "dashboard", "0"), "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", "cache", "cache-bytes", "cache-policy", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const o = await readOptions(options);
   const { address } = o;
   let dataset = o.dataset;
   // The device before the store: no adapter is said at once, before any reading.
   const stage = o.pre && await TensorStage.open(o.pre);
-  const workers = o.workersGiven ?? readWorkers(address, { decodeWorkers: o.decodeWorkers });
+  const workers = o.workersGiven ?? readWorkers(address, { decodeWorkers: o.decodeWorkers, cache: o.cache });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
   // from them once they are open. Until the Loader has them, closing them is this function's.
@@ -124,7 +131,7 @@ export async function run(argv: string[]): Promise<number> {
       // The workers decode where they read: the Loader takes their samples as they come.
       store: workerSource ?? source, dataset, decode: !workerSource && o.decode && { grey: o.grey }, ids, order: o.order, onError: o.onError,
       decodeWorkers: workerSource ? undefined : o.decodeWorkers,
-      batchSize: o.batch, prefetch: o.prefetch, seed: o.seed, rank: o.rank, worldSize: o.worldSize, hedge: o.hedge, reaskTail: true,
+      batchSize: o.batch, prefetch: o.prefetch, seed: o.seed, rank: o.rank, worldSize: o.worldSize, hedge: o.hedge, reaskTail: true, cache: o.cache,
     });
     closeSource = false; // the loader closes it
     const t0 = runtime.now();
@@ -137,6 +144,7 @@ export async function run(argv: string[]): Promise<number> {
       batchMs: s.batchMs, waitMs: s.waitMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
       workers, decode: o.decode, grey: o.grey, stepMs: o.stepMs,
+      ...(s.cache && { cache: s.cache }),
       ...(series && { batchAtMs: series }),
       ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
     };
@@ -173,10 +181,11 @@ async function readOptions(options: ReturnType<typeof parseArgs>["options"]) {
   if (balance !== "rate" && balance !== "driver") usageError("read", `--balance must be rate or driver: current value is ${balance}`);
   const split = options.has("split") ? await loadSplit(String(options.get("split"))) : undefined;
   if (split && options.has("ids")) usageError("read", "--split and --ids both name the ids to read: give one");
+  const cache = cacheOption(options);
   const stepMs = numberOption(options, "read", "step-ms") ?? 0;
   if (stepMs < 0) usageError("read", `--step-ms must be ≥ 0: current value is ${stepMs}`);
   return {
-    address, dataset, order, balance, grey, decode, pre, split, stepMs,
+    address, dataset, order, balance, grey, decode, pre, split, stepMs, cache,
     json: options.has("json"),
     hedge: options.has("hedge"),
     series: options.has("series"),
@@ -195,6 +204,22 @@ async function readOptions(options: ReturnType<typeof parseArgs>["options"]) {
   };
 }
 type ReadOptions = Awaited<ReturnType<typeof readOptions>>;
+
+/** --cache PATH --cache-bytes SIZE [--cache-policy P]: the Loader's `cache` option, checked. */
+function cacheOption(options: ReturnType<typeof parseArgs>["options"]): CacheOptions | undefined {
+  if (!options.has("cache")) {
+    for (const f of ["cache-bytes", "cache-policy"]) if (options.has(f)) usageError("read", `--${f} needs --cache PATH`);
+    return undefined;
+  }
+  const text = options.get("cache-bytes");
+  if (text === undefined) usageError("read", "--cache needs --cache-bytes SIZE, its budget (e.g. 2GiB or 500MB)");
+  const bytes = parseBytes(String(text));
+  if (bytes === undefined) usageError("read", `--cache-bytes must be a size such as 2GiB, 500MB or 1000000: current value is ${text}`);
+  const policy = (options.get("cache-policy") ?? "belady") as "belady" | "lru";
+  if (policy !== "belady" && policy !== "lru") usageError("read", `--cache-policy must be belady or lru: current value is ${policy}`);
+  if (Number(options.get("workers") ?? 0) > 0) usageError("read", "--cache reads in the loader's thread: leave out --workers (or give 0)");
+  return { path: String(options.get("cache")), bytes: bytes!, policy };
+}
 
 /** The ids to read: the split's, the file's, or all the source lists. */
 async function sampleIds(o: ReadOptions, source: ReadSource, dataset: string | undefined): Promise<string[]> {
@@ -285,13 +310,18 @@ class DashboardFeed {
 }
 
 /** The read's figures as text. */
-function printReport(report: { samples: number; bytes: number; seconds: number; order: string; samplesPerSec: number; mbPerSec: number; batchMs: { p50: number; p99: number; max: number }; errors: number; retries: number; maxOutstanding: number; hedged: number; hedgeWins: number; preprocess?: ReturnType<TensorStage["report"]> }, hedge: boolean): void {
+function printReport(report: { samples: number; bytes: number; seconds: number; order: string; samplesPerSec: number; mbPerSec: number; batchMs: { p50: number; p99: number; max: number }; errors: number; retries: number; maxOutstanding: number; hedged: number; hedgeWins: number; cache?: CacheStats; preprocess?: ReturnType<TensorStage["report"]> }, hedge: boolean): void {
   const r = report;
   console.log(`read ${count(r.samples, "sample")}, ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(2)} s (${r.order} order)`);
   console.log(`  ${r.samplesPerSec.toFixed(0)} samples/s, ${r.mbPerSec.toFixed(1)} MB/s`);
   console.log(`  batch time p50 ${r.batchMs.p50.toFixed(1)} ms, p99 ${r.batchMs.p99.toFixed(1)} ms, max ${r.batchMs.max.toFixed(1)} ms`);
   console.log(`  errors ${r.errors}, retries ${r.retries}, most samples outstanding ${r.maxOutstanding}`);
   if (hedge) console.log(`  hedged ${count(r.hedged, "request")}, the hedge answered first ${count(r.hedgeWins, "time")}`);
+  const c = r.cache;
+  if (c) {
+    console.log(`  cache ${count(c.hits, "hit")}, ${count(c.misses, "miss", "misses")}, ${count(c.evictions, "eviction")}${c.torn ? `, ${count(c.torn, "torn entry", "torn entries")} fetched again` : ""}; ` +
+      `${(c.bytes / 1e6).toFixed(1)} of ${(c.budget / 1e6).toFixed(1)} MB held`);
+  }
   const p = r.preprocess;
   if (p) {
     console.log(`  preprocess ${count(p.images, "image")} into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +

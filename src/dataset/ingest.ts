@@ -27,6 +27,7 @@
  * header walk cannot see) is found here, not by the epoch that first reads it. src/dataset/
  * does not import src/decode/, so the caller passes the decoder (the CLI passes the wasm one).
  */
+import { crc32 } from "../util/crc32.ts";
 import { createHash } from "node:crypto";
 import { readdirSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
@@ -567,23 +568,6 @@ export function checkPng(b: Uint8Array): { width: number; height: number } | { r
   const iend = [0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82];
   if (!iend.every((v, i) => b[b.length - 12 + i] === v)) return no(`no IEND chunk at the end (offset ${b.length - 12}): truncated`);
   return { width, height };
-}
-
-let crcTable: Uint32Array | undefined;
-
-/** CRC-32 as PNG computes it (ISO 3309, PNG spec Annex D). */
-function crc32(b: Uint8Array): number {
-  if (!crcTable) {
-    crcTable = new Uint32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      crcTable[n] = c >>> 0;
-    }
-  }
-  let c = 0xffffffff;
-  for (const x of b) c = crcTable[(c ^ x) & 0xff] ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
 }
 
 function inferType(values: unknown[]): ColumnType {

@@ -4,6 +4,7 @@
  * counters, which the summary takes as they are.
  */
 import type { PoolStats } from "../decode/pool.ts";
+import type { CacheStats } from "../source/cache/cache_source.ts";
 
 /** A sample given up on (`onError: "skip"`): its id and the error's message. */
 export interface SkippedSample {
@@ -71,6 +72,8 @@ export interface LoaderStats {
    * now and over time, the slow lane's counts and deadline, job times, the scaling periods.
    */
   prepare?: PoolStats;
+  /** The local cache's hits, misses, evictions, torn entries and bytes, with the `cache` option (src/source/cache/). */
+  cache?: CacheStats;
 }
 
 /** What one connection (or node) delivered since the last hand-over. */
@@ -88,6 +91,8 @@ export interface ReadCounters {
   reaskWins: number;
   /** The decode pool's figures, when samples are decoded or transformed in one. */
   prepare?: PoolStats;
+  /** The local cache's figures, with the `cache` option. */
+  cache?: CacheStats;
 }
 
 /** Accumulates a loader's figures over all its epochs. */
@@ -160,6 +165,7 @@ export class StatsRecorder {
       reasked: read.reasked, reaskWins: read.reaskWins,
       prefetch, perConnection: { ...this.#perConnection }, samplesPerConnection: { ...this.#samplesPerConnection },
       ...(read.prepare ? { prepare: read.prepare } : {}),
+      ...(read.cache ? { cache: read.cache } : {}),
     };
   }
 }

@@ -127,6 +127,8 @@ export class DecodeSource implements ReadSource {
   readonly ids?: () => string[] | Promise<string[]>;
   /** The inner source's ids by shard, where it is a shard set. */
   readonly shards?: () => string[][];
+  /** The inner source's plan hook (Source.plan), where it has one. */
+  readonly plan?: (epoch: number, ids: readonly string[]) => void;
 
   /**
    * `decoder`: one here (decodes as each answer arrives), or a decode pool (answers when its
@@ -137,6 +139,7 @@ export class DecodeSource implements ReadSource {
     this.#inner = inner;
     if (inner.ids) this.ids = () => inner.ids!();
     if (inner.shards) this.shards = () => inner.shards!();
+    if (inner.plan) this.plan = (epoch, ids) => inner.plan!(epoch, ids);
     this.#decoder = decoder;
     if (options) checkDecodeOptions(options); // named once here, not as every sample's error
     this.#options = options;

@@ -113,6 +113,8 @@ export class HedgeSource implements Source {
   readonly dataset?: string;
   /** Every sample id the inner source can serve, where it can list them. */
   readonly ids?: () => string[] | Promise<string[]>;
+  /** The inner source's plan hook (Source.plan: a cache plans with it), where it has one. */
+  readonly plan?: (epoch: number, ids: readonly string[]) => void;
   readonly #inner: Source;
   readonly #now: () => number;
   readonly #q: number;
@@ -146,6 +148,7 @@ export class HedgeSource implements Source {
     this.name = inner.name;
     if (inner.dataset !== undefined) this.dataset = inner.dataset;
     if (inner.ids) this.ids = () => inner.ids!();
+    if (inner.plan) this.plan = (epoch, ids) => inner.plan!(epoch, ids);
     this.#now = o.now ?? (() => runtime.now());
     this.#q = q;
     this.#factor = factor;

@@ -40,6 +40,7 @@ import { redact } from "../source/address.ts";
 import { type Addressed, locate, type OpenStoreOptions, type SourceOpenOptions, writeStore } from "../source/kinds.ts";
 import { openSource as storeSource } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
+import { type CacheOptions, CacheSource, checkCacheOptions } from "../source/cache/cache_source.ts";
 import { DecodeSource, type PixelSink, type SampleClaim } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
 import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
@@ -73,6 +74,13 @@ export interface OpenReadOptions extends SourceOpenOptions {
   claim?: SampleClaim;
   /** With `workers`: retries and hedging inside the workers for packet reads (the Loader's; NOTE [ Packets ]). */
   reads?: PacketReadOptions;
+  /**
+   * Keep the samples fetched in a local SQLite file within a byte budget and answer from it
+   * first (src/source/cache/: a far store read again each epoch; the Loader tells it each
+   * epoch's order, so it gives up the sample needed furthest away). Reads in this thread: not
+   * with `workers`.
+   */
+  cache?: CacheOptions;
 }
 
 /** The options of `open`: `mode: "write"` opens a Store to ingest into, `mode: "read"` the read side the Loader uses. */
@@ -127,6 +135,8 @@ export function checkReadOptions(target: string | Addressed | Store | Source, o:
   if (why) throw new CassetteError("ERR_INVALID_OPTION", `${what} without a dataset name: 'dataset' is needed, as ${why}`);
   if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
   if (o.workers && typeof target !== "string" && !isAddressed(target)) bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
+  if (o.cache !== undefined) checkCacheOptions(o.cache);
+  if (o.workers && o.cache) bad("'cache' and 'workers' cannot both be set: the cache is read and written in this thread (give 'workers: 0')");
   if (o.transform !== undefined) {
     if (!isTransformModule(o.transform)) bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
     transformUrl(o.transform, runtime.cwd()); // a bad address is named here
@@ -151,6 +161,15 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
   }
   const given = target as Store | Source;
   let src: Source = at ? await at.kind.read(at, o) : isStore(given) ? await storeSource(given, o.dataset!, o.maxInFlight, { balance: o.balance }) : given;
+  let cache: CacheSource | undefined;
+  if (o.cache) {
+    try {
+      src = cache = new CacheSource(src, o.cache); // under the decoding: it keeps the bytes as stored
+    } catch (e) {
+      if (at) await src.close().catch(() => {});
+      throw e;
+    }
+  }
   if (o.decode || transform) {
     try {
       const options = typeof o.decode === "object" ? o.decode : undefined;
@@ -172,7 +191,15 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
       throw e;
     }
   }
+  if (cache) caches.set(src, cache);
   return src;
+}
+
+const caches = new WeakMap<Source, CacheSource>();
+
+/** The cache under a source `openRead` made with `cache` (its figures go into the Loader's stats). */
+export function cacheOf(src: Source): CacheSource | undefined {
+  return caches.get(src);
 }
 
 /**

@@ -17,8 +17,9 @@ import type { Addressed } from "../source/kinds.ts";
 import type { TransformModule } from "../decode/transform.ts";
 import { DecodeSource, type PreparePool } from "./decode_source.ts";
 import { type HedgeOptions, HedgeSource } from "./hedge.ts";
-import { openRead } from "./open.ts";
+import { cacheOf, openRead } from "./open.ts";
 import { RetrySource } from "./retry.ts";
+import type { CacheOptions, CacheSource } from "../source/cache/cache_source.ts";
 import type { ReadSource } from "./sample.ts";
 import type { PacketReader } from "./packet.ts";
 import { WorkerSource } from "./worker_source.ts";
@@ -39,6 +40,7 @@ export interface ReadPathOptions {
   hedge?: boolean | HedgeOptions;
   reaskTail?: boolean;
   retries?: number;
+  cache?: CacheOptions;
 }
 
 export class ReadPath {
@@ -50,6 +52,7 @@ export class ReadPath {
   #pool?: PreparePool;
   #workers?: WorkerSource;
   #shards?: string[][];
+  #cache?: CacheSource;
 
   /** `onDrain`: the source can take requests again. */
   constructor(options: ReadPathOptions, onDrain: () => void) {
@@ -63,12 +66,13 @@ export class ReadPath {
       const o = this.#o;
       let src: ReadSource = await openRead(o.store, {
         dataset: o.dataset, workers: o.workers, scaleWorkers: o.scaleWorkers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
-        balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed,
+        balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed, cache: o.cache,
         reads: { retries: o.retries, ...(o.hedge ? { hedge: o.hedge === true ? {} : o.hedge } : {}), reaskTail: o.reaskTail },
       });
       this.#shards = src.shards?.();
       if (src instanceof DecodeSource) this.#pool = src.pool;
       if (src instanceof WorkerSource) this.#workers = src;
+      this.#cache = cacheOf(src);
       if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
       const retry = this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
       retry.onDrain(this.#onDrain);
@@ -114,6 +118,7 @@ export class ReadPath {
     return {
       retries: (this.#retry?.retries ?? 0) + w.retries, hedged: (h?.hedged ?? 0) + w.hedged, hedgeWins: (h?.hedgeWins ?? 0) + w.hedgeWins,
       reasked: (h?.reasked ?? 0) + w.reasked, reaskWins: (h?.reaskWins ?? 0) + w.reaskWins,
+      ...(this.#cache ? { cache: this.#cache.stats() } : {}),
       ...(this.#pool ? { prepare: this.#pool.stats() } : this.#workers?.laneStats() ? { prepare: this.#workers.laneStats() } : {}),
     };
   }

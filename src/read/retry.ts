@@ -29,6 +29,8 @@ export interface RetryOptions {
 export class RetrySource implements Source {
   /** The inner source's name. */
   readonly name: string;
+  /** The inner source's plan hook (Source.plan: a cache plans with it), where it has one. */
+  readonly plan?: (epoch: number, ids: readonly string[]) => void;
   readonly #inner: Source;
   readonly #retries: number;
   readonly #base: number;
@@ -42,6 +44,7 @@ export class RetrySource implements Source {
   constructor(inner: Source, o: RetryOptions = {}) {
     this.#inner = inner;
     this.name = inner.name;
+    if (inner.plan) this.plan = (epoch, ids) => inner.plan!(epoch, ids);
     this.#retries = o.retries ?? 3;
     this.#base = o.baseDelayMs ?? 50;
     this.#max = o.maxDelayMs ?? 2000;

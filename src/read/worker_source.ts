@@ -218,9 +218,9 @@ export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
  * messages) or a module: the decode pool runs a heavy CPU stage better than read workers do
  * (NOTE [ Read workers: the slow lane ]), and `workers: N` puts it in read workers all the same.
  */
-export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown }): number {
+export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown; cache?: unknown }): number {
   if (typeof o.workers === "number") return o.workers;
-  if (typeof target !== "string" || o.transform || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
+  if (typeof target !== "string" || o.transform || o.cache || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
   return autoWorkers();
 }
 

@@ -43,6 +43,8 @@ export interface RunHost<S extends Fetched, T> {
   readonly options: RunOptions<S, T>;
   /** The source, opened on first use. */
   source(): Promise<Source<S>>;
+  /** `run` has its source and requests next: a source that plans (Source.plan) hears its order first. */
+  opened(run: EpochRun<S, T>, source: Source<S>): void;
   /** Samples `run` may still request now (one window bounds the active run and the read-ahead together). */
   room(run: EpochRun<S, T>): number;
   /** A batch was handed over. */
@@ -127,6 +129,11 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     this.pump();
   }
 
+  /** The ids it reads, in plan order. */
+  get ids(): readonly string[] {
+    return this.#plan;
+  }
+
   get outstanding(): number {
     return this.#outstanding;
   }
@@ -152,7 +159,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     const t0 = runtime.now();
     if (!this.#begun) {
       try {
-        this.#source ??= await this.#host.source();
+        if (!this.#source) this.#host.opened(this, this.#source = await this.#host.source());
       } catch (e) {
         this.#finish();
         throw e;

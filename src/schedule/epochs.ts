@@ -137,6 +137,16 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
 
   // --- RunHost -------------------------------------------------------------------------------
 
+  /**
+   * A source that plans (a cache: src/source/cache/) hears a run's order and the next epoch's
+   * before the run's first request, so that it knows which sample it needs next.
+   */
+  opened(run: EpochRun<S, T>, source: Source<S>): void {
+    if (!source.plan) return;
+    source.plan(run.epoch, run.ids);
+    source.plan(run.epoch + 1, this.#plan(run.epoch + 1).ids);
+  }
+
   source(): Promise<Source<S>> {
     return this.#read.source();
   }
@@ -233,6 +243,7 @@ export class EpochScheduler<S extends Fetched, T> implements RunHost<S, T> {
     if (!active || this.#closed || !this.#readAhead || active.stopped) return;
     if (!this.#ahead) {
       this.#ahead = new EpochRun<S, T>(this, active.epoch + 1, this.#plan(active.epoch + 1));
+      this.opened(this.#ahead, source);
       this.#ahead.prime(source);
     } else this.#ahead.pump();
   }

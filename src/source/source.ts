@@ -45,6 +45,12 @@ export interface Source<S extends Fetched = Fetched> {
    * source: the Loader then plans shard by shard, plan/epoch.ts `groups`); absent otherwise.
    */
   shards?(): string[][];
+  /**
+   * Told by the Loader, before an epoch's first request, the order in which it will ask for the
+   * ids of `epoch` (and of the epoch after): a source that keeps samples (a cache,
+   * src/source/cache/) plans with it; absent on sources that do not.
+   */
+  plan?(epoch: number, ids: readonly string[]): void;
   /** Starts fetching `id`; returns false when no more requests should be made until drain. */
   fetch(id: string, done: FetchCallback<S>): boolean;
   /** Called when a saturated source can take requests again. */

@@ -94,6 +94,8 @@ export class CassandraSource implements Source {
   readonly #store: CassandraStore;
   readonly #cql: string;
   readonly #cap: Capacity;
+  /** The dataset it reads. */
+  readonly dataset: string;
   readonly #dataset: string;
   readonly #balance: "rate" | "driver";
   #balancedHosts = 0;
@@ -113,7 +115,7 @@ export class CassandraSource implements Source {
 
   constructor(store: CassandraStore, dataset: string, maxInFlight?: number, options: CassandraSourceOptions = {}) {
     this.#store = store;
-    this.#dataset = dataset;
+    this.#dataset = this.dataset = dataset;
     this.#balance = options.balance ?? "rate";
     if (this.#balance !== "rate" && this.#balance !== "driver") {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read from Cassandra as 'balance' must be "rate" or "driver": current value is ${this.#balance}`);

@@ -293,12 +293,3 @@ function labelsNotExported(dataset: string, kind: string, where: string): Casset
   return new CassetteError("ERR_UNSUPPORTED", `Cannot export dataset '${dataset}' as its labels are of kind '${kind}' and ${where} hold one integer a sample: read it from its store`);
 }
 
-/** --shard-bytes: bytes, or a number with kB/MB/GB (powers of 1000) or KiB/MiB/GiB (of 1024). */
-export function parseBytes(v: string): number | undefined {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(|b|kb|mb|gb|tb|kib|mib|gib|tib)\s*$/i.exec(v);
-  if (!m) return undefined;
-  const unit = m[2].toLowerCase();
-  const mult: Record<string, number> = { "": 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
-  const n = Math.floor(Number(m[1]) * mult[unit]);
-  return n > 0 && Number.isSafeInteger(n) ? n : undefined;
-}

@@ -12,6 +12,8 @@ import { Capacity, type FetchCallback, type Source } from "../source.ts";
 
 export class SqliteSource implements Source {
   readonly name: string;
+  /** The dataset it reads. */
+  readonly dataset: string;
   readonly #store: SqliteStore;
   readonly #dataset: string;
   readonly #cap: Capacity;
@@ -20,7 +22,7 @@ export class SqliteSource implements Source {
 
   constructor(store: SqliteStore, dataset: string, maxInFlight = 4096) {
     this.#store = store;
-    this.#dataset = dataset;
+    this.#dataset = this.dataset = dataset;
     this.#cap = new Capacity(maxInFlight);
     this.name = `${store.address} (${dataset})`;
   }
