@@ -25,6 +25,7 @@
  */
 import { CassetteError } from "./errors.ts";
 import { epochOrder, epochPlan, epochSequence, paddedFrom } from "./plan/epoch.ts";
+import { checkMix, mixOrder, type MixOptions } from "./plan/mix.ts";
 import type { RunPlan } from "./schedule/epoch_run.ts";
 import { assertUnique } from "./schedule/ledger.ts";
 import { EpochScheduler } from "./schedule/epochs.ts";
@@ -206,6 +207,15 @@ export interface LoaderOptions<T = Sample> {
    * the usual one). Reads in this thread (no read workers); src/source/cache/.
    */
   cache?: CacheOptions;
+  /**
+   * Mix parts (datasets, splits, stores) in every epoch by weight or by count (src/plan/mix.ts,
+   * NOTE [ Mixing ]): each epoch takes every part's share from that part's own seeded cycles
+   * (no sample twice within a cycle) and interleaves them so that every batch in strict order,
+   * and every rank's stride, holds the parts in proportion (ready order takes what arrives
+   * first: over the epoch the counts hold). `ids` must hold every part's ids, and the store serve
+   * them (one store, or a `MixSource` over several). Not with `shuffle: false` or `rankShards`.
+   */
+  mix?: MixOptions;
 }
 
 /** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */
@@ -276,6 +286,10 @@ export class Loader<T = Sample> implements AsyncDisposable {
     }
     if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
     assertUnique(o.ids, "Cannot create a Loader");
+    if (o.mix !== undefined) {
+      if (o.shuffle === false || o.rankShards) bad(`'mix' draws its own order of every part: not with ${o.rankShards ? "'rankShards'" : "'shuffle: false'"}`);
+      checkMix(o.mix, o.ids, o.seed ?? 0);
+    }
     if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
     this.options = options;
     if (o.resume !== undefined) this.#resumeFrom(checkResumeState(o.resume, this.#identity()));
@@ -315,7 +329,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
       if (elastic) this.#elastic = undefined;
       this.#handed = handed;
       // With pad, the plan's tail repeats samples of other ranks (plan/epoch.ts): marked in each batch.
-      const repeats = this.options.pad ? new Set(plan.slice(paddedFrom(this.options.ids.length, { ...this.#identity(), before: whole.before }))) : undefined;
+      const repeats = this.options.pad ? new Set(plan.slice(paddedFrom(whole.samples, { ...this.#identity(), before: whole.before }))) : undefined;
       return tracked(run, handed, repeats);
     };
     if (shards.groups || !shards.loading) return start();
@@ -364,10 +378,10 @@ export class Loader<T = Sample> implements AsyncDisposable {
   /** The epoch's whole order, every rank's, as a state records it: its length, its digest (drawn when first asked for), what it left out. */
   #whole(epoch: number): WholeOrder {
     let digest: string | undefined;
-    const ids = this.options.ids, groups = this.#shards?.groups;
+    const ids = this.#epochIds(epoch), groups = this.#groups();
     return {
       samples: ids.length,
-      digest: () => digest ??= planDigest(epochSequence(ids, { ...this.#identity(), epoch, groups })),
+      digest: () => digest ??= planDigest(epochSequence(ids, { ...this.#orderOptions(), epoch, groups })),
       before: this.#before?.epoch === epoch ? this.#before.bits : undefined,
     };
   }
@@ -379,9 +393,11 @@ export class Loader<T = Sample> implements AsyncDisposable {
   #planOf(epoch: number): RunPlan {
     const hit = this.#plans.find((p) => p.epoch === epoch);
     if (hit) return hit.plan;
-    const ids = this.options.ids, o = { ...this.#identity(), epoch, before: this.#before?.epoch === epoch ? this.#before.bits : undefined };
+    const ids = this.#epochIds(epoch), o = { ...this.#orderOptions(), epoch, before: this.#before?.epoch === epoch ? this.#before.bits : undefined };
+    const groups = this.#groups();
     let plan: RunPlan;
-    if (this.#shards?.groups) plan = { ids: epochPlan(ids, { ...o, groups: this.#shards.groups }) };
+    if (groups) plan = { ids: epochPlan(ids, { ...o, groups }) };
+    else if (this.options.mix) plan = { ids: epochPlan(ids, o) }; // each epoch its own ids: no split for the workers to keep
     else {
       const order = epochOrder(ids.length, o);
       const planned = new Array<string>(order.length);
@@ -392,6 +408,28 @@ export class Loader<T = Sample> implements AsyncDisposable {
     return plan;
   }
   #plans: { epoch: number; plan: RunPlan }[] = [];
+
+  /** The ids epoch `epoch` orders: the split, or with `mix` the epoch's mixed order (NOTE [ Mixing ]). */
+  #epochIds(epoch: number): readonly string[] {
+    const mix = this.options.mix;
+    if (!mix) return this.options.ids;
+    const hit = this.#mixed;
+    if (hit?.epoch === epoch) return hit.ids;
+    const ids = mixOrder(mix.parts, { seed: this.options.seed ?? 0, epoch, samples: mix.samples });
+    this.#mixed = { epoch, ids };
+    return ids;
+  }
+  #mixed?: { epoch: number; ids: readonly string[] };
+
+  /** The plan's options: the identity, with a mix's order taken as it is drawn (it is shuffled already). */
+  #orderOptions(): PlanIdentity {
+    return this.options.mix ? { ...this.#identity(), shuffle: false } : this.#identity();
+  }
+
+  /** The shard groups the plan follows: none under a mix, whose order is its own. */
+  #groups(): string[][] | undefined {
+    return this.options.mix ? undefined : this.#shards?.groups;
+  }
 
   #identity(): PlanIdentity {
     const o = this.options;

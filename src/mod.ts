@@ -37,6 +37,12 @@ export { createFolds, createSplits, loadSplit, loadSplits, saveSplits } from "./
 export type { FoldParams, Split, SplitFile, SplitParams } from "./dataset/splits.ts";
 export { epochOrder, epochPlan } from "./plan/epoch.ts";
 export type { EpochPlanOptions } from "./plan/epoch.ts";
+export { mixCounts, mixOrder } from "./plan/mix.ts";
+export type { MixOptions, MixPart } from "./plan/mix.ts";
+export { MixSource } from "./source/mix/mix_source.ts";
+export type { MixSourcePart } from "./source/mix/mix_source.ts";
+export { CacheSource } from "./source/cache/cache_source.ts";
+export type { CacheOptions, CacheStats } from "./source/cache/cache_source.ts";
 export { Loader, mergeStates } from "./loader.ts";
 export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, PlanIdentity, SkippedSample } from "./loader.ts";
 export type { Batch, ImageTable } from "./assemble/batch.ts";

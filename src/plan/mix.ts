@@ -33,6 +33,24 @@ export interface MixPart {
   count?: number;
 }
 
+/** A Loader's `mix`: the parts, and the epoch's length (default: the longest that repeats no sample of a weighted part). */
+export interface MixOptions {
+  parts: readonly MixPart[];
+  samples?: number;
+}
+
+/** Names a bad mix before anything is read: bad counts or weights, an id in two parts, or a part's id not among the split's `ids`. */
+export function checkMix(mix: MixOptions, ids: readonly string[], seed: number): void {
+  if (typeof mix !== "object" || mix === null || !Array.isArray(mix.parts)) {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot mix the datasets as 'mix' must be { parts: [{ ids, weight | count }, …] }: current value is ${mix}`);
+  }
+  mixCounts(mix.parts, seed, mix.samples);
+  const all = new Set(ids);
+  for (const [id, k] of partIndex(mix.parts)) {
+    if (!all.has(id)) throw new CassetteError("ERR_INVALID_OPTION", `Cannot mix the datasets as sample ${id} of ${mix.parts[k].name ?? `part ${k}`} is not among the loader's 'ids'`);
+  }
+}
+
 /** Salt of the mix's PRNG streams: they draw apart from the epoch permutation's. */
 const MIX = 0x4d49;
 
