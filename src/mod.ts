@@ -38,7 +38,10 @@ export type { FoldParams, Split, SplitFile, SplitParams } from "./dataset/splits
 export { epochOrder, epochPlan } from "./plan/epoch.ts";
 export type { EpochPlanOptions } from "./plan/epoch.ts";
 export { Loader } from "./loader.ts";
-export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, PlanIdentity, SkippedSample } from "./loader.ts";
+export type {
+  CpuOptions, EpochOptions, FaultOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderState, LoaderStats, LoaderTransform, PlanIdentity, PlanOptions,
+  SkippedSample, SourceSettings, WindowOptions,
+} from "./loader.ts";
 export type { Batch, ImageTable } from "./assemble/batch.ts";
 export type { Source } from "./source/source.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";

@@ -27,17 +27,17 @@ import { type Rng, rng, shuffle } from "./rng.ts";
 
 /** What fixes an epoch's plan: seed, epoch, rank and world size, batch size, and shards to read together. */
 export interface EpochPlanOptions {
-  /** Seed of the permutation: the same seed, epoch and ids give the same plan on every rank. */
+  /** Seed of the permutation (a Loader's default 0): the same seed, epoch and ids give the same plan on every rank. */
   seed: number;
   /** The epoch: each one has its own permutation. */
   epoch: number;
-  /** This rank (default 0): it takes positions rank, rank + worldSize, … of the permutation. */
+  /** This process's rank among `worldSize` (default 0): it takes positions rank, rank + worldSize, … of each epoch's permutation. */
   rank?: number;
-  /** Ranks in all (default 1). */
+  /** Processes reading the split together (default 1); their shares partition each epoch. */
   worldSize?: number;
   /** Permute the ids (default true); false keeps the split's order. */
   shuffle?: boolean;
-  /** Samples per batch, for `dropLast`. */
+  /** Samples per batch (an epoch's last batch may hold fewer, unless `dropLast`). */
   batchSize: number;
   /**
    * Drop samples so that every rank has the same whole number of batches (ranks of a
@@ -48,7 +48,8 @@ export interface EpochPlanOptions {
   /**
    * Repeat samples from the start of the epoch's order so that every rank has the same number
    * of samples, ⌈n / worldSize⌉ (as PyTorch's DistributedSampler pads): the repeats are the last
-   * ones of a rank's plan (paddedFrom). Default false. Not with dropLast.
+   * ones of a rank's plan (paddedFrom), and a Loader's batches mark them in `padded`, so that
+   * metrics can leave them out. Default false. Not with dropLast.
    */
   pad?: boolean;
   /**
@@ -61,6 +62,9 @@ export interface EpochPlanOptions {
   /** With `groups`: samples of the shuffle buffer that reorders a block's merge (default 256; 1: none). */
   shuffleBuffer?: number;
 }
+
+/** A Loader's `plan` options: what fixes each epoch's plan, the epoch aside (src/loader_options.ts). */
+export type PlanOptions = Partial<Pick<EpochPlanOptions, "batchSize" | "shuffle" | "seed" | "rank" | "worldSize" | "dropLast" | "pad">>;
 
 /** Salt of the shard-aware plan's PRNG stream: it draws differently from the flat permutation. */
 const SHARD_PLAN = 0x5a4d;
