@@ -745,8 +745,8 @@ function summary(
  * ready order reordered (0 in strict order), reported per epoch as `outOfPlanShare`.
  */
 async function* countDisplaced(batches: AsyncIterable<LoaderTrainBatch>, l: Loader<Sample>, epoch: number, report: (n: number, ids: string[]) => void, handed = 0) {
-  const o = l.options;
-  const plan = epochPlan(o.ids, { seed: o.seed ?? 0, epoch, shuffle: o.shuffle, batchSize: o.batchSize, dropLast: o.dropLast, rank: o.rank, worldSize: o.worldSize });
+  const o = l.planIdentity();
+  const plan = epochPlan(l.options.ids, { ...o, epoch });
   const at = new Map(plan.map((id, i) => [id, Math.floor(i / o.batchSize)]));
   // A resumed epoch's batches start where the checkpoint's handed-over samples end.
   let k = Math.round(handed / o.batchSize), n = 0;

@@ -35,7 +35,7 @@ import type { Source } from "./source/source.ts";
 import type { CacheOptions } from "./source/cache/cache_source.ts";
 import { type Addressed, locate } from "./source/kinds.ts";
 import type { Store } from "./dataset/store.ts";
-import { hedgeOptions, type HedgeOptions } from "./read/hedge.ts";
+import { hedgeOptions } from "./read/hedge.ts";
 import { checkReadOptions } from "./read/open.ts";
 
 /** The ids by shard a Loader plans by, set once known; `loading` while the read path opens a shard set. */
@@ -46,177 +46,17 @@ interface ShardGroups {
 import { ReadPath } from "./read/read_path.ts";
 import { readWorkers, workerScale } from "./read/worker_source.ts";
 import type { Sample } from "./read/sample.ts";
-import { checkDecodeOptions, type DecodeOptions } from "./decode/decoder.ts";
-import type { PlannedDecode } from "./decode/crop.ts";
+import { checkDecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
-import { isTransformModule, type TransformModule } from "./decode/transform.ts";
+import { isTransformModule } from "./decode/transform.ts";
+import {
+  type CpuOptions, type FaultOptions, type LifecycleOptions, type LoaderGroups, type LoaderOptions, type LoaderTransform, type PlanOptions,
+  resolveLoaderOptions, type ResolvedLoaderOptions, type SourceSettings, type WindowOptions,
+} from "./loader_options.ts";
 
 export type { LoaderState, LoaderStats, PlanIdentity, SkippedSample };
 export { mergeStates } from "./schedule/resume.ts";
-
-/** Everything a `Loader` needs: the store and the split's ids, the batch size, and how to read (order, prefetch, workers, decoding, retries, hedging, resume). */
-export interface LoaderOptions<T = Sample> {
-  /**
-   * A store address (`sqlite:PATH`, `cassandra://…`, `http(s)://HOST/PREFIX`, `file:DIR`,
-   * opened with `open(…, { mode: "read" })` and closed by close()), an open Store, or a Source.
-   */
-  store: string | Store | Source;
-  /**
-   * The dataset: needed for a Store and for sqlite: and cassandra:// addresses; for http(s)://
-   * and file: it is checked against the export's labels.json when given.
-   */
-  dataset?: string;
-  /** The split's ids (e.g. `(await loadSplit("splits.json:train")).split.ids`). */
-  ids: readonly string[];
-  /** Samples per batch (an epoch's last batch may hold fewer, unless `dropLast`). */
-  batchSize: number;
-  /** Permute ids each epoch (default true). */
-  shuffle?: boolean;
-  /** Seed of the epoch's permutation (default 0): the same seed, epoch and ids give the same order. */
-  seed?: number;
-  /** This process's rank among `worldSize` (default 0): each rank reads its own share of every epoch. */
-  rank?: number;
-  /** Processes reading the split together (default 1); their shares partition each epoch. */
-  worldSize?: number;
-  /**
-   * Batches of requests kept in flight once ramped up: a fixed number, or "auto" (default):
-   * start at 8 and deepen while the consumer starves with the window full and depth pays, up
-   * to `maxPrefetch` (src/schedule/depth.ts), so that a high-latency link needs no tuning.
-   */
-  prefetch?: number | "auto";
-  /** Deepest window "auto" may reach, in batches (default 64). */
-  maxPrefetch?: number;
-  /**
-   * Bound on the bytes the samples outstanding hold (fetched bytes, and pixels when `decode`
-   * decodes them), at their mean size so far: the window holds at most this many bytes' worth of
-   * samples, and never less than one batch; until the first sample answers (no size known yet),
-   * one batch, whatever `rampStart` says (default: no bound but the window's).
-   */
-  maxPrefetchBytes?: number;
-  /**
-   * Batches requested at the first epoch's start before the ramp (default 2). On a far link with
-   * no queue the window widens to 8 MiB of samples once their size is known, if that is more
-   * (NOTE [ First window in bytes ], src/schedule/epochs.ts).
-   */
-  rampStart?: number;
-  /** "ready" (default): batches from whatever arrived; "strict": plan order. */
-  order?: "ready" | "strict";
-  /**
-   * Drop samples so every rank has the same whole number of batches (default false: every
-   * sample is read each epoch, and the last batch may be short).
-   */
-  dropLast?: boolean;
-  /**
-   * Repeat samples so that every rank gets the same number, ⌈ids / worldSize⌉, as PyTorch's
-   * DistributedSampler pads (data-parallel ranks then take the same number of steps); each
-   * batch's `padded` marks the repeats, so that metrics can leave them out. Default false; not
-   * with `dropLast`.
-   */
-  pad?: boolean;
-  /** Retries of a failed fetch (default 3), with backoff. */
-  retries?: number;
-  /** After the retries: "throw" (default) ends the epoch with an error naming the id; "skip" counts it and goes on. */
-  onError?: "throw" | "skip";
-  /**
-   * Runs on each sample: a function runs here, on the loader's thread, and a sample is ready
-   * when its promise resolves (right for work that awaits, or is cheap); `{ module, options }`
-   * names a module exporting `transform(sample, options, ctx)` (src/decode/transform.ts) that
-   * runs where samples are decoded, off this thread: in the read workers, or in the decode
-   * pool, where a slow sample takes the slow lane (right for CPU-bound work: crops, resizes,
-   * augmentations). Its answer becomes the sample's `image`.
-   */
-  transform?: ((s: Sample) => T | Promise<T>) | TransformModule;
-  /**
-   * Hedged requests (default off): a sample slower than the recent p95 latency × 2 is asked for
-   * again, the first answer wins, at most 5 % of requests are hedged (src/read/hedge.ts).
-   */
-  hedge?: boolean | HedgeOptions;
-  /**
-   * Read the next epoch's first samples while the current epoch's last ones are in flight, so
-   * the pipe does not empty at the epoch boundary (and refills while the caller evaluates).
-   * They share the window: never more outstanding than one window in all. Used only if
-   * `epoch(e + 1)` is called next without `skip`; otherwise dropped (at most one window of
-   * reads wasted). Default "auto": once two epochs have been read in sequence; `true` also for
-   * the first epoch (right for a training loop); `epoch(e, { readAhead })` overrides it.
-   */
-  readAhead?: boolean | "auto";
-  /**
-   * At an epoch's end, once everything is requested and the consumer waits, ask once more for
-   * a sample pending far longer than usual (NOTE [ Epoch tail ]); the first answer wins. Without
-   * `decode` and `transform`, also mid-epoch, whenever the consumer waits with the window full: a
-   * connection that turned slow holds no window hostage (default false; train.ts, `cassette
-   * read` and the read bench turn it on).
-   */
-  reaskTail?: boolean;
-  /** Cassandra: "rate" (default) sends each request where it should finish first; "driver" leaves the choice to the driver. */
-  balance?: "rate" | "driver";
-  /** Cap on requests in flight at the source (default: the source's). */
-  maxInFlight?: number;
-  /**
-   * Read in this many worker threads, each with its own connections to the store, or "auto"
-   * (default): max(2, min(8, cores − 2)) for a store address, and on more than 4 cores sized as
-   * reading goes between 2 and cores − 1 (NOTE [ Worker scaling ]'s rule: the consumer's waits,
-   * the idle cores, the workers' backlog); none for an open Store or Source or a transform
-   * (NOTE [ Read workers: how many ], src/read/worker_source.ts); 0: in this thread. The
-   * driver's work, and with `decode` the decoding, then leave the thread that iterates the
-   * batches, which is the one that feeds the GPU, and the workers hand over batch-sized packets
-   * (NOTE [ Packets ], src/read/packet.ts).
-   */
-  workers?: number | "auto";
-  /**
-   * Decode each sample where it is read (in its read worker with `workers`, else in this
-   * thread as it arrives) and hand it over as `Sample.image` (default false). A file that
-   * does not decode is an error naming the sample. `{ plan: pre.options }` (a Preprocessor's
-   * options): read workers decode only the box that preprocessor's plan reads of each sample.
-   */
-  decode?: boolean | DecodeOptions | PlannedDecode;
-  /**
-   * With `decode` or a transform module and no `workers`: the decode pool that decodes and
-   * transforms off this thread (the reading stays here). "auto" (default): sized as it goes,
-   * between 1 and the cores, by the consumer's waits, the samples waiting and the idle cores
-   * (src/decode/pool.ts, NOTE [ Worker scaling ]); a number: that many, fixed; 0: in this thread.
-   */
-  decodeWorkers?: number | "auto";
-  /**
-   * A sample that takes longer than most (a deadline learned as it goes) keeps running in the
-   * background while the samples queued behind it go to other workers; it joins a later batch
-   * (default true). In the decode pool (NOTE [ Slow lane ] in src/decode/pool.ts) and in the
-   * read workers (NOTE [ Read workers: the slow lane ] in src/read/worker_source.ts).
-   */
-  slowLane?: boolean;
-  /**
-   * Continue from `loader.state()` of an earlier run with the same ids and plan options: the
-   * first `epoch(state.epoch)` reads only the samples not handed over then (whatever order
-   * they left in); a state from other ids, seed, rank or batch options is refused by name.
-   */
-  resume?: LoaderState;
-  /** Aborting it stops the epoch being read: its iterator throws a CassetteError. */
-  signal?: AbortSignal;
-  /**
-   * Over a shard set (a `wds:` source: `Source.shards()`) with several ranks, each rank streams
-   * its own shards each epoch instead of every shard for its stride: the shards, shuffled by
-   * (seed, epoch), are cut into runs balanced within one sample (src/plan/epoch.ts
-   * `rankShards`; `pad` and `dropLast` as usual), so the ranks together stream each shard about
-   * once. Default false; resumes only on the same number of ranks.
-   */
-  rankShards?: boolean;
-  /**
-   * Keep fetched samples in a local SQLite file (`path`) within `bytes` and answer from it
-   * first: a far store is then read in full only once. The Loader tells the cache each epoch's
-   * order, so it gives up the sample needed furthest away (Belady's policy; `policy: "lru"` for
-   * the usual one). Reads in this thread (no read workers); src/source/cache/.
-   */
-  cache?: CacheOptions;
-  /**
-   * Mix parts (datasets, splits, stores) in every epoch by weight or by count (src/plan/mix.ts,
-   * NOTE [ Mixing ]): each epoch takes every part's share from that part's own seeded cycles
-   * (no sample twice within a cycle) and interleaves them so that every batch in strict order,
-   * and every rank's stride, holds the parts in proportion (ready order takes what arrives
-   * first: over the epoch the counts hold). `ids` must hold every part's ids, and the store serve
-   * them (one store, or a `MixSource` over several). Not with `shuffle: false` or `rankShards`.
-   */
-  mix?: MixOptions;
-}
+export type { CpuOptions, FaultOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderTransform, PlanOptions, SourceSettings, WindowOptions };
 
 /** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */
 export interface EpochOptions {
@@ -251,61 +91,52 @@ export class Loader<T = Sample> implements AsyncDisposable {
   readonly #schedule: EpochScheduler<Sample, T>;
   #closed = false;
 
-  /** Checks the options (a bad one is a CassetteError naming it); the store is opened when first read. */
+  /**
+   * Checks the options (a bad one is a CassetteError naming it) and merges their grouped and
+   * flat forms into the one value the loader reads (src/loader_options.ts); the store is opened
+   * when first read.
+   */
   constructor(options: LoaderOptions<T>) {
-    const o = options;
-    const bad = (why: string): never => {
-      throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a Loader as ${why}`);
-    };
-    if (!Number.isInteger(o.batchSize) || o.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${o.batchSize}`);
-    if (o.maxPrefetchBytes !== undefined && !(Number.isFinite(o.maxPrefetchBytes) && o.maxPrefetchBytes > 0)) {
-      bad(`'maxPrefetchBytes' must be a positive number of bytes: current value is ${o.maxPrefetchBytes}`);
-    }
-    if (o.prefetch !== undefined && o.prefetch !== "auto" && !(Number.isInteger(o.prefetch) && o.prefetch >= 1)) {
-      bad(`'prefetch' must be a positive integer or "auto": current value is ${o.prefetch}`);
-    }
-    if (o.order !== undefined && o.order !== "ready" && o.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${o.order}`);
-    if (o.pad !== undefined && typeof o.pad !== "boolean") bad(`'pad' must be true or false: current value is ${o.pad}`);
-    if (o.rankShards !== undefined && typeof o.rankShards !== "boolean") bad(`'rankShards' must be true or false: current value is ${o.rankShards}`);
-    if (o.pad && o.dropLast) bad("'pad' and 'dropLast' ask for opposite things (repeat samples, or drop them): give one");
-    if (o.balance !== undefined && o.balance !== "rate" && o.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${o.balance}`);
-    if (o.readAhead !== undefined && typeof o.readAhead !== "boolean" && o.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${o.readAhead}`);
-    if (o.onError !== undefined && o.onError !== "throw" && o.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${o.onError}`);
-    if (o.transform !== undefined && typeof o.transform !== "function" && !isTransformModule(o.transform)) {
-      bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
-    }
-    const module = isTransformModule(o.transform) ? o.transform : undefined;
-    if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${o.workers}`);
-    const workers = readWorkers(o.store, o);
+    const o = this.#o = resolveLoaderOptions(options);
+    checkOptions(o);
+    const { cpu, window: w, faults, plan } = o;
+    const module = isTransformModule(cpu.transform) ? cpu.transform : undefined;
+    const workers = readWorkers(o.store, cpu);
     // A bad address fails here too, not at the first batch; parsed once, passed on to the read path.
     const at = this.#at = typeof o.store === "string" ? locate(o.store) : undefined;
-    checkReadOptions(at ?? o.store, { ...o, transform: module, workers }, "Cannot create a Loader");
-    if (o.decode !== undefined && typeof o.decode !== "boolean") {
-      if (typeof o.decode !== "object" || o.decode === null) bad(`'decode' must be true, false or the decoder's options: current value is ${o.decode}`);
-      checkDecodeOptions(o.decode); // a bad option is named now, not as every sample's decode error
-    }
-    if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
+    checkReadOptions(at ?? o.store, { ...cpu, ...o.source, dataset: o.dataset, transform: module, workers }, "Cannot create a Loader");
+    if (cpu.decode !== undefined && typeof cpu.decode !== "boolean") checkDecodeOptions(cpu.decode); // a bad option is named now, not as every sample's decode error
     assertUnique(o.ids, "Cannot create a Loader");
-    if (o.mix !== undefined) {
-      if (o.shuffle === false || o.rankShards) bad(`'mix' draws its own order of every part: not with ${o.rankShards ? "'rankShards'" : "'shuffle: false'"}`);
-      checkMix(o.mix, o.ids, o.seed ?? 0);
+    if (plan.mix !== undefined) {
+      if (plan.shuffle === false || plan.rankShards) {
+        throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a Loader as 'mix' draws its own order of every part: not with ${plan.rankShards ? "'rankShards'" : "'shuffle: false'"}`);
+      }
+      checkMix(plan.mix, o.ids, plan.seed ?? 0);
     }
-    if (typeof o.hedge === "object" && o.hedge !== null) hedgeOptions(o.hedge, "a Loader's requests");
+    if (typeof faults.hedge === "object" && faults.hedge !== null) hedgeOptions(faults.hedge, "a Loader's requests");
     this.options = options;
-    if (o.resume !== undefined) this.#resumeFrom(checkResumeState(o.resume, this.#identity()));
-    this.#read = new ReadPath({ ...o, store: at ?? o.store, transform: module, seed: o.seed, workers, scaleWorkers: workerScale(workers, o.workers) }, () => this.#schedule.drained());
+    if (o.lifecycle.resume !== undefined) this.#resumeFrom(checkResumeState(o.lifecycle.resume, this.#identity()));
+    this.#read = new ReadPath(
+      {
+        store: at ?? o.store, dataset: o.dataset, seed: plan.seed, source: o.source, faults,
+        cpu: { ...cpu, transform: module, workers, scaleWorkers: workerScale(workers, cpu.workers) },
+      },
+      () => this.#schedule.drained(),
+    );
     this.#schedule = new EpochScheduler<Sample, T>(
       {
-        batchSize: o.batchSize, strict: o.order === "strict", skipErrors: o.onError === "skip", signal: o.signal,
-        transform: typeof o.transform === "function" ? o.transform : undefined,
-        prefetch: o.prefetch ?? "auto", maxPrefetch: o.maxPrefetch ?? 64, rampStart: o.rampStart ?? 2, readAhead: o.readAhead ?? "auto",
-        maxPrefetchBytes: o.maxPrefetchBytes,
+        batchSize: plan.batchSize, strict: w.order === "strict", skipErrors: faults.onError === "skip", signal: o.lifecycle.signal,
+        transform: typeof cpu.transform === "function" ? cpu.transform : undefined,
+        prefetch: w.prefetch ?? "auto", maxPrefetch: w.maxPrefetch ?? 64, rampStart: w.rampStart ?? 2, readAhead: w.readAhead ?? "auto",
+        maxPrefetchBytes: w.maxPrefetchBytes,
       },
       this.#read,
       (epoch) => this.#planOf(epoch),
       this.#stats,
     );
   }
+  /** The options, both forms merged: what the loader reads (`options` is what it was given). */
+  readonly #o: ResolvedLoaderOptions<T>;
 
   /** Batches of epoch `epoch`: iterate with `for await`. One epoch at a time. */
   epoch(epoch: number, opts: EpochOptions = {}): AsyncIterableIterator<Batch<T>, undefined> {
@@ -329,7 +160,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
       if (elastic) this.#elastic = undefined;
       this.#handed = handed;
       // With pad, the plan's tail repeats samples of other ranks (plan/epoch.ts): marked in each batch.
-      const repeats = this.options.pad ? new Set(plan.slice(paddedFrom(whole.samples, { ...this.#identity(), before: whole.before }))) : undefined;
+      const repeats = this.#o.plan.pad ? new Set(plan.slice(paddedFrom(whole.samples, { ...this.#identity(), before: whole.before }))) : undefined;
       return tracked(run, handed, repeats);
     };
     if (shards.groups || !shards.loading) return start();
@@ -349,7 +180,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
    * source the epoch reads (its index read once, there); none for any other store.
    */
   #shardGroups(): ShardGroups {
-    const store = this.options.store, out: ShardGroups = {};
+    const store = this.#o.store, out: ShardGroups = {};
     if (typeof store !== "string") {
       if (typeof (store as Source).shards === "function") out.groups = (store as Source).shards!();
     } else if (this.#at?.kind.shards) {
@@ -368,7 +199,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
 
   /** Takes a checked state: on this world size it resumes this rank's plan; on another, the rest of the epoch is strided over this run's ranks. */
   #resumeFrom(st: LoaderState): void {
-    const elastic = st.worldSize !== (this.options.worldSize ?? 1);
+    const elastic = st.worldSize !== (this.#o.plan.worldSize ?? 1);
     const bits = stateBefore(st, elastic);
     if (bits) this.#before = { epoch: st.epoch, bits };
     if (elastic) this.#elastic = st;
@@ -397,7 +228,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     const groups = this.#groups();
     let plan: RunPlan;
     if (groups) plan = { ids: epochPlan(ids, { ...o, groups }) };
-    else if (this.options.mix) plan = { ids: epochPlan(ids, o) }; // each epoch its own ids: no split for the workers to keep
+    else if (this.#o.plan.mix) plan = { ids: epochPlan(ids, o) }; // each epoch its own ids: no split for the workers to keep
     else {
       const order = epochOrder(ids.length, o);
       const planned = new Array<string>(order.length);
@@ -411,11 +242,11 @@ export class Loader<T = Sample> implements AsyncDisposable {
 
   /** The ids epoch `epoch` orders: the split, or with `mix` the epoch's mixed order (NOTE [ Mixing ]). */
   #epochIds(epoch: number): readonly string[] {
-    const mix = this.options.mix;
-    if (!mix) return this.options.ids;
+    const mix = this.#o.plan.mix;
+    if (!mix) return this.#o.ids;
     const hit = this.#mixed;
     if (hit?.epoch === epoch) return hit.ids;
-    const ids = mixOrder(mix.parts, { seed: this.options.seed ?? 0, epoch, samples: mix.samples });
+    const ids = mixOrder(mix.parts, { seed: this.#o.plan.seed ?? 0, epoch, samples: mix.samples });
     this.#mixed = { epoch, ids };
     return ids;
   }
@@ -423,16 +254,25 @@ export class Loader<T = Sample> implements AsyncDisposable {
 
   /** The plan's options: the identity, with a mix's order taken as it is drawn (it is shuffled already). */
   #orderOptions(): PlanIdentity {
-    return this.options.mix ? { ...this.#identity(), shuffle: false } : this.#identity();
+    return this.#o.plan.mix ? { ...this.#identity(), shuffle: false } : this.#identity();
   }
 
   /** The shard groups the plan follows: none under a mix, whose order is its own. */
   #groups(): string[][] | undefined {
-    return this.options.mix ? undefined : this.#shards?.groups;
+    return this.#o.plan.mix ? undefined : this.#shards?.groups;
+  }
+
+  /**
+   * The options that fix each epoch's plan, defaults applied, whichever form they were given
+   * in (`plan: { seed }` or `seed`): with the ids and an epoch, `epochPlan`'s arguments for the
+   * plan this loader reads (without a shard set's groups).
+   */
+  planIdentity(): PlanIdentity {
+    return this.#identity();
   }
 
   #identity(): PlanIdentity {
-    const o = this.options;
+    const o = this.#o.plan;
     return {
       seed: o.seed ?? 0, rank: o.rank ?? 0, worldSize: o.worldSize ?? 1, shuffle: o.shuffle ?? true, batchSize: o.batchSize, dropLast: o.dropLast ?? false, pad: o.pad ?? false,
       ...(o.rankShards ? { rankShards: true } : {}),
@@ -497,6 +337,36 @@ export class Loader<T = Sample> implements AsyncDisposable {
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
   }
+}
+
+/** The option values the Loader checks itself (the read path's are checked by `checkReadOptions`, the resume state by `checkResumeState`). */
+function checkOptions<T>(o: ResolvedLoaderOptions<T>): void {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a Loader as ${why}`);
+  };
+  const { plan: p, window: w, faults: f, cpu: c, source: s } = o;
+  if (!Number.isInteger(p.batchSize) || p.batchSize < 1) bad(`'batchSize' must be a positive integer: current value is ${p.batchSize}`);
+  if (w.maxPrefetchBytes !== undefined && !(Number.isFinite(w.maxPrefetchBytes) && w.maxPrefetchBytes > 0)) {
+    bad(`'maxPrefetchBytes' must be a positive number of bytes: current value is ${w.maxPrefetchBytes}`);
+  }
+  if (w.prefetch !== undefined && w.prefetch !== "auto" && !(Number.isInteger(w.prefetch) && w.prefetch >= 1)) {
+    bad(`'prefetch' must be a positive integer or "auto": current value is ${w.prefetch}`);
+  }
+  if (w.order !== undefined && w.order !== "ready" && w.order !== "strict") bad(`'order' must be "ready" or "strict": current value is ${w.order}`);
+  if (p.pad !== undefined && typeof p.pad !== "boolean") bad(`'pad' must be true or false: current value is ${p.pad}`);
+  if (p.rankShards !== undefined && typeof p.rankShards !== "boolean") bad(`'rankShards' must be true or false: current value is ${p.rankShards}`);
+  if (p.pad && p.dropLast) bad("'pad' and 'dropLast' ask for opposite things (repeat samples, or drop them): give one");
+  if (s.balance !== undefined && s.balance !== "rate" && s.balance !== "driver") bad(`'balance' must be "rate" or "driver": current value is ${s.balance}`);
+  if (w.readAhead !== undefined && typeof w.readAhead !== "boolean" && w.readAhead !== "auto") bad(`'readAhead' must be true, false or "auto": current value is ${w.readAhead}`);
+  if (f.onError !== undefined && f.onError !== "throw" && f.onError !== "skip") bad(`'onError' must be "throw" or "skip": current value is ${f.onError}`);
+  if (c.transform !== undefined && typeof c.transform !== "function" && !isTransformModule(c.transform)) {
+    bad(`'transform' must be a function or { module, options }: current value is ${typeof c.transform}`);
+  }
+  if (c.workers !== undefined && c.workers !== "auto" && !(Number.isInteger(c.workers) && c.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${c.workers}`);
+  if (c.decode !== undefined && typeof c.decode !== "boolean" && (typeof c.decode !== "object" || c.decode === null)) {
+    bad(`'decode' must be true, false or the decoder's options: current value is ${c.decode}`);
+  }
+  if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
 }
 
 /** An epoch's batches, each recorded as handed over as it leaves (and its `repeats` marked, with pad); the record ends with them. */

@@ -44,7 +44,10 @@ export type { MixSourcePart } from "./source/mix/mix_source.ts";
 export { CacheSource } from "./source/cache/cache_source.ts";
 export type { CacheOptions, CacheStats } from "./source/cache/cache_source.ts";
 export { Loader, mergeStates } from "./loader.ts";
-export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats, PlanIdentity, SkippedSample } from "./loader.ts";
+export type {
+  CpuOptions, EpochOptions, FaultOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderState, LoaderStats, LoaderTransform, PlanIdentity, PlanOptions,
+  SkippedSample, SourceSettings, WindowOptions,
+} from "./loader.ts";
 export type { Batch, ImageTable } from "./assemble/batch.ts";
 export type { Source } from "./source/source.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";

@@ -93,12 +93,15 @@ export function cycles(edges: [string, string][]): string[][] {
  */
 const KIND_TABLE = /^src\/source\/kinds(_open)?(\.browser)?\.ts$/;
 
+/** Folders of src/source/ that wrap any source rather than being a kind (the table names the cache's options). */
+const WRAPPERS = new Set(["src/source/cache", "src/source/mix"]);
+
 /** The folders of src/source/ that hold a store kind: those the kind table (src/source/kinds.ts, kinds_open.ts) imports from. */
 export function kindFolders(edges: [string, string][]): Set<string> {
   const out = new Set<string>();
   for (const [from, to] of edges) {
     const m = /^(src\/source\/[^/]+)\//.exec(to);
-    if (KIND_TABLE.test(from) && m) out.add(m[1]);
+    if (KIND_TABLE.test(from) && m && !WRAPPERS.has(m[1])) out.add(m[1]);
   }
   return out;
 }

@@ -243,7 +243,7 @@ async function readEpochs(
   const series = o.series ? [] as number[] : undefined;
   try {
     for (let e = 0; e < o.epochs; e++) {
-      const bar = progress(`epoch ${e}`, Math.ceil(ids.length / ((loader.options.worldSize ?? 1))), o.json);
+      const bar = progress(`epoch ${e}`, Math.ceil(ids.length / (o.worldSize ?? 1)), o.json);
       let n = 0;
       if (feed) feed.epoch = e;
       for await (const b of loader.epoch(e, { readAhead: e + 1 < o.epochs })) {

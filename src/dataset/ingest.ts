@@ -200,85 +200,109 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
     dataset: opts.dataset, source, total: items.length + (src.errors?.length ?? 0), written: 0, existing: 0, errors: [...(src.errors ?? [])], bytes: 0, perLabel: {}, seconds: 0,
     verified: !!verifier, pngHeaderOnly: 0, interrupted: false,
   };
+  const run: IngestRun = { opts, verifier, summary, stopped: false };
   const chunk = opts.chunk ?? 512;
-  const signal = opts.signal;
   let done = summary.errors.length;
-  let stopped = false; // by `signal`, with items not looked at
   for (let start = 0; start < items.length; start += chunk) {
     // A turn of the event loop per chunk: an idx source and SQLite answer in microtasks only,
     // and a signal's handler (Ctrl-C aborting `signal`) runs between turns.
     if (start > 0) await new Promise((r) => setTimeout(r, 0));
-    if (signal?.aborted) {
-      stopped = true;
+    if (opts.signal?.aborted) {
+      run.stopped = true;
       break;
     }
     const part = items.slice(start, start + chunk);
-    const ids = part.map((it) => sampleId(opts.dataset, it.key));
-    const stored = await store.existing(opts.dataset, ids);
-    const fresh = part.filter((_, i) => !stored.has(ids[i]));
-    summary.existing += part.length - fresh.length;
-    const loaded = await mapLimit(fresh, opts.readConcurrency ?? 16, async (it): Promise<SampleInput | undefined> => {
-      // Interrupted: files not yet read are left for the re-run (not bad, not stored).
-      if (signal?.aborted) return void (stopped = true);
-      let data: Uint8Array;
-      try {
-        data = await it.load();
-      } catch (e) {
-        return fail(it, "it is unreadable", `cannot read: ${(e as Error).message}`);
-      }
-      let label = it.label;
-      if (it.loadLabel) {
-        try {
-          label = await it.loadLabel();
-        } catch (e) {
-          return fail(it, "its mask is unreadable", `cannot read: ${(e as Error).message}`);
-        }
-      }
-      // The image, and a mask label the same way: checked, and decoded where the verifier reads it.
-      for (const [bytes, what] of it.loadLabel ? [[data, "it"], [label as Uint8Array, "its mask"]] as const : [[data, "it"]] as const) {
-        const png = isPng(bytes);
-        const h = png ? checkPng(bytes) : checkJpeg(bytes);
-        if ("reason" in h) return fail(it, `${what} is not a valid ${png ? "PNG" : "JPEG"}`, h.reason);
-        // A PNG is decoded when the verifier reads PNGs; otherwise its header check stands.
-        const decodes = verifier && (!png || verifier.format === "png" || verifier.format === "auto");
-        if (decodes) {
-          try {
-            await verifier.decode(bytes);
-          } catch (e) {
-            const offset = (e as { offset?: unknown }).offset;
-            return fail(it, `${what} does not decode`, (e as Error).message, typeof offset === "number" ? offset : undefined, e);
-          }
-        }
-        if (png && !decodes) summary.pngHeaderOnly++;
-      }
-      return { key: it.key, label, data, meta: it.meta };
-    });
-    const good = loaded.filter((s): s is SampleInput => s !== undefined);
-    const r = await store.put(opts.dataset, good, { checked: true });
-    summary.written += r.written;
-    summary.existing += r.existing;
-    for (const s of good) {
-      summary.bytes += s.data.length;
-      summary.perLabel[labelClass(s.label)] = (summary.perLabel[labelClass(s.label)] ?? 0) + 1;
-    }
-    if (stopped) break; // what was read is written and counted; the rest is the re-run's
+    await ingestChunk(store, run, part);
+    if (run.stopped) break; // what was read is written and counted; the rest is the re-run's
     done += part.length;
     opts.onProgress?.({
       done, total: summary.total, written: summary.written, existing: summary.existing, errors: summary.errors.length,
       bytes: summary.bytes, seconds: (runtime.now() - t0) / 1000,
     });
   }
-  summary.interrupted = stopped;
+  summary.interrupted = run.stopped;
   summary.seconds = (runtime.now() - t0) / 1000;
   return summary;
+}
 
-  function fail(it: Item, what: string, reason: string, offset?: number, cause?: unknown): undefined {
-    if (opts.strict) {
-      throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest ${it.path ?? it.key} as ${what}: ${reason} (stopped: --strict)`, { cause });
-    }
-    summary.errors.push({ key: it.key, path: it.path, reason, ...(offset === undefined ? {} : { offset }) });
-    return undefined;
+/** One ingest under way: its options, the verifier (within `verifyUpTo`), the summary it fills, and whether `signal` stopped it with items not looked at. */
+interface IngestRun {
+  opts: IngestOptions;
+  verifier?: IngestVerifier;
+  summary: IngestSummary;
+  stopped: boolean;
+}
+
+/** Writes the items of `part` that `store` does not hold yet, each read and checked first, and counts them. */
+async function ingestChunk(store: Store, run: IngestRun, part: Item[]): Promise<void> {
+  const { opts, summary } = run;
+  const ids = part.map((it) => sampleId(opts.dataset, it.key));
+  const stored = await store.existing(opts.dataset, ids);
+  const fresh = part.filter((_, i) => !stored.has(ids[i]));
+  summary.existing += part.length - fresh.length;
+  const loaded = await mapLimit(fresh, opts.readConcurrency ?? 16, (it) => loadItem(run, it));
+  const good = loaded.filter((s): s is SampleInput => s !== undefined);
+  const r = await store.put(opts.dataset, good, { checked: true });
+  summary.written += r.written;
+  summary.existing += r.existing;
+  for (const s of good) {
+    summary.bytes += s.data.length;
+    summary.perLabel[labelClass(s.label)] = (summary.perLabel[labelClass(s.label)] ?? 0) + 1;
   }
+}
+
+/** An item's bytes (and its mask's), checked: the sample to write, or undefined where it is refused (counted) or `signal` stopped the run. */
+async function loadItem(run: IngestRun, it: Item): Promise<SampleInput | undefined> {
+  // Interrupted: files not yet read are left for the re-run (not bad, not stored).
+  if (run.opts.signal?.aborted) return void (run.stopped = true);
+  let data: Uint8Array;
+  try {
+    data = await it.load();
+  } catch (e) {
+    return refuse(run, it, "it is unreadable", `cannot read: ${(e as Error).message}`);
+  }
+  let label = it.label;
+  if (it.loadLabel) {
+    try {
+      label = await it.loadLabel();
+    } catch (e) {
+      return refuse(run, it, "its mask is unreadable", `cannot read: ${(e as Error).message}`);
+    }
+  }
+  // The image, and a mask label the same way: checked, and decoded where the verifier reads it.
+  for (const [bytes, what] of it.loadLabel ? [[data, "it"], [label as Uint8Array, "its mask"]] as const : [[data, "it"]] as const) {
+    if (!(await checkImage(run, it, bytes, what))) return undefined;
+  }
+  return { key: it.key, label, data, meta: it.meta };
+}
+
+/** Checks an image's header, and decodes it where the verifier reads its format: false where it is refused (counted). */
+async function checkImage(run: IngestRun, it: Item, bytes: Uint8Array, what: string): Promise<boolean> {
+  const { verifier } = run;
+  const png = isPng(bytes);
+  const h = png ? checkPng(bytes) : checkJpeg(bytes);
+  if ("reason" in h) return refuse(run, it, `${what} is not a valid ${png ? "PNG" : "JPEG"}`, h.reason) ?? false;
+  // A PNG is decoded when the verifier reads PNGs; otherwise its header check stands.
+  const decodes = verifier && (!png || verifier.format === "png" || verifier.format === "auto");
+  if (decodes) {
+    try {
+      await verifier.decode(bytes);
+    } catch (e) {
+      const offset = (e as { offset?: unknown }).offset;
+      return refuse(run, it, `${what} does not decode`, (e as Error).message, typeof offset === "number" ? offset : undefined, e) ?? false;
+    }
+  }
+  if (png && !decodes) run.summary.pngHeaderOnly++;
+  return true;
+}
+
+/** A refused item: counted in the summary's errors, or with `strict` the end of the ingest. */
+function refuse(run: IngestRun, it: Item, what: string, reason: string, offset?: number, cause?: unknown): undefined {
+  if (run.opts.strict) {
+    throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot ingest ${it.path ?? it.key} as ${what}: ${reason} (stopped: --strict)`, { cause });
+  }
+  run.summary.errors.push({ key: it.key, path: it.path, reason, ...(offset === undefined ? {} : { offset }) });
+  return undefined;
 }
 
 // --- sources ---------------------------------------------------------------------------------

@@ -30,22 +30,23 @@
  *   handed over on 4 ranks:   a b   d e     h          (`before`, the ranks' states merged)
  *   the rest, over 3 ranks:       c     f g   i j  →  rank 0: c i, rank 1: f j, rank 2: g
  */
+import type { MixOptions } from "./mix.ts";
 import { CassetteError } from "../errors.ts";
 import { type Rng, rng, shuffle } from "./rng.ts";
 
 /** What fixes an epoch's plan: seed, epoch, rank and world size, batch size, and shards to read together. */
 export interface EpochPlanOptions {
-  /** Seed of the permutation: the same seed, epoch and ids give the same plan on every rank. */
+  /** Seed of the permutation (a Loader's default 0): the same seed, epoch and ids give the same plan on every rank. */
   seed: number;
   /** The epoch: each one has its own permutation. */
   epoch: number;
-  /** This rank (default 0): it takes positions rank, rank + worldSize, … of the permutation. */
+  /** This process's rank among `worldSize` (default 0): it takes positions rank, rank + worldSize, … of each epoch's permutation. */
   rank?: number;
-  /** Ranks in all (default 1). */
+  /** Processes reading the split together (default 1); their shares partition each epoch. */
   worldSize?: number;
   /** Permute the ids (default true); false keeps the split's order. */
   shuffle?: boolean;
-  /** Samples per batch, for `dropLast`. */
+  /** Samples per batch (an epoch's last batch may hold fewer, unless `dropLast`). */
   batchSize: number;
   /**
    * Drop samples so that every rank has the same whole number of batches (ranks of a
@@ -56,7 +57,8 @@ export interface EpochPlanOptions {
   /**
    * Repeat samples from the start of the epoch's order so that every rank has the same number
    * of samples, ⌈n / worldSize⌉ (as PyTorch's DistributedSampler pads): the repeats are the last
-   * ones of a rank's plan (paddedFrom). Default false. Not with dropLast.
+   * ones of a rank's plan (paddedFrom), and a Loader's batches mark them in `padded`, so that
+   * metrics can leave them out. Default false. Not with dropLast.
    */
   pad?: boolean;
   /**
@@ -86,6 +88,19 @@ export interface EpochPlanOptions {
    */
   rankShards?: boolean;
 }
+
+/** A Loader's `plan` options: what fixes each epoch's plan, the epoch aside (src/loader_options.ts). */
+export type PlanOptions = Partial<Pick<EpochPlanOptions, "batchSize" | "shuffle" | "seed" | "rank" | "worldSize" | "dropLast" | "pad" | "rankShards">> & {
+  /**
+   * Mix parts (datasets, splits, stores) in every epoch by weight or by count (src/plan/mix.ts,
+   * NOTE [ Mixing ]): each epoch takes every part's share from that part's own seeded cycles
+   * (no sample twice within a cycle) and interleaves them so that every batch in strict order,
+   * and every rank's stride, holds the parts in proportion (ready order takes what arrives
+   * first: over the epoch the counts hold). `ids` must hold every part's ids, and the store serve
+   * them (one store, or a `MixSource` over several). Not with `shuffle: false` or `rankShards`.
+   */
+  mix?: MixOptions;
+};
 
 /** Salt of the shard-aware plan's PRNG stream: it draws differently from the flat permutation. */
 const SHARD_PLAN = 0x5a4d;

@@ -40,33 +40,64 @@ import { redact } from "../source/address.ts";
 import { type Addressed, locate, type OpenStoreOptions, type SourceOpenOptions, writeStore } from "../source/kinds.ts";
 import { openSource as storeSource } from "../source/open.ts";
 import type { Source } from "../source/source.ts";
-import { type CacheOptions, CacheSource, checkCacheOptions } from "../source/cache/cache_source.ts";
+import { CacheSource, checkCacheOptions } from "../source/cache/cache_source.ts";
 import { DecodeSource, type PixelSink, type SampleClaim } from "./decode_source.ts";
 import type { ReadSource } from "./sample.ts";
-import { openWorkerSource, type PacketReadOptions } from "./worker_source.ts";
+import { openWorkerSource, type PacketReadOptions, readWorkers } from "./worker_source.ts";
 
-/** How `open(…, { mode: "read" })` reads a store: the dataset, requests in flight, per-protocol settings, read workers, decoding, retries and hedging. */
-export interface OpenReadOptions extends SourceOpenOptions {
-  /** Read in this many worker threads, each with its own connections (default 0: here). Needs an address. */
-  workers?: number;
-  /** With `workers`: size them as reading goes, between these (WorkerSourceOptions' `scale`). */
-  scaleWorkers?: { min: number; max: number };
-  /** Decode each sample where it is read (in its worker with `workers`) into `Sample.image` (default false). */
+/**
+ * The CPU work of reading: read workers, decoding, transforms, the decode pool and its slow
+ * lane (a Loader's `cpu` options; `open`'s too). `X`: the transforms taken — `open` takes a
+ * module only, the Loader a function as well (run on its own thread).
+ */
+export interface CpuOptions<X = TransformModule> {
+  /**
+   * Read in this many worker threads, each with its own connections to the store, or "auto":
+   * max(2, min(8, cores − 2)) for a store address, and on more than 4 cores sized as reading
+   * goes between 2 and cores − 1 (NOTE [ Worker scaling ]'s rule: the consumer's waits, the idle
+   * cores, the workers' backlog); none for an open Store or Source or a transform (NOTE [ Read
+   * workers: how many ], src/read/worker_source.ts); 0: in this thread. Default: "auto" for a
+   * Loader, 0 for `open`. The driver's work, and with `decode` the decoding, then leave the
+   * thread that iterates the batches, which is the one that feeds the GPU, and the workers
+   * hand over batch-sized packets (NOTE [ Packets ], src/read/packet.ts).
+   */
+  workers?: number | "auto";
+  /**
+   * Decode each sample where it is read (in its read worker with `workers`, else in this
+   * thread as it arrives, or in the decode pool) and hand it over as `Sample.image` (default
+   * false). A file that does not decode is an error naming the sample.
+   */
   decode?: boolean | DecodeOptions | PlannedDecode;
   /**
-   * A transform module (src/decode/transform.ts) run on each sample where it is decoded: in its
-   * read worker with `workers`, else in the decode pool (or here with `decodeWorkers: 0`).
-   */
-  transform?: TransformModule;
-  /**
-   * With `decode` or `transform` and no read `workers`: the decode pool's size. "auto" (default):
-   * sized as it goes (src/decode/pool.ts, NOTE [ Worker scaling ]); a number: fixed; 0: decode
-   * and transform here, in this thread.
+   * With `decode` or a transform module and no read `workers`: the decode pool that decodes and
+   * transforms off this thread (the reading stays here). "auto" (default): sized as it goes,
+   * between 1 and the cores, by the consumer's waits, the samples waiting and the idle cores
+   * (src/decode/pool.ts, NOTE [ Worker scaling ]); a number: that many, fixed; 0: in this thread.
    */
   decodeWorkers?: number | "auto";
-  /** In the decode pool: the slow lane (NOTE [ Slow lane ] in src/decode/pool.ts; default true). */
+  /**
+   * Runs on each sample. `{ module, options }` names a module exporting
+   * `transform(sample, options, ctx)` (src/decode/transform.ts) that runs where samples are
+   * decoded, off the loader's thread: in the read workers, or in the decode pool, where a slow
+   * sample takes the slow lane (right for CPU-bound work: crops, resizes, augmentations). A
+   * Loader also takes a function: it runs on the loader's thread, and a sample is ready when its
+   * promise resolves (right for work that awaits, or is cheap). Its answer becomes the sample's `image`.
+   */
+  transform?: X;
+  /**
+   * A sample that takes longer than most (a deadline learned as it goes) keeps running in the
+   * background while the samples queued behind it go to other workers; it joins a later batch
+   * (default true). In the decode pool (NOTE [ Slow lane ] in src/decode/pool.ts) and in the
+   * read workers (NOTE [ Read workers: the slow lane ] in src/read/worker_source.ts).
+   */
   slowLane?: boolean;
-  /** Seeds the transform's `ctx.random` (default 0). */
+}
+
+/** How `open(…, { mode: "read" })` reads a store: the dataset, requests in flight, per-protocol settings, read workers, decoding, retries and hedging. */
+export interface OpenReadOptions extends SourceOpenOptions, CpuOptions {
+  /** With `workers`: size them as reading goes, between these (WorkerSourceOptions' `scale`). */
+  scaleWorkers?: { min: number; max: number };
+  /** Seeds the transform's `ctx.random` (default 0; a Loader's plan seed). */
   seed?: number;
   /** With `decode` here (decodeWorkers: 0) and no transform: where images go (a read worker's packet). */
   sink?: PixelSink;
@@ -74,13 +105,6 @@ export interface OpenReadOptions extends SourceOpenOptions {
   claim?: SampleClaim;
   /** With `workers`: retries and hedging inside the workers for packet reads (the Loader's; NOTE [ Packets ]). */
   reads?: PacketReadOptions;
-  /**
-   * Keep the samples fetched in a local SQLite file within a byte budget and answer from it
-   * first (src/source/cache/: a far store read again each epoch; the Loader tells it each
-   * epoch's order, so it gives up the sample needed furthest away). Reads in this thread: not
-   * with `workers`.
-   */
-  cache?: CacheOptions;
 }
 
 /** The options of `open`: `mode: "write"` opens a Store to ingest into, `mode: "read"` the read side the Loader uses. */
@@ -133,10 +157,11 @@ export function checkReadOptions(target: string | Addressed | Store | Source, o:
   };
   const why = datasetNeeded(target, o.dataset);
   if (why) throw new CassetteError("ERR_INVALID_OPTION", `${what} without a dataset name: 'dataset' is needed, as ${why}`);
-  if (o.workers !== undefined && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number: current value is ${o.workers}`);
-  if (o.workers && typeof target !== "string" && !isAddressed(target)) bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
+  if (o.workers !== undefined && o.workers !== "auto" && !(Number.isInteger(o.workers) && o.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${o.workers}`);
+  const workers = countWorkers(target, o);
+  if (workers && typeof target !== "string" && !isAddressed(target)) bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
   if (o.cache !== undefined) checkCacheOptions(o.cache);
-  if (o.workers && o.cache) bad("'cache' and 'workers' cannot both be set: the cache is read and written in this thread (give 'workers: 0')");
+  if (workers && o.cache) bad("'cache' and 'workers' cannot both be set: the cache is read and written in this thread (give 'workers: 0')");
   if (o.transform !== undefined) {
     if (!isTransformModule(o.transform)) bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
     transformUrl(o.transform, runtime.cwd()); // a bad address is named here
@@ -144,7 +169,12 @@ export function checkReadOptions(target: string | Addressed | Store | Source, o:
   if (o.decodeWorkers === undefined || o.decodeWorkers === 0) return;
   if (o.decodeWorkers !== "auto" && !(Number.isInteger(o.decodeWorkers) && o.decodeWorkers > 0)) bad(`'decodeWorkers' must be a whole number or "auto": current value is ${o.decodeWorkers}`);
   if (!o.decode && !o.transform) bad("'decodeWorkers' needs 'decode' or a transform module (it is the number of workers that decode and transform)");
-  if (o.workers && o.decodeWorkers !== "auto") bad("'decodeWorkers' and 'workers' cannot both be set: read workers decode where they read");
+  if (workers && o.decodeWorkers !== "auto") bad("'decodeWorkers' and 'workers' cannot both be set: read workers decode where they read");
+}
+
+/** The read workers `o.workers` asks for: "auto" counted as the Loader counts it (NOTE [ Read workers: how many ]). */
+function countWorkers(target: string | Addressed | Store | Source, o: OpenReadOptions): number | undefined {
+  return o.workers === "auto" ? readWorkers(isAddressed(target) ? target.text : target, o) : o.workers;
 }
 
 /** `open(…, { mode: "read" })`, also for an address parsed already (the Loader's: parsed once, passed on). */
@@ -152,10 +182,11 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
   const at = typeof target === "string" ? locate(target) : isAddressed(target) ? target : undefined;
   checkReadOptions(at ?? target, o, `Cannot read from ${at ? `'${redact(at.text)}'` : "a store"}`);
   const transform = o.transform && { url: transformUrl(o.transform, runtime.cwd()), options: o.transform.options };
-  if (o.workers && at) {
+  const workers = countWorkers(at ?? target, o);
+  if (workers && at) {
     // Each worker opens the same address with this function (workers: 0) and decodes there.
     return openWorkerSource(at.text, o.dataset, {
-      workers: o.workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads, slowLane: o.slowLane,
+      workers, decode: o.decode, transform, seed: o.seed, maxInFlight: o.maxInFlight, balance: o.balance, reads: o.reads, slowLane: o.slowLane,
       scale: o.scaleWorkers,
     });
   }

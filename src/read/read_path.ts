@@ -9,38 +9,49 @@
  * re-asks are the same mechanism's other trigger (with no quantile hedging: budget 0).
  */
 import type { Store } from "../dataset/store.ts";
-import type { DecodeOptions } from "../decode/decoder.ts";
-import type { PlannedDecode } from "../decode/crop.ts";
 import type { ReadCounters } from "../observe/stats.ts";
 import type { Source } from "../source/source.ts";
-import type { Addressed } from "../source/kinds.ts";
-import type { TransformModule } from "../decode/transform.ts";
+import type { Addressed, SourceSettings } from "../source/kinds.ts";
 import { DecodeSource, type PreparePool } from "./decode_source.ts";
 import { type HedgeOptions, HedgeSource } from "./hedge.ts";
-import { cacheOf, openRead } from "./open.ts";
+import { cacheOf, type CpuOptions, openRead, type OpenReadOptions } from "./open.ts";
 import { RetrySource } from "./retry.ts";
-import type { CacheOptions, CacheSource } from "../source/cache/cache_source.ts";
+import type { CacheSource } from "../source/cache/cache_source.ts";
 import type { ReadSource } from "./sample.ts";
 import type { PacketReader } from "./packet.ts";
 import { WorkerSource } from "./worker_source.ts";
 
+/** What a Loader does about samples that fail or lag (its `faults` options). */
+export interface FaultOptions {
+  /** Retries of a failed fetch (default 3), with backoff. */
+  retries?: number;
+  /** After the retries: "throw" (default) ends the epoch with an error naming the id; "skip" counts it and goes on. */
+  onError?: "throw" | "skip";
+  /**
+   * Hedged requests (default off): a sample slower than the recent p95 latency × 2 is asked for
+   * again, the first answer wins, at most 5 % of requests are hedged (src/read/hedge.ts).
+   */
+  hedge?: boolean | HedgeOptions;
+  /**
+   * At an epoch's end, once everything is requested and the consumer waits, ask once more for
+   * a sample pending far longer than usual (NOTE [ Epoch tail ]); the first answer wins. Without
+   * `decode` and `transform`, also mid-epoch, whenever the consumer waits with the window full: a
+   * connection that turned slow holds no window hostage (default false; train.ts, `cassette
+   * read` and the read bench turn it on).
+   */
+  reaskTail?: boolean;
+}
+
+/** The read path's options: a Loader's, resolved (src/loader_options.ts) — the read workers counted, a transform module only. */
 export interface ReadPathOptions {
   /** An address parsed once (src/source/kinds.ts `locate`), an open Store or a Source. */
   store: string | Addressed | Store | Source;
   dataset?: string;
-  workers?: number;
-  scaleWorkers?: { min: number; max: number };
-  decode?: boolean | DecodeOptions | PlannedDecode;
-  decodeWorkers?: number | "auto";
-  transform?: TransformModule;
-  slowLane?: boolean;
+  /** Seeds a transform module's `ctx.random` (the plan's seed). */
   seed?: number;
-  maxInFlight?: number;
-  balance?: "rate" | "driver";
-  hedge?: boolean | HedgeOptions;
-  reaskTail?: boolean;
-  retries?: number;
-  cache?: CacheOptions;
+  cpu: Omit<CpuOptions, "workers"> & Pick<OpenReadOptions, "scaleWorkers"> & { workers: number };
+  faults: Omit<FaultOptions, "onError">;
+  source: SourceSettings;
 }
 
 export class ReadPath {
@@ -63,18 +74,16 @@ export class ReadPath {
   /** The composed source, opened on first use; its close() closes what it opened. */
   source(): Promise<ReadSource> {
     this.#source ??= (async () => {
-      const o = this.#o;
-      let src: ReadSource = await openRead(o.store, {
-        dataset: o.dataset, workers: o.workers, scaleWorkers: o.scaleWorkers, decode: o.decode, decodeWorkers: o.decodeWorkers, maxInFlight: o.maxInFlight,
-        balance: o.balance, transform: o.transform, slowLane: o.slowLane, seed: o.seed, cache: o.cache,
-        reads: { retries: o.retries, ...(o.hedge ? { hedge: o.hedge === true ? {} : o.hedge } : {}), reaskTail: o.reaskTail },
+      const { store, dataset, seed, cpu, faults: f, source } = this.#o;
+      let src: ReadSource = await openRead(store, {
+        dataset, ...cpu, ...source, seed,
+        reads: { retries: f.retries, ...(f.hedge ? { hedge: f.hedge === true ? {} : f.hedge } : {}), reaskTail: f.reaskTail },
       });
       this.#shards = src.shards?.();
       if (src instanceof DecodeSource) this.#pool = src.pool;
       if (src instanceof WorkerSource) this.#workers = src;
-      this.#cache = cacheOf(src);
-      if (o.hedge || o.reaskTail) src = this.#hedge = new HedgeSource(src, o.hedge ? (o.hedge === true ? {} : o.hedge) : { budget: 0 });
-      const retry = this.#retry = new RetrySource(src, { retries: o.retries ?? 3 });
+      if (f.hedge || f.reaskTail) src = this.#hedge = new HedgeSource(src, f.hedge ? (f.hedge === true ? {} : f.hedge) : { budget: 0 });
+      const retry = this.#retry = new RetrySource(src, { retries: f.retries ?? 3 });
       retry.onDrain(this.#onDrain);
       return retry;
     })();
@@ -92,7 +101,8 @@ export class ReadPath {
    * with decoding or a transform under the hedge, it would run that work twice.
    */
   urge(on: boolean, stall = false): void {
-    if (!this.#o.reaskTail || (on && stall && (this.#o.decode || this.#o.transform))) return;
+    const { faults, cpu } = this.#o;
+    if (!faults.reaskTail || (on && stall && (cpu.decode || cpu.transform))) return;
     this.#hedge?.urge(on);
     this.#workers?.urge(on);
   }

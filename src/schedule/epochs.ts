@@ -35,17 +35,45 @@ const FIRST_WINDOW_BYTES = 8 * 2 ** 20;
 /** The fastest answer (ms) of a link whose first window widens. */
 const WIDE_MS = 50;
 
-export interface ScheduleOptions<S extends Fetched, T> extends RunOptions<S, T> {
-  /** Hand-set depth in batches, or "auto". */
-  prefetch: number | "auto";
-  /** Deepest window "auto" may reach, in batches. */
-  maxPrefetch: number;
-  /** Batches requested at the first start before the ramp. */
-  rampStart: number;
-  readAhead: boolean | "auto";
-  /** Bytes the samples outstanding may hold, at their mean size so far (undefined: no bound but the window's). */
+/** The prefetch window, as a Loader's `window` options give it (the defaults are the Loader's). */
+export interface WindowOptions {
+  /**
+   * Batches of requests kept in flight once ramped up: a fixed number, or "auto" (default):
+   * start at 8 and deepen while the consumer starves with the window full and depth pays, up
+   * to `maxPrefetch` (src/schedule/depth.ts), so that a high-latency link needs no tuning.
+   */
+  prefetch?: number | "auto";
+  /** Deepest window "auto" may reach, in batches (default 64). */
+  maxPrefetch?: number;
+  /**
+   * Bound on the bytes the samples outstanding hold (fetched bytes, and pixels when `decode`
+   * decodes them), at their mean size so far: the window holds at most this many bytes' worth of
+   * samples, and never less than one batch; until the first sample answers (no size known yet),
+   * one batch, whatever `rampStart` says (default: no bound but the window's).
+   */
   maxPrefetchBytes?: number;
+  /**
+   * Batches requested at the first epoch's start before the ramp (default 2). On a far link with
+   * no queue the window widens to 8 MiB of samples once their size is known, if that is more
+   * (NOTE [ First window in bytes ]).
+   */
+  rampStart?: number;
+  /** "ready" (default): batches from whatever arrived; "strict": plan order. */
+  order?: "ready" | "strict";
+  /**
+   * Read the next epoch's first samples while the current epoch's last ones are in flight, so
+   * the pipe does not empty at the epoch boundary (and refills while the caller evaluates).
+   * They share the window: never more outstanding than one window in all. Used only if
+   * `epoch(e + 1)` is called next without `skip`; otherwise dropped (at most one window of
+   * reads wasted). Default "auto": once two epochs have been read in sequence; `true` also for
+   * the first epoch (right for a training loop); `epoch(e, { readAhead })` overrides it.
+   */
+  readAhead?: boolean | "auto";
 }
+
+/** The scheduler's options: the run's, and the window's with their defaults applied (`order` is RunOptions' `strict`). */
+export interface ScheduleOptions<S extends Fetched, T>
+  extends RunOptions<S, T>, Required<Pick<WindowOptions, "prefetch" | "maxPrefetch" | "rampStart" | "readAhead">>, Pick<WindowOptions, "maxPrefetchBytes"> {}
 
 /** What the scheduler needs from the read path. */
 export interface ScheduleSource<S extends Fetched> {

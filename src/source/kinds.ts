@@ -10,6 +10,7 @@
  * kinds_open.browser.ts (ARCHITECTURE.md, "The browser graph"): this file imports no protocol's
  * values itself but the address parsers.
  */
+import type { CacheOptions } from "./cache/cache_source.ts";
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
 import type { LabelSpec } from "../dataset/label.ts";
@@ -44,12 +45,25 @@ export interface OpenStoreOptions {
   create?: boolean;
 }
 
-/** How a kind opens a Source to read: the dataset, requests in flight and each protocol's settings (`open`'s OpenReadOptions extends these). */
-export interface SourceOpenOptions {
-  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
-  dataset?: string;
+/** Settings every kind's source takes: requests in flight, and Cassandra's spread over connections (a Loader's `source` options). */
+export interface SourceSettings {
   /** Cap on requests in flight at the source (default: the source's own; per worker with `workers`). */
   maxInFlight?: number;
+  /** For `cassandra://` addresses: "rate" (default) sends each request on the connection where it should finish first; "driver" leaves the choice to the driver. */
+  balance?: "rate" | "driver";
+  /**
+   * Keep the samples fetched in a local SQLite file (`path`) within `bytes` and answer from it
+   * first: a far store is then read in full only once. The Loader tells the cache each epoch's
+   * order, so it gives up the sample needed furthest away (Belady's policy; `policy: "lru"` for
+   * the usual one). Reads in this thread: not with read workers (src/source/cache/).
+   */
+  cache?: CacheOptions;
+}
+
+/** How a kind opens a Source to read: the dataset, requests in flight and each protocol's settings (`open`'s OpenReadOptions extends these). */
+export interface SourceOpenOptions extends SourceSettings {
+  /** Needed for sqlite: and cassandra:// stores (they hold several); checked against an export's labels.json for http(s)://, s3:// and file:. */
+  dataset?: string;
   /** For `http(s)://` addresses: connections, pipelining, timeouts, size limits, redirects, credentials, CA (HttpSourceOptions). */
   http?: Omit<HttpSourceOptions, "dataset">;
   /** For `file:` addresses: files read at once. */
@@ -60,8 +74,6 @@ export interface SourceOpenOptions {
   wds?: Omit<WebDatasetSourceOptions, "dataset" | "http" | "s3">;
   /** For `cassandra://` addresses: driver options. */
   cassandra?: CassandraStoreOptions;
-  /** For `cassandra://` addresses: how requests are spread over connections (default "rate"). */
-  balance?: "rate" | "driver";
 }
 
 /** An address as given, parsed once, with its kind's entry. */

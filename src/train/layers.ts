@@ -167,88 +167,118 @@ export interface PlanContext {
   inputRelu?: boolean;
 }
 
+/** A layer's dispatches for a batch: its output and the buffers every kind makes (LayerKit), then the kind's own plan. */
 export function planLayer(spec: LayerSpec, ctx: PlanContext): LayerPlan {
-  const { device, batch: B, x } = ctx;
+  const kit = layerKit(spec, ctx);
+  switch (spec.kind) {
+    case "dense":
+      return planDense(spec, ctx, kit);
+    case "conv2d":
+      return planConv2d(spec, ctx, kit);
+    case "maxpool":
+      return planMaxpool(spec, ctx, kit);
+    case "avgpool": {
+      const fwd = [avgpoolFwd(ctx.x, kit.y)];
+      return { y: kit.y, owned: kit.owned, train: fwd, eval: fwd, backward: (dy, dx) => (dx ? [avgpoolBwd(dy, dx)] : []) };
+    }
+    case "relu": {
+      const fwd = [relu(ctx.x, kit.y)];
+      return { y: kit.y, owned: kit.owned, train: fwd, eval: fwd, backward: (dy, dx) => (dx ? [reluBwd(kit.y, dy, dx)] : []) };
+    }
+    case "batchnorm":
+      return planBatchnorm(spec, ctx, kit);
+  }
+}
+
+/** What every kind's plan uses: its output `y`, the buffers it made (freed with the plan), and a fused ReLU's backward. */
+interface LayerKit {
+  y: Tensor;
+  owned: Tensor[];
+  /** A buffer of this plan, labelled `${kind}/${label}`. */
+  make(shape: number[], label: string): Tensor;
+  /** dy before a fused ReLU → dy of the pre-activation (nothing to do unless `fused` and not already `gated`). */
+  throughRelu(fused: boolean | undefined, dy: Tensor, gated?: boolean): [Dispatch[], Tensor];
+}
+
+function layerKit(spec: LayerSpec, ctx: PlanContext): LayerKit {
   const owned: Tensor[] = [];
   const make = (shape: number[], label: string) => {
-    const t = createTensor(device, shape, `${spec.kind}/${label}`);
+    const t = createTensor(ctx.device, shape, `${spec.kind}/${label}`);
     owned.push(t);
     return t;
   };
-  const y = make([B, ...ctx.output], "y");
-  /** dy before a fused ReLU → dy of the pre-activation. */
+  const y = make([ctx.batch, ...ctx.output], "y");
+  let scratch: Tensor | undefined;
   const throughRelu = (fused: boolean | undefined, dy: Tensor, gated = false): [Dispatch[], Tensor] => {
     if (!fused || gated) return [[], dy];
     const g = scratch ??= make(y.shape as number[], "dpre");
     return [[reluBwd(y, dy, g)], g];
   };
-  let scratch: Tensor | undefined;
-  switch (spec.kind) {
-    case "dense": {
-      const [W, b] = ctx.params, [dW, db] = ctx.grads;
-      const x2 = x.reshape([B, x.size / B]);
-      const fwd = [gemm(x2, W, y, { bias: b, relu: spec.relu })];
-      return {
-        y, owned, train: fwd, eval: fwd,
-        backward(dy, dx, gated) {
-          const [pre, g] = throughRelu(spec.relu, dy, gated);
-          const out = [...pre, gemm(x2, g, dW, { transA: true }), sumAxes(g.reshape([B, spec.units, 1]), db)];
-          if (dx) out.push(gemm(g, W, dx.reshape([B, x2.shape[1]]), { transB: true }));
-          return out;
-        },
-      };
-    }
-    case "conv2d": {
-      const [W, b] = ctx.params, [dW, db] = ctx.grads;
-      const padding = spec.padding ?? Math.floor((spec.kernel - 1) / 2);
-      const fwd = [conv2dFwd(x, W, y, { padding, bias: b, relu: spec.relu })];
-      const splits = filterSplits(B, W.shape);
-      const part = splits > 1 ? make([splits, W.size], "dw-splits") : undefined;
-      return {
-        y, owned, train: fwd, eval: fwd,
-        backward(dy, dx, gated) {
-          const [pre, g] = throughRelu(spec.relu, dy, gated);
-          const out = [...pre, ...conv2dBwdFilter(g, x, dW, { padding, splits, scratch: part })];
-          out.push(sumAxes(g.reshape([B, spec.filters, y.size / (B * spec.filters)]), db));
-          if (dx) out.push(conv2dBwdData(g, W, dx, { padding }));
-          return out;
-        },
-      };
-    }
-    case "maxpool": {
-      const arg = make(y.shape as number[], "arg");
-      const fwd = [maxpoolFwd(x, y, arg, spec.size)];
-      const gate = ctx.inputRelu ? x : undefined;
-      return {
-        y, owned, train: fwd, eval: fwd, gatesInputRelu: !!gate,
-        backward: (dy, dx) => (dx ? [maxpoolBwd(dy, arg, dx, spec.size, gate)] : []),
-      };
-    }
-    case "avgpool": {
-      const fwd = [avgpoolFwd(x, y)];
-      return { y, owned, train: fwd, eval: fwd, backward: (dy, dx) => (dx ? [avgpoolBwd(dy, dx)] : []) };
-    }
-    case "relu": {
-      const fwd = [relu(x, y)];
-      return { y, owned, train: fwd, eval: fwd, backward: (dy, dx) => (dx ? [reluBwd(y, dy, dx)] : []) };
-    }
-    case "batchnorm": {
-      const [gamma, beta] = ctx.params, [dgamma, dbeta] = ctx.grads, [running] = ctx.state;
-      const eps = spec.eps ?? 1e-5;
-      const stats = make([running.size], "stats");
-      return {
-        y, owned,
-        train: [batchnormStats(x, stats, running, spec.momentum ?? 0.1), batchnormApply(x, stats, gamma, beta, y, { eps, relu: spec.relu })],
-        eval: [batchnormApply(x, running, gamma, beta, y, { eps, relu: spec.relu })],
-        backward(dy, dx, gated) {
-          const [pre, g] = throughRelu(spec.relu, dy, gated);
-          const out = [...pre, batchnormBwdReduce(x, g, stats, dgamma, dbeta, { eps })];
-          if (dx) out.push(batchnormBwdData(x, g, stats, gamma, dgamma, dbeta, dx, { eps }));
-          return out;
-        },
-      };
-    }
-  }
+  return { y, owned, make, throughRelu };
+}
+
+function planDense(spec: Extract<LayerSpec, { kind: "dense" }>, ctx: PlanContext, { y, owned, throughRelu }: LayerKit): LayerPlan {
+  const { batch: B, x } = ctx;
+  const [W, b] = ctx.params, [dW, db] = ctx.grads;
+  const x2 = x.reshape([B, x.size / B]);
+  const fwd = [gemm(x2, W, y, { bias: b, relu: spec.relu })];
+  return {
+    y, owned, train: fwd, eval: fwd,
+    backward(dy, dx, gated) {
+      const [pre, g] = throughRelu(spec.relu, dy, gated);
+      const out = [...pre, gemm(x2, g, dW, { transA: true }), sumAxes(g.reshape([B, spec.units, 1]), db)];
+      if (dx) out.push(gemm(g, W, dx.reshape([B, x2.shape[1]]), { transB: true }));
+      return out;
+    },
+  };
+}
+
+function planConv2d(spec: Extract<LayerSpec, { kind: "conv2d" }>, ctx: PlanContext, { y, owned, make, throughRelu }: LayerKit): LayerPlan {
+  const { batch: B, x } = ctx;
+  const [W, b] = ctx.params, [dW, db] = ctx.grads;
+  const padding = spec.padding ?? Math.floor((spec.kernel - 1) / 2);
+  const fwd = [conv2dFwd(x, W, y, { padding, bias: b, relu: spec.relu })];
+  const splits = filterSplits(B, W.shape);
+  const part = splits > 1 ? make([splits, W.size], "dw-splits") : undefined;
+  return {
+    y, owned, train: fwd, eval: fwd,
+    backward(dy, dx, gated) {
+      const [pre, g] = throughRelu(spec.relu, dy, gated);
+      const out = [...pre, ...conv2dBwdFilter(g, x, dW, { padding, splits, scratch: part })];
+      out.push(sumAxes(g.reshape([B, spec.filters, y.size / (B * spec.filters)]), db));
+      if (dx) out.push(conv2dBwdData(g, W, dx, { padding }));
+      return out;
+    },
+  };
+}
+
+function planMaxpool(spec: Extract<LayerSpec, { kind: "maxpool" }>, ctx: PlanContext, { y, owned, make }: LayerKit): LayerPlan {
+  const x = ctx.x;
+  const arg = make(y.shape as number[], "arg");
+  const fwd = [maxpoolFwd(x, y, arg, spec.size)];
+  const gate = ctx.inputRelu ? x : undefined;
+  return {
+    y, owned, train: fwd, eval: fwd, gatesInputRelu: !!gate,
+    backward: (dy, dx) => (dx ? [maxpoolBwd(dy, arg, dx, spec.size, gate)] : []),
+  };
+}
+
+function planBatchnorm(spec: Extract<LayerSpec, { kind: "batchnorm" }>, ctx: PlanContext, { y, owned, make, throughRelu }: LayerKit): LayerPlan {
+  const x = ctx.x;
+  const [gamma, beta] = ctx.params, [dgamma, dbeta] = ctx.grads, [running] = ctx.state;
+  const eps = spec.eps ?? 1e-5;
+  const stats = make([running.size], "stats");
+  return {
+    y, owned,
+    train: [batchnormStats(x, stats, running, spec.momentum ?? 0.1), batchnormApply(x, stats, gamma, beta, y, { eps, relu: spec.relu })],
+    eval: [batchnormApply(x, running, gamma, beta, y, { eps, relu: spec.relu })],
+    backward(dy, dx, gated) {
+      const [pre, g] = throughRelu(spec.relu, dy, gated);
+      const out = [...pre, batchnormBwdReduce(x, g, stats, dgamma, dbeta, { eps })];
+      if (dx) out.push(batchnormBwdData(x, g, stats, gamma, dgamma, dbeta, dx, { eps }));
+      return out;
+    },
+  };
 }
 
 /** Reads a Tensor as the layer input of another per-sample shape (flatten is free). */

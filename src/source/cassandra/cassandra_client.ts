@@ -90,20 +90,39 @@ export const cassandraTypes = cassandra.types;
 export async function openCassandra(address: string, options: CassandraOptions = {}, parsed?: CassandraAddress): Promise<CassandraClient> {
   const a = cassandraAddress(address, parsed);
   const timeout = options.connectTimeoutMs ?? 10_000;
-  // Credentials: from the address, else from the environment (so they need not be typed).
-  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
-  const username = a.username ?? env.CASSETTE_CASSANDRA_USER;
-  const password = a.password ?? env.CASSETTE_CASSANDRA_PASSWORD ?? "";
-  const d = options.driver ?? {};
+  const login = credentials(a);
   const tls = await tlsOptions(address, a, options.tls);
-  const client = new cassandra.Client({
+  const client = new cassandra.Client(await clientOptions(a, options, tls, login, timeout)) as CassandraClient;
+  if (!a.connections && !options.driver?.pooling?.coreConnectionsPerHost) adaptive.add(client);
+  const where = `${a.hosts.join(",")}:${a.port}`;
+  try {
+    await connectWithin(client, where, timeout, a.hosts.length);
+    return client;
+  } catch (cause) {
+    await client.shutdown().catch(() => {});
+    throw await connectError(cause, { a, where, tls, username: login.username, timeout, withoutKeyspace: options.withoutKeyspace });
+  }
+}
+
+/** Credentials: from the address, else from the environment (so they need not be typed). */
+function credentials(a: CassandraAddress): { username?: string; password: string } {
+  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {};
+  return { username: a.username ?? env.CASSETTE_CASSANDRA_USER, password: a.password ?? env.CASSETTE_CASSANDRA_PASSWORD ?? "" };
+}
+
+/** The driver's options: cassette's, with `options.driver`'s over them. */
+async function clientOptions(
+  a: CassandraAddress, options: CassandraOptions, tls: TlsSetup | undefined, login: { username?: string; password: string }, timeout: number,
+): Promise<cassandra.ClientOptions> {
+  const d = options.driver ?? {};
+  return {
     ...d,
     contactPoints: a.hosts.length > 1 && !tls && !d.contactPoints ? await answeringFirst(a.hosts, a.port, Math.min(2000, timeout)) : a.hosts,
     localDataCenter: a.dc,
     keyspace: options.withoutKeyspace ? undefined : a.keyspace,
     protocolOptions: { port: a.port, maxVersion: options.maxProtocolVersion ?? cassandra.types.protocolVersion.v4, ...d.protocolOptions },
     socketOptions: { connectTimeout: timeout, readTimeout: 30_000, ...d.socketOptions },
-    credentials: d.credentials ?? (username ? { username, password } : undefined),
+    credentials: d.credentials ?? (login.username ? { username: login.username, password: login.password } : undefined),
     sslOptions: tls ? { ...tls.ssl, ...d.sslOptions } : d.sslOptions,
     // A statement is prepared on the node that runs it, and on another node when it first
     // answers "unprepared": preparing on every node first (the driver's default) waits for all
@@ -117,9 +136,11 @@ export async function openCassandra(address: string, options: CassandraOptions =
       ...(a.requests ? { maxRequestsPerConnection: a.requests } : {}),
       ...d.pooling,
     },
-  }) as CassandraClient;
-  if (!a.connections && !d.pooling?.coreConnectionsPerHost) adaptive.add(client);
-  const where = `${a.hosts.join(",")}:${a.port}`;
+  };
+}
+
+/** `client.connect()`, or a named error once no node answered in time. */
+async function connectWithin(client: cassandra.Client, where: string, timeout: number, hosts: number): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     await Promise.race([
@@ -130,57 +151,61 @@ export async function openCassandra(address: string, options: CassandraOptions =
           // Each contact point gets its connect timeout: the driver tries them one after another,
           // so a first one frozen (SIGSTOP) must not use up the next one's time. The driver's own
           // timeout usually fires first, with its detail.
-          timeout * a.hosts.length + 1000,
+          timeout * hosts + 1000,
         );
       }),
     ]);
-    return client;
-  } catch (cause) {
-    await client.shutdown().catch(() => {});
-    const e = cause as Error & { innerErrors?: Record<string, Error> };
-    const inner = e.innerErrors ? Object.values(e.innerErrors) : [e];
-    const detail = e.innerErrors ? Object.entries(e.innerErrors).map(([h, err]) => `${h}: ${err.message}`).join("; ") : e.message;
-    let tlsError = tls ? tlsRefusal(inner, where, tls) : undefined;
-    // A node that refuses the client's certificate (or its absence) sends its alert after the
-    // handshake; when the driver writes first, it sees only the closed socket (Deno: "write
-    // EPIPE"). Ask the node again, writing nothing, to hear why.
-    if (tls && !tlsError && inner.some((err) => /EPIPE|ECONNRESET|hang up|closed|close_notify|eof/i.test(`${err.message} ${(err as { code?: string }).code ?? ""}`))) {
-      const heard = await tlsVerdict(a.hosts[0], a.port, tls.ssl, Math.min(2000, timeout));
-      if (heard === "closed") tlsError = clientCertRefused(where, tls, "it closed the connection right after the TLS handshake");
-      else if (heard) tlsError = tlsRefusal([heard], where, tls);
-    }
-    if (tlsError) throw new CassetteError(tlsError.code, tlsError.message, { cause });
-    // A node that requires TLS closes a plaintext connection without a word of CQL: the driver
-    // says "socket hang up", a reset or a timeout. Ask the node for a TLS handshake to tell.
-    if (!tls && !inner.some((err) => /auth|credential|password|keyspace/i.test(err.message)) && (await speaksTls(a.hosts[0], a.port, Math.min(2000, timeout)))) {
-      throw new CassetteError(
-        "ERR_STORE_UNREACHABLE",
-        `Cannot connect to Cassandra at ${where} as the node requires TLS and the address asks for plaintext: add tls=1 ` +
-          `(and ca=FILE, the CA that signed the node's certificate) to the address, or the 'tls' option (driver: ${detail})`,
-        { cause },
-      );
-    }
-    if (cause instanceof CassetteError) throw cause;
-    const keyspaceMissing = /keyspace/i.test(detail) && !options.withoutKeyspace;
-    const auth = /auth|credential|password|username/i.test(detail);
-    if (auth) {
-      throw new CassetteError(
-        "ERR_STORE",
-        `Cannot log in to Cassandra at ${where} as ${username ? `user '${username}'` : "no user"}: ${detail} ` +
-          "(credentials come from the address, or CASSETTE_CASSANDRA_USER and CASSETTE_CASSANDRA_PASSWORD)",
-        { cause },
-      );
-    }
-    throw new CassetteError(
-      keyspaceMissing ? "ERR_STORE" : "ERR_STORE_UNREACHABLE",
-      keyspaceMissing
-        ? `Cannot use keyspace '${a.keyspace}' at ${where}: ${detail}`
-        : `Cannot connect to Cassandra at ${where} (datacenter '${a.dc}'): ${detail}. Is it running? (cassette cassandra status)`,
-      { cause },
-    );
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What a failed connect was: the named error that says why (TLS, a plaintext client at a TLS node, a login, a keyspace, an unreachable node). */
+async function connectError(
+  cause: unknown,
+  c: { a: CassandraAddress; where: string; tls: TlsSetup | undefined; username?: string; timeout: number; withoutKeyspace?: boolean },
+): Promise<CassetteError> {
+  const { a, where, tls, username, timeout } = c;
+  const e = cause as Error & { innerErrors?: Record<string, Error> };
+  const inner = e.innerErrors ? Object.values(e.innerErrors) : [e];
+  const detail = e.innerErrors ? Object.entries(e.innerErrors).map(([h, err]) => `${h}: ${err.message}`).join("; ") : e.message;
+  let tlsError = tls ? tlsRefusal(inner, where, tls) : undefined;
+  // A node that refuses the client's certificate (or its absence) sends its alert after the
+  // handshake; when the driver writes first, it sees only the closed socket (Deno: "write
+  // EPIPE"). Ask the node again, writing nothing, to hear why.
+  if (tls && !tlsError && inner.some((err) => /EPIPE|ECONNRESET|hang up|closed|close_notify|eof/i.test(`${err.message} ${(err as { code?: string }).code ?? ""}`))) {
+    const heard = await tlsVerdict(a.hosts[0], a.port, tls.ssl, Math.min(2000, timeout));
+    if (heard === "closed") tlsError = clientCertRefused(where, tls, "it closed the connection right after the TLS handshake");
+    else if (heard) tlsError = tlsRefusal([heard], where, tls);
+  }
+  if (tlsError) return new CassetteError(tlsError.code, tlsError.message, { cause });
+  // A node that requires TLS closes a plaintext connection without a word of CQL: the driver
+  // says "socket hang up", a reset or a timeout. Ask the node for a TLS handshake to tell.
+  if (!tls && !inner.some((err) => /auth|credential|password|keyspace/i.test(err.message)) && (await speaksTls(a.hosts[0], a.port, Math.min(2000, timeout)))) {
+    return new CassetteError(
+      "ERR_STORE_UNREACHABLE",
+      `Cannot connect to Cassandra at ${where} as the node requires TLS and the address asks for plaintext: add tls=1 ` +
+        `(and ca=FILE, the CA that signed the node's certificate) to the address, or the 'tls' option (driver: ${detail})`,
+      { cause },
+    );
+  }
+  if (cause instanceof CassetteError) return cause;
+  const keyspaceMissing = /keyspace/i.test(detail) && !c.withoutKeyspace;
+  if (/auth|credential|password|username/i.test(detail)) {
+    return new CassetteError(
+      "ERR_STORE",
+      `Cannot log in to Cassandra at ${where} as ${username ? `user '${username}'` : "no user"}: ${detail} ` +
+        "(credentials come from the address, or CASSETTE_CASSANDRA_USER and CASSETTE_CASSANDRA_PASSWORD)",
+      { cause },
+    );
+  }
+  return new CassetteError(
+    keyspaceMissing ? "ERR_STORE" : "ERR_STORE_UNREACHABLE",
+    keyspaceMissing
+      ? `Cannot use keyspace '${a.keyspace}' at ${where}: ${detail}`
+      : `Cannot connect to Cassandra at ${where} (datacenter '${a.dc}'): ${detail}. Is it running? (cassette cassandra status)`,
+    { cause },
+  );
 }
 
 /** What openCassandra connects with when TLS is on: the driver's sslOptions, and which files gave them. */
