@@ -115,7 +115,12 @@ export class Loader<T = Sample> implements AsyncDisposable {
     }
     if (typeof faults.hedge === "object" && faults.hedge !== null) hedgeOptions(faults.hedge, "a Loader's requests");
     this.options = options;
-    if (o.lifecycle.resume !== undefined) this.#resumeFrom(checkResumeState(o.lifecycle.resume, this.#identity()));
+    const st = o.lifecycle.resume;
+    if (st !== undefined && plan.mix && st?.worldSize !== (plan.worldSize ?? 1)) {
+      // A mix's order is cut in runs of the world size (plan/mix.ts): another one is another order.
+      throw new CassetteError("ERR_UNSUPPORTED", `Cannot resume the Loader on ${plan.worldSize ?? 1} ranks from a state taken on ${st.worldSize} as a plan with 'mix' resumes only on its own number of ranks`);
+    }
+    if (st !== undefined) this.#resumeFrom(checkResumeState(st, this.#identity()));
     this.#read = new ReadPath(
       {
         store: at ?? o.store, dataset: o.dataset, seed: plan.seed, source: o.source, faults,
@@ -246,7 +251,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     if (!mix) return this.#o.ids;
     const hit = this.#mixed;
     if (hit?.epoch === epoch) return hit.ids;
-    const ids = mixOrder(mix.parts, { seed: this.#o.plan.seed ?? 0, epoch, samples: mix.samples });
+    const ids = mixOrder(mix.parts, { seed: this.#o.plan.seed ?? 0, epoch, samples: mix.samples, ranks: this.#o.plan.worldSize ?? 1 });
     this.#mixed = { epoch, ids };
     return ids;
   }

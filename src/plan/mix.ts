@@ -123,16 +123,24 @@ export function partShare(part: MixPart, k: number, count: number, seed: number,
 
 /**
  * Epoch `epoch` of the mix, before ranks take their stride: every part's share, interleaved
- * in proportion (NOTE [ Mixing ]). The same parts, seed and epoch give the same order.
+ * in proportion (NOTE [ Mixing ]). With `ranks`, a part's samples go in runs of `ranks`
+ * consecutive positions, so that each rank's stride meets the parts as the whole order does
+ * (interleaved one by one, a stride of 2 over "a b b a a b" could take only a's); the runs a
+ * part cannot fill close the epoch. The same parts, seed, epoch and ranks give the same order.
  */
-export function mixOrder(parts: readonly MixPart[], o: { seed: number; epoch: number; samples?: number }): string[] {
+export function mixOrder(parts: readonly MixPart[], o: { seed: number; epoch: number; samples?: number; ranks?: number }): string[] {
   const counts = mixCounts(parts, o.seed, o.samples);
+  const ranks = o.ranks ?? 1;
   const r = rng(o.seed, o.epoch, MIX);
-  const keyed: { id: string; key: number }[] = [];
+  const runs: { ids: string[]; key: number }[] = [];
+  const tail: { ids: string[]; key: number }[] = [];
   parts.forEach((p, k) => {
     const share = partShare(p, k, counts[k], o.seed, o.epoch);
-    share.forEach((id, j) => keyed.push({ id, key: (j + r.next()) / share.length }));
+    const full = Math.floor(share.length / ranks);
+    for (let j = 0; j < full; j++) runs.push({ ids: share.slice(j * ranks, (j + 1) * ranks), key: (j + r.next()) / full });
+    const left = share.slice(full * ranks);
+    left.forEach((id, j) => tail.push({ ids: [id], key: (j + r.next()) / left.length }));
   });
-  keyed.sort((a, b) => a.key - b.key);
-  return keyed.map((x) => x.id);
+  const byKey = (a: { key: number }, b: { key: number }) => a.key - b.key;
+  return [...runs.sort(byKey), ...tail.sort(byKey)].flatMap((x) => x.ids);
 }
