@@ -17,7 +17,10 @@
  * - **Interleaving.** Sample j of a part's n gets the key (j + u) / n, u uniform, and the epoch
  *   is every part's samples by key: each part is spread evenly over the epoch (stratified,
  *   jittered), so every stretch of it — a batch, a rank's share — holds the parts close to
- *   their proportions, closer than drawing each position's part at random would.
+ *   their proportions, closer than drawing each position's part at random would. Over several
+ *   ranks the keys order runs of `worldSize` samples of one part (each rank takes one of each
+ *   run), so each rank's stride is stratified too; a mix's order therefore depends on the world
+ *   size, and a mixed epoch resumes only on its own.
  */
 import { CassetteError } from "../errors.ts";
 import { rng, shuffle } from "./rng.ts";
