@@ -382,8 +382,9 @@ test("bad options say what is wrong", () => {
   assert.throws(() => epochPlan(["a"], { seed: 0, epoch: 0, batchSize: 1, rank: 3, worldSize: 2 }), /'rank' must be in 0..1/);
 });
 
-test("prefetch auto deepens the window when the consumer starves, within maxPrefetch", async () => {
-  const rec = recording(delayed(await setup(), () => 30)); // a 30 ms link: 2 batches of 10 are far too shallow
+test("prefetch auto deepens the window when the consumer starves, within maxPrefetch", () => withVirtualTime(async (delayed) => {
+  // A 30 ms link (on the sources' clock: however late real timers fire): 2 batches of 10 are far too shallow.
+  const rec = recording(delayed(await setup(), () => 30));
   const loader = new Loader({ store: rec, ids, batchSize: 5, prefetch: "auto", maxPrefetch: 12, rampStart: 2, seed: 4 });
   for (let e = 0; e < 2; e++) {
     let n = 0;
@@ -394,7 +395,7 @@ test("prefetch auto deepens the window when the consumer starves, within maxPref
   assert.ok(s.prefetch > 8 && s.prefetch <= 12, `window grew from 8 toward 12: ${s.prefetch}`);
   assert.ok(rec.maxInFlight <= 12 * 5, `never more than maxPrefetch batches in flight: ${rec.maxInFlight}`);
   await loader.close();
-});
+}));
 
 test("readAhead: the next epoch is requested during this one's tail, within one window, and delivered exactly once", async () => {
   const seed = freshSeed();
