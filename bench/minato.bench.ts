@@ -36,7 +36,9 @@
  *
  * Per contender: samples/s, the consumer's wait as a share of its step time, batch time
  * p50/p99 (hand-over to hand-over, step included), the slow lane's counts, the workers over
- * time, and a chi-square test of the per-batch class composition (batches × classes), which
+ * time, with the spin tail the share of slow and of fast samples handed over in a later batch
+ * than planned, then strict order's wait ÷ each lane's and slow ÷ fast lateness as ratios
+ * (claims the slow-lane test once made, and that failed under load), and a chi-square test of the per-batch class composition (batches × classes), which
  * should look like random draws in every order. Figures: an SVG of each contender's batch
  * times (the paper's timelines) and one of the workers over time.
  */
@@ -52,6 +54,8 @@ import { quantiles } from "../src/observe/stats.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
 import { rng } from "../src/plan/rng.ts";
 import { transform as randomResizedCrop } from "../src/decode/transforms/random_resized_crop.ts";
+import { epochPlan } from "../src/plan/epoch.ts";
+import { spinMs, type SpinOptions } from "../test/fixtures/transforms/spin.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { printTable } from "./_lib/compare.ts";
 
@@ -153,15 +157,19 @@ interface Result {
   /** Class counts per batch. */
   composition: number[][];
   steps: number;
+  /** Each epoch's batches, their ids as handed over. */
+  handed: string[][][];
 }
 
 async function runOnce(o: object): Promise<Result> {
   const loader = new Loader({ store: address, dataset: DATASET, ids, batchSize: B, prefetch, readAhead: true, seed: 7, transform: TRANSFORM, ...o });
-  const gaps: number[] = [], composition: number[][] = [];
+  const gaps: number[] = [], composition: number[][] = [], handed: string[][][] = [];
   let last = runtime.now(), steps = 0;
   try {
     for (let e = 0; e < epochs; e++) {
+      handed.push([]);
       for await (const b of loader.epoch(e)) {
+        handed[e].push(b.ids);
         const now = runtime.now();
         gaps.push(now - last);
         const counts = new Array(10).fill(0);
@@ -173,7 +181,7 @@ async function runOnce(o: object): Promise<Result> {
         last = runtime.now();
       }
     }
-    return { stats: loader.stats(), gaps, composition, steps };
+    return { stats: loader.stats(), gaps, composition, steps, handed };
   } finally {
     await loader.close();
   }
@@ -193,6 +201,27 @@ function chiSquare(table: number[][]): { chi2: number; df: number; z: number } {
   const df = (rows.length - 1) * (keep.length - 1);
   const z = ((chi2 / df) ** (1 / 3) - (1 - 2 / (9 * df))) / Math.sqrt(2 / (9 * df));
   return { chi2, df, z };
+}
+
+/**
+ * Of the slow samples (the spin tail's: ≥ 50 ms) and of the rest, the share handed over in a
+ * later batch than the plan's (undefined for the photos, whose cost is the box drawn): ready
+ * order lets the slow ones come late rather than hold a batch (test/loader/slow_lane.test.ts
+ * checks that it happens; how much more often than fast ones is this figure).
+ */
+function lateness(handed: string[][][]): { slow: number; fast: number } | undefined {
+  if (tail !== "spin") return undefined;
+  const n = { slow: 0, slowLate: 0, fast: 0, fastLate: 0 };
+  handed.forEach((batches, e) => {
+    const batchOf = new Map<string, number>();
+    batches.forEach((b, k) => b.forEach((id) => batchOf.set(id, k)));
+    epochPlan(ids, { seed: 7, epoch: e, batchSize: B }).forEach((id, pos) => {
+      const later = +(batchOf.get(id)! > Math.floor(pos / B));
+      if (spinMs({ id, label: 0 }, TRANSFORM.options as SpinOptions) >= 50) n.slow++, n.slowLate += later;
+      else n.fast++, n.fastLate += later;
+    });
+  });
+  return { slow: n.slowLate / Math.max(1, n.slow), fast: n.fastLate / Math.max(1, n.fast) };
 }
 
 const results = new Map<string, Result[]>(CONTENDERS.map((c) => [c.name, []]));
@@ -215,16 +244,16 @@ const rows = CONTENDERS.map((c) => {
   return {
     name: c.name, samplesPerSec: s.samplesPerSec, best: Math.max(...rs.map((x) => x.stats.samplesPerSec)), waitShare,
     p50: s.batchMs.p50, p99: s.batchMs.p99, slowLane: s.prepare?.slowLane ?? 0, stolen: s.prepare?.stolen ?? 0,
-    thresholdMs: s.prepare?.thresholdMs ?? 0, workers: s.prepare?.history ?? [], chi: chiSquare(m.composition), gaps: m.gaps,
+    thresholdMs: s.prepare?.thresholdMs ?? 0, workers: s.prepare?.history ?? [], chi: chiSquare(m.composition), gaps: m.gaps, late: lateness(m.handed),
   };
 });
 const base = rows[0];
 printTable(`Heavy-tailed preprocessing (${TAIL_TEXT}), batch ${B}, ${consumer === "cpu" ? "CPU-bound " : ""}step ${stepMs} ms, prefetch ${prefetch}, ${samples} samples × ${epochs} epochs`, "samples/s",
   rows.map((r) => ({ name: r.name, best: r.best, median: r.samplesPerSec, spread: 0, ratio: r.best / base.best })).sort((a, b) => b.best - a.best), base.name, rounds);
-console.log(`\n${"contender".padEnd(13)} ${"wait/step".padStart(9)} ${"batch p50".padStart(9)} ${"p99".padStart(6)} ${"p99/p50".padStart(7)} ${"slow".padStart(5)} ${"taken".padStart(6)} ${"deadline".padStart(8)}  chi² z (classes × batches)  workers`);
+console.log(`\n${"contender".padEnd(13)} ${"wait/step".padStart(9)} ${"batch p50".padStart(9)} ${"p99".padStart(6)} ${"p99/p50".padStart(7)} ${"slow".padStart(5)} ${"taken".padStart(6)} ${"deadline".padStart(8)} ${"late slow".padStart(9)} ${"fast".padStart(6)}  chi² z (classes × batches)  workers`);
 for (const r of rows) {
   console.log(
-    `${r.name.padEnd(13)} ${(100 * r.waitShare).toFixed(1).padStart(8)}% ${r.p50.toFixed(0).padStart(7)} ms ${r.p99.toFixed(0).padStart(6)} ${(r.p99 / r.p50).toFixed(2).padStart(7)} ${String(r.slowLane).padStart(5)} ${String(r.stolen).padStart(6)} ${(Number.isFinite(r.thresholdMs) ? r.thresholdMs.toFixed(1) + " ms" : "-").padStart(8)}  ${r.chi.z.toFixed(2).padStart(6)} (df ${r.chi.df})          ${r.workers.map(([t, n]) => `${n}@${(t / 1000).toFixed(1)}s`).join(" ")}`,
+    `${r.name.padEnd(13)} ${(100 * r.waitShare).toFixed(1).padStart(8)}% ${r.p50.toFixed(0).padStart(7)} ms ${r.p99.toFixed(0).padStart(6)} ${(r.p99 / r.p50).toFixed(2).padStart(7)} ${String(r.slowLane).padStart(5)} ${String(r.stolen).padStart(6)} ${(Number.isFinite(r.thresholdMs) ? r.thresholdMs.toFixed(1) + " ms" : "-").padStart(8)} ${(r.late ? (100 * r.late.slow).toFixed(0) + " %" : "-").padStart(9)} ${(r.late ? (100 * r.late.fast).toFixed(1) + " %" : "-").padStart(6)}  ${r.chi.z.toFixed(2).padStart(6)} (df ${r.chi.df})          ${r.workers.map(([t, n]) => `${n}@${(t / 1000).toFixed(1)}s`).join(" ")}`,
   );
 }
 const lane = rows.find((r) => r.name === "ready-auto")!;
@@ -235,6 +264,12 @@ const targets = [
   [`strict order waits ≥ 3× as much`, strict.waitShare >= 3 * lane.waitShare],
   [`class composition per batch looks random in every order (|z| < 3)`, rows.every((r) => Math.abs(r.chi.z) < 3)],
 ] as const;
+// The figures the slow-lane test once asserted and that failed under load (issue 36), side by side.
+const ratio = (a: number, b: number) => (b > 0 ? `${(a / b).toFixed(1)}×` : "∞ (0 in the denominator)");
+for (const name of ["ready-lane", "ready-auto", "rw-lane"]) {
+  const r = rows.find((x) => x.name === name)!;
+  console.log(`consumer wait, strict-fixed ÷ ${name}: ${ratio(strict.waitShare, r.waitShare)}` + (r.late ? `; ${name}'s slow samples late ÷ fast ones late: ${ratio(r.late.slow, r.late.fast)}` : ""));
+}
 console.log("\nTargets (ready-auto vs strict-fixed):");
 for (const [what, ok] of targets) console.log(`  ${ok ? "met    " : "NOT met"}  ${what}`);
 

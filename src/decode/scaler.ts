@@ -15,6 +15,7 @@
  * ```
  */
 import { runtime } from "../../runtime-adapters/index.ts";
+import type { Clock } from "../util/clock.ts";
 
 /** One scaling period: what the rule saw (NOTE [ Worker scaling ]) and what it did. */
 export interface ScalePeriod {
@@ -46,7 +47,8 @@ export class Scaler {
   readonly max: number;
   /** The last periods (at most 400). */
   readonly periods: ScalePeriod[] = [];
-  readonly #base = runtime.now();
+  readonly #now: () => number;
+  readonly #base: number;
   #cpu: { cores: number; idleMs: number; totalMs: number };
   #waitMs = 0;
   #consumer = false;
@@ -56,10 +58,17 @@ export class Scaler {
 
   readonly #cpuTimes: () => { cores: number; idleMs: number; totalMs: number };
 
-  /** `cpuTimes`: the machine's CPU times (default runtime.cpuTimes; a test gives its own). */
-  constructor(o: { min: number; max: number; cpuTimes?: () => { cores: number; idleMs: number; totalMs: number } }) {
+  /**
+   * `cpuTimes`: the machine's CPU times (default runtime.cpuTimes), and `clock` the time the
+   * slow lane's hold and the periods are read on (default the runtime adapter's `now()`): a test
+   * gives its own.
+   */
+  constructor(o: { min: number; max: number; cpuTimes?: () => { cores: number; idleMs: number; totalMs: number }; clock?: Pick<Clock, "now"> }) {
     this.min = o.min;
     this.max = o.max;
+    const clock = o.clock;
+    this.#now = clock ? () => clock.now() : () => runtime.now();
+    this.#base = this.#now();
     this.#cpuTimes = o.cpuTimes ?? runtime.cpuTimes;
     this.#cpu = this.#cpuTimes();
   }
@@ -72,7 +81,7 @@ export class Scaler {
 
   /** A job took the slow lane: a second worker is kept for a while. */
   laneUsed(): void {
-    this.#laneAt = runtime.now();
+    this.#laneAt = this.#now();
   }
 
   /** A new first period starts now (the pool was idle: what the cores did meanwhile is not the pool's). */
@@ -96,7 +105,8 @@ export class Scaler {
     const waited = this.#consumer ? this.#waitMs / periodMs : 1;
     this.#idle = idleWorkers > 1 ? this.#idle + 1 : 0;
     this.#starved = idleCores < 0.25 && this.#consumer && waited < 0.01 && idleWorkers >= 0.5 ? this.#starved + 1 : 0;
-    const floor = runtime.now() - this.#laneAt < LANE_HOLD_MS ? Math.min(this.max, Math.max(this.min, 2)) : this.min;
+    const now = this.#now();
+    const floor = now - this.#laneAt < LANE_HOLD_MS ? Math.min(this.max, Math.max(this.min, 2)) : this.min;
     let to = o.workers;
     if (o.backlog && waited > 0.05 && idleCores >= 0.5 && o.workers < this.max) to = o.workers + 1;
     else if (o.workers > floor && (this.#idle >= 4 || this.#starved >= 4)) {
@@ -104,7 +114,7 @@ export class Scaler {
       to = o.workers - 1;
     }
     this.periods.push({
-      t: Math.round(runtime.now() - this.#base), workers: o.workers, to, backlog: o.backlog, waited: round3(waited),
+      t: Math.round(now - this.#base), workers: o.workers, to, backlog: o.backlog, waited: round3(waited),
       idleCores: round3(Math.min(idleCores, cpu.cores)), idleWorkers: round3(idleWorkers), consumer: this.#consumer, floor,
     });
     if (this.periods.length > 400) this.periods.splice(0, 200);

@@ -41,6 +41,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
+import { timersWith, type Clock, type ClockTimer } from "../util/clock.ts";
 import type { FetchCallback, Fetched, Source } from "../source/source.ts";
 
 /** How `HedgeSource` decides to ask a slow request again: the latency quantile and factor of its deadline, a floor or fixed delay, a budget, and a warm-up. */
@@ -63,7 +64,12 @@ export interface HedgeOptions {
    * (rampStart × batch size) ever arrive to warm up from.
    */
   warmup?: number;
-  /** The clock, in ms (default the runtime adapter's `now()`). */
+  /**
+   * The clock its deadlines are read and its timers set on (default the runtime adapter's
+   * `now()` and the system's timers): tests give one they move themselves.
+   */
+  clock?: Clock;
+  /** @deprecated Use `clock`: the time alone, in ms (the timers stay the system's). */
   now?: () => number;
 }
 
@@ -71,7 +77,7 @@ export interface HedgeOptions {
  * `o` with its defaults, checked; errors say "Cannot hedge SUBJECT as 'OPTION' must be …:
  * current value is …" (the Loader checks its `hedge` option with it before opening anything).
  */
-export function hedgeOptions(o: HedgeOptions, subject = "requests"): Required<Omit<HedgeOptions, "delayMs" | "now">> & Pick<HedgeOptions, "delayMs"> {
+export function hedgeOptions(o: HedgeOptions, subject = "requests"): Required<Omit<HedgeOptions, "delayMs" | "now" | "clock">> & Pick<HedgeOptions, "delayMs"> {
   const bad = (name: string, why: string, v: unknown): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot hedge ${subject} as '${name}' must be ${why}: current value is ${v}`);
   };
@@ -116,7 +122,7 @@ export class HedgeSource implements Source {
   /** The inner source's plan hook (Source.plan: a cache plans with it), where it has one. */
   readonly plan?: (epoch: number, ids: readonly string[]) => void;
   readonly #inner: Source;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #q: number;
   readonly #factor: number;
   readonly #floor: number;
@@ -137,9 +143,9 @@ export class HedgeSource implements Source {
   readonly #waiting = new Set<Request>();
   /** Requests not yet answered, in start order (the tail trigger's queue). */
   readonly #open = new Set<Request>();
-  #timer?: ReturnType<typeof setTimeout>;
+  #timer?: ClockTimer;
   #urged = false;
-  #tailTimer?: ReturnType<typeof setTimeout>;
+  #tailTimer?: ClockTimer;
 
   /** Wraps `inner`; a bad option is a CassetteError naming it. */
   constructor(inner: Source, o: HedgeOptions = {}) {
@@ -149,7 +155,7 @@ export class HedgeSource implements Source {
     if (inner.dataset !== undefined) this.dataset = inner.dataset;
     if (inner.ids) this.ids = () => inner.ids!();
     if (inner.plan) this.plan = (epoch, ids) => inner.plan!(epoch, ids);
-    this.#now = o.now ?? (() => runtime.now());
+    this.#clock = o.clock ?? timersWith(o.now ?? (() => runtime.now()));
     this.#q = q;
     this.#factor = factor;
     this.#floor = floor;
@@ -197,7 +203,7 @@ export class HedgeSource implements Source {
   urge(on: boolean): void {
     this.#urged = on;
     if (on) return this.#armTail();
-    if (this.#tailTimer !== undefined) clearTimeout(this.#tailTimer);
+    if (this.#tailTimer !== undefined) this.#clock.clearTimeout(this.#tailTimer);
     this.#tailTimer = undefined;
   }
   /** The deadline now, in ms (undefined while warming up). */
@@ -217,7 +223,7 @@ export class HedgeSource implements Source {
   /** Fetches `id`, asking again past the deadline; `done` is called exactly once. Returns false when the inner source is saturated. */
   fetch(id: string, done: FetchCallback): boolean {
     this.#requests++;
-    const r: Request = { id, done, start: this.#now(), pending: 1, settled: false };
+    const r: Request = { id, done, start: this.#clock.now(), pending: 1, settled: false };
     if (this.#budget > 0) this.#waiting.add(r); // with no hedge budget only the tail trigger looks
     this.#open.add(r);
     const more = this.#inner.fetch(id, (e, s) => this.#answer(r, false, r.start, e, s));
@@ -228,7 +234,7 @@ export class HedgeSource implements Source {
 
   #answer(r: Request, hedge: boolean, start: number, err: Error | null, s?: Fetched): void {
     r.pending--;
-    if (!err) this.#observe(this.#now() - start);
+    if (!err) this.#observe(this.#clock.now() - start);
     if (r.settled) return; // the loser: dropped
     if (err && r.pending > 0) {
       r.error = err; // the other attempt may still answer
@@ -257,14 +263,14 @@ export class HedgeSource implements Source {
     if (head.done) return;
     const d = this.deadline();
     if (d === undefined) return;
-    this.#timer = setTimeout(() => this.#fire(), Math.max(0, head.value.start + d - this.#now()));
+    this.#timer = this.#clock.setTimeout(() => this.#fire(), Math.max(0, head.value.start + d - this.#clock.now()));
   }
 
   #fire(): void {
     this.#timer = undefined;
     const d = this.deadline();
     if (d === undefined || this.#closed) return;
-    const now = this.#now();
+    const now = this.#clock.now();
     for (const r of this.#waiting) {
       if (r.start + d > now) break; // start order: the rest are younger
       this.#waiting.delete(r);
@@ -278,7 +284,7 @@ export class HedgeSource implements Source {
   #askAgain(r: Request, why: "hedge" | "tail"): void {
     r.again = why;
     r.pending++;
-    const at = this.#now();
+    const at = this.#clock.now();
     this.#inner.fetch(r.id, (e, s) => this.#answer(r, true, at, e, s));
   }
 
@@ -294,10 +300,10 @@ export class HedgeSource implements Source {
     }
     if (!oldest) return;
     const d = this.tailDeadline();
-    this.#tailTimer = setTimeout(() => {
+    this.#tailTimer = this.#clock.setTimeout(() => {
       this.#tailTimer = undefined;
       if (!this.#urged || this.#closed) return;
-      const now = this.#now();
+      const now = this.#clock.now();
       for (const r of this.#open) {
         if (r.start + d > now) break; // start order: the rest are younger
         if (r.again) continue;
@@ -305,7 +311,7 @@ export class HedgeSource implements Source {
         this.#askAgain(r, "tail");
       }
       this.#armTail();
-    }, Math.max(0, oldest.start + d - this.#now()));
+    }, Math.max(0, oldest.start + d - this.#clock.now()));
   }
 
   /** Called when the inner source can take requests again. */
@@ -319,7 +325,7 @@ export class HedgeSource implements Source {
   /** Stops hedging and closes the inner source. */
   close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     this.urge(false);
     this.#waiting.clear();

@@ -6,6 +6,7 @@
 export { DecodeSource } from "./decode_source.ts";
 export { HedgeSource, hedgeOptions } from "./hedge.ts";
 export type { HedgeOptions } from "./hedge.ts";
+export type { Clock, ClockTimer } from "../util/clock.ts";
 export { RetrySource } from "./retry.ts";
 export type { RetryOptions } from "./retry.ts";
 export { openWorkerSource } from "./worker_source.ts";

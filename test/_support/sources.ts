@@ -18,12 +18,17 @@ export function delayed(inner: Source, delayMs: (id: string) => number): Source 
 
 /**
  * An injected clock for latency-driven tests (STYLE.md habit 13: fake time, no sleeps): while
- * `run` runs, `runtime.now()` reads a clock that only the source's nominal delays move, and
- * `delayed` answers each request `delayMs` after it was asked *on that clock*, however late the
- * real timer fires on a loaded machine (a test run beside others saw a 2 ms source answer in
- * 50 ms and the loader, rightly, take it for a far link). Restored when `run` ends.
+ * `run` runs, `runtime.now()` reads a clock that only the source's nominal delays and the
+ * consumer's nominal steps move: `delayed` answers each request `delayMs` after it was asked
+ * *on that clock*, however late the real timer fires on a loaded machine (a test run beside
+ * others saw a 2 ms source answer in 50 ms and the loader, rightly, take it for a far link),
+ * and `spend(ms)` says the consumer took `ms` over a batch, whatever the real time it took (a
+ * busy machine's consumer is slower by turns, which the depth policy's probes read as rates).
+ * Restored when `run` ends. The Loader reads its time from the runtime adapter, so this is
+ * how its tests get a clock (the units that take one, the hedger and the scaler, are given
+ * test/_support/clock.ts's ManualClock).
  */
-export async function withVirtualTime<T>(run: (delayed: (inner: Source, delayMs: (id: string) => number) => Source) => Promise<T>): Promise<T> {
+export async function withVirtualTime<T>(run: (delayed: (inner: Source, delayMs: (id: string) => number) => Source, spend: (ms: number) => void) => Promise<T>): Promise<T> {
   const clock = runtime as { now: () => number };
   const real = clock.now;
   let t = real();
@@ -42,7 +47,7 @@ export async function withVirtualTime<T>(run: (delayed: (inner: Source, delayMs:
     close: () => inner.close(),
   });
   try {
-    return await run(virtualDelayed);
+    return await run(virtualDelayed, (ms) => (t += ms));
   } finally {
     clock.now = real;
   }

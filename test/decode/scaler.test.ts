@@ -7,6 +7,7 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { Scaler } from "../../src/decode/scaler.ts";
+import { ManualClock } from "../_support/clock.ts";
 
 /** A 4-core machine whose cores are `idle` idle (0 … 4) in each period asked for. */
 function machine(): { cpuTimes: () => { cores: number; idleMs: number; totalMs: number }; idle: number } {
@@ -51,6 +52,25 @@ test("shrinks after four periods with over a worker's worth idle, not three; nev
   const two = () => t.period({ workers: 2, busyMs: 0, backlog: false, periodMs: 250 });
   assert.equal([two(), two(), two(), two(), two()], [2, 2, 2, 2, 2], "two kept for the lane");
   assert.ok(t.periods.every((p) => p.floor === 2), "its floor");
+});
+
+test("the slow lane's floor of two holds for 4 s after the last slow sample, to the millisecond, then the idle rule shrinks", () => {
+  const m = machine();
+  m.idle = 2;
+  const clock = new ManualClock(1000);
+  const s = new Scaler({ min: 1, max: 4, cpuTimes: m.cpuTimes, clock });
+  const idle = () => s.period({ workers: 2, busyMs: 0, backlog: false, periodMs: 250 }); // two idle workers
+  s.laneUsed(); // at 1000 ms
+  for (let k = 0; k < 8; k++) assert.is(idle(), 2, `period ${k}, at ${clock.now()} ms: two kept for the lane`);
+  clock.advanceTo(4999);
+  assert.is(idle(), 2, "3999 ms after the lane was used");
+  assert.is(s.periods.at(-1)!.floor, 2);
+  clock.advanceTo(5000);
+  assert.is(idle(), 1, "4000 ms after: the floor is min again, and idle for four periods, the pool shrinks");
+  assert.is(s.periods.at(-1)!.floor, 1);
+  assert.is(s.periods.at(-1)!.t, 4000, "periods are stamped on the scaler's clock, from its start");
+  s.laneUsed();
+  assert.is(s.period({ workers: 2, busyMs: 0, backlog: false, periodMs: 250 }), 2, "the lane again: two kept");
 });
 
 test("shrinks when the machine has no idle CPU while the consumer does not wait and the workers have time to spare (training on the same cores)", () => {

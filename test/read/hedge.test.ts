@@ -2,7 +2,9 @@
  * HedgeSource around a real SQLite source, with chosen first attempts made slow: a request
  * past its deadline is asked again, the first answer wins, the late one is dropped, each
  * fetch is answered exactly once; the budget caps hedges; the deadline follows the observed
- * latencies; a failed attempt waits for the other; bad options are named.
+ * latencies; a failed attempt waits for the other; bad options are named. The delays and the
+ * hedger's timers run on a ManualClock (test/_support/clock.ts): when each request is asked
+ * again and answered is asserted to the millisecond, and no test sleeps through a delay.
  */
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,6 +14,7 @@ import { afterAll, test } from "../_support/harness.ts";
 import { openSource, openStore } from "../../src/source/open.ts";
 import { ingest } from "../../src/dataset/ingest.ts";
 import { HedgeSource } from "../../src/read/hedge.ts";
+import { ManualClock } from "../_support/clock.ts";
 import type { Fetched, Source } from "../../src/source/source.ts";
 import type { Store } from "../../src/dataset/store.ts";
 
@@ -25,17 +28,28 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** The real source, with the n-th attempt at each id delayed by `delay(id, n)` ms (n from 1). */
-function attempts(inner: Source, delay: (id: string, n: number) => number, fail?: (id: string, n: number) => boolean): Source & { count: Map<string, number> } {
+/**
+ * The real source, with the n-th attempt at each id answered `delay(id, n)` ms after it was
+ * asked (n from 1) on `clock`: the clock stands still while the store answers (`settle` waits
+ * for that), so the delays are exact however loaded the machine.
+ */
+function attempts(inner: Source, clock: ManualClock, delay: (id: string, n: number) => number, fail?: (id: string, n: number) => boolean): Source & { count: Map<string, number>; settle: () => Promise<void> } {
   const count = new Map<string, number>();
+  let reading = 0; // asked of the store, not yet answered by it
   return {
     name: inner.name,
     count,
     fetch(id, done) {
       const n = (count.get(id) ?? 0) + 1;
       count.set(id, n);
-      return inner.fetch(id, (e, s) =>
-        setTimeout(() => done(fail?.(id, n) ? Object.assign(new Error(`injected failure ${n} of ${id}`), { code: "ECONNRESET" }) : e, s), delay(id, n)));
+      reading++;
+      return inner.fetch(id, (e, s) => {
+        reading--;
+        clock.setTimeout(() => done(fail?.(id, n) ? Object.assign(new Error(`injected failure ${n} of ${id}`), { code: "ECONNRESET" }) : e, s), delay(id, n));
+      });
+    },
+    async settle() {
+      while (reading > 0) await new Promise((r) => setTimeout(r, 1));
     },
     onDrain: (l) => inner.onDrain(l),
     inFlight: () => inner.inFlight(),
@@ -43,119 +57,157 @@ function attempts(inner: Source, delay: (id: string, n: number) => number, fail?
   };
 }
 
-/** Fetches `list` at once; resolves `settle` ms after the last answer, so late ones land first. */
-function fetchAll(src: Source, list: string[], settle = 100): Promise<{ answers: Map<string, number>; samples: Fetched[]; at: Map<string, number> }> {
-  const answers = new Map<string, number>();
-  const at = new Map<string, number>();
-  const samples: Fetched[] = [];
-  const t0 = performance.now();
-  return new Promise((resolve, reject) => {
-    let left = list.length;
-    for (const id of list) {
-      src.fetch(id, (e, s) => {
-        answers.set(id, (answers.get(id) ?? 0) + 1);
-        at.set(id, performance.now() - t0);
-        if (e) return reject(e);
-        samples.push(s!);
-        if (--left === 0) setTimeout(() => resolve({ answers, samples, at }), settle);
-      });
-    }
-  });
+/** Moves `clock` on by `ms`, timer by timer, letting the store answer what each asked before the next. */
+async function advance(clock: ManualClock, inner: { settle: () => Promise<void> }, ms: number): Promise<void> {
+  const end = clock.now() + ms;
+  for (let steps = 0; ; steps++) {
+    if (steps > 10_000) throw new Error(`over 10 000 timers at ${clock.now()} ms: a timer loop`);
+    await inner.settle();
+    const next = clock.next();
+    if (next === undefined || next > end) break;
+    clock.advanceTo(next);
+  }
+  clock.advanceTo(end);
 }
 
-test("a slow first attempt is hedged; the hedge wins, the late answer is dropped, every fetch answered once", async () => {
+/** Fetches `list` at once; the answers, the samples and when (on the clock) each id was answered. */
+function fetchAll(src: Source, clock: ManualClock, list: string[]): { answers: Map<string, number>; samples: Fetched[]; at: Map<string, number>; errors: Error[] } {
+  const answers = new Map<string, number>(), at = new Map<string, number>();
+  const samples: Fetched[] = [], errors: Error[] = [];
+  for (const id of list) {
+    src.fetch(id, (e, s) => {
+      answers.set(id, (answers.get(id) ?? 0) + 1);
+      at.set(id, clock.now());
+      if (e) errors.push(e);
+      else samples.push(s!);
+    });
+  }
+  return { answers, samples, at, errors };
+}
+
+test("a slow first attempt is hedged at the deadline; the hedge wins, the late answer is dropped, every fetch answered once", async () => {
+  const clock = new ManualClock();
   const slow = new Set(ids.slice(0, 3));
-  const inner = attempts(await openSource(store, "fm"), (id, n) => (slow.has(id) && n === 1 ? 600 : 1));
-  const src = new HedgeSource(inner, { warmup: 20, minDelayMs: 20 });
-  const { answers, samples } = await fetchAll(src, ids, 650);
+  const inner = attempts(await openSource(store, "fm"), clock, (id, n) => (slow.has(id) && n === 1 ? 600 : 1));
+  const src = new HedgeSource(inner, { warmup: 20, minDelayMs: 20, clock });
+  const { answers, samples, at, errors } = fetchAll(src, clock, ids);
+  await advance(clock, inner, 700); // past the slow first answers: they come, and are dropped
+  assert.is(errors.length, 0);
   assert.is(samples.length, ids.length);
   assert.ok([...answers.values()].every((n) => n === 1), "each fetch answered exactly once");
   assert.is(new Set(samples.map((s) => s.id)).size, ids.length);
+  // 1 ms answers: the deadline is the floor, 20 ms; each hedge is asked at 20 and answers at 21.
+  assert.is(src.deadline(), 20);
   assert.is(src.hedged, 3, "the three slow ones, nothing else");
-  // The hedges' answers came first: none waited out its 600 ms (when it came is a timer's accuracy, not asserted).
   assert.is(src.hedgeWins, 3);
-  for (const id of slow) assert.is(inner.count.get(id), 2);
-  assert.ok(src.hedged <= 0.05 * src.requests);
+  for (const id of slow) {
+    assert.is(inner.count.get(id), 2);
+    assert.is(at.get(id), 21, `${id}: answered by its hedge, asked at the deadline (20 ms) and 1 ms away, not after its first attempt's 600 ms`);
+  }
+  for (const id of ids) if (!slow.has(id)) assert.is(at.get(id), 1);
   await src.close();
+  assert.is(clock.pending, 0, "closed: no timer left");
 });
 
-test("the budget: with everything late, at most 5 % of requests are hedged", async () => {
-  const inner = attempts(await openSource(store, "fm"), () => 30);
-  const src = new HedgeSource(inner, { delayMs: 0 });
-  const { samples } = await fetchAll(src, ids);
+test("the budget: with everything late, exactly 5 % of requests are hedged; budget 0, none", async () => {
+  const clock = new ManualClock();
+  const inner = attempts(await openSource(store, "fm"), clock, () => 30);
+  const src = new HedgeSource(inner, { delayMs: 0, clock });
+  const { samples } = fetchAll(src, clock, ids);
+  await advance(clock, inner, 100);
   assert.is(samples.length, ids.length);
   assert.is(src.requests, ids.length);
-  assert.ok(src.hedged > 0, "some were hedged");
-  assert.ok(src.hedged <= 0.05 * ids.length, `hedged ${src.hedged} of ${ids.length}`);
-  const custom = new HedgeSource(attempts(await openSource(store, "fm"), () => 30), { delayMs: 0, budget: 0 });
-  await fetchAll(custom, ids.slice(0, 50));
+  assert.is(src.hedged, 0.05 * ids.length, "every request is past a 0 ms deadline: the budget, and no more");
+  const none = attempts(await openSource(store, "fm"), clock, () => 30);
+  const custom = new HedgeSource(none, { delayMs: 0, budget: 0, clock });
+  fetchAll(custom, clock, ids.slice(0, 50));
+  await advance(clock, none, 100);
   assert.is(custom.hedged, 0, "budget 0: never");
   await src.close();
   await custom.close();
 });
 
-test("the tail trigger: while urged, a request far slower than the median is asked again once, outside the budget; never when not urged", async () => {
+test("the tail trigger: while urged, a request far slower than the median is asked again once, at 3 × the median + 100 ms, outside the budget; never when not urged", async () => {
   const stuck = new Set(ids.slice(-4));
   const delay = (id: string, n: number) => (stuck.has(id) && n === 1 ? 900 : 2);
   // Not urged (and no quantile hedging: budget 0): the stuck ones wait out their 900 ms.
-  const calm = new HedgeSource(attempts(await openSource(store, "fm"), delay), { budget: 0 });
-  const t0 = performance.now();
-  await fetchAll(calm, ids, 0);
-  assert.ok(performance.now() - t0 >= 880, "answered before the stuck requests did");
+  const clock = new ManualClock();
+  const calmInner = attempts(await openSource(store, "fm"), clock, delay);
+  const calm = new HedgeSource(calmInner, { budget: 0, clock });
+  const waited = fetchAll(calm, clock, ids);
+  await advance(clock, calmInner, 1000);
+  assert.is(waited.samples.length, ids.length);
+  for (const id of stuck) assert.is(waited.at.get(id), 900, `${id}: not urged, answered by its only attempt`);
   assert.is(calm.reasked + calm.hedged, 0);
   await calm.close();
-  // Urged once the rest is in: asked again after ~3 × the median (2 ms) + 100 ms.
-  const inner = attempts(await openSource(store, "fm"), delay);
-  const src = new HedgeSource(inner, { budget: 0 });
-  const done = fetchAll(src, ids, 950);
-  setTimeout(() => src.urge(true), 50);
-  const { answers, samples } = await done;
+  // Urged at 50 ms, once the rest is in: asked again at 3 × the median (2 ms) + 100 ms = 102 ms.
+  const t0 = clock.now();
+  const inner = attempts(await openSource(store, "fm"), clock, delay);
+  const src = new HedgeSource(inner, { budget: 0, clock });
+  const { answers, samples, at } = fetchAll(src, clock, ids);
+  await advance(clock, inner, 50);
+  assert.is(samples.length, ids.length - stuck.size, "all but the stuck ones answered");
+  src.urge(true);
+  await advance(clock, inner, 950);
   assert.is(samples.length, ids.length);
   assert.ok([...answers.values()].every((n) => n === 1), "each fetch answered exactly once (the late first answers dropped)");
   assert.is(src.reasked, 4, "the four stuck ones, nothing else");
-  assert.is(src.reaskWins, 4, "the re-asks' answers came first: none waited out its 900 ms");
-  assert.is(src.hedged, 0, "the tail trigger is not the budgeted one");
+  assert.is(src.reaskWins, 4);
   for (const id of stuck) {
     assert.is(inner.count.get(id), 2, `${id} asked exactly twice`);
+    assert.is(at.get(id)! - t0, 104, `${id}: re-asked at 102 ms, answered 2 ms later, not at its first attempt's 900 ms`);
   }
-  assert.ok(src.tailDeadline() >= 100, `the tail deadline keeps 100 ms over the median: ${src.tailDeadline()}`);
+  assert.is(src.hedged, 0, "the tail trigger is not the budgeted one");
+  assert.is(src.tailDeadline(), 102, "the tail deadline keeps 100 ms over the median");
   src.urge(false);
   await src.close();
+  assert.is(clock.pending, 0);
 });
 
 test("the deadline is the p95 of observed latencies × factor, with a floor; before the warm-up, none", async () => {
-  let clock = 0;
+  const clock = new ManualClock();
   let i = 0;
-  // Each answer "takes" i ms on the injected clock: the clock moves when the store answers.
-  const inner = attempts(await openSource(store, "fm"), () => ((clock += i), 1));
-  // budget 0: a hedge would move the clock again; only the deadline is under test here.
-  const src = new HedgeSource(inner, { now: () => clock, warmup: 10, factor: 2, minDelayMs: 5, budget: 0 });
+  const inner = attempts(await openSource(store, "fm"), clock, () => i);
+  // budget 0: only the deadline is under test here.
+  const src = new HedgeSource(inner, { clock, warmup: 10, factor: 2, minDelayMs: 5, budget: 0 });
   assert.is(src.deadline(), undefined);
   for (i = 1; i <= 74; i++) {
-    await new Promise<void>((r) => src.fetch(ids[i], () => r()));
+    let answered = false;
+    src.fetch(ids[i], () => (answered = true));
+    await advance(clock, inner, i); // the i-th answer takes i ms
+    assert.ok(answered);
     if (i === 9) assert.is(src.deadline(), undefined, "9 latencies: still warming up");
     if (i === 10) assert.is(src.deadline(), 20, "from 1…10 ms: p95 10 × 2");
   }
   // Recomputed every 64 answers: from 1…74 ms, p95 is the sorted [floor(0.95 × 74)] = 71, × 2.
   assert.is(src.deadline(), 142);
-  const floor = new HedgeSource(inner, { now: () => 0, warmup: 1, minDelayMs: 15 });
-  await new Promise<void>((r) => floor.fetch(ids[0], () => r()));
+  i = 0;
+  const floor = new HedgeSource(inner, { clock, warmup: 1, minDelayMs: 15 });
+  floor.fetch(ids[0], () => {});
+  await advance(clock, inner, 0);
   assert.is(floor.deadline(), 15, "an instant store still waits for the floor");
+  await src.close();
+  await floor.close();
 });
 
-test("a failed attempt waits for the other; both failing gives one error", async () => {
+test("a failed attempt waits for the other; both failing gives one error, when the last one fails", async () => {
+  const clock = new ManualClock();
   const id = ids[5];
-  const inner = attempts(await openSource(store, "fm"), (_, n) => (n === 1 ? 200 : 5), (_, n) => n === 1);
-  const src = new HedgeSource(inner, { delayMs: 20, budget: 1 });
-  const got = await new Promise<[Error | null, Fetched | undefined]>((r) => src.fetch(id, (e, s) => r([e, s])));
-  assert.is(got[0], null);
-  assert.is(got[1]!.id, id);
-  const both = new HedgeSource(attempts(await openSource(store, "fm"), (_, n) => (n === 1 ? 60 : 5), () => true), { delayMs: 20, budget: 1 });
-  let calls = 0;
-  const err = await new Promise<Error | null>((r) => both.fetch(id, (e) => (calls++, r(e))));
-  await new Promise((r) => setTimeout(r, 100));
-  assert.match(err!.message, /injected failure/);
-  assert.is(calls, 1);
+  const inner = attempts(await openSource(store, "fm"), clock, (_, n) => (n === 1 ? 200 : 5), (_, n) => n === 1);
+  const src = new HedgeSource(inner, { delayMs: 20, budget: 1, clock });
+  const one = fetchAll(src, clock, [id]);
+  await advance(clock, inner, 300);
+  assert.is(one.errors.length, 0, "the hedge (asked at 20 ms) answered at 25, before the first attempt failed at 200");
+  assert.is(one.samples[0].id, id);
+  assert.is(one.at.get(id), 25);
+  const t0 = clock.now();
+  const bothInner = attempts(await openSource(store, "fm"), clock, (_, n) => (n === 1 ? 60 : 5), () => true);
+  const both = new HedgeSource(bothInner, { delayMs: 20, budget: 1, clock });
+  const two = fetchAll(both, clock, [id]);
+  await advance(clock, bothInner, 100);
+  assert.is(two.answers.get(id), 1, "one answer");
+  assert.match(two.errors[0].message, /injected failure 1 of/, "the error of the attempt that failed last");
+  assert.is(two.at.get(id)! - t0, 60, "the hedge failed at 25 ms; the first attempt still had its chance, until 60");
   await src.close();
   await both.close();
 });
