@@ -50,13 +50,13 @@ import { checkDecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 import { isTransformModule } from "./decode/transform.ts";
 import {
-  type CpuOptions, type FaultOptions, type LifecycleOptions, type LoaderGroups, type LoaderOptions, type LoaderTransform, type PlanOptions,
+  type CpuOptions, type FaultOptions, type FlatLoaderOptions, type LifecycleOptions, type LoaderTarget, type LoaderGroups, type LoaderOptions, type LoaderTransform, type PlanOptions,
   resolveLoaderOptions, type ResolvedLoaderOptions, type SourceSettings, type WindowOptions,
 } from "./loader_options.ts";
 
 export type { LoaderState, LoaderStats, PlanIdentity, SkippedSample };
 export { mergeStates } from "./schedule/resume.ts";
-export type { CpuOptions, FaultOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderTransform, PlanOptions, SourceSettings, WindowOptions };
+export type { CpuOptions, FaultOptions, FlatLoaderOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderTarget, LoaderTransform, PlanOptions, SourceSettings, WindowOptions };
 
 /** Options of one `loader.epoch(e)`: ids to skip (an interrupted run's), and whether to read ahead into the next epoch. */
 export interface EpochOptions {

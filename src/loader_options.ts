@@ -49,11 +49,17 @@ export type LoaderTransform<T = Sample> = ((s: Sample) => T | Promise<T>) | Tran
 
 /** A Loader's option groups, by name. */
 export interface LoaderGroups<T = Sample> {
+  /** Which samples, in which order, per rank: batch size, shuffle, seed, ranks, dropLast, pad, rankShards, mix. */
   plan: PlanOptions;
+  /** How much is in flight, and in what order batches leave: prefetch, its bounds, the ramp, order, read-ahead. */
   window: WindowOptions;
+  /** What a failing or lagging sample costs: retries, onError, hedging, the tail's re-asks. */
   faults: FaultOptions;
+  /** Where reading, decoding and transforms run: read workers, decode, the decode pool, transform, the slow lane. */
   cpu: CpuOptions<LoaderTransform<T>>;
+  /** Where a run starts and what stops it: resume, signal. */
   lifecycle: LifecycleOptions;
+  /** The source's own settings: balance, requests in flight, the local cache. */
   source: SourceSettings;
 }
 

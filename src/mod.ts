@@ -45,7 +45,7 @@ export { CacheSource } from "./source/cache/cache_source.ts";
 export type { CacheOptions, CacheStats } from "./source/cache/cache_source.ts";
 export { Loader, mergeStates } from "./loader.ts";
 export type {
-  CpuOptions, EpochOptions, FaultOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderState, LoaderStats, LoaderTransform, PlanIdentity, PlanOptions,
+  CpuOptions, EpochOptions, FaultOptions, FlatLoaderOptions, LifecycleOptions, LoaderGroups, LoaderOptions, LoaderState, LoaderStats, LoaderTarget, LoaderTransform, PlanIdentity, PlanOptions,
   SkippedSample, SourceSettings, WindowOptions,
 } from "./loader.ts";
 export type { Batch, ImageTable } from "./assemble/batch.ts";
@@ -54,6 +54,7 @@ export type { ReadSource, Sample } from "./read/sample.ts";
 export type { FetchedSample as Fetched } from "./read/sample.ts";
 export { createDecoder } from "./decode/decoders.ts";
 export type { DecodeOptions, Decoder, Image } from "./decode/decoder.ts";
+export type { PlannedDecode } from "./decode/crop.ts";
 export { createJpegDecoder } from "./decode/jpeg.ts";
 export { createPngDecoder } from "./decode/png.ts";
 export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts";

@@ -29,6 +29,7 @@ import { rng, shuffle } from "./rng.ts";
 export interface MixPart {
   /** A name for messages and per-part figures (e.g. the dataset's). */
   name?: string;
+  /** The part's sample ids (a split's, a dataset's). */
   ids: readonly string[];
   /** Relative share of the epoch beside the other weighted parts (default 1 when no count). */
   weight?: number;
@@ -38,7 +39,9 @@ export interface MixPart {
 
 /** A Loader's `mix`: the parts, and the epoch's length (default: the longest that repeats no sample of a weighted part). */
 export interface MixOptions {
+  /** The parts, each with its ids and a weight or a count. */
   parts: readonly MixPart[];
+  /** Samples an epoch (default: the longest that repeats no sample of a weighted part). */
   samples?: number;
 }
 

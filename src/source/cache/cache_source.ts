@@ -42,8 +42,9 @@ export interface CacheStats {
   torn: number;
   /** Entries that could not be written (the sample was still delivered). */
   writeErrors: number;
-  /** Bytes held now, and the budget. */
+  /** Bytes held now. */
   bytes: number;
+  /** The budget, in bytes. */
   budget: number;
 }
 
@@ -51,9 +52,13 @@ const TARGET_NONE = 0, TARGET_F32 = 1, TARGET_U8 = 2;
 
 /** A Source that answers from a local cache first, and keeps what it fetches (NOTE [ A cache that survives kill -9 ]). */
 export class CacheSource<S extends Fetched = Fetched> implements Source<Fetched> {
+  /** The inner source's name and the cache's file. */
   readonly name: string;
+  /** The dataset the inner source reads, when it knows. */
   readonly dataset?: string;
+  /** Every sample id the inner source can serve, where it can list them. */
   readonly ids?: () => string[] | Promise<string[]>;
+  /** The inner source's ids by shard, where it is a shard set. */
   readonly shards?: () => string[][];
   readonly #inner: Source<S>;
   readonly #db: SqliteDatabase;
@@ -65,6 +70,7 @@ export class CacheSource<S extends Fetched = Fetched> implements Source<Fetched>
   #closed = false;
   readonly #stats = { hits: 0, misses: 0, evictions: 0, torn: 0, writeErrors: 0 };
 
+  /** A cache at `options.path` under `inner` (opened, or made when absent); a file made for another dataset is refused. */
   constructor(inner: Source<S>, options: CacheOptions) {
     checkCacheOptions(options);
     this.#inner = inner;
@@ -85,6 +91,7 @@ export class CacheSource<S extends Fetched = Fetched> implements Source<Fetched>
     this.#book.policy.plan(epoch, ids);
   }
 
+  /** Answers from the cache (a whole entry only), else from the source, keeping the answer when the policy says so. */
   fetch(id: string, done: FetchCallback<Fetched>): boolean {
     this.#book.policy.touch(id);
     if (this.#book.has(id)) {
@@ -106,10 +113,12 @@ export class CacheSource<S extends Fetched = Fetched> implements Source<Fetched>
     });
   }
 
+  /** The inner source's drain: hits never saturate. */
   onDrain(listener: () => void): void {
     this.#inner.onDrain(listener);
   }
 
+  /** The inner source's requests, and hits not yet answered. */
   inFlight(): number {
     return this.#inner.inFlight() + this.#pendingHits;
   }
@@ -119,6 +128,7 @@ export class CacheSource<S extends Fetched = Fetched> implements Source<Fetched>
     return { ...this.#stats, bytes: this.#book.used, budget: this.#book.budget };
   }
 
+  /** Closes the cache's file and the inner source. */
   async close(): Promise<void> {
     if (!this.#closed) {
       this.#closed = true;

@@ -11,7 +11,9 @@ import type { FetchCallback, Fetched, Source } from "../source.ts";
 export interface MixSourcePart {
   /** A name for messages (e.g. the dataset's). */
   name?: string;
+  /** The source that serves this part. */
   source: Source;
+  /** The part's ids: requests for them go to `source`. */
   ids: readonly string[];
   /**
    * Its classes onto the mix's: `labels[c]` is the common class of this part's class `c`
@@ -22,11 +24,13 @@ export interface MixSourcePart {
 
 /** Sources as one: a request goes to the part that holds its id. */
 export class MixSource implements Source {
+  /** "mix of" the parts' names. */
   readonly name: string;
   readonly #parts: readonly MixSourcePart[];
   readonly #where: Map<string, number>;
   readonly #listeners: (() => void)[] = [];
 
+  /** The parts, which must not share an id (named if they do). */
   constructor(parts: readonly MixSourcePart[]) {
     if (!parts.length) throw new CassetteError("ERR_INVALID_OPTION", "Cannot mix sources as none was given");
     this.#parts = parts;
@@ -35,6 +39,7 @@ export class MixSource implements Source {
     for (const p of parts) p.source.onDrain(() => this.#drained());
   }
 
+  /** Every part's ids. */
   ids(): string[] {
     return [...this.#where.keys()];
   }
@@ -44,6 +49,7 @@ export class MixSource implements Source {
     this.#parts.forEach((p, k) => p.source.plan?.(epoch, ids.filter((id) => this.#where.get(id) === k)));
   }
 
+  /** Asks the part that holds `id`; an id no part holds is an error naming it. */
   fetch(id: string, done: FetchCallback<Fetched>): boolean {
     const k = this.#where.get(id);
     if (k === undefined) {
@@ -60,14 +66,17 @@ export class MixSource implements Source {
     });
   }
 
+  /** Called when any part drains. */
   onDrain(listener: () => void): void {
     this.#listeners.push(listener);
   }
 
+  /** Requests in flight at every part. */
   inFlight(): number {
     return this.#parts.reduce((n, p) => n + p.source.inFlight(), 0);
   }
 
+  /** Closes every part's source. */
   async close(): Promise<void> {
     await Promise.all(this.#parts.map((p) => p.source.close()));
   }
