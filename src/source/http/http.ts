@@ -45,6 +45,7 @@
  */
 // Bun answers a bare "undici" with its own stub, whose Pool cannot close
 // (oven-sh/bun#12773, #19748): the file path reaches the installed package in every runtime.
+import { skipped } from "../../util/byte_range.ts";
 import undici from "undici/index.js";
 import { runtime } from "../../../runtime-adapters/index.ts";
 import { CassetteError } from "../../errors.ts";
@@ -429,17 +430,6 @@ export async function streamObject(pool: UndiciPool, target: HttpTarget, path: s
   throw e;
 }
 
-/** Bytes `start` to `end` (inclusive; default: its end) of `body`. */
-async function* skipped(body: AsyncIterable<Uint8Array>, start: number, end = Infinity): AsyncGenerator<Uint8Array> {
-  let at = 0;
-  for await (const c of body) {
-    const from = Math.max(0, start - at), to = Math.min(c.length, end + 1 - at);
-    at += c.length;
-    if (from < to) yield c.subarray(from, to);
-    if (at > end) return;
-  }
-}
-
 type Connect = (opts: object, cb: (err: Error | null, socket: Link["socket"] | null) => void) => void;
 
 /**
@@ -756,7 +746,6 @@ function describeFailure(err: unknown, get: Get): string {
   const of = get.announced >= 0 ? ` of the ${get.announced} its Content-Length announced` : "";
   return `the connection failed after ${get.received} bytes${of}: ${describe(err)}`;
 }
-
 
 function untrusted(e: unknown): boolean {
   for (let err = e as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0; err && i < 4; err = err.cause as typeof err, i++) {

@@ -6,6 +6,7 @@
  * origin with CORS headers (Access-Control-Allow-Origin, and Range allowed); a request that
  * fails without an answer says so. s3:// indexes are not readable from a page yet (issue 39).
  */
+import { skipped } from "../../util/byte_range.ts";
 import { CassetteError } from "../../errors.ts";
 import type { HttpSourceOptions } from "../http/http.ts";
 import { retryableStatus, storeError } from "../retryable.ts";
@@ -131,13 +132,3 @@ async function* chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Ar
   }
 }
 
-/** Bytes `start` to `end` (inclusive; default: its end) of a whole body (a server that ignored Range). */
-async function* skipped(body: AsyncIterable<Uint8Array>, start: number, end = Infinity): AsyncGenerator<Uint8Array> {
-  let at = 0;
-  for await (const c of body) {
-    const from = Math.max(0, start - at), to = Math.min(c.length, end + 1 - at);
-    at += c.length;
-    if (from < to) yield c.subarray(from, to);
-    if (at > end) return;
-  }
-}
