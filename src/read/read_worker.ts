@@ -390,6 +390,56 @@ function takenBack(run: Run, pos: number): void {
   }
 }
 
+/** The masks after the images, each on a 4-byte boundary (the GPU reads both, cropped together): where each went (0: none). */
+function placeMasks(a: Group["arena"], entries: { s: Sample }[]): Int32Array {
+  const maskAt = new Int32Array(entries.length);
+  entries.forEach((e, i) => {
+    if (!e.s.mask) return;
+    maskAt[i] = a.at;
+    a.u8.set(e.s.mask.data, a.at);
+    a.at += (e.s.mask.data.length + 3) & ~3;
+  });
+  return maskAt;
+}
+
+/** Entry `i`'s image columns (where its pixels are, their shape, the frame of a planned box) and its mask's. */
+function pixelColumns(cols: Int32Array, n: number, i: number, s: Sample, a: Group["arena"], maskAt: number): void {
+  const img = s.image;
+  if (img) {
+    cols[IMAGE_AT * n + i] = a.placed.get(img)!;
+    cols[WIDTH * n + i] = img.width;
+    cols[HEIGHT * n + i] = img.height;
+    cols[CHANNELS * n + i] = img.channels;
+    cols[ORIENTATION * n + i] = img.orientation;
+    const f = frames.get(img);
+    if (f) {
+      cols[FRAME_X * n + i] = f.x;
+      cols[FRAME_Y * n + i] = f.y;
+      cols[FRAME_WIDTH * n + i] = f.width;
+      cols[FRAME_HEIGHT * n + i] = f.height;
+    }
+  }
+  if (s.mask) {
+    cols[MASK_AT * n + i] = maskAt;
+    cols[MASK_WIDTH * n + i] = s.mask.width;
+    cols[MASK_HEIGHT * n + i] = s.mask.height;
+    cols[MASK_CHANNELS * n + i] = s.mask.channels;
+  }
+}
+
+/** The targets after the bytes, each on a 4-byte boundary, with their columns. */
+function placeTargets(a: Group["arena"], entries: { s: Sample }[], cols: Int32Array): void {
+  const n = entries.length;
+  a.at = (a.at + 3) & ~3;
+  for (let i = 0; i < n; i++) {
+    const t = entries[i].s.target!;
+    a.u8.set(new Uint8Array(t.buffer, t.byteOffset, t.byteLength), a.at);
+    cols[TARGET_AT * n + i] = a.at;
+    cols[TARGET_LEN * n + i] = t.byteLength;
+    a.at += (t.byteLength + 3) & ~3;
+  }
+}
+
 /**
  * Sends a packet: the table, the images where they were decoded, then the masks, the bytes and
  * the targets (src/read/packet.ts). Targets of one packet are all float vectors of one length
@@ -409,16 +459,7 @@ function ship(run: Run, g: Group): void {
   }
   a.at = (a.at + 3) & ~3;
   a.reserve(bytes + extra + 4);
-  // The masks after the images: the same region, as the GPU reads both (cropped together).
-  const maskAt = new Int32Array(n);
-  if (extra) {
-    entries.forEach((e, i) => {
-      if (!e.s.mask) return;
-      maskAt[i] = a.at;
-      a.u8.set(e.s.mask.data, a.at);
-      a.at += (e.s.mask.data.length + 3) & ~3;
-    });
-  }
+  const maskAt = extra ? placeMasks(a, entries) : new Int32Array(n);
   const dataAt = a.at;
   // The table and the times in one small buffer: one transfer, one allocation.
   const meta = new ArrayBuffer((COLS * n + n + 1 + n) * 4);
@@ -440,41 +481,12 @@ function ship(run: Run, g: Group): void {
       if (c < 0) connIndex.set(s.conn, (c = conns.push(s.conn) - 1));
     }
     cols[CONN * n + i] = c;
-    const img = s.image;
-    if (img) {
-      cols[IMAGE_AT * n + i] = a.placed.get(img)!;
-      cols[WIDTH * n + i] = img.width;
-      cols[HEIGHT * n + i] = img.height;
-      cols[CHANNELS * n + i] = img.channels;
-      cols[ORIENTATION * n + i] = img.orientation;
-      const f = frames.get(img);
-      if (f) {
-        cols[FRAME_X * n + i] = f.x;
-        cols[FRAME_Y * n + i] = f.y;
-        cols[FRAME_WIDTH * n + i] = f.width;
-        cols[FRAME_HEIGHT * n + i] = f.height;
-      }
-    }
+    pixelColumns(cols, n, i, s, a, maskAt[i]);
     ms[i] = entries[i].ms;
-    if (s.mask) {
-      cols[MASK_AT * n + i] = maskAt[i];
-      cols[MASK_WIDTH * n + i] = s.mask.width;
-      cols[MASK_HEIGHT * n + i] = s.mask.height;
-      cols[MASK_CHANNELS * n + i] = s.mask.channels;
-    }
   }
   cols[OFFSETS * n + n] = at;
   a.at = dataAt + at;
-  if (first) {
-    a.at = (a.at + 3) & ~3;
-    for (let i = 0; i < n; i++) {
-      const t = entries[i].s.target!;
-      a.u8.set(new Uint8Array(t.buffer, t.byteOffset, t.byteLength), a.at);
-      cols[TARGET_AT * n + i] = a.at;
-      cols[TARGET_LEN * n + i] = t.byteLength;
-      a.at += (t.byteLength + 3) & ~3;
-    }
-  }
+  if (first) placeTargets(a, entries, cols);
   run.size = Math.max(MIN_PACKET, a.at);
   const buf = a.buf; // transferred as it is: trimming it would copy every pixel
   const slab = slabIds.get(buf);
@@ -575,40 +587,45 @@ function pump(): void {
   if (head > 1024 && head * 2 > waiting.length) waiting.splice(0, head), head = 0;
 }
 
+/** Opens the store here, as the loader's thread would, and the packet reads' retries and hedging over it; says "opened" or "failed". */
+async function openHere(msg: Extract<ToWorker, { t: "open" }>): Promise<void> {
+  try {
+    // The same open() as in the loader's thread, with no workers of its own.
+    // Decoding and the transform run here, in this worker's thread (decodeWorkers: 0).
+    const src = await open(msg.address, {
+      mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
+      transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
+      sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : turnGroup().arena.decode(d, b, o)) } : undefined,
+      claim: msg.lane ? { start: claim, end: claimEnded } : undefined,
+    });
+    if (msg.slabs === false) slabsOn = false;
+    if (msg.lane) lane = { status: new Int32Array(msg.lane.status), at: msg.lane.index * STATUS, code: msg.lane.code, base: msg.lane.base };
+    src.onDrain(() => {
+      saturated = false;
+      pump();
+    });
+    // Packet reads retry and hedge here (per sample, the loader's thread wraps this worker).
+    const o = msg.reads ?? {};
+    let inner: ReadSource = src;
+    if (o.hedge || o.reaskTail) inner = hedge = new HedgeSource(src, o.hedge ?? { budget: 0 });
+    reads = new RetrySource(inner, { retries: o.retries ?? 3 });
+    reads.onDrain(() => {
+      saturated = false;
+      pump();
+    });
+    source = src;
+    scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, ...(src.shards ? { shards: src.shards() } : {}) });
+    pump();
+  } catch (e) {
+    scope.postMessage({ t: "failed", error: serialize(-1, "", e) });
+  }
+}
+
 scope.onMessage(async (data) => {
   const msg = data as ToWorker;
   switch (msg.t) {
     case "open":
-      try {
-        // The same open() as in the loader's thread, with no workers of its own.
-        // Decoding and the transform run here, in this worker's thread (decodeWorkers: 0).
-        const src = await open(msg.address, {
-          mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
-          transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
-          sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : turnGroup().arena.decode(d, b, o)) } : undefined,
-          claim: msg.lane ? { start: claim, end: claimEnded } : undefined,
-        });
-        if (msg.slabs === false) slabsOn = false;
-        if (msg.lane) lane = { status: new Int32Array(msg.lane.status), at: msg.lane.index * STATUS, code: msg.lane.code, base: msg.lane.base };
-        src.onDrain(() => {
-          saturated = false;
-          pump();
-        });
-        // Packet reads retry and hedge here (per sample, the loader's thread wraps this worker).
-        const o = msg.reads ?? {};
-        let inner: ReadSource = src;
-        if (o.hedge || o.reaskTail) inner = hedge = new HedgeSource(src, o.hedge ?? { budget: 0 });
-        reads = new RetrySource(inner, { retries: o.retries ?? 3 });
-        reads.onDrain(() => {
-          saturated = false;
-          pump();
-        });
-        source = src;
-        scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, ...(src.shards ? { shards: src.shards() } : {}) });
-        pump();
-      } catch (e) {
-        scope.postMessage({ t: "failed", error: serialize(-1, "", e) });
-      }
+      await openHere(msg);
       return;
     case "fetch":
       msg.ids.split("\n").forEach((id, i) => waiting.push([msg.seqs[i], id]));
