@@ -82,6 +82,7 @@ export class ReadPath {
       this.#shards = src.shards?.();
       if (src instanceof DecodeSource) this.#pool = src.pool;
       if (src instanceof WorkerSource) this.#workers = src;
+      this.#cache = cacheOf(src);
       if (f.hedge || f.reaskTail) src = this.#hedge = new HedgeSource(src, f.hedge ? (f.hedge === true ? {} : f.hedge) : { budget: 0 });
       const retry = this.#retry = new RetrySource(src, { retries: f.retries ?? 3 });
       retry.onDrain(this.#onDrain);
