@@ -249,13 +249,13 @@ export class Loader<T = Sample> implements AsyncDisposable {
   #epochIds(epoch: number): readonly string[] {
     const mix = this.#o.plan.mix;
     if (!mix) return this.#o.ids;
-    const hit = this.#mixed;
-    if (hit?.epoch === epoch) return hit.ids;
+    const hit = this.#mixed.find((m) => m.epoch === epoch);
+    if (hit) return hit.ids;
     const ids = mixOrder(mix.parts, { seed: this.#o.plan.seed ?? 0, epoch, samples: mix.samples, ranks: this.#o.plan.worldSize ?? 1 });
-    this.#mixed = { epoch, ids };
+    this.#mixed = [{ epoch, ids }, ...this.#mixed.slice(0, 1)]; // the last two, as #plans: an epoch and the one read ahead
     return ids;
   }
-  #mixed?: { epoch: number; ids: readonly string[] };
+  #mixed: { epoch: number; ids: readonly string[] }[] = [];
 
   /** The plan's options: the identity, with a mix's order taken as it is drawn (it is shuffled already). */
   #orderOptions(): PlanIdentity {
