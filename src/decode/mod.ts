@@ -24,6 +24,8 @@ export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats, PrepareJob,
 export type { TransformContext, TransformFn, TransformInput, TransformModule } from "./transform.ts";
 export { randomCropBox, resizeBilinear } from "./crop.ts";
 export type { CropBox } from "./crop.ts";
+export { cpuTensor, planBatch } from "./tensor.ts";
+export type { BatchPlanOptions, CpuTensor, PlannedShape, TensorImage, TensorImageTable, TensorOptions } from "./tensor.ts";
 
 /**
  * The built-in random-resized-crop as a transform module, for a Loader's

@@ -9,10 +9,11 @@ import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
-import { isPackedImages, isRandom, packImages, packLayout, packTable, planImage, tableLayout, tableShape } from "./pack.ts";
-import type { DecodedImage, FrameBox, ImagePlan, PackedImages, PlanOptions, SampleKey } from "./pack.ts";
+import { isPackedImages, packImages, packLayout, packTable, tableLayout, tableShape } from "./pack.ts";
+import type { DecodedImage, FrameBox, ImagePlan, PackedImages, SampleKey } from "./pack.ts";
 import { StagingRing } from "./staging.ts";
 import { decodePlanned } from "./decode_planned.ts";
+import { type BatchPlanOptions, checkTensorOptions, planBatch, type PlannedShape, type TensorOptions } from "../decode/tensor.ts";
 import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
@@ -29,28 +30,14 @@ const maskKernel = new Kernel({
 });
 const WORKGROUP = 64;
 
-/** What a `Preprocessor` makes of each batch: output size, crop and flip (PlanOptions), channels, layout, normalization and batches in flight. */
-export interface PreprocessOptions extends PlanOptions {
-  /** Output channels: 3 (gray input is repeated) or 1 (RGB input becomes BT.601 luma). Default 3. */
-  channels?: 1 | 3;
-  /** Tensor layout, default "nchw". */
-  layout?: "nchw" | "nhwc";
-  /** Per-output-channel mean and std in 0..1 units (torchvision's Normalize); default 0 and 1. */
-  mean?: readonly number[];
-  /** Per-output-channel std in 0..1 units (torchvision's Normalize); default 1. */
-  std?: readonly number[];
+/** What a `Preprocessor` makes of each batch: the tensor's options (src/decode/tensor.ts, which the CPU's `cpuTensor` takes too) and batches in flight. */
+export interface PreprocessOptions extends TensorOptions {
   /** Batches in flight at once: slots of the staging ring, and output buffers (default 3). */
   depth?: number;
-  /** Shrink factor past which resampling widens into the antialiased triangle filter (default 2). */
-  antialiasAbove?: number;
 }
 
 /** Options of one `Preprocessor.run`: the epoch and ids that fix random choices, an output buffer to write into, and masks to transform with the images. */
-export interface PreprocessRunOptions {
-  /** Epoch of the batch: with `seed` and the ids, it fixes every random choice. Default 0. */
-  epoch?: number;
-  /** One id per image (sample UUIDs); required when the policy is random. */
-  ids?: readonly SampleKey[];
+export interface PreprocessRunOptions extends BatchPlanOptions {
   /**
    * Write the tensor here (STORAGE usage, at least n·c·h·w·4 bytes) instead of into one of the
    * preprocessor's own output buffers: a training tensor, say.
@@ -169,15 +156,10 @@ export class Preprocessor {
    * its frame's where it is a box of a larger image (`DecodedImage.frame`; the box then in the
    * frame's pixels, as the whole image's would be).
    */
-  plan(shapes: readonly { width: number; height: number; frame?: FrameBox }[], run: PreprocessRunOptions = {}): ImagePlan[] {
-    if (isRandom(this.options) && (!run.ids || run.ids.length !== shapes.length)) {
-      throw new CassetteError(
-        "ERR_INVALID_OPTION",
-        `Cannot plan random crops or flips as 'ids' must give one sample id per image: current value is ${run.ids ? `${run.ids.length} ids for ${shapes.length} images` : "undefined"}`,
-      );
-    }
-    return shapes.map((s, i) => planImage(s.frame?.width ?? s.width, s.frame?.height ?? s.height, this.options, run.epoch ?? 0, run.ids?.[i] ?? i));
+  plan(shapes: readonly PlannedShape[], run: PreprocessRunOptions = {}): ImagePlan[] {
+    return planBatch(shapes, this.options, run);
   }
+
 
   /**
    * Uploads, preprocesses and returns one batch. Images are decoded pixels or, for the hybrid
@@ -327,28 +309,5 @@ export async function createPreprocessor(device: GPUDevice, options: PreprocessO
 }
 
 function check(o: PreprocessOptions): void {
-  const bad = (what: string, value: unknown) => {
-    throw new CassetteError("ERR_INVALID_OPTION", `Cannot create a preprocessor as ${what}: current value is ${JSON.stringify(value)}`);
-  };
-  for (const k of ["width", "height"] as const) {
-    if (!(Number.isInteger(o[k]) && o[k] >= 1 && o[k] <= 65535)) bad(`'${k}' must be an integer from 1 to 65535`, o[k]);
-  }
-  const channels = o.channels ?? 3;
-  if (channels !== 1 && channels !== 3) bad("'channels' must be 1 or 3", channels);
-  if (o.layout !== undefined && o.layout !== "nchw" && o.layout !== "nhwc") bad("'layout' must be \"nchw\" or \"nhwc\"", o.layout);
-  if (o.mean !== undefined && o.mean.length !== channels) bad(`'mean' must have one value per output channel (${channels})`, o.mean);
-  if (o.std !== undefined && (o.std.length !== channels || o.std.some((s) => !(s > 0)))) bad(`'std' must have ${channels} values > 0`, o.std);
-  if (o.flip !== undefined && !(o.flip >= 0 && o.flip <= 1)) bad("'flip' must be a probability from 0 to 1", o.flip);
-  const crop = o.crop;
-  if (crop?.kind === "random-resized") {
-    const [s0, s1] = crop.scale ?? [0.08, 1];
-    const [r0, r1] = crop.ratio ?? [3 / 4, 4 / 3];
-    if (!(s0 > 0 && s0 <= s1 && s1 <= 1)) bad("'crop.scale' must be [lo, hi] with 0 < lo ≤ hi ≤ 1", crop.scale);
-    if (!(r0 > 0 && r0 <= r1)) bad("'crop.ratio' must be [lo, hi] with 0 < lo ≤ hi", crop.ratio);
-  } else if (crop?.kind === "center") {
-    if (crop.resize !== undefined && !(Number.isInteger(crop.resize) && crop.resize >= 1)) bad("'crop.resize' must be a positive integer", crop.resize);
-  } else if (crop !== undefined && crop.kind !== "resize") {
-    bad("'crop.kind' must be \"resize\", \"center\" or \"random-resized\"", (crop as { kind: unknown }).kind);
-  }
-  if (o.antialiasAbove !== undefined && !(o.antialiasAbove >= 1)) bad("'antialiasAbove' must be ≥ 1", o.antialiasAbove);
+  checkTensorOptions(o, "create a preprocessor");
 }

@@ -10,6 +10,7 @@ import { planImage } from "../../src/gpu/pack.ts";
 import type { CropPolicy, DecodedImage, PackedImages } from "../../src/gpu/pack.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../../src/errors.ts";
+import { cpuTensor } from "../../src/decode/tensor.ts";
 
 // Tolerance: both sides resample in floating point; the shader's source coordinates are f32
 // (relative error 2^-24 on positions below 512 px, times a slope of at most 255 per px) and it
@@ -235,3 +236,36 @@ test("clear errors: random policy without ids, bad channels, short data, bad opt
   await expect(() => createPreprocessor(device, { width: 4, height: 4, std: [1, 0, 1] }), /'std'/);
   await expect(() => createPreprocessor(device, { width: 4, height: 4, crop: { kind: "random-resized", scale: [0.5, 0.1] } }), /'crop.scale'/);
 });
+
+for (const backend of runtime.gpuBackends) {
+  test(`the CPU's cpuTensor (src/decode/tensor.ts) equals the GPU's tensor from the same plans, within f32 rounding (${backend})`, async () => {
+    const device = await testDevice(backend);
+    const seed = freshSeed();
+    const next = rng(seed);
+    let worst = 0;
+    for (let round = 0; round < 3; round++) {
+      const channels = next() < 0.5 ? 1 : 3;
+      const options: PreprocessOptions = {
+        width: randomInt(next, 1, 24), height: randomInt(next, 1, 24), channels, layout: next() < 0.5 ? "nchw" : "nhwc",
+        crop: randomPolicy(next), flip: next(), seed: randomInt(next, 0, 1000),
+        mean: Array.from({ length: channels }, () => next()), std: Array.from({ length: channels }, () => 0.2 + next()),
+      };
+      const pre = await createPreprocessor(device, options);
+      const images = Array.from({ length: randomInt(next, 1, 6) }, () =>
+        randomImage(next, randomInt(next, 1, 120), randomInt(next, 1, 120), [1, 3, 4][randomInt(next, 0, 2)]));
+      const ids = images.map((_, i) => `id-${seed}-${round}-${i}`);
+      const out = await pre.run(images, { epoch: round, ids });
+      const gpu = new Float32Array(await readBuffer(device, out.buffer, out.bytes));
+      const cpu = cpuTensor(images, options, { epoch: round, ids });
+      assert.equal(cpu.plans, out.plans);
+      assert.equal(cpu.shape, out.shape);
+      for (let i = 0; i < gpu.length; i++) {
+        const d = Math.abs(gpu[i] - cpu.data[i]);
+        if (!(d <= worst)) worst = d;
+      }
+      pre.destroy();
+    }
+    // f32 sums of a few hundred taps on either side, in another order: ~1e-6 of values below ~5.
+    assert.ok(worst <= 1e-5, `seed ${seed}: CPU and GPU differ by ${worst}`);
+  });
+}

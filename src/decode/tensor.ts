@@ -1,0 +1,305 @@
+/**
+ * The preprocessing plan's tensor made on the CPU: the same crop, mirror, antialiased resize,
+ * grey↔RGB and normalization as the GPU pass (shaders/preprocess/crop_resize_normalize.wgsl,
+ * src/gpu/preprocess.ts), from the same plans (`planImage`: seed, epoch, sample id), for a
+ * machine or a run without a GPU, and for loaders compared tensor for tensor with the Python
+ * peers (bench/peers.bench.ts). One plan, two executors: a batch gives the same tensor on
+ * either, within f32 rounding (the tests compare them, and both with test/reference/preprocess.ts).
+ *
+ *   images (whole, or boxes cut by a planned decode) ──► planBatch ──► rows resampled across ──► down ──► normalized f32
+ *
+ * The resampling is separable, as the kernel's weights are: each output column's taps and
+ * weights are computed once per batch image, the rows a box reads are resampled across once,
+ * then each output pixel sums its column of those.
+ *
+ * @example
+ * ```ts
+ * import { cpuTensor } from "cassette/decode";
+ * // A 4×2 grey ramp to 2×1: pixels / 255, no crop, no normalization.
+ * const img = { width: 4, height: 2, channels: 1, data: Uint8Array.of(0, 50, 100, 150, 0, 50, 100, 150) };
+ * const t = cpuTensor([img], { width: 2, height: 1, channels: 1 });
+ * console.log(t.shape.join("×"), Array.from(t.data, (v) => v.toFixed(3)).join(" ")); // 1×1×1×2 0.098 0.490
+ * ```
+ */
+import { CassetteError } from "../errors.ts";
+import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
+
+/** What becomes of each image: output size, crop and flip (PlanOptions), channels, layout, normalization, antialiasing. */
+export interface TensorOptions extends PlanOptions {
+  /** Output channels: 3 (gray input is repeated) or 1 (RGB input becomes BT.601 luma). Default 3. */
+  channels?: 1 | 3;
+  /** Tensor layout, default "nchw". */
+  layout?: "nchw" | "nhwc";
+  /** Per-output-channel mean in 0..1 units (torchvision's Normalize); default 0. */
+  mean?: readonly number[];
+  /** Per-output-channel std in 0..1 units (torchvision's Normalize); default 1. */
+  std?: readonly number[];
+  /** Shrink factor past which resampling widens into the antialiased triangle filter (default 2). */
+  antialiasAbove?: number;
+}
+
+/** The epoch and ids of a batch: with the seed they fix every random choice. */
+export interface BatchPlanOptions {
+  /** Epoch of the batch (default 0). */
+  epoch?: number;
+  /** One id per image (sample UUIDs); required when the policy is random. */
+  ids?: readonly SampleKey[];
+}
+
+/** An image's shape, and its frame where it is a box of a larger image (a planned decode). */
+export interface PlannedShape {
+  width: number;
+  height: number;
+  frame?: FrameBox;
+}
+
+/**
+ * The plan of each image of a batch: drawn on the image's size, or on its frame's where it is a
+ * box of a larger image (the box then in the frame's pixels, as the whole image's would be).
+ * The GPU's `Preprocessor.plan` and `cpuTensor` both plan here.
+ */
+export function planBatch(shapes: readonly PlannedShape[], options: PlanOptions, run: BatchPlanOptions = {}): ImagePlan[] {
+  if (isRandom(options) && (!run.ids || run.ids.length !== shapes.length)) {
+    throw new CassetteError(
+      "ERR_INVALID_OPTION",
+      `Cannot plan random crops or flips as 'ids' must give one sample id per image: current value is ${run.ids ? `${run.ids.length} ids for ${shapes.length} images` : "undefined"}`,
+    );
+  }
+  return shapes.map((s, i) => planImage(s.frame?.width ?? s.width, s.frame?.height ?? s.height, options, run.epoch ?? 0, run.ids?.[i] ?? i));
+}
+
+/**
+ * Checks tensor options, naming what is wrong (`what`: e.g. "create a preprocessor").
+ */
+export function checkTensorOptions(o: TensorOptions, what: string): void {
+  const bad = (why: string, value: unknown): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as ${why}: current value is ${JSON.stringify(value)}`);
+  };
+  if (typeof o !== "object" || o === null) bad("the options must be an object", o);
+  for (const k of ["width", "height"] as const) {
+    if (!(Number.isInteger(o[k]) && o[k] >= 1 && o[k] <= 65535)) bad(`'${k}' must be an integer from 1 to 65535`, o[k]);
+  }
+  const channels = o.channels ?? 3;
+  if (channels !== 1 && channels !== 3) bad("'channels' must be 1 or 3", channels);
+  if (o.layout !== undefined && o.layout !== "nchw" && o.layout !== "nhwc") bad("'layout' must be \"nchw\" or \"nhwc\"", o.layout);
+  if (o.mean !== undefined && o.mean.length !== channels) bad(`'mean' must have one value per output channel (${channels})`, o.mean);
+  if (o.std !== undefined && (o.std.length !== channels || o.std.some((s) => !(s > 0)))) bad(`'std' must have ${channels} values > 0`, o.std);
+  if (o.flip !== undefined && !(o.flip >= 0 && o.flip <= 1)) bad("'flip' must be a probability from 0 to 1", o.flip);
+  const crop = o.crop;
+  if (crop?.kind === "random-resized") {
+    const [s0, s1] = crop.scale ?? [0.08, 1];
+    const [r0, r1] = crop.ratio ?? [3 / 4, 4 / 3];
+    if (!(s0 > 0 && s0 <= s1 && s1 <= 1)) bad("'crop.scale' must be [lo, hi] with 0 < lo ≤ hi ≤ 1", crop.scale);
+    if (!(r0 > 0 && r0 <= r1)) bad("'crop.ratio' must be [lo, hi] with 0 < lo ≤ hi", crop.ratio);
+  } else if (crop?.kind === "center") {
+    if (crop.resize !== undefined && !(Number.isInteger(crop.resize) && crop.resize >= 1)) bad("'crop.resize' must be a positive integer", crop.resize);
+  } else if (crop !== undefined && crop.kind !== "resize") {
+    bad("'crop.kind' must be \"resize\", \"center\" or \"random-resized\"", (crop as { kind: unknown }).kind);
+  }
+  if (o.antialiasAbove !== undefined && !(o.antialiasAbove >= 1)) bad("'antialiasAbove' must be ≥ 1", o.antialiasAbove);
+}
+
+/** A decoded image as the tensor reads it: u8 pixels, interleaved, from `offset` (default 0) of `data`. */
+export interface TensorImage extends PlannedShape {
+  data: Uint8Array;
+  channels: number;
+  /** Where the image's first byte is in `data` (a batch's images in one buffer). */
+  offset?: number;
+}
+
+/** Images of a batch in one buffer, by columns (a read workers' batch: `Batch.images`). */
+export interface TensorImageTable {
+  pixels: Uint8Array;
+  at: ArrayLike<number>;
+  width: ArrayLike<number>;
+  height: ArrayLike<number>;
+  channels: ArrayLike<number>;
+  frameX?: ArrayLike<number>;
+  frameY?: ArrayLike<number>;
+  frameWidth?: ArrayLike<number>;
+  frameHeight?: ArrayLike<number>;
+}
+
+/** A batch's tensor on the CPU. */
+export interface CpuTensor {
+  /** The values, laid out as `shape` says. */
+  data: Float32Array;
+  /** [n, c, h, w] or [n, h, w, c]. */
+  shape: [number, number, number, number];
+  /** The tensor's layout. */
+  layout: "nchw" | "nhwc";
+  /** What was done to each image (boxes in the frame's pixels). */
+  plans: ImagePlan[];
+}
+
+/** The images of a list or of a table, one at a time, without copying pixels. */
+function imagesOf(images: readonly TensorImage[] | TensorImageTable): TensorImage[] {
+  if (Array.isArray(images)) return images as TensorImage[];
+  const t = images as TensorImageTable;
+  return Array.from({ length: t.at.length }, (_, i) => {
+    const fw = t.frameWidth?.[i];
+    return {
+      data: t.pixels, offset: t.at[i], width: t.width[i], height: t.height[i], channels: t.channels[i],
+      ...(fw ? { frame: { x: t.frameX![i], y: t.frameY![i], width: fw, height: t.frameHeight![i] } } : {}),
+    };
+  });
+}
+
+/**
+ * The batch's tensor, made here: each image planned (`planBatch`) and resampled as the GPU
+ * kernel does. `out`, when given, receives the values (it must hold n·c·h·w); else a new array.
+ */
+export function cpuTensor(
+  images: readonly TensorImage[] | TensorImageTable, options: TensorOptions, run: BatchPlanOptions = {}, out?: Float32Array,
+): CpuTensor {
+  checkTensorOptions(options, "make a tensor");
+  const list = imagesOf(images);
+  const n = list.length;
+  if (n < 1) throw new CassetteError("ERR_INVALID_OPTION", "Cannot make a tensor of no images: give at least one");
+  const { width: W, height: H } = options;
+  const C = options.channels ?? 3, layout = options.layout ?? "nchw";
+  const size = n * C * W * H;
+  if (out && out.length < size) throw new CassetteError("ERR_INVALID_OPTION", `Cannot make the tensor in 'out' as the batch needs ${size} values: current value is ${out.length}`);
+  const data = out ?? new Float32Array(size);
+  list.forEach(checkImage);
+  const plans = planBatch(list, options, run);
+  const scale = new Float64Array(3), bias = new Float64Array(3);
+  for (let c = 0; c < C; c++) {
+    const std = options.std?.[c] ?? 1;
+    scale[c] = 1 / (255 * std);
+    bias[c] = -(options.mean?.[c] ?? 0) / std;
+  }
+  const aa = options.antialiasAbove ?? 2;
+  for (let i = 0; i < n; i++) resampleOne(list[i], plans[i], W, H, C, layout, aa, scale, bias, data, i * C * W * H);
+  return { data, shape: layout === "nchw" ? [n, C, H, W] : [n, H, W, C], layout, plans };
+}
+
+/** Image `i`'s shape and bytes, named when wrong (the GPU's packing says the same: src/gpu/pack.ts). */
+function checkImage(img: TensorImage, i: number): void {
+  const bad = (why: string): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot make a tensor of image ${i} as ${why}`);
+  };
+  if (!(Number.isInteger(img.width) && img.width >= 1 && Number.isInteger(img.height) && img.height >= 1)) {
+    bad(`its width and height must be positive integers: current value is ${img.width}×${img.height}`);
+  }
+  if (img.channels !== 1 && img.channels !== 3 && img.channels !== 4) bad(`'channels' must be 1, 3 or 4: current value is ${img.channels}`);
+  const n = img.width * img.height * img.channels, off = img.offset ?? 0;
+  if (!(img.data instanceof Uint8Array) || off < 0 || img.data.length - off < n) {
+    bad(`its data must hold width·height·channels = ${n} bytes from ${off}: current value is ${img.data?.length} bytes`);
+  }
+}
+
+/** One axis's taps: for output o, source pixels [lo[o], lo[o] + count[o]) with weights w[start[o]…], already divided by their sum. */
+interface Taps {
+  lo: Int32Array;
+  count: Int32Array;
+  start: Int32Array;
+  w: Float64Array;
+}
+
+/**
+ * The kernel's `axis` and `weight` (crop_resize_normalize.wgsl) for every output index of one
+ * axis: t = crop0 + (o + ½)·s − ½, support r = 1, or s past `aa`, taps j with |j − t| < r within
+ * the pixels held [origin, origin + n − 1], weights 1 − |j − t| / r normalized; a box wholly
+ * outside repeats the nearest edge pixel. In f32, as the kernel reckons t, s and r.
+ */
+function taps(outLen: number, crop0: number, cropLen: number, n: number, origin: number, aa: number, mirror: boolean): Taps {
+  const f = Math.fround;
+  const s = f(f(cropLen) / outLen);
+  const r = s > aa ? s : 1;
+  const first = origin, last = origin + n - 1;
+  const lo = new Int32Array(outLen), count = new Int32Array(outLen), start = new Int32Array(outLen);
+  const weights: number[] = [];
+  for (let o = 0; o < outLen; o++) {
+    const oo = mirror ? outLen - 1 - o : o;
+    const t = f(f(f(crop0) + f(f(oo + 0.5) * s)) - 0.5);
+    let a = Math.max(Math.floor(f(t - r)) + 1, first);
+    let b = Math.min(Math.ceil(f(t + r)) - 1, last);
+    start[o] = weights.length;
+    if (a > b) {
+      a = b = Math.min(Math.max(Math.round(t), first), last);
+      weights.push(1);
+    } else {
+      let sum = 0;
+      for (let j = a; j <= b; j++) sum += Math.max(0, 1 - Math.abs(j - t) / r);
+      for (let j = a; j <= b; j++) weights.push(Math.max(0, 1 - Math.abs(j - t) / r) / sum);
+    }
+    lo[o] = a - origin;
+    count[o] = b - a + 1;
+  }
+  return { lo, count, start, w: Float64Array.from(weights) };
+}
+
+let spare = new Float64Array(0);
+/** A buffer of at least `n` values, reused from image to image (a 224-wide box's rows: ~1 MB). */
+function scratch(n: number): Float64Array {
+  if (spare.length < n) spare = new Float64Array(Math.max(n, spare.length * 2));
+  return spare;
+}
+
+/** One image into `dst` at `base`: across (the rows the box reads), then down, then normalized. */
+function resampleOne(
+  img: TensorImage, p: ImagePlan, W: number, H: number, C: number, layout: "nchw" | "nhwc", aa: number,
+  scale: Float64Array, bias: Float64Array, dst: Float32Array, base: number,
+): void {
+  const ic = img.channels, src = img.data, off = img.offset ?? 0, rowBytes = img.width * ic;
+  const ox0 = img.frame?.x ?? 0, oy0 = img.frame?.y ?? 0;
+  const xs = taps(W, p.x, p.w, img.width, ox0, aa, p.mirror);
+  const ys = taps(H, p.y, p.h, img.height, oy0, aa, false);
+  // The rows any output row reads, resampled across once: 3 values per output column.
+  let rowLo = img.height, rowHi = -1;
+  for (let o = 0; o < H; o++) {
+    rowLo = Math.min(rowLo, ys.lo[o]);
+    rowHi = Math.max(rowHi, ys.lo[o] + ys.count[o] - 1);
+  }
+  const rows = rowHi - rowLo + 1;
+  const across = scratch(rows * W * 3);
+  const grey = ic === 1;
+  for (let r = 0; r < rows; r++) {
+    const row = off + (rowLo + r) * rowBytes;
+    let k = r * W * 3;
+    for (let o = 0; o < W; o++, k += 3) {
+      let v0 = 0, v1 = 0, v2 = 0;
+      const w0 = xs.start[o], at0 = row + xs.lo[o] * ic;
+      for (let j = 0, cnt = xs.count[o]; j < cnt; j++) {
+        const w = xs.w[w0 + j], at = at0 + j * ic;
+        v0 += w * src[at];
+        if (!grey) {
+          v1 += w * src[at + 1];
+          v2 += w * src[at + 2];
+        }
+      }
+      across[k] = v0;
+      across[k + 1] = grey ? v0 : v1;
+      across[k + 2] = grey ? v0 : v2;
+    }
+  }
+  const plane = W * H;
+  for (let oy = 0; oy < H; oy++) {
+    const w0 = ys.start[oy], cnt = ys.count[oy], r0 = ys.lo[oy] - rowLo;
+    for (let ox = 0; ox < W; ox++) {
+      let v0 = 0, v1 = 0, v2 = 0;
+      for (let j = 0; j < cnt; j++) {
+        const w = ys.w[w0 + j], k = ((r0 + j) * W + ox) * 3;
+        v0 += w * across[k];
+        v1 += w * across[k + 1];
+        v2 += w * across[k + 2];
+      }
+      const pixel = oy * W + ox;
+      if (C === 1) {
+        // ITU-R BT.601 luma, as torchvision's Grayscale and PIL's "L" (the kernel's).
+        const g = grey ? v0 : 0.299 * v0 + 0.587 * v1 + 0.114 * v2;
+        dst[base + pixel] = g * scale[0] + bias[0];
+      } else if (layout === "nchw") {
+        dst[base + pixel] = v0 * scale[0] + bias[0];
+        dst[base + plane + pixel] = v1 * scale[1] + bias[1];
+        dst[base + 2 * plane + pixel] = v2 * scale[2] + bias[2];
+      } else {
+        const at = base + pixel * 3;
+        dst[at] = v0 * scale[0] + bias[0];
+        dst[at + 1] = v1 * scale[1] + bias[1];
+        dst[at + 2] = v2 * scale[2] + bias[2];
+      }
+    }
+  }
+}
