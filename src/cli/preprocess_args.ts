@@ -9,7 +9,7 @@ import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "../dataset/fashion_mnist.
 import { listOption, numberOption, usageError } from "./args.ts";
 
 /** Valued flags that only mean something with --preprocess. */
-export const PREPROCESS_VALUED = ["size", "crop", "scale", "ratio", "resize", "flip", "mean", "std", "layout", "dump"];
+export const PREPROCESS_VALUED = ["size", "crop", "scale", "ratio", "resize", "flip", "mean", "std", "layout", "dump", "device"];
 /** Plain flags of --preprocess. */
 export const PREPROCESS_FLAGS = ["preprocess", "readback"];
 
@@ -17,6 +17,10 @@ export const preprocessHelp = `  --preprocess         decode (implies --decode),
                        preprocessing train.ts uses (crop, resize, flip, grey/RGB, normalize),
                        one upload and one dispatch per batch, on the WebGPU adapter
                        (ERR_NO_GPU_ADAPTER when there is none). With:
+    --device gpu|cpu   where the tensor is made: gpu (default), or cpu: the same tensor
+                       (same plans, within f32 rounding) made in the loader's thread, for a
+                       machine without a GPU or a host tensor; the read workers still decode
+                       only each plan's box
     --size N|WxH       output size in pixels (required): 224 for ImageNet-like sets, 28 for
                        Fashion-MNIST
     --crop resize|center|random-resized   resize (default, as train.ts): the whole image
@@ -42,6 +46,8 @@ export const preprocessHelp = `  --preprocess         decode (implies --decode),
 /** What --preprocess asks for: the preprocessor's options and what to do with each tensor. */
 export interface PreprocessRequest {
   options: PreprocessOptions;
+  /** Where the tensor is made (--device). */
+  device: "gpu" | "cpu";
   readback: boolean;
   dump?: string;
 }
@@ -82,8 +88,12 @@ export function preprocessRequest(options: Map<string, string | true>, grey: boo
 
   const dump = options.get("dump");
   if (dump === "") bad("--dump needs a file name");
+  const device = (options.get("device") ?? "gpu") as "gpu" | "cpu";
+  if (device !== "gpu" && device !== "cpu") bad(`--device must be gpu or cpu: current value is ${device}`);
+  if (device === "cpu" && options.has("readback")) bad("--readback needs --device gpu: a tensor made on the CPU is in host memory already");
   return {
     options: { width, height, channels, layout, crop, flip, mean, std, seed: seed ?? 0 },
+    device,
     readback: options.has("readback"),
     dump: typeof dump === "string" ? dump : undefined,
   };

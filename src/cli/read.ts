@@ -10,7 +10,9 @@ import { percentiles } from "../observe/stats.ts";
 import { type Dashboard, frameFromStats, startDashboard } from "../observe/dashboard.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
-import type { Batch } from "../assemble/batch.ts";
+import type { Batch, ImageTable } from "../assemble/batch.ts";
+import { cpuTensor } from "../decode/tensor.ts";
+import type { DecodedImage } from "../gpu/pack.ts";
 import type { Preprocessor } from "../gpu/preprocess.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
@@ -77,7 +79,7 @@ ${preprocessHelp}
                        loader only: batchMs less --step-ms and preprocessing), errors,
                        hedged, hedgeWins, … }; with
                        --preprocess also preprocess: { images, tensorShape, seconds, share,
-                       batchMs, readback, adapter, … } (share: of the read's seconds)`;
+                       batchMs, readback, device, adapter, … } (share: of the read's seconds)`;
 
 export async function run(argv: string[]): Promise<number> {
   // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
@@ -324,7 +326,7 @@ function printReport(report: { samples: number; bytes: number; seconds: number; 
   }
   const p = r.preprocess;
   if (p) {
-    console.log(`  preprocess ${count(p.images, "image")} into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
+    console.log(`  preprocess ${count(p.images, "image")} into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.device === "cpu" ? ", made on the CPU" : p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
       `${p.seconds.toFixed(2)} s, ${(100 * p.share).toFixed(0)} % of the read; batch p50 ${p.batchMs.p50.toFixed(1)} ms, max ${p.batchMs.max.toFixed(1)} ms (${p.adapter})`);
     if (p.dump) console.log(`  first batch's tensor in ${p.dump.file}`);
   }
@@ -334,42 +336,27 @@ function printReport(report: { samples: number; bytes: number; seconds: number; 
 const DASHBOARD_EVERY_MS = 200;
 
 /**
- * The GPU half of `read --preprocess`: each batch's decoded images become the tensor a trainer
- * gets, with the call train's loaderBatches makes (one run per batch, its epoch and ids, so
- * the crops and flips are the same), timed.
+ * The tensor half of `read --preprocess`: each batch's decoded images become the tensor a
+ * trainer gets, with the call train's loaderBatches makes (one run per batch, its epoch and
+ * ids, so the crops and flips are the same), timed; on the GPU, or with --device cpu made here
+ * from the same plans (src/decode/tensor.ts).
  */
 class TensorStage {
-  readonly #device: GPUDevice;
-  readonly #pre: Preprocessor;
+  readonly #make: TensorMaker;
   readonly #req: PreprocessRequest;
-  readonly #adapter: string;
   readonly #batchMs: number[] = [];
   #ms = 0;
   #images = 0;
   #shape: number[] = [];
   #dump?: { file: string; shape: number[]; ids: string[]; labels: number[] };
 
-  private constructor(device: GPUDevice, pre: Preprocessor, req: PreprocessRequest, adapter: string) {
-    this.#device = device;
-    this.#pre = pre;
+  private constructor(make: TensorMaker, req: PreprocessRequest) {
+    this.#make = make;
     this.#req = req;
-    this.#adapter = adapter;
   }
 
   static async open(req: PreprocessRequest): Promise<TensorStage> {
-    // From source under Node the kernels' .wgsl text needs the loader hooks, as in train.ts;
-    // the bundle (dist/) inlines it. Loaded here, so that reads without --preprocess need neither.
-    if (runtime.name === "node" && import.meta.url.endsWith(".ts")) await import("../../runtime-adapters/node_hooks.mjs");
-    const { createPreprocessor } = await import("../gpu/preprocess.ts");
-    const device = await requestDevice();
-    try {
-      const info = deviceInfo(device);
-      const pre = await createPreprocessor(device, req.options);
-      return new TensorStage(device, pre, req, info ? `${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver)" : ""}` : "unknown");
-    } catch (e) {
-      device.destroy();
-      throw e;
-    }
+    return new TensorStage(req.device === "cpu" ? cpuMaker(req) : await gpuMaker(req), req);
   }
 
   async run(b: Batch<Sample>, epoch: number): Promise<void> {
@@ -381,16 +368,16 @@ class TensorStage {
       if (!s.image) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${s.id} as it arrived without its decoded image`);
       return s.image;
     });
-    const out = await this.#pre.run(images, { epoch, ids: b.ids });
+    const out = await this.#make.run(images, epoch, b.ids);
     b.release?.();
     const first = this.#images === 0;
-    let host: ArrayBuffer | undefined;
-    if (this.#req.readback) host = await readBuffer(this.#device, out.buffer, out.bytes);
+    let host: Float32Array | undefined;
+    if (this.#req.readback) host = await out.host();
     let asideMs = 0; // the dump is not part of what is measured
     if (first && this.#req.dump) {
       const t1 = runtime.now();
-      host ??= await readBuffer(this.#device, out.buffer, out.bytes);
-      await writeFile(this.#req.dump, npy(new Float32Array(host), out.shape));
+      host ??= await out.host();
+      await writeFile(this.#req.dump, npy(host, out.shape));
       this.#dump = { file: this.#req.dump, shape: out.shape, ids: b.ids, labels: [...b.labels] };
       asideMs = runtime.now() - t1;
     }
@@ -404,7 +391,7 @@ class TensorStage {
   /** Waits for the work already submitted (kept on the device, it was not waited for). */
   async finish(): Promise<void> {
     const t0 = runtime.now();
-    await this.#device.queue.onSubmittedWorkDone();
+    await this.#make.finish();
     this.#ms += runtime.now() - t0;
   }
 
@@ -415,14 +402,67 @@ class TensorStage {
       crop: o.crop, flip: o.flip, mean: o.mean, std: o.std, seed: o.seed, readback: this.#req.readback,
       seconds: this.#ms / 1000, share: seconds > 0 ? this.#ms / 1000 / seconds : 0,
       batchMs: percentiles(this.#batchMs),
-      adapter: this.#adapter, dump: this.#dump,
+      device: this.#req.device, adapter: this.#make.adapter, dump: this.#dump,
     };
   }
 
   destroy(): void {
-    this.#pre.destroy();
-    this.#device.destroy();
+    this.#make.destroy();
   }
+}
+
+/** Where a batch's tensor is made: its shape, and its values in host memory when asked. */
+interface TensorMaker {
+  readonly adapter: string;
+  run(images: ImageTable | DecodedImage[], epoch: number, ids: string[]): Promise<{ shape: number[]; host: () => Promise<Float32Array> }>;
+  finish(): Promise<void>;
+  destroy(): void;
+}
+
+/** The GPU preprocessing pass, as train.ts runs it. */
+async function gpuMaker(req: PreprocessRequest): Promise<TensorMaker> {
+  // From source under Node the kernels' .wgsl text needs the loader hooks, as in train.ts;
+  // the bundle (dist/) inlines it. Loaded here, so that reads without --preprocess need neither.
+  if (runtime.name === "node" && import.meta.url.endsWith(".ts")) await import("../../runtime-adapters/node_hooks.mjs");
+  const { createPreprocessor } = await import("../gpu/preprocess.ts");
+  const device = await requestDevice();
+  let pre: Preprocessor;
+  try {
+    pre = await createPreprocessor(device, req.options);
+  } catch (e) {
+    device.destroy();
+    throw e;
+  }
+  const info = deviceInfo(device);
+  return {
+    adapter: info ? `${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver)" : ""}` : "unknown",
+    async run(images, epoch, ids) {
+      const out = await pre.run(images, { epoch, ids });
+      return { shape: out.shape, host: async () => new Float32Array(await readBuffer(device, out.buffer, out.bytes)) };
+    },
+    finish: () => device.queue.onSubmittedWorkDone(),
+    destroy() {
+      pre.destroy();
+      device.destroy();
+    },
+  };
+}
+
+/** The same tensor made in this thread (cpuTensor), into one array reused batch to batch. */
+function cpuMaker(req: PreprocessRequest): TensorMaker {
+  let out = new Float32Array(0);
+  return {
+    adapter: "cpu (the loader's thread)",
+    run(images, epoch, ids) {
+      const o = req.options, n = ids.length;
+      const size = n * (o.channels ?? 3) * o.width * o.height;
+      if (out.length < size) out = new Float32Array(size);
+      const t = cpuTensor(images, o, { epoch, ids }, out);
+      return Promise.resolve({ shape: t.shape, host: () => Promise.resolve(out.subarray(0, size)) });
+    },
+    finish: () => Promise.resolve(),
+    destroy() {},
+  };
 }
 
 /**

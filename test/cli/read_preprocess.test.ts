@@ -142,6 +142,35 @@ test("read --preprocess with random-resized crops, flips and RGB, read back: the
   });
 }, { timeoutMs: 120_000 });
 
+test("read --preprocess --device cpu, with no WebGPU driver: the tensor the GPU path makes (1e-5), from the read workers' planned boxes", async () => {
+  await ready;
+  const dump = join(dir, "cpu.npy");
+  // The driver hidden as in the test below: the CPU path must not ask for an adapter.
+  const [cmd, ...args] = runtime.scriptCommand("src/cli/main.ts", [
+    "read", "--store", STORE, "--dataset", DATASET, "--preprocess", "--device", "cpu", "--size", "20x16", "--crop", "random-resized",
+    "--scale", "0.3,1", "--flip", "0.5", "--seed", "7", "--workers", "2", "--batch", "48", "--dump", dump, "--json",
+  ]);
+  const r = spawnSync(cmd, args, {
+    encoding: "utf8", timeout: 120_000,
+    env: { ...process.env, VK_ICD_FILENAMES: "/nonexistent/icd.json", VK_DRIVER_FILES: "/nonexistent/icd.json", DENO_WEBGPU_BACKEND: "vulkan" },
+  });
+  assert.is(r.status, 0, r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assert.is(doc.workers, 2);
+  const p = doc.preprocess;
+  assert.equal([p.images, p.device, p.readback, p.tensorShape], [240, "cpu", false, [48, 3, 16, 20]]);
+  const { shape, data } = readNpy(dump);
+  assert.equal(shape, [48, 3, 16, 20]);
+  const o: PreprocessOptions = {
+    width: 20, height: 16, channels: 3, crop: { kind: "random-resized", scale: [0.3, 1] }, flip: 0.5, seed: 7,
+    mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225],
+  };
+  const want = await trainingTensor(p.dump.ids, o, false);
+  let worst = 0;
+  for (let i = 0; i < data.length; i++) worst = Math.max(worst, Math.abs(data[i] - want.x[i]));
+  assert.ok(worst <= 1e-5, `the CPU's tensor vs the GPU's: ${worst}`);
+}, { timeoutMs: 180_000 });
+
 test("read --preprocess: bad values exit 2 naming the flag", () => {
   const cases: [string[], RegExp][] = [
     [["--preprocess", "--size", "0"], /--size must be N or WxH with whole numbers from 1 to 65535: current value is 0/],
@@ -152,6 +181,9 @@ test("read --preprocess: bad values exit 2 naming the flag", () => {
     [["--preprocess", "--size", "28", "--scale", "0.5,1"], /--scale needs --crop random-resized: current --crop is resize/],
     [["--preprocess", "--size", "28", "--crop", "zoom"], /--crop must be resize, center or random-resized: current value is zoom/],
     [["--size", "28"], /--size needs --preprocess/],
+    [["--preprocess", "--size", "28", "--device", "tpu"], /--device must be gpu or cpu: current value is tpu/],
+    [["--preprocess", "--size", "28", "--device", "cpu", "--readback"], /--readback needs --device gpu/],
+    [["--device", "cpu"], /--device needs --preprocess/],
   ];
   for (const [args, message] of cases) {
     const r = cassette("read", "--store", STORE, "--dataset", DATASET, ...args);
