@@ -141,6 +141,12 @@ const CONTENDERS: ContenderSpec[] = [
   { name: "cassette", about: "cassette read --decode", argv: (r) => cassette(r, ["--decode"]) },
   { name: "cassette-w2", about: "cassette read --decode --workers 2", argv: (r) => cassette(r, ["--decode", "--workers", "2"]) },
   { name: "cassette-pre", about: `cassette read ${preprocess.join(" ")} (on the WebGPU adapter)`, argv: (r) => cassette(r, preprocess) },
+  // The peers' tensor made as they make it, on the CPU: the read workers decode each plan's box
+  // (region decode), the loader's thread resamples and normalizes (src/decode/tensor.ts).
+  {
+    name: "cassette-cpu", about: `cassette read ${preprocess.join(" ")} --device cpu --workers 2 (the tensor on the CPU)`,
+    argv: (r) => cassette(r, [...preprocess, "--device", "cpu", "--workers", "2"]),
+  },
   {
     name: "torch-w2", env: "torch", about: "PyTorch DataLoader, 2 workers, in_order (its defaults)",
     argv: (r, py) => [py, "bench/peers/torch_cassandra.py", ...peer(r), "--workers", "2"],

@@ -230,76 +230,88 @@ function taps(outLen: number, crop0: number, cropLen: number, n: number, origin:
   return { lo, count, start, w: Float64Array.from(weights) };
 }
 
-let spare = new Float64Array(0);
+let spare = new Float32Array(0);
 /** A buffer of at least `n` values, reused from image to image (a 224-wide box's rows: ~1 MB). */
-function scratch(n: number): Float64Array {
-  if (spare.length < n) spare = new Float64Array(Math.max(n, spare.length * 2));
+function scratch(n: number): Float32Array {
+  if (spare.length < n) spare = new Float32Array(Math.max(n, spare.length * 2));
   return spare;
 }
 
-/** One image into `dst` at `base`: across (the rows the box reads), then down, then normalized. */
+/**
+ * One image into `dst` at `base`: the rows the box reads resampled across (3 values per output
+ * column, f32 as the kernel's sums), then each output row summed down from those rows, one
+ * contiguous row at a time, then normalized into its planes.
+ */
 function resampleOne(
   img: TensorImage, p: ImagePlan, W: number, H: number, C: number, layout: "nchw" | "nhwc", aa: number,
   scale: Float64Array, bias: Float64Array, dst: Float32Array, base: number,
 ): void {
-  const ic = img.channels, src = img.data, off = img.offset ?? 0, rowBytes = img.width * ic;
-  const ox0 = img.frame?.x ?? 0, oy0 = img.frame?.y ?? 0;
-  const xs = taps(W, p.x, p.w, img.width, ox0, aa, p.mirror);
-  const ys = taps(H, p.y, p.h, img.height, oy0, aa, false);
-  // The rows any output row reads, resampled across once: 3 values per output column.
+  const xs = taps(W, p.x, p.w, img.width, img.frame?.x ?? 0, aa, p.mirror);
+  const ys = taps(H, p.y, p.h, img.height, img.frame?.y ?? 0, aa, false);
   let rowLo = img.height, rowHi = -1;
   for (let o = 0; o < H; o++) {
     rowLo = Math.min(rowLo, ys.lo[o]);
     rowHi = Math.max(rowHi, ys.lo[o] + ys.count[o] - 1);
   }
-  const rows = rowHi - rowLo + 1;
-  const across = scratch(rows * W * 3);
-  const grey = ic === 1;
-  for (let r = 0; r < rows; r++) {
-    const row = off + (rowLo + r) * rowBytes;
-    let k = r * W * 3;
-    for (let o = 0; o < W; o++, k += 3) {
-      let v0 = 0, v1 = 0, v2 = 0;
-      const w0 = xs.start[o], at0 = row + xs.lo[o] * ic;
-      for (let j = 0, cnt = xs.count[o]; j < cnt; j++) {
-        const w = xs.w[w0 + j], at = at0 + j * ic;
-        v0 += w * src[at];
-        if (!grey) {
-          v1 += w * src[at + 1];
-          v2 += w * src[at + 2];
-        }
-      }
-      across[k] = v0;
-      across[k + 1] = grey ? v0 : v1;
-      across[k + 2] = grey ? v0 : v2;
-    }
-  }
-  const plane = W * H;
+  const line = W * 3, rows = rowHi - rowLo + 1;
+  const buf = scratch((rows + 1) * line);
+  const across = buf.subarray(0, rows * line), acc = buf.subarray(rows * line, (rows + 1) * line);
+  for (let r = 0; r < rows; r++) resampleRow(img, rowLo + r, xs, W, across, r * line);
+  const plane = W * H, s0 = scale[0], s1 = scale[1], s2 = scale[2], b0 = bias[0], b1 = bias[1], b2 = bias[2];
+  const grey = img.channels === 1;
   for (let oy = 0; oy < H; oy++) {
     const w0 = ys.start[oy], cnt = ys.count[oy], r0 = ys.lo[oy] - rowLo;
-    for (let ox = 0; ox < W; ox++) {
-      let v0 = 0, v1 = 0, v2 = 0;
-      for (let j = 0; j < cnt; j++) {
-        const w = ys.w[w0 + j], k = ((r0 + j) * W + ox) * 3;
-        v0 += w * across[k];
-        v1 += w * across[k + 1];
-        v2 += w * across[k + 2];
+    acc.fill(0);
+    for (let j = 0; j < cnt; j++) {
+      const w = ys.w[w0 + j], from = (r0 + j) * line;
+      for (let k = 0; k < line; k++) acc[k] += w * across[from + k];
+    }
+    const row = base + oy * W;
+    if (C === 1) {
+      // ITU-R BT.601 luma, as torchvision's Grayscale and PIL's "L" (the kernel's).
+      for (let ox = 0, k = 0; ox < W; ox++, k += 3) {
+        const g = grey ? acc[k] : 0.299 * acc[k] + 0.587 * acc[k + 1] + 0.114 * acc[k + 2];
+        dst[row + ox] = g * s0 + b0;
       }
-      const pixel = oy * W + ox;
-      if (C === 1) {
-        // ITU-R BT.601 luma, as torchvision's Grayscale and PIL's "L" (the kernel's).
-        const g = grey ? v0 : 0.299 * v0 + 0.587 * v1 + 0.114 * v2;
-        dst[base + pixel] = g * scale[0] + bias[0];
-      } else if (layout === "nchw") {
-        dst[base + pixel] = v0 * scale[0] + bias[0];
-        dst[base + plane + pixel] = v1 * scale[1] + bias[1];
-        dst[base + 2 * plane + pixel] = v2 * scale[2] + bias[2];
-      } else {
-        const at = base + pixel * 3;
-        dst[at] = v0 * scale[0] + bias[0];
-        dst[at + 1] = v1 * scale[1] + bias[1];
-        dst[at + 2] = v2 * scale[2] + bias[2];
+    } else if (layout === "nchw") {
+      for (let ox = 0, k = 0; ox < W; ox++, k += 3) {
+        dst[row + ox] = acc[k] * s0 + b0;
+        dst[row + plane + ox] = acc[k + 1] * s1 + b1;
+        dst[row + 2 * plane + ox] = acc[k + 2] * s2 + b2;
+      }
+    } else {
+      const at = base + oy * line;
+      for (let k = 0; k < line; k += 3) {
+        dst[at + k] = acc[k] * s0 + b0;
+        dst[at + k + 1] = acc[k + 1] * s1 + b1;
+        dst[at + k + 2] = acc[k + 2] * s2 + b2;
       }
     }
+  }
+}
+
+/** Row `y` (of the pixels held) resampled across into `out` at `at`: 3 values per output column (grey repeated). */
+function resampleRow(img: TensorImage, y: number, xs: Taps, W: number, out: Float32Array, at: number): void {
+  const ic = img.channels, src = img.data, row = (img.offset ?? 0) + y * img.width * ic;
+  const { lo, count, start, w } = xs;
+  if (ic === 1) {
+    for (let o = 0, k = at; o < W; o++, k += 3) {
+      let v = 0;
+      for (let j = 0, cnt = count[o], p = row + lo[o], q = start[o]; j < cnt; j++) v += w[q + j] * src[p + j];
+      out[k] = out[k + 1] = out[k + 2] = v;
+    }
+    return;
+  }
+  for (let o = 0, k = at; o < W; o++, k += 3) {
+    let v0 = 0, v1 = 0, v2 = 0;
+    for (let j = 0, cnt = count[o], p = row + lo[o] * ic, q = start[o]; j < cnt; j++, p += ic) {
+      const wt = w[q + j];
+      v0 += wt * src[p];
+      v1 += wt * src[p + 1];
+      v2 += wt * src[p + 2];
+    }
+    out[k] = v0;
+    out[k + 1] = v1;
+    out[k + 2] = v2;
   }
 }
