@@ -8,7 +8,10 @@
  *   - region: `region` at scale 1, the same pixels (test/decode/region.test.ts);
  *   - region + scale: `region` at the smallest size that still covers a 224×224 output (the
  *     largest of 1, 1/2, 1/4, 1/8 at which the scaled box is ≥ 224 each way), what the resize
- *     to 224 then reads.
+ *     to 224 then reads;
+ *   - region, restart markers: the same photos with a restart interval every MCU row
+ *     (`jpegtran -restart 1`, lossless, as many cameras write them), where the rows above a box
+ *     are passed over unread (NOTE [ Skipping restart intervals ], wasm/jpeg/scan.ts).
  *
  * Beside the two region decodes, libjpeg-turbo decoding the same boxes at the same scales with
  * its partial decompression (bench/jpeg/turbo_loop.c: scale_denom, jpeg_crop_scanline,
@@ -27,6 +30,7 @@
  * median beside it.
  */
 import { readdirSync, readFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { compare, printTable } from "./_lib/compare.ts";
 import { runTurbo } from "./_lib/turbo.ts";
@@ -64,18 +68,21 @@ const paths = readdirSync(dir).filter((f) => f.endsWith(".jpg")).sort().map((f) 
 
 const dec = await createJpegDecoder();
 type Box = { x: number; y: number; width: number; height: number };
-interface Job { path: string; bytes: Uint8Array; box: Box; scale: DecodeScale }
+interface Job { path: string; bytes: Uint8Array; restarts: Uint8Array; box: Box; scale: DecodeScale }
 const jobs: Job[] = [];
 const random = rng(7, 0x37);
 for (const path of paths) {
   const bytes = readFileSync(path);
+  const t = spawnSync("jpegtran", ["-restart", "1", "-copy", "all"], { input: bytes, maxBuffer: 1 << 26 });
+  if (t.status !== 0) throw new Error(`jpegtran -restart 1 ${path} failed: ${t.stderr}`);
+  const restarts = new Uint8Array(t.stdout);
   const { width, height } = dec.inspect(bytes);
   for (let i = 0; i < perPhoto; i++) {
     const b = randomCropBox(width, height, random.next);
     // The largest reduction whose scaled box still covers the output each way.
     let scale: DecodeScale = 1;
     for (const s of [0.5, 0.25, 0.125] as const) if (Math.ceil(b.w * s) >= outSide && Math.ceil(b.h * s) >= outSide) scale = s;
-    jobs.push({ path, bytes, box: { x: b.x, y: b.y, width: b.w, height: b.h }, scale });
+    jobs.push({ path, bytes, restarts, box: { x: b.x, y: b.y, width: b.w, height: b.h }, scale });
   }
 }
 const scaled = jobs.filter((j) => j.scale < 1).length;
@@ -116,6 +123,13 @@ const boxRows = await compare(`RandomResizedCrop boxes, one thread`, { rounds, u
     work: jobs.length,
     run: () => {
       for (const { bytes, box, scale } of jobs) sink += dec.decodeInto(bytes, target, 0, { region: box, scale }).bytes;
+    },
+  },
+  {
+    name: "region, restart markers every MCU row",
+    work: jobs.length,
+    run: () => {
+      for (const { restarts, box } of jobs) sink += dec.decodeInto(restarts, target, 0, { region: box }).bytes;
     },
   },
 ]);

@@ -58,7 +58,8 @@ test("a region's pixels are the whole decode's there: sampling 4:4:4 to 4:1:1, g
     const sampling = ["1x1", "2x1", "2x2", "1x2", "4x1", "4x2"][randomInt(next, 0, 5)];
     const args = ["-quality", String(randomInt(next, 30, 98)), "-sample", `${sampling},1x1,1x1`];
     if (next() < 0.3) args.push("-progressive");
-    if (next() < 0.3) args.push("-restart", String(randomInt(next, 1, 3)));
+    // Restart intervals in MCU rows, or in MCUs (not aligned with rows: some skipped beside a window).
+    if (next() < 0.4) args.push("-restart", next() < 0.5 ? String(randomInt(next, 1, 3)) : `${randomInt(next, 1, 7)}B`);
     const jpg = cjpeg(photoLike(next, w, h, ch), w, h, ch as 1 | 3, args);
     if (big && !args.includes("-progressive")) streamed++;
     for (const scale of SCALES) {
@@ -77,6 +78,48 @@ test("a region's pixels are the whole decode's there: sampling 4:4:4 to 4:1:1, g
     }
   }
   assert.ok(checked >= 24 * 4 * 2 * 4 && streamed >= 1, `${checked} regions, ${streamed} files that stream`);
+});
+
+/** Where each restart interval's entropy-coded bytes lie: [start, end) before its RSTm (the last: before EOI). */
+function intervals(jpg: Uint8Array): [number, number][] {
+  let p = 2;
+  while (!(jpg[p] === 0xff && jpg[p + 1] === 0xda)) p += 2 + ((jpg[p + 2] << 8) | jpg[p + 3]); // marker segments up to SOS
+  let start = p + 2 + ((jpg[p + 2] << 8) | jpg[p + 3]);
+  const out: [number, number][] = [];
+  for (let i = start; i + 1 < jpg.length; i++) {
+    if (jpg[i] !== 0xff || jpg[i + 1] === 0 || jpg[i + 1] === 0xff) continue;
+    out.push([start, i]);
+    if (jpg[i + 1] < 0xd0 || jpg[i + 1] > 0xd7) break; // EOI
+    start = i + 2;
+    i++;
+  }
+  return out;
+}
+
+test("a region passes over whole restart intervals outside its window unread: garbled ones above and beside it change nothing, and the whole decode fails on them", async () => {
+  const seed = freshSeed();
+  const next = rng(seed);
+  const dec = await createJpegDecoder();
+  // 4:2:0, 16×16 MCUs: 20 across, 15 down; an interval of 2 MCUs, 10 a row.
+  const jpg = cjpeg(photoLike(next, 320, 240, 3), 320, 240, 3, ["-quality", "90", "-sample", "2x2,1x1,1x1", "-restart", "2B"]);
+  const iv = intervals(jpg);
+  assert.is(iv.length, 150, "150 intervals");
+  const region = { x: 160 + randomInt(next, 0, 40), y: 128 + randomInt(next, 0, 40), width: 60, height: 50 };
+  // The window is the region's MCUs and one more each side: rows from 7, columns from 9. Garble
+  // intervals in MCU rows 0–5 and, in the window's rows, the one at columns 0–1.
+  const garbled = Uint8Array.from(jpg);
+  const chosen = [randomInt(next, 0, 59), randomInt(next, 0, 59), 10 * 8, 10 * 9];
+  for (const k of chosen) {
+    const [a, b] = iv[k];
+    for (let i = a; i + 1 < b; i += 2) garbled[i] = 0xff, garbled[i + 1] = 0; // all one bits: no Huffman code
+  }
+  await expectError(Promise.resolve().then(() => dec.decode(garbled)), "ERR_MALFORMED_INPUT", /.*/);
+  const full = dec.decode(jpg);
+  for (const grey of [false, true]) {
+    const got = dec.decode(garbled, { region, grey });
+    const want = grey ? dec.decode(jpg, { grey }) : full;
+    assertRegion(got, want, { x0: region.x, y0: region.y, width: region.width, height: region.height }, `garbled intervals ${chosen.join(", ")}${grey ? " grey" : ""} (seed ${seed})`);
+  }
 });
 
 test("CMYK and YCCK files: a region's pixels are the whole decode's there", async () => {

@@ -176,31 +176,48 @@ export function decodeScan(direct: bool): i32 {
   // scan is not decoded, only skipped to its end.
   const stop = !O.regionOn ? down : ns == 1 ? min(down, O.blockY1(c0)) : O.mcuY1;
   regionComplete = false;
-  for (let my = 0; my < stop; my++) {
-    for (let mx = 0; mx < across; mx++) {
-      if (interval != 0) {
-        if (left == 0) {
-          if (!restart()) return failedCode();
-          left = interval;
-        }
-        left--;
+  // A whole restart interval none of whose blocks a region's window holds is skipped unread
+  // (NOTE [ Skipping restart intervals ]): sequential pixels only.
+  const skipping = interval != 0 && O.regionOn && direct && kind == 0;
+  const total = stop * across;
+  let mx = 0, my = 0;
+  for (let m = 0; m < total;) {
+    if (interval != 0) {
+      if (left == 0) {
+        if (!restart()) return failedCode();
+        left = interval;
       }
-      if (ns == 1) {
-        block(kind, c0, mx, my, direct);
-      } else {
-        for (let i = 0; i < ns; i++) {
-          const c = F.scanComp(i);
-          const h = F.cget(c, F.F_H);
-          const v = F.cget(c, F.F_V);
-          for (let y = 0; y < v; y++) {
-            for (let x = 0; x < h; x++) block(kind, c, mx * h + x, my * v + y, direct);
-          }
+      if (skipping && left == interval && m + interval < total && intervalOutside(mx, my, interval, across, ns, c0)) {
+        if (!skipInterval()) return failedCode();
+        m += interval;
+        mx += interval;
+        while (mx >= across) {
+          mx -= across;
+          scanRowDone(my++, down, ns == 1);
+        }
+        continue;
+      }
+      left--;
+    }
+    if (ns == 1) {
+      block(kind, c0, mx, my, direct);
+    } else {
+      for (let i = 0; i < ns; i++) {
+        const c = F.scanComp(i);
+        const h = F.cget(c, F.F_H);
+        const v = F.cget(c, F.F_V);
+        for (let y = 0; y < v; y++) {
+          for (let x = 0; x < h; x++) block(kind, c, mx * h + x, my * v + y, direct);
         }
       }
     }
-    if (failed()) return failedCode();
-    if (H.overran()) return shortScan();
-    scanRowDone(my, down, ns == 1);
+    m++;
+    if (++mx == across) {
+      mx = 0;
+      if (failed()) return failedCode();
+      if (H.overran()) return shortScan();
+      scanRowDone(my++, down, ns == 1);
+    }
   }
   if (H.overran()) return shortScan();
   if (stop < down && !prog && ns == F.ncomp) {
@@ -241,6 +258,35 @@ function restart(): bool {
   let p = H.pos;
   const end = F.srcEnd;
   while (p + 1 < end && load<u8>(p) == 0xff && load<u8>(p + 1) == 0xff) p++; // fill bytes (B.1.1.2)
+  return restartAt(p);
+}
+
+/**
+ * NOTE [ Skipping restart intervals ]
+ * An interval's entropy-coded bytes hold no marker (an 0xFF data byte is followed by a stuffed
+ * 0x00, B.1.1.5), and the DC predictions start again after its RSTm (E.2.4), so an interval
+ * whose MCUs all lie outside a region's window can be passed over by looking for the next
+ * 0xFF that starts a marker, without decoding a code: the blocks after it decode as they
+ * would have. The bytes passed over are not checked (as the rows below a region are not read).
+ */
+function skipInterval(): bool {
+  let p = H.pos;
+  const end = F.srcEnd;
+  while (p + 1 < end) {
+    if (load<u8>(p) == 0xff) {
+      const m = load<u8>(p + 1);
+      if (m != 0 && m != 0xff) break;
+      p += m == 0 ? 2 : 1;
+    } else {
+      p++;
+    }
+  }
+  return restartAt(p);
+}
+
+/** RSTm at p (the one due, else a named error), then the next interval: bits from after it, predictions and EOBRUN reset. */
+function restartAt(p: usize): bool {
+  const end = F.srcEnd;
   if (p + 1 >= end) {
     fail(E_TRUNCATED, F.offsetOf(end));
     return false;
@@ -253,6 +299,27 @@ function restart(): bool {
   H.startBits(p + 2);
   for (let i = 0; i < F.scanNs; i++) F.cset(F.scanComp(i), F.F_PRED, 0);
   eobrun = 0;
+  return true;
+}
+
+/** The `count` MCUs from (mx, my) on, row by row, hold no block of any scan component's window. */
+function intervalOutside(mx: i32, my: i32, count: i32, across: i32, ns: i32, c0: i32): bool {
+  for (let k = 0; k < count; k++) {
+    if (ns == 1) {
+      if (!outsideWindow(c0, mx, my)) return false;
+    } else {
+      for (let i = 0; i < ns; i++) {
+        const c = F.scanComp(i);
+        const h = F.cget(c, F.F_H);
+        const v = F.cget(c, F.F_V);
+        if (mx * h < O.blockX1(c) && mx * h + h > O.blockX0(c) && my * v < O.blockY1(c) && my * v + v > O.blockY0(c)) return false;
+      }
+    }
+    if (++mx == across) {
+      mx = 0;
+      my++;
+    }
+  }
   return true;
 }
 
