@@ -58,7 +58,7 @@ const USAGE = `usage: bun bench/peers.bench.ts [options]
                          3×224×224 random-resized-crop + flip + normalize (default fm)
   --dataset NAME         read this dataset of the store instead (it must exist)
   --settings LIST        any of rtt0,rtt20,rtt150,congested,moving (default all; --quick: rtt0,rtt150)
-  --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,torch-w2,torch-w4-t8,tfdata,tfdata-t16,streaming"}
+  --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,cassette-cpu,torch-w2,torch-w4-t8,tfdata,tfdata-t16,streaming"}
                          (default all; those without a built environment are left out, saying so)
   --samples N            read N of the dataset's samples (drawn with a fixed seed; default all):
                          every contender gets the same ids (--ids FILE)
