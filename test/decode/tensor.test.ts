@@ -128,3 +128,43 @@ test("cpuTensor's errors name the option or the image, and the value", () => {
   expect(() => cpuTensor([img], { width: 4, height: 4, std: [1, 0, 1] }), /'std'/);
   expect(() => cpuTensor([img], { width: 4, height: 4, crop: { kind: "random-resized", scale: [0.5, 0.1] } }), /'crop.scale'/);
 });
+
+test("a Loader's batches with decode: { plan }, read in 2 read workers (boxes) or in its thread (whole images), give each sample the same tensor", async () => {
+  const { mkdtempSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const { fashionMnistStore } = await import("../_support/fashion_mnist.ts");
+  const { Loader } = await import("../../src/loader.ts");
+  const dir = mkdtempSync(join(tmpdir(), "cassette-cpu-tensor-"));
+  try {
+    const path = join(dir, "fm.sqlite");
+    const { store, ids } = await fashionMnistStore(path, "fm", 40);
+    await store.close();
+    const seed = freshSeed();
+    const o: TensorOptions = { width: 20, height: 18, channels: 3, crop: { kind: "random-resized", scale: [0.2, 1] }, flip: 0.5, seed, mean: [0.5, 0.4, 0.3], std: [0.2, 0.3, 0.4] };
+    const per = 3 * 20 * 18;
+    const byWorkers = new Map<number, Map<string, Float32Array>>();
+    for (const workers of [0, 2]) {
+      const loader = new Loader({ store: `sqlite:${path}`, dataset: "fm", ids, batchSize: 16, seed, decode: { plan: o }, workers });
+      const got = new Map<string, Float32Array>();
+      let boxes = 0;
+      for await (const b of loader.epoch(1)) {
+        const images = b.images ?? b.items.map((s) => s.image!);
+        if (b.images?.frameWidth) boxes += Array.from(b.images.frameWidth).filter((w) => w > 0).length;
+        const t = cpuTensor(images, o, { epoch: 1, ids: b.ids });
+        b.ids.forEach((id, i) => got.set(id, t.data.slice(i * per, (i + 1) * per)));
+        b.release?.();
+      }
+      await loader.close();
+      assert.is(got.size, ids.length, `${workers} workers: every sample once`);
+      if (workers) assert.ok(boxes > 0, "the read workers decoded boxes");
+      byWorkers.set(workers, got);
+    }
+    for (const id of ids) {
+      const a = byWorkers.get(0)!.get(id)!, b = byWorkers.get(2)!.get(id)!;
+      assert.ok(a.every((v, i) => Object.is(v, b[i])), `seed ${seed}: sample ${id}'s tensor differs between the two reads by ${maxDiff(a, b).max}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
