@@ -25,7 +25,7 @@ export type { TransformContext, TransformFn, TransformInput, TransformModule } f
 export { randomCropBox, resizeBilinear } from "./crop.ts";
 export type { CropBox } from "./crop.ts";
 export { cpuTensor, planBatch } from "./tensor.ts";
-export type { BatchPlanOptions, CpuTensor, PlannedShape, TensorImage, TensorImageTable, TensorOptions } from "./tensor.ts";
+export type { BatchPlanOptions, CpuTensor, PackedImages, PlannedShape, TensorImage, TensorOptions } from "./tensor.ts";
 
 /**
  * The built-in random-resized-crop as a transform module, for a Loader's

@@ -107,17 +107,43 @@ export interface TensorImage extends PlannedShape {
   offset?: number;
 }
 
-/** Images of a batch in one buffer, by columns (a read workers' batch: `Batch.images`). */
-export interface TensorImageTable {
+/**
+ * A batch's images already in one buffer (a Loader batch's `images`, made by read workers):
+ * image i is `pixels[at[i] …]`, width·height·channels bytes, `at[i]` a multiple of 4. The GPU
+ * packs it with one copy (src/gpu/pack.ts); the CPU's tensor reads it in place.
+ */
+export interface PackedImages {
+  /** Every image's pixels, one after another. */
   pixels: Uint8Array;
+  /** Where each image's pixels begin in `pixels`. */
   at: ArrayLike<number>;
+  /** Each image's width in pixels. */
   width: ArrayLike<number>;
+  /** Each image's height in pixels. */
   height: ArrayLike<number>;
+  /** Each image's channels. */
   channels: ArrayLike<number>;
+  /** Where each image lies in the image it was cut from (`DecodedImage.frame` by columns; frameWidth 0: whole). */
   frameX?: ArrayLike<number>;
+  /** The box's top row in its frame. */
   frameY?: ArrayLike<number>;
+  /** The frame's width (0: the image is whole). */
   frameWidth?: ArrayLike<number>;
+  /** The frame's height. */
   frameHeight?: ArrayLike<number>;
+}
+
+/** Image i of a table's shape, with its frame where it is a box of one. */
+export function tableShape(t: PackedImages, i: number): { width: number; height: number; channels: number; frame?: FrameBox } {
+  const s: { width: number; height: number; channels: number; frame?: FrameBox } = { width: t.width[i], height: t.height[i], channels: t.channels[i] };
+  const fw = t.frameWidth?.[i];
+  if (fw) s.frame = { x: t.frameX![i], y: t.frameY![i], width: fw, height: t.frameHeight![i] };
+  return s;
+}
+
+/** Whether `x` is a PackedImages table rather than a list of images. */
+export function isPackedImages(x: unknown): x is PackedImages {
+  return typeof x === "object" && x !== null && !Array.isArray(x) && "pixels" in x && "at" in x;
 }
 
 /** A batch's tensor on the CPU. */
@@ -133,16 +159,9 @@ export interface CpuTensor {
 }
 
 /** The images of a list or of a table, one at a time, without copying pixels. */
-function imagesOf(images: readonly TensorImage[] | TensorImageTable): TensorImage[] {
-  if (Array.isArray(images)) return images as TensorImage[];
-  const t = images as TensorImageTable;
-  return Array.from({ length: t.at.length }, (_, i) => {
-    const fw = t.frameWidth?.[i];
-    return {
-      data: t.pixels, offset: t.at[i], width: t.width[i], height: t.height[i], channels: t.channels[i],
-      ...(fw ? { frame: { x: t.frameX![i], y: t.frameY![i], width: fw, height: t.frameHeight![i] } } : {}),
-    };
-  });
+function imagesOf(images: readonly TensorImage[] | PackedImages): TensorImage[] {
+  if (!isPackedImages(images)) return images as TensorImage[];
+  return Array.from({ length: images.at.length }, (_, i) => ({ ...tableShape(images, i), data: images.pixels, offset: images.at[i] }));
 }
 
 /**
@@ -150,7 +169,7 @@ function imagesOf(images: readonly TensorImage[] | TensorImageTable): TensorImag
  * kernel does. `out`, when given, receives the values (it must hold n·c·h·w); else a new array.
  */
 export function cpuTensor(
-  images: readonly TensorImage[] | TensorImageTable, options: TensorOptions, run: BatchPlanOptions = {}, out?: Float32Array,
+  images: readonly TensorImage[] | PackedImages, options: TensorOptions, run: BatchPlanOptions = {}, out?: Float32Array,
 ): CpuTensor {
   checkTensorOptions(options, "make a tensor");
   const list = imagesOf(images);

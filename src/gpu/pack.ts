@@ -35,6 +35,7 @@ import type { FrameBox, ImagePlan } from "../decode/crop.ts";
 // that a read worker can decode only the box before any pixel reaches the GPU); the names stay
 // exported here, where `cassette/gpu` has always offered them.
 export { isRandom, planImage, planRegion } from "../decode/crop.ts";
+import { type PackedImages, tableShape } from "../decode/tensor.ts";
 export type { CropPolicy, FrameBox, ImagePlan, PlanOptions, SampleKey } from "../decode/crop.ts";
 
 /** Bytes of one table record. */
@@ -97,44 +98,10 @@ function checkShape(s: ImageShape & { frame?: FrameBox }, i: number): void {
   }
 }
 
-/**
- * A batch's images already in one buffer (a Loader batch's `images`, made by read workers):
- * image i is `pixels[at[i] …]`, width·height·channels bytes, `at[i]` a multiple of 4. Packed
- * with one copy of the whole buffer after the records, not one per image.
- */
-export interface PackedImages {
-  /** Every image's pixels, one after another. */
-  pixels: Uint8Array;
-  /** Where each image's pixels begin in `pixels`. */
-  at: ArrayLike<number>;
-  /** Each image's width in pixels. */
-  width: ArrayLike<number>;
-  /** Each image's height in pixels. */
-  height: ArrayLike<number>;
-  /** Each image's channels. */
-  channels: ArrayLike<number>;
-  /** Where each image lies in the image it was cut from (`DecodedImage.frame` by columns; frameWidth 0: whole). */
-  frameX?: ArrayLike<number>;
-  /** The box's top row in its frame. */
-  frameY?: ArrayLike<number>;
-  /** The frame's width (0: the image is whole). */
-  frameWidth?: ArrayLike<number>;
-  /** The frame's height. */
-  frameHeight?: ArrayLike<number>;
-}
-
-/** Image i of a table's shape, with its frame where it is a box of one. */
-export function tableShape(t: PackedImages, i: number): ImageShape & { frame?: FrameBox } {
-  const s: ImageShape & { frame?: FrameBox } = { width: t.width[i], height: t.height[i], channels: t.channels[i] };
-  const fw = t.frameWidth?.[i];
-  if (fw) s.frame = { x: t.frameX![i], y: t.frameY![i], width: fw, height: t.frameHeight![i] };
-  return s;
-}
-
-/** Whether `x` is a PackedImages table rather than a list of images. */
-export function isPackedImages(x: unknown): x is PackedImages {
-  return typeof x === "object" && x !== null && !Array.isArray(x) && "pixels" in x && "at" in x;
-}
+// A batch's images in one buffer (read workers' packets), declared where the CPU's tensor reads
+// them too; packed with one copy of the whole buffer after the records, not one per image.
+export { isPackedImages, tableShape } from "../decode/tensor.ts";
+export type { PackedImages } from "../decode/tensor.ts";
 
 /** Where each image of a table goes: the records, then the table's buffer as it is. */
 export function tableLayout(t: PackedImages): PackLayout {

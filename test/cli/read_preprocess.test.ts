@@ -76,6 +76,12 @@ async function trainingTensor(ids: string[], o: PreprocessOptions, grey: boolean
   }
 }
 
+/** What `--size 20x16 --crop random-resized --scale 0.3,1 --flip 0.5 --seed 7` asks for (RGB, ImageNet's statistics). */
+const RGB_CROPS: PreprocessOptions = {
+  width: 20, height: 16, channels: 3, crop: { kind: "random-resized", scale: [0.3, 1] }, flip: 0.5, seed: 7,
+  mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225],
+};
+
 /** Exact equality (the same kernel on the same adapter), else the first index that differs. */
 function assertSame(got: Float32Array, want: Float32Array, what: string): void {
   assert.is(got.length, want.length, `${what}: length`);
@@ -121,10 +127,7 @@ test("read --preprocess with random-resized crops, flips and RGB, read back: the
   assert.equal([p.images, p.readback, p.tensorShape], [240, true, [48, 3, 16, 20]]);
   const { shape, data } = readNpy(dump);
   assert.equal(shape, [48, 3, 16, 20]);
-  const o: PreprocessOptions = {
-    width: 20, height: 16, channels: 3, crop: { kind: "random-resized", scale: [0.3, 1] }, flip: 0.5, seed: 7,
-    mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225],
-  };
+  const o = RGB_CROPS;
   const want = await trainingTensor(p.dump.ids, o, false);
   assertSame(data, want.x, "the CLI's tensor vs loaderBatches'");
   // The reference recomputes from the plans, so a flip or crop the two GPU runs both skipped shows.
@@ -161,10 +164,7 @@ test("read --preprocess --device cpu, with no WebGPU driver: the tensor the GPU 
   assert.equal([p.images, p.device, p.readback, p.tensorShape], [240, "cpu", false, [48, 3, 16, 20]]);
   const { shape, data } = readNpy(dump);
   assert.equal(shape, [48, 3, 16, 20]);
-  const o: PreprocessOptions = {
-    width: 20, height: 16, channels: 3, crop: { kind: "random-resized", scale: [0.3, 1] }, flip: 0.5, seed: 7,
-    mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225],
-  };
+  const o = RGB_CROPS;
   const want = await trainingTensor(p.dump.ids, o, false);
   let worst = 0;
   for (let i = 0; i < data.length; i++) worst = Math.max(worst, Math.abs(data[i] - want.x[i]));

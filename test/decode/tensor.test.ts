@@ -2,7 +2,7 @@ import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { preprocessRef } from "../reference/preprocess.ts";
-import { cpuTensor, type TensorImage, type TensorImageTable, type TensorOptions } from "../../src/decode/tensor.ts";
+import { cpuTensor, type TensorImage, type PackedImages, type TensorOptions } from "../../src/decode/tensor.ts";
 import { type CropPolicy, planImage, planRegion } from "../../src/decode/crop.ts";
 import { CassetteError } from "../../src/errors.ts";
 
@@ -93,7 +93,7 @@ test("a box cut by a planned decode (its frame given) gives the whole image's va
     for (const i of order) at[i] = end, end += boxes[i].data.length + randomInt(next, 0, 9);
     const pixels = randomBytes(next, end);
     boxes.forEach((x, i) => pixels.set(x.data, at[i]));
-    const table: TensorImageTable = {
+    const table: PackedImages = {
       pixels, at, width: Int32Array.from(boxes, (x) => x.width), height: Int32Array.from(boxes, (x) => x.height),
       channels: Int32Array.from(boxes, (x) => x.channels), frameX: Int32Array.from(boxes, (x) => x.frame.x),
       frameY: Int32Array.from(boxes, (x) => x.frame.y), frameWidth: Int32Array.from(boxes, (x) => x.frame.width),
