@@ -7,7 +7,7 @@
  * Three questions:
  *   batch      images/s and GB/s of a training batch (RandomResizedCrop + flip + normalize to
  *              S×S NCHW f32) on this adapter, upload included, vs a straightforward CPU
- *              implementation in TS of the same resampling;
+ *              implementation in TS of the same resampling, and the library's (cpuTensor);
  *   kernel     the kernel alone over a batch already on the GPU (bytes read + written per
  *              second) vs a device-to-device copy (copyBufferToBuffer) of the same bytes;
  *   hybrid     CPU time per image of the decoder's coefficient mode (entropy decoding only)
@@ -22,6 +22,7 @@ import { createPreprocessor } from "../src/gpu/preprocess.ts";
 import { packImages, packLayout } from "../src/gpu/pack.ts";
 import type { DecodedImage, ImagePlan } from "../src/gpu/pack.ts";
 import { createJpegDecoder } from "../src/decode/jpeg.ts";
+import { cpuTensor } from "../src/decode/tensor.ts";
 import { compare } from "./_lib/compare.ts";
 import { benchArgs } from "./_lib/args.ts";
 
@@ -131,6 +132,8 @@ const rowsBatch = await compare(`batch: random-resized-crop + flip + normalize, 
     work: 3 * batch,
   },
   { name: "CPU, TypeScript", run: () => cpuPreprocess(images, plans, cpuOut), work: batch, baseline: true },
+  // The library's CPU tensor (separable, f32 rows), the same plans: `read --preprocess --device cpu`.
+  { name: "CPU, cpuTensor (src/decode/tensor.ts)", run: () => cpuTensor(images, pre.options, { epoch: 0, ids }, cpuOut), work: batch },
 ]);
 for (const r of rowsBatch) console.log(`  ${r.name}: ${((r.best / batch) * moved).toFixed(3)} GB/s moved (best)`);
 
