@@ -7,7 +7,7 @@
  * address that cannot be opened are named.
  */
 import * as assert from "uvu/assert";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -314,7 +314,13 @@ test("slow lane: a read worker stuck on a slow sample gives the samples it has n
   const [slow, ...others] = ids;
   const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
   for (const slowLane of [true, false]) {
-    const src = new WorkerSource(address, "rnd", { workers: 2, decode: true, transform: { url: SPIN, options: { slowIds: [slow], slowMs: [600], fastMs: 1 } }, slowLane });
+    // The slow sample spins until this file exists: with the lane, the test makes it once every
+    // other sample has come (order of events, not a race against 600 ms on a loaded machine);
+    // without, after 600 ms (nothing can come before it then).
+    const release = join(dir, `slow-lane-release-${runtime.name}-${slowLane}`);
+    rmSync(release, { force: true });
+    const options = { slowIds: [slow], slowMs: [slowLane ? 20_000 : 600], fastMs: 1, slowUntilFile: release };
+    const src = new WorkerSource(address, "rnd", { workers: 2, decode: true, transform: { url: SPIN, options }, slowLane });
     await src.ready;
     /** Reads `plan` in ready order, batches of `B` asked at once: each packet's positions, in arrival order. */
     const read = (plan: string[], B: number) =>
@@ -326,7 +332,8 @@ test("slow lane: a read worker stuck on a slow sample gives the samples it has n
             if (p.errors.length) reject(new Error(`errors: ${p.errors.map((e) => e.error.message).join("; ")}`));
             got.push(Array.from(column(p, POS)));
             p.release?.();
-            if ((n += p.n) >= plan.length) r.end(), resolve(got); // more: a position twice, which the check below names
+            if ((n += p.n) >= plan.length - 1 && plan[0] === slow) writeFileSync(release, "");
+            if (n >= plan.length) r.end(), resolve(got); // more: a position twice, which the check below names
           },
           lost: () => 0,
         });
