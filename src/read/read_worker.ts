@@ -263,6 +263,11 @@ function claim(id: string): boolean {
   if (!lane || !r || !owner) return true;
   const was = Atomics.compareExchange(owner, r[1], lane.code, -lane.code);
   if (was !== lane.code && was !== -lane.code) return false; // another worker's now
+  // Claimed here already: a position given away and back asked of this worker twice. One
+  // answer is decoded and sent; the other is dropped, not decoded a second time (a CPU-bound
+  // pair of workers passed queues to and fro, and every pass decoded them again). Two positions
+  // for one id (keep) are both claimed.
+  if (was === -lane.code && !doubled.has(id)) return false;
   claimSeq = (claimSeq + 1) & 0x3fffffff;
   claimAt = performance.now();
   claimId = id;
@@ -283,9 +288,12 @@ function claimEnded(id: string): void {
 }
 
 /** Two requests for one id in flight here (two runs, or a plan naming it twice): not taken back, as an answer could not say which it claims. */
-function keep(run: Run, pos: number): void {
+function keep(run: Run, pos: number, id: string): void {
+  doubled.add(id);
   if (lane && run.owner) Atomics.compareExchange(run.owner, pos, lane.code, -lane.code);
 }
+/** Ids with two positions in flight here (keep): each answer claims, and both are sent. */
+const doubled = new Set<string>();
 
 /** The lane's figures for packets, at most every 100 ms (a sort of 256 times). */
 function laneFigures(): LaneCounts | undefined {
@@ -336,7 +344,8 @@ const packetSink = {
 
 function packetAnswered(run: Run, pos: number, id: string, t0: number, err: Error | null, s?: Sample): void {
   const r = route.get(id);
-  if (r && r[0] === run && r[1] === pos) route.delete(id);
+  // Kept while another request for the id is in flight here: its claim must find the position.
+  if (r && r[0] === run && r[1] === pos && !asked.has(id)) route.delete(id);
   if (run.ended) return;
   run.outstanding--;
   if (err === TAKEN_BACK) return takenBack(run, pos);
@@ -572,14 +581,14 @@ function pump(): void {
         continue;
       }
       const prev = route.get(id);
-      if (prev && (prev[0] !== run || prev[1] !== seq)) keep(prev[0], prev[1]), keep(run, seq);
+      if (prev && (prev[0] !== run || prev[1] !== seq)) keep(prev[0], prev[1], id), keep(run, seq, id);
     }
     route.set(id, [run, seq]);
     asked.set(id, (asked.get(id) ?? 0) + 1);
     const fetched = reads!.fetch(id, (err, s) => {
       const k = asked.get(id)! - 1;
       if (k) asked.set(id, k);
-      else asked.delete(id);
+      else asked.delete(id), doubled.delete(id);
       packetAnswered(run, seq, id, t0!, err, s);
     });
     if (!fetched) saturated = true;

@@ -719,6 +719,10 @@ export class WorkerSource implements ReadSource {
         const i = slot.index * STATUS;
         const start = Atomics.load(st, i + ST_START), deadline = Atomics.load(st, i + ST_DEADLINE) / 1000;
         if (start === 0 || deadline === 0 || slot.load === 0 || now - (start - 1) <= deadline) continue;
+        // Only for a worker with nothing to do: moving a queue re-reads its samples, which a
+        // busy worker would only take on top of its own (two CPU-bound workers passed their
+        // queues to and fro on every collector pause, reading the epoch three times over).
+        if (!this.#idleBesides(slot)) continue;
         slot.slow = Atomics.load(st, i + ST_SEQ);
         Atomics.store(st, i + ST_MOVED, slot.slow);
         this.#slowLane++;
@@ -727,6 +731,12 @@ export class WorkerSource implements ReadSource {
       // Until what it holds unstarted has gone: none may have been free to take it.
       if (slot.queued) slot.queued = !this.#takeBack(slot);
     }
+  }
+
+  /** Whether a worker other than `slot`, running and out of the lane, is between jobs with under a quarter of its queue. */
+  #idleBesides(slot: Slot): boolean {
+    const st = this.#status;
+    return this.#slots.some((o) => o !== slot && !o.down && o.slow === undefined && Atomics.load(st, o.index * STATUS + ST_START) === 0 && 4 * o.load < slot.load);
   }
 
   /**

@@ -364,6 +364,49 @@ test("slow lane: a read worker stuck on a slow sample gives the samples it has n
   }
 });
 
+test("slow lane: two busy workers keep their queues through short pauses (nothing passed while neither is idle); each position once", async () => {
+  const { WorkerSource } = await import("../../src/read/worker_source.ts");
+  const { column, POS } = await import("../../src/read/packet.ts");
+  const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
+  // 3 ms a sample, one in eight 15 ms (past the 5 ms deadline it learns, as a collector's pause
+  // is): both workers hold deep queues, so a pause is no reason to re-read one's queue in the
+  // other, which is as busy. (Before, each pause moved the paused worker's whole queue.)
+  const options = { slowIds: ids.filter((_, i) => i % 8 === 3), slowMs: [15], fastMs: 3 };
+  // A few fetches in flight per worker (a network store's pool), the rest of each queue not started.
+  const src = new WorkerSource(address, "rnd", { workers: 2, decode: true, transform: { url: SPIN, options }, maxInFlight: 8 });
+  await src.ready;
+  try {
+    const plan = Array.from({ length: 3 }, () => ids).flat();
+    const read = () =>
+      new Promise<number[]>((resolve, reject) => {
+        const seen = new Array(plan.length).fill(0);
+        let n = 0;
+        const r = src.read(plan, { batchSize: 8, strict: false }, {
+          packet: (p) => {
+            if (p.errors.length) return reject(new Error(`errors: ${p.errors.map((e) => e.error.message).join("; ")}`));
+            for (const pos of column(p, POS)) seen[pos]++;
+            p.release?.();
+            if ((n += p.n) >= plan.length) r.end(), resolve(seen);
+          },
+          lost: () => 0,
+        });
+        r.request([0, plan.length]);
+      });
+    await read(); // each worker learns its deadline
+    const before = src.laneStats()!;
+    for (let k = 0; k < 2; k++) {
+      const seen = await read();
+      assert.ok(seen.every((c) => c === 1), `each position once: ${JSON.stringify(seen)}`);
+    }
+    const after = src.laneStats()!;
+    // At each read's end one worker may run dry while the other pauses: what it then takes is
+    // the other's last few. Not the queue at every pause (the old rule passed hundreds).
+    assert.ok(after.stolen - before.stolen <= 32, `passed between busy workers: ${after.stolen - before.stolen} in ${2 * plan.length} (${JSON.stringify(after)})`);
+  } finally {
+    await src.close();
+  }
+});
+
 test("ready order with a heavy CPU stage: a packet goes once its first answer has waited the deadline, not when a batch is full; each position once", async () => {
   const { WorkerSource } = await import("../../src/read/worker_source.ts");
   const { column, POS } = await import("../../src/read/packet.ts");
