@@ -40,14 +40,15 @@ export interface S3Server {
   close(): Promise<void>;
 }
 
-export async function startS3Server(): Promise<S3Server> {
+/** `corsAllowOrigin`: the Access-Control-Allow-Origin it answers (versitygw's --cors-allow-origin; none by default), for pages. */
+export async function startS3Server(o: { corsAllowOrigin?: string } = {}): Promise<S3Server> {
   const root = mkdtempSync(join(tmpdir(), "cassette-s3-"));
   const credentials = { accessKeyId: `k${randomBytes(6).toString("hex")}`, secretAccessKey: randomBytes(18).toString("base64url") };
   let child: ChildProcess | undefined;
   let port = 0;
   const launch = async () => {
     const proc = spawn(VERSITYGW, ["--access", credentials.accessKeyId, "--secret", credentials.secretAccessKey, "--port", `127.0.0.1:${port}`,
-      "--keep-alive", "--quiet", "--virtual-domain", "127.0.0.1", "posix", root], { stdio: ["ignore", "ignore", "pipe"] });
+      "--keep-alive", "--quiet", "--virtual-domain", "127.0.0.1", ...(o.corsAllowOrigin ? ["--cors-allow-origin", o.corsAllowOrigin] : []), "posix", root], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     proc.stderr!.on("data", (d) => (stderr += d));
     proc.once("error", () => {});

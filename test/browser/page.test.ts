@@ -93,7 +93,7 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
   }
 }, { timeoutMs: 90_000 });
 
-test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards; shards without CORS headers are named so", async () => {
+test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying what a page can read; shards without CORS headers are named so", async () => {
   const { web } = await served();
   const page = await openPage(undefined, { webgpu: false });
   try {
@@ -119,7 +119,7 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
       try { for await (const b of loader.epoch(0)) return { code: "none", message: String(b.ids) }; } catch (e) { return { code: e.code, message: e.message }; } finally { await loader.close().catch(() => {}); }
     })`);
     assert.is(refused.code, "ERR_UNSUPPORTED", refused.message);
-    assert.match(refused.message, /in a browser.*cassette export --format webdataset/);
+    assert.match(refused.message, /in a browser as a page has no file system: export the dataset \(cassette export.*read https:\/\/…, s3:\/\/… or wds:/);
     // Shards on another origin that sends no CORS headers: the browser hides the answer, the error says why it may be.
     const bare = await serveStatic(ROOT, 0, { "/shards/": (await made!).dir }, { cors: false });
     try {

@@ -9,7 +9,9 @@
  * What a page cannot do as undici does, and how it is met:
  * - see why a request failed: `fetch` says "Failed to fetch" for a refused connection and for
  *   an answer the browser withheld as it lacked CORS headers alike, so the error names both
- *   (ERR_STORE_UNREACHABLE, retryable as a network failure is);
+ *   (ERR_STORE_UNREACHABLE, retryable as a network failure is). A server that sends CORS
+ *   headers on its objects but not on its errors (versitygw 1.8 on a refused signature) looks
+ *   the same: its named error (ERR_STORE_AUTH under Node) cannot reach the page;
  * - follow redirects by hand: the browser follows them (at most 20); one that ends on another
  *   origin is ERR_REDIRECT, as in http_source.ts;
  * - trust a CA of its own (`ca`): ERR_UNSUPPORTED, as a page trusts the browser's;
@@ -32,7 +34,8 @@ function pageOrigin(): string | undefined {
 export function unreachable(url: string, e: unknown): CassetteError {
   return storeError(
     "ERR_STORE_UNREACHABLE",
-    `Cannot get ${url}: ${describe(e)}: the server is unreachable, or it does not answer this page's origin (${pageOrigin()}) with CORS headers (Access-Control-Allow-Origin, and its request headers in Access-Control-Allow-Headers)`,
+    `Cannot get ${url}: ${describe(e)}: the server is unreachable, or it does not answer this page's origin (${pageOrigin()}) with CORS headers (Access-Control-Allow-Origin, and its request headers in Access-Control-Allow-Headers), ` +
+      "or it left them off an error answer, which the page then cannot read either (versitygw does on a refused signature: check the credentials)",
     true,
     { cause: e },
   );
@@ -100,7 +103,6 @@ async function exchange(target: HttpTarget, path: string, headers: Record<string
         const r = await reader.read();
         if (r.done) break;
         get.onResponseData(controller, r.value);
-        if (ac.signal.aborted) return void reader.cancel().catch(() => {}); // over the limit: `get` has answered
       }
     }
     get.onResponseEnd();
@@ -112,14 +114,9 @@ async function exchange(target: HttpTarget, path: string, headers: Record<string
   }
 }
 
-/** Opens the store at `url` (http(s)://, or a path relative to the page): labels.json fetched once. */
+/** Opens the store at `url` (http(s)://HOST/PREFIX): labels.json fetched once. */
 export function openHttpSource(url: string, o: HttpSourceOptions = {}): Promise<HttpSource> {
-  const base = (globalThis as { location?: { href: string } }).location?.href;
-  let absolute = url;
-  try {
-    absolute = base ? new URL(url, base).href : url;
-  } catch { /* parseHttpUrl names it */ }
-  return openHttpSourceVia(fetchTransport, absolute, o);
+  return openHttpSourceVia(fetchTransport, url, o);
 }
 
 /** Opens an object store at `target` (an S3 bucket's, s3_web.ts) over `fetch`. */
