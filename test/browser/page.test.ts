@@ -16,6 +16,11 @@ import { afterAll, test } from "../_support/harness.ts";
 import { cassette } from "../_support/cli.ts";
 import { openPage } from "../_support/browser.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
+import { assertClose, testDevice } from "../_support/gpu.ts";
+import { Loader } from "../../src/loader.ts";
+import { createPreprocessor } from "../../src/gpu/preprocess.ts";
+import { readBuffer } from "../../src/gpu/buffers.ts";
+import { loaderBatches } from "../../src/train/loader_batches.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { serveStatic, type StaticServer } from "../../examples/browser/serve.ts";
 
@@ -138,3 +143,66 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
     await web.close();
   }
 }, { timeoutMs: 60_000 });
+
+/** The preprocessing both sides run: a random-resized crop to 24 × 24 and a mirror, seeded, normalized as the example. */
+const PRE = { width: 24, height: 24, channels: 1, crop: { kind: "random-resized" }, flip: 0.5, seed: 11, mean: [0.286], std: [0.353] } as const;
+const BATCH = { batchSize: 32, seed: 9, order: "strict", decode: { grey: true } } as const;
+/** Epoch 2's third batch in plan order ("strict"): which samples, their crops and mirrors all depend on the seeds and the epoch. */
+const EPOCH = 2, AT = 2;
+
+test("the tensor of a fixed batch made in the page (SwiftShader) equals, within 1e-5, the one this runtime makes from the same shards (lavapipe): same ids in the same order, same seed and preprocessing", async () => {
+  const { web } = await served();
+  const index = `${web.url}shards/fm.index.json`;
+  const page = await openPage(undefined, { webgpu: true, timeoutMs: 30_000 });
+  let inPage: { ids: string[]; shape: number[]; x: number[] };
+  try {
+    await page.goto(`${web.url}examples/browser/index.html?index=none`);
+    inPage = await page.evaluate(`import("/dist/browser/browser.js").then(async ({ Loader, createPreprocessor, loaderBatches, requestDevice }) => {
+      const ids = (await (await fetch(${JSON.stringify(index)})).json()).shardlist.flatMap((s) => s.keys ?? []);
+      const device = await requestDevice();
+      const pre = await createPreprocessor(device, ${JSON.stringify(PRE)});
+      const loader = new Loader({ store: "wds:${index}", ids, ...${JSON.stringify(BATCH)} });
+      try {
+        let i = 0;
+        for await (const b of loaderBatches(loader, pre, ${EPOCH}, { classes: 10 })) {
+          if (i++ < ${AT}) continue;
+          const bytes = b.n * ${PRE.width * PRE.height * PRE.channels} * 4;
+          const read = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+          const enc = device.createCommandEncoder();
+          enc.copyBufferToBuffer(b.x, b.xOffset ?? 0, read, 0, bytes);
+          device.queue.submit([enc.finish()]);
+          await read.mapAsync(GPUMapMode.READ);
+          return { ids: b.ids, shape: [b.n], x: Array.from(new Float32Array(read.getMappedRange())) };
+        }
+      } finally {
+        await loader.close();
+        device.destroy();
+      }
+    })`);
+  } finally {
+    await page.close();
+  }
+  // The same here, from the same shards over HTTP (undici).
+  const device = await testDevice();
+  const ids = (JSON.parse(new TextDecoder().decode(await runtime.readFile(join((await made!).dir, "fm.index.json")))) as { shardlist: { keys?: string[] }[] }).shardlist.flatMap((s) => s.keys ?? []);
+  const pre = await createPreprocessor(device, { ...PRE, mean: [...PRE.mean], std: [...PRE.std] });
+  const loader = new Loader({ store: `wds:${index}`, ids, ...BATCH });
+  try {
+    let i = 0;
+    for await (const b of loaderBatches(loader, pre, EPOCH, { classes: 10 })) {
+      if (i++ < AT) continue;
+      assert.equal(inPage.ids, b.ids, "the same samples in the same order");
+      const bytes = b.n * PRE.width * PRE.height * 4;
+      // readBuffer reads from byte 0: the batch's tensor starts at xOffset.
+      const x = new Float32Array(await readBuffer(device, b.x, (b.xOffset ?? 0) + bytes), b.xOffset ?? 0, bytes / 4);
+      assert.is(inPage.x.length, x.length);
+      assertClose(x, inPage.x, 1e-5, PRE.seed);
+      // Not a constant image: the crops and mirrors changed the pixels.
+      assert.ok(new Set(inPage.x.slice(0, 576)).size > 10, "the first image has varied pixels");
+      break;
+    }
+  } finally {
+    await loader.close();
+    pre.destroy();
+  }
+}, { timeoutMs: 90_000 });
