@@ -206,3 +206,36 @@ test("the tensor of a fixed batch made in the page (SwiftShader) equals, within 
     pre.destroy();
   }
 }, { timeoutMs: 90_000 });
+
+test("a page whose GPU device is lost mid-epoch (device.destroy() after the third step) gets ERR_GPU_DEVICE saying so from fit, not a hang nor the implementation's OperationError", async () => {
+  const { web } = await served();
+  const page = await openPage(undefined, { webgpu: true, timeoutMs: 40_000 });
+  try {
+    await page.goto(`${web.url}examples/browser/index.html?index=none`);
+    const lost = await page.evaluate<{ code: string; message: string; steps: number }>(`import("/dist/browser/browser.js").then(async ({ Loader, createModel, createPreprocessor, fit, loaderBatches, requestDevice }) => {
+      const index = "${web.url}shards/fm.index.json";
+      const ids = (await (await fetch(index)).json()).shardlist.flatMap((s) => s.keys ?? []);
+      const device = await requestDevice();
+      const pre = await createPreprocessor(device, { width: 28, height: 28, channels: 1 });
+      const model = createModel(device, "mlp", { seed: 1 });
+      const loader = new Loader({ store: "wds:" + index, ids, batchSize: 32, decode: { grey: true } });
+      let steps = 0;
+      try {
+        await fit(model, { epochs: 1, train: (e) => loaderBatches(loader, pre, e, { classes: 10 }), onStep: async () => {
+          if (++steps === 3) device.destroy();
+          if (steps > 3) await model.trainMetrics();
+        } });
+        return { code: "none", message: "trained on a lost device", steps };
+      } catch (e) {
+        return { code: e.code, message: e.message, steps };
+      } finally {
+        await loader.close();
+      }
+    })`);
+    assert.is(lost.code, "ERR_GPU_DEVICE", lost.message);
+    assert.match(lost.message, /^Cannot train as the GPU device was lost \(destroyed: device\.destroy\(\) was called.*\): request a new device/);
+    assert.ok(lost.steps >= 3 && lost.steps < Math.ceil(300 / 32), `lost after step 3 of ${Math.ceil(300 / 32)} (at ${lost.steps})`);
+  } finally {
+    await page.close();
+  }
+}, { timeoutMs: 60_000 });
