@@ -9,6 +9,7 @@
  * each runtime.
  */
 import * as assert from "uvu/assert";
+import jpegJs from "jpeg-js";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -47,6 +48,9 @@ async function served(): Promise<{ web: StaticServer; ids: string[] }> {
   const { dir, ids } = await (made ??= shards());
   return { web: await serveStatic(ROOT, 0, { "/shards/": dir }), ids };
 }
+
+/** A 16 × 8 JPEG of one grey (200), encoded by jpeg-js. */
+const TINY_JPEG = Buffer.from(jpegJs.encode({ width: 16, height: 8, data: new Uint8Array(16 * 8 * 4).fill(200) }, 90).data).toString("base64");
 
 const DONE = `["finished", "failed"].includes(document.getElementById("status").dataset.status)`;
 
@@ -90,6 +94,10 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
     const tars = web.requests.filter((r) => r.path.endsWith(".tar"));
     assert.equal([...new Set(tars.map((r) => r.path))].sort(), ["/shards/fm-000000.tar", "/shards/fm-000001.tar", "/shards/fm-000002.tar"]);
     assert.ok(tars.every((r) => r.status === 200 || r.status === 206), JSON.stringify(tars));
+    // The JPEG decoder came as its own file beside the bundle (not base64 inside it), for the page and each worker.
+    const wasm = web.requests.filter((r) => r.path.endsWith(".wasm"));
+    assert.ok(wasm.some((r) => r.path === "/dist/browser/jpeg.wasm"), JSON.stringify(wasm));
+    assert.ok(wasm.every((r) => ["/dist/browser/jpeg.wasm", "/dist/browser/png.wasm"].includes(r.path) && r.status === 200), JSON.stringify(wasm));
     const bytes = await page.screenshot(join(ARTIFACTS, `browser-page-${runtime.name}.png`));
     assert.ok(bytes > 10_000, `a screenshot of ${bytes} bytes`);
   } finally {
@@ -98,7 +106,7 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
   }
 }, { timeoutMs: 90_000 });
 
-test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying what a page can read; shards without CORS headers are named so", async () => {
+test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying what a page can read; shards without CORS headers are named so; a wasm decoder served with another Content-Type still loads", async () => {
   const { web } = await served();
   const page = await openPage(undefined, { webgpu: false });
   try {
@@ -111,6 +119,16 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
     assert.match(run.message!, /secure context/);
     assert.is(await page.evaluate(`document.getElementById("error").dataset.code`), "ERR_NO_GPU_ADAPTER");
     assert.equal(web.requests.filter((r) => r.path.endsWith(".tar")), [], "no shard read");
+    // A server that sends the decoders with another Content-Type than application/wasm: compileStreaming refuses, the bytes are compiled whole.
+    const fallback = await page.evaluate<{ streamed: number; width: number; height: number; pixel: number }>(`import("/dist/browser/browser.js").then(async ({ createJpegDecoder }) => {
+      let streamed = 0;
+      WebAssembly.compileStreaming = async () => { streamed++; throw new TypeError("Incorrect response MIME type. Expected 'application/wasm'."); };
+      const decoder = await createJpegDecoder();
+      const img = decoder.decode(Uint8Array.from(atob("${TINY_JPEG}"), (c) => c.charCodeAt(0)));
+      return { streamed, width: img.width, height: img.height, pixel: img.data[0] };
+    })`);
+    assert.equal([fallback.streamed, fallback.width, fallback.height], [1, 16, 8]);
+    assert.ok(Math.abs(fallback.pixel - 200) <= 3, `the decoded grey ${fallback.pixel}`);
     // A browser without WebGPU at all (or a page outside a secure context) has no navigator.gpu.
     const none = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ requestDevice }) => {
       Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
@@ -233,7 +251,8 @@ test("a page whose GPU device is lost mid-epoch (device.destroy() after the thir
       }
     })`);
     assert.is(lost.code, "ERR_GPU_DEVICE", lost.message);
-    assert.match(lost.message, /^Cannot train as the GPU device was lost \(destroyed: device\.destroy\(\) was called.*\): request a new device/);
+    // Met by the next step's training work, or by the next batch's preprocessing, whichever runs first.
+    assert.match(lost.message, /^Cannot (train|preprocess epoch 0's batches) as the GPU device was lost \(destroyed: device\.destroy\(\) was called.*\): request a new device/);
     assert.ok(lost.steps >= 3 && lost.steps < Math.ceil(300 / 32), `lost after step 3 of ${Math.ceil(300 / 32)} (at ${lost.steps})`);
   } finally {
     await page.close();
