@@ -19,7 +19,8 @@ import { flood, ok, startHostileServer } from "../_support/hostile_http.ts";
 import { NO_S3, startS3Server } from "../_support/s3_server.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { serveStatic } from "../../examples/browser/serve.ts";
-import { exportDataset } from "../../src/source/export/export.ts";
+import { exportDataset, exportShards } from "../../src/source/export/export.ts";
+import { s3Sink } from "../../src/source/http/s3.ts";
 import { uriEncode } from "../../src/source/http/sigv4_request.ts";
 
 const ROOT = runtime.cwd();
@@ -34,7 +35,13 @@ afterAll(() => web.close());
 const PAGE_ORIGIN = web.url.slice(0, -1);
 const s3 = NO_S3 ? undefined : await startS3Server({ corsAllowOrigin: PAGE_ORIGIN });
 afterAll(() => s3?.close());
-if (s3) await exportDataset(store, DATASET, s3.url("cassette-page", "exports/fm"), { s3: { credentials: s3.credentials, createBucket: true } });
+if (s3) {
+  await exportDataset(store, DATASET, s3.url("cassette-page", "exports/fm"), { s3: { credentials: s3.credentials, createBucket: true } });
+  // The same samples as WebDataset shards of 64 beside them, for wds:s3://.
+  const sink = await s3Sink(s3.url("cassette-page", "shards"), { credentials: s3.credentials });
+  await exportShards(store, DATASET, sink, { seed: 3, maxSamples: 64 });
+  await sink.close();
+}
 await store.close();
 
 /** FNV-1a of the bytes: the same function runs in the page. */
@@ -102,7 +109,7 @@ test("a page reads an export over http:// one object per sample (fetch): every s
   assert.is(asked.length, ids.length + 1, "one GET per sample");
 }, { timeoutMs: 60_000 });
 
-test("a page reads an export from an S3 bucket (versitygw), each request signed with WebCrypto, or presigned by a server: every sample once, its bytes and label as stored", async () => {
+test("a page reads an export from an S3 bucket (versitygw), each request signed with WebCrypto, or presigned by a server, and WebDataset shards from it (wds:s3://): every sample once, its bytes and label as stored", async () => {
   const p = await page();
   const url = s3!.url("cassette-page", "exports/fm");
   assertAsStored(await readInPage(p, url, `{ s3: { credentials: ${JSON.stringify(s3!.credentials)} } }`), p);
@@ -114,6 +121,8 @@ test("a page reads an export from an S3 bucket (versitygw), each request signed 
     presigned[path] = presignQuery(endpoint.host, path, s3!.credentials);
   }
   assertAsStored(await readInPage(p, url, `{ s3: { presign: (path) => (${JSON.stringify(presigned)})[path] } }`), p);
+  // WebDataset shards in the bucket: the index and each shard signed in the page, a Range for each resume.
+  assertAsStored(await readInPage(p, `wds:${s3!.url("cassette-page", "shards/fm.index.json")}`, `{ s3: { credentials: ${JSON.stringify(s3!.credentials)} } }`), p);
   // A wrong key: versitygw refuses it without CORS headers, so the page cannot read why; the error says to check the credentials.
   const bad = await readInPage(p, url, `{ s3: { credentials: { accessKeyId: ${JSON.stringify(s3!.credentials.accessKeyId)}, secretAccessKey: "not-the-secret" } } }`);
   assert.is(bad.code, "ERR_STORE_UNREACHABLE", bad.message);

@@ -9,13 +9,19 @@
  * allowing the Authorization, X-Amz-Date and X-Amz-Content-Sha256 request headers.
  */
 import { CassetteError } from "../../errors.ts";
-import type { HttpSource } from "./http_source.ts";
+import type { HttpSource, HttpTarget } from "./http_source.ts";
 import { openHttpTarget } from "./http_web.ts";
 import { bucketOf, parseS3Url, type S3Options, s3TargetOf, signInput } from "./s3_target.ts";
 import { signV4Web } from "./sigv4_web.ts";
 
 /** Opens `s3://BUCKET/PREFIX` in a page: labels.json read once, each sample one signed GET. */
-export async function openS3Source(url: string, o: S3Options = {}): Promise<HttpSource> {
+export function openS3Source(url: string, o: S3Options = {}): Promise<HttpSource> {
+  const { target, opts } = s3WebTarget(url, o);
+  return openHttpTarget(target, opts);
+}
+
+/** `s3://BUCKET/PREFIX` as a page's HttpTarget: each GET signed with WebCrypto or presigned, S3's errors named (the source's, and a shard set's: objects.browser.ts). */
+export function s3WebTarget(url: string, o: S3Options = {}): { target: HttpTarget; opts: S3Options } {
   const parsed = parseS3Url(url);
   const opts: S3Options = { ...parsed.params, ...o };
   if (opts.profile !== undefined) {
@@ -34,5 +40,5 @@ export async function openS3Source(url: string, o: S3Options = {}): Promise<Http
   });
   // A presigned request carries its signature in the query string.
   if (presign) target.query = (_method, path) => presign(path);
-  return openHttpTarget(target, opts);
+  return { target, opts };
 }
