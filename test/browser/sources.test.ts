@@ -55,13 +55,15 @@ type Read = { ok: boolean; seen?: [string, number, number][]; code?: string; mes
  * function can be given), one epoch of the Loader over it in batches of 32; each sample's id,
  * label and bytes' hash, or the error's code and message.
  */
-function readInPage(page: Page, address: string, options: string, pageIds: string[] = ids): Promise<Read> {
+function readInPage(page: Page, address: string, options: string | "address", pageIds: string[] = ids): Promise<Read> {
+  // "address": the Loader is given the address itself, and opens it in its read workers (module workers).
+  const store = options === "address" ? JSON.stringify(address) : `await open(${JSON.stringify(address)}, { mode: "read", dataset: "fm", ...(${options}) })`;
   return page.evaluate<Read>(`import("/dist/browser/browser.js").then(async ({ open, Loader }) => {
     const fnv = ${FNV};
     let loader;
     try {
-      const source = await open(${JSON.stringify(address)}, { mode: "read", dataset: "fm", ...(${options}) });
-      loader = new Loader({ store: source, ids: ${JSON.stringify(pageIds)}, batchSize: 32, seed: 5, retries: 0 });
+      const source = ${store};
+      loader = new Loader({ store: source, dataset: "fm", ids: ${JSON.stringify(pageIds)}, batchSize: 32, seed: 5, retries: 0 });
       const seen = [];
       for await (const b of loader.epoch(0)) {
         for (let i = 0; i < b.ids.length; i++) seen.push([b.ids[i], b.labels[i], fnv(b.data.subarray(b.offsets[i], b.offsets[i + 1]))]);
@@ -100,13 +102,17 @@ async function page(): Promise<Page> {
   return opened;
 }
 
-test("a page reads an export over http:// one object per sample (fetch): every sample once, its bytes and label as stored", async () => {
+test("a page reads an export over http:// one object per sample (fetch), through open() and in the Loader's read workers: every sample once, its bytes and label as stored", async () => {
   const p = await page();
   const before = web.requests.length;
   assertAsStored(await readInPage(p, `${web.url}objects`, "{}"), p);
   const asked = web.requests.slice(before).filter((r) => r.path.startsWith("/objects/"));
   assert.is(asked.filter((r) => r.path === "/objects/labels.json").length, 1, "labels.json once");
   assert.is(asked.length, ids.length + 1, "one GET per sample");
+  // The address itself to the Loader: its read workers (module workers) open it, each over fetch.
+  const w0 = web.requests.length;
+  assertAsStored(await readInPage(p, `${web.url}objects`, "address"), p);
+  assert.ok(web.requests.slice(w0).some((r) => r.path === "/dist/browser/read/read_worker.js"), "read workers started");
 }, { timeoutMs: 60_000 });
 
 test("a page reads an export from an S3 bucket (versitygw), each request signed with WebCrypto, or presigned by a server, and WebDataset shards from it (wds:s3://): every sample once, its bytes and label as stored", async () => {
