@@ -48,7 +48,8 @@ const fetchTransport: MakeTransport = (target, o) => {
   const open = new Set<AbortController>();
   let closed = false;
   return {
-    send: (path, headers, get) => void exchange(target, path, headers, get, o.timeoutMs, open),
+    // A request signed after the source closed (WebCrypto signs asynchronously) is not sent.
+    send: (path, headers, get) => closed ? get.onResponseError(null, new Error(`the source at ${target.shown} was closed`)) : void exchange(target, path, headers, get, o.timeoutMs, open),
     get closed() {
       return closed;
     },
