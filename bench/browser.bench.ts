@@ -17,6 +17,7 @@
  *
  * Needs `bun build.ts` (dist/browser/) and Chromium (tools/setup.sh).
  */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { runtime } from "../runtime-adapters/index.ts";
 import { exportShards, openSink } from "../src/source/export/export.ts";
@@ -36,6 +37,10 @@ const args = benchArgs({
   valued: ["samples", "rounds", "batch"],
   flags: ["quick"],
 });
+if (!existsSync(join(runtime.cwd(), "dist/browser/browser.js"))) {
+  console.error("bench/browser.bench.ts: dist/browser/ is not built: run `bun build.ts` first");
+  runtime.exit(2);
+}
 const quick = args.has("quick");
 const perSplit = Math.ceil(args.int("samples", quick ? 600 : 4000) / 2);
 const rounds = args.int("rounds", quick ? 3 : 5);
