@@ -8,7 +8,6 @@
  * limit), a server and a bucket without CORS headers (named so).
  */
 import * as assert from "uvu/assert";
-import { createHash, createHmac } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,12 +15,11 @@ import { afterAll, test } from "../_support/harness.ts";
 import { openPage, type Page } from "../_support/browser.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { flood, ok, startHostileServer } from "../_support/hostile_http.ts";
-import { NO_S3, startS3Server } from "../_support/s3_server.ts";
+import { NO_S3, presignQuery, startS3Server } from "../_support/s3_server.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { serveStatic } from "../../examples/browser/serve.ts";
 import { exportDataset, exportShards } from "../../src/source/export/export.ts";
 import { s3Sink } from "../../src/source/http/s3.ts";
-import { uriEncode } from "../../src/source/http/sigv4_request.ts";
 
 const ROOT = runtime.cwd();
 const DATASET = "fm";
@@ -138,24 +136,6 @@ test("a page reads an export from an S3 bucket (versitygw), each request signed 
   assert.is(none.code, "ERR_STORE_AUTH", none.message);
   assert.match(none.message!, /in a browser as no credentials were given/);
 }, { skip: NO_S3, timeoutMs: 90_000 });
-
-/**
- * A presigned GET's query string, as a server that holds the secret would make it (SigV4 in the
- * query: https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html).
- */
-function presignQuery(host: string, path: string, credentials: { accessKeyId: string; secretAccessKey: string }): string {
-  const date = new Date().toISOString().replace(/[-:]|\.\d{3}/g, "");
-  const scope = `${date.slice(0, 8)}/us-east-1/s3/aws4_request`;
-  const query: Record<string, string> = {
-    "X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Credential": `${credentials.accessKeyId}/${scope}`, "X-Amz-Date": date, "X-Amz-Expires": "600", "X-Amz-SignedHeaders": "host",
-  };
-  const canonicalQuery = Object.keys(query).sort().map((k) => `${uriEncode(k)}=${uriEncode(query[k])}`).join("&");
-  const canonical = ["GET", path, canonicalQuery, `host:${host}\n`, "host", "UNSIGNED-PAYLOAD"].join("\n");
-  const toSign = `AWS4-HMAC-SHA256\n${date}\n${scope}\n${createHash("sha256").update(canonical).digest("hex")}`;
-  let key: Buffer = Buffer.from(`AWS4${credentials.secretAccessKey}`);
-  for (const part of scope.split("/")) key = createHmac("sha256", key).update(part).digest();
-  return `${canonicalQuery}&X-Amz-Signature=${createHmac("sha256", key).update(toSign).digest("hex")}`;
-}
 
 test("a hostile server: an endless body and one announced over the limit are ERR_TOO_LARGE naming the URL and the limit, not a hang nor a tab out of memory; a server and a bucket without CORS headers are named so", async () => {
   const p = await page();
