@@ -9,12 +9,13 @@
  *      tsconfig.types.json), what a TypeScript consumer of the installed package reads;
  *   4. src/browser.ts → dist/browser/ (`cassette/browser`: esbuild for the browser, ESM, with
  *      the worker modules it starts; each file with a NAME.browser.ts twin replaced by it,
- *      ARCHITECTURE.md "The browser graph"); prints the gzipped size of its JavaScript.
+ *      ARCHITECTURE.md "The browser graph"), the wasm decoders written beside it; prints the
+ *      gzipped size of its JavaScript and of the decoders.
  * Each step is skipped when its outputs are newer than its inputs (`--force` rebuilds).
  */
 import { spawnSync } from "node:child_process";
 import { gzipSync } from "node:zlib";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -80,7 +81,7 @@ function exportedModules(): string[] {
 
 async function bundle(): Promise<string> {
   const outdir = join(ROOT, "dist");
-  const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg_wasm.ts", "wasm/build/png_wasm.ts"].map((p) => join(ROOT, p));
+  const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg.wasm", "wasm/build/png.wasm"].map((p) => join(ROOT, p));
   if (upToDate([join(outdir, "mod.js")], inputs)) return "up to date";
   const esbuild = await import("esbuild");
   try {
@@ -210,13 +211,13 @@ const BROWSER_WORKERS = ["src/decode/worker.ts", "src/read/read_worker.ts", "src
  * `cassette/browser`: src/browser.ts and its workers for a web page, into dist/browser/. A
  * relative import of a file with a NAME.browser.ts beside it gets that file (its twin: the
  * Runtime of runtime-adapters/browser.ts, the fetch-only kinds), so no Node built-in is bundled;
- * platform "browser" makes esbuild refuse any that is left. The wasm decoders travel inside
- * the JavaScript as base64 modules (the decoders load them so on every runtime): the size
- * printed is the gzipped JavaScript, and of it the wasm's share.
+ * platform "browser" makes esbuild refuse any that is left. The wasm decoders are files beside
+ * the JavaScript (jpeg.wasm, png.wasm: src/decode/wasm_bytes.browser.ts compiles them as they
+ * stream in), not base64 inside it: the sizes printed are the gzipped JavaScript's and theirs.
  */
 async function browserBundle(): Promise<string> {
   const outdir = join(ROOT, "dist/browser");
-  const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg_wasm.ts", "wasm/build/png_wasm.ts"].map((p) => join(ROOT, p));
+  const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg.wasm", "wasm/build/png.wasm"].map((p) => join(ROOT, p));
   if (upToDate([join(outdir, "browser.js")], inputs)) return `up to date (${bundleSize(outdir)})`;
   rmSync(outdir, { recursive: true, force: true });
   const esbuild = await import("esbuild");
@@ -247,10 +248,14 @@ async function browserBundle(): Promise<string> {
   } finally {
     await esbuild.stop();
   }
+  for (const m of WASM) copyFileSync(join(ROOT, `wasm/build/${m}.wasm`), join(outdir, `${m}.wasm`));
   return bundleSize(outdir);
 }
 
-/** The gzipped size of the bundle's JavaScript, and of it the wasm decoders' (base64 inside it). */
+/** The wasm decoders, each written beside the browser bundle's JavaScript. */
+const WASM = ["jpeg", "png"];
+
+/** The gzipped size of the bundle's JavaScript, and of the wasm decoders beside it. */
 function bundleSize(dir: string): string {
   const files: string[] = [];
   const walk = (d: string) => {
@@ -261,14 +266,11 @@ function bundleSize(dir: string): string {
     }
   };
   walk(dir);
-  const gz = files.reduce((n, f) => n + gzipSync(readFileSync(f), { level: 9 }).length, 0);
-  // The base64 literals as they stand in the bundle (each held once, in a shared chunk).
-  const wasm = ["jpeg", "png"].reduce((n, m) => {
-    const text = readFileSync(join(ROOT, `wasm/build/${m}_wasm.ts`), "utf8");
-    return n + gzipSync(JSON.parse(text.slice(text.indexOf('"'), text.lastIndexOf('"') + 1)), { level: 9 }).length;
-  }, 0);
+  const gz = (f: string) => gzipSync(readFileSync(f), { level: 9 }).length;
+  const js = files.reduce((n, f) => n + gz(f), 0);
   const kB = (b: number) => (b / 1000).toFixed(1);
-  return `${files.length} JavaScript files, ${kB(gz)} kB gzipped: ${kB(gz - wasm)} kB besides the wasm decoders' ${kB(wasm)} kB (target ≤ 250 kB)`;
+  const wasm = WASM.map((m) => `${m}.wasm ${kB(gz(join(dir, `${m}.wasm`)))} kB`).join(", ");
+  return `${files.length} JavaScript files, ${kB(js)} kB gzipped (target ≤ 250 kB); beside them, gzipped: ${wasm}`;
 }
 
 const steps: [string, () => Promise<string>][] = [

@@ -1,15 +1,16 @@
 /**
  * cassette in a web page (`cassette/browser`; the bundle build.ts writes to dist/browser/): the
- * part of the API that needs nothing a browser lacks. The Loader over WebDataset shards served
- * over http(s):// (`wds:https://…/NAME.index.json`, or an index relative to the page), with its
- * read workers as module workers; the wasm decoders and their pool, `requestDevice` from
+ * part of the API that needs nothing a browser lacks. The Loader over an export served over
+ * http(s):// (`https://…/PREFIX`, one object per sample), from a bucket (`s3://…`, each request
+ * signed with WebCrypto by the credentials the page gives `open`, or presigned), or as
+ * WebDataset shards (`wds:https://…/NAME.index.json`, or an index relative to the page), with
+ * its read workers as module workers; `open` for a source with its options (an S3 bucket's
+ * credentials, the HTTP limits); the wasm decoders and their pool, `requestDevice` from
  * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`) and the SVG
  * charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
- * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph").
- *
- * Not here yet (issue 39): http(s):// objects one per sample, and s3:// (SigV4 signs with
- * node:crypto, synchronously, inside undici's dispatch); a page that opens them, or sqlite:,
- * cassandra:// and file:, gets ERR_UNSUPPORTED saying to serve WebDataset shards instead.
+ * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph"). The
+ * server or bucket must answer the page's origin with CORS headers; sqlite:, cassandra:// and
+ * file: are refused by name (ERR_UNSUPPORTED), as a page has no file system nor TCP.
  *
  * @example
  * ```ts ignore
@@ -36,6 +37,9 @@ export { PngError } from "./decode/png_error.ts";
 export { createDecodePool, JpegDecodePool } from "./decode/pool.ts";
 export type { DecodeJob, DecodePoolOptions, DecodeResult, PoolStats } from "./decode/pool.ts";
 
+export { open } from "./read/open.ts";
+export type { OpenReadOptions } from "./read/open.ts";
+export type { Source } from "./source/source.ts";
 export { Loader } from "./loader.ts";
 export type { EpochOptions, LoaderOptions, LoaderState, LoaderStats } from "./loader.ts";
 export type { Batch, ImageTable } from "./assemble/batch.ts";

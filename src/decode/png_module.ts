@@ -1,10 +1,10 @@
 /**
  * Loads the AssemblyScript PNG decoder (wasm/png, built by build.ts) into a typed instance, as
- * wasm_module.ts does for JPEG: the bytes come from a generated base64 module, so loading needs
- * no file access. One compile per thread, then one instance per decoder.
+ * wasm_module.ts does for JPEG, its module from wasm_bytes.ts. One compile per thread, then one
+ * instance per decoder.
  */
-import base64 from "../../wasm/build/png_wasm.ts";
 import { CassetteError } from "../errors.ts";
+import { compileWasm } from "./wasm_bytes.ts";
 
 /** wasm/png/index.ts's abiVersion() that this host is written for. */
 const ABI_VERSION = 1;
@@ -39,7 +39,7 @@ let compiled: Promise<WebAssembly.Module> | undefined;
 
 /** A fresh PNG decoder instance with its own memory. */
 export async function instantiatePngWasm(): Promise<PngExports> {
-  compiled ??= WebAssembly.compile(decodeBase64(base64));
+  compiled ??= compileWasm("png");
   const instance = await WebAssembly.instantiate(await compiled, {
     env: {
       abort(_msg: number, _file: number, line: number, col: number) {
@@ -53,11 +53,4 @@ export async function instantiatePngWasm(): Promise<PngExports> {
     throw new CassetteError("ERR_RUNTIME", `Cannot load the PNG decoder as wasm/build/png.wasm has interface version ${abi}, not ${ABI_VERSION}: rebuild it with 'bun build.ts'`);
   }
   return w;
-}
-
-function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
 }

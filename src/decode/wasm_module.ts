@@ -1,10 +1,10 @@
 /**
  * Loads the AssemblyScript decoder (wasm/jpeg, built by build.ts) into a typed instance.
- * The bytes come from a generated module, so loading needs no file access and works the same
- * from source, from the bundle, and inside workers. One compile per thread, then instances.
+ * The module comes from wasm_bytes.ts (a generated base64 module; in a page, the .wasm file
+ * beside the bundle). One compile per thread, then instances.
  */
-import base64 from "../../wasm/build/jpeg_wasm.ts";
 import { CassetteError } from "../errors.ts";
+import { compileWasm } from "./wasm_bytes.ts";
 
 /** wasm/jpeg/index.ts's abiVersion() that this host is written for. */
 const ABI_VERSION = 4;
@@ -58,7 +58,7 @@ export type RowSink = (ptr: number, y0: number, n: number) => void;
 
 /** A fresh decoder instance with its own memory; `rows` receives its pixels. */
 export async function instantiateJpegWasm(rows: RowSink = noSink): Promise<JpegExports> {
-  compiled ??= WebAssembly.compile(decodeBase64(base64));
+  compiled ??= compileWasm("jpeg");
   const instance = await WebAssembly.instantiate(await compiled, {
     env: {
       rows,
@@ -78,11 +78,4 @@ export async function instantiateJpegWasm(rows: RowSink = noSink): Promise<JpegE
 
 function noSink(): void {
   throw new Error("wasm/jpeg: this instance was made without a row sink, so it cannot decode pixels");
-}
-
-function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
 }

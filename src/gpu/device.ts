@@ -94,3 +94,23 @@ function isFallback(adapter: GPUAdapter): boolean {
 export function deviceInfo(device: GPUDevice): DeviceInfo | undefined {
   return infos.get(device);
 }
+
+/**
+ * `e` named as device loss (ERR_GPU_DEVICE) when `device` is lost, else `e` itself. A lost
+ * device fails its work with the implementation's own errors (a mapAsync rejected, a
+ * getMappedRange refused: "OperationError"), which do not say why; its `lost` promise does. It
+ * resolves in a task after the loss, so an error met before then waits for one task more. A
+ * page loses its device when the GPU resets or its driver updates, when the browser reclaims
+ * it (a tab long in the background), or on `device.destroy()`.
+ */
+export async function deviceLost(device: GPUDevice, e: unknown, doing: string): Promise<unknown> {
+  if (e instanceof CassetteError && e.code === "ERR_GPU_DEVICE") return e;
+  const info = await Promise.race([device.lost, new Promise<undefined>((r) => setTimeout(() => r(undefined), 0))]);
+  if (!info) return e;
+  const why = info.reason === "destroyed" ? "destroyed: device.destroy() was called" : `${info.reason ?? "unknown"}`;
+  return new CassetteError(
+    "ERR_GPU_DEVICE",
+    `Cannot ${doing} as the GPU device was lost (${why}${info.message ? `; ${info.message}` : ""}): request a new device (requestDevice), make the model and preprocessor on it again, and go on from the last checkpoint`,
+    { cause: e },
+  );
+}

@@ -1,23 +1,22 @@
 /**
  * kinds_open.ts in a web page (the browser bundle and the architecture test's browser walk put
- * this file in its place: ARCHITECTURE.md, "The browser graph"): WebDataset shards over
- * http(s)://, read with the page's `fetch`; every other kind is refused by name, saying what a
- * page can read instead. Same exports as kinds_open.ts.
+ * this file in its place: ARCHITECTURE.md, "The browser graph"): an export's objects over
+ * http(s):// (http/http_web.ts) and s3:// (http/s3_web.ts, signed with WebCrypto), and
+ * WebDataset shards, all read with the page's `fetch`; the kinds that need a file system or TCP
+ * are refused by name, saying what a page can read instead. Same exports as kinds_open.ts.
  */
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
 import { redact } from "./address.ts";
 import type { Source } from "./source.ts";
+import type { HttpSourceOptions } from "./http/http_source.ts";
+import type { S3Options } from "./http/s3_target.ts";
 import type { WebDatasetSourceOptions } from "./webdataset/webdataset_source.ts";
 
 /** As files/file.ts names it (that module reads folders, which a page has not). */
 export const LABELS_FILE = "labels.json";
 
-const INSTEAD = "export the dataset as WebDataset shards (cassette export --format webdataset), serve them over http(s):// with CORS, and read wds:https://…/NAME.index.json";
-
-function notYet(kind: string, at: string): Promise<never> {
-  return Promise.reject(new CassetteError("ERR_UNSUPPORTED", `Cannot open '${redact(at)}' in a browser: ${kind} sources are not readable from a page yet (issue 39); ${INSTEAD}`));
-}
+const INSTEAD = "export the dataset (cassette export, or --format webdataset for shards), serve it over http(s):// or from a bucket with CORS, and read https://…, s3://… or wds:https://…/NAME.index.json";
 
 export function openSqliteStore(path: string): Promise<Store> {
   return Promise.reject(new CassetteError("ERR_UNSUPPORTED", `Cannot open 'sqlite:${path}' in a browser as a page has no file system: ${INSTEAD}`));
@@ -39,12 +38,14 @@ export function openFileSource(dir: string): Promise<Source> {
   return Promise.reject(new CassetteError("ERR_UNSUPPORTED", `Cannot open 'file:${dir}' in a browser as a page has no file system: ${INSTEAD}`));
 }
 
-export function openHttpSource(url: string): Promise<Source> {
-  return notYet("http(s)://", url);
+export async function openHttpSource(url: string, o: HttpSourceOptions): Promise<Source> {
+  const { openHttpSource } = await import("./http/http_web.ts");
+  return openHttpSource(url, o);
 }
 
-export function openS3Source(url: string): Promise<Source> {
-  return notYet("s3://", url);
+export async function openS3Source(url: string, o: S3Options): Promise<Source> {
+  const { openS3Source } = await import("./http/s3_web.ts");
+  return openS3Source(url, o);
 }
 
 export async function openWebDatasetSource(index: string, o: WebDatasetSourceOptions): Promise<Source> {

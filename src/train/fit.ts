@@ -5,6 +5,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
+import { deviceLost } from "../gpu/device.ts";
 import type { Sequential, TrainBatch, TrainMetrics } from "./model.ts";
 
 /** One epoch of `fit`: its time and throughput, training loss and accuracy, test loss and accuracy, and the share spent waiting for batches. */
@@ -114,6 +115,15 @@ export function carried(carry: EpochCarry | undefined, now: { samples: number; s
  * ```
  */
 export async function fit(model: Sequential, o: FitOptions): Promise<EpochReport[]> {
+  try {
+    return await epochs(model, o);
+  } catch (e) {
+    // A lost device fails its next step with an error that does not say so (a page's tab, a GPU reset).
+    throw await deviceLost(model.device, e, "train");
+  }
+}
+
+async function epochs(model: Sequential, o: FitOptions): Promise<EpochReport[]> {
   // Reports from `startEpoch` on (a resumed run's earlier epochs are its checkpoint's).
   if (!Number.isInteger(o.epochs) || o.epochs < 1) {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot train as 'epochs' must be a positive integer: current value is ${o.epochs}`);

@@ -15,6 +15,7 @@
  * copies `x` in the submit that follows this yield, so no batch is overwritten before use.
  */
 import { CassetteError } from "../errors.ts";
+import { deviceLost } from "../gpu/device.ts";
 import type { EpochOptions, Loader } from "../loader.ts";
 import type { Sample } from "../read/sample.ts";
 import type { ImageTable } from "../assemble/batch.ts";
@@ -72,6 +73,14 @@ export async function* loaderBatches(
   epoch: number,
   o: LoaderBatchesOptions = {},
 ): AsyncGenerator<LoaderTrainBatch> {
+  try {
+    yield* preprocessed(loader, pre, epoch, o);
+  } catch (e) {
+    throw await deviceLost(pre.device, e, `preprocess epoch ${epoch}'s batches`);
+  }
+}
+
+async function* preprocessed(loader: Loader<DecodedImage> | Loader<Sample>, pre: Preprocessor, epoch: number, o: LoaderBatchesOptions): AsyncGenerator<LoaderTrainBatch> {
   for await (const b of (loader as Loader<DecodedImage | Sample>).epoch(epoch, o)) {
     if (o.classes !== undefined) {
       for (let i = 0; i < b.labels.length; i++) {

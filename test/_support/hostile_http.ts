@@ -103,21 +103,26 @@ export function liar(announced: number, body: string | Uint8Array, o: { close?: 
 /**
  * Announces `announced` bytes (any number, e.g. 2**40) after `delayMs`, then sends chunks of
  * 64 KiB until the client hangs up or `cap` bytes are sent; `sent()` says how many were.
- * Without `announced`, the body is chunked (no Content-Length).
+ * Without `announced`, the body is chunked (no Content-Length). `headers` are added (CORS's, for a page).
+ * `ended()` resolves once it stops sending (the client hung up, or `cap`).
  */
-export function flood(o: { announced?: number; delayMs?: number; cap?: number } = {}): Answer & { sent(): number } {
+export function flood(o: { announced?: number; delayMs?: number; cap?: number; headers?: Record<string, string> } = {}): Answer & { sent(): number; ended(): Promise<void> } {
   const chunk = Buffer.alloc(64 << 10, 0x5a);
   let sent = 0;
+  let end = () => {};
+  const ended = new Promise<void>((r) => (end = r));
   const answer = async (s: Socket) => {
     if (o.delayMs) await new Promise((r) => setTimeout(r, o.delayMs));
     const chunked = o.announced === undefined;
-    s.write(`HTTP/1.1 200 OK\r\n${chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${o.announced}`}\r\n\r\n`);
+    const extra = Object.entries(o.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+    s.write(`HTTP/1.1 200 OK\r\n${chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${o.announced}`}\r\n${extra}\r\n`);
     const frame = chunked ? Buffer.concat([text(`${chunk.length.toString(16)}\r\n`), chunk, text("\r\n")]) : chunk;
     while (!s.destroyed && sent < (o.cap ?? 256 << 20)) {
       sent += chunk.length;
       if (!s.write(frame)) await new Promise((r) => (s.once("drain", r), s.once("close", r)));
     }
     s.destroy();
+    end();
   };
-  return Object.assign(answer, { sent: () => sent });
+  return Object.assign(answer, { sent: () => sent, ended: () => ended });
 }

@@ -10,13 +10,14 @@
  *   afterAll(() => s3.close());
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "../../tools/proxy/process.ts";
 import type { AwsCredentials } from "../../src/source/http/sigv4.ts";
+import { uriEncode } from "../../src/source/http/sigv4_request.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -40,14 +41,15 @@ export interface S3Server {
   close(): Promise<void>;
 }
 
-export async function startS3Server(): Promise<S3Server> {
+/** `corsAllowOrigin`: the Access-Control-Allow-Origin it answers (versitygw's --cors-allow-origin; none by default), for pages. */
+export async function startS3Server(o: { corsAllowOrigin?: string } = {}): Promise<S3Server> {
   const root = mkdtempSync(join(tmpdir(), "cassette-s3-"));
   const credentials = { accessKeyId: `k${randomBytes(6).toString("hex")}`, secretAccessKey: randomBytes(18).toString("base64url") };
   let child: ChildProcess | undefined;
   let port = 0;
   const launch = async () => {
     const proc = spawn(VERSITYGW, ["--access", credentials.accessKeyId, "--secret", credentials.secretAccessKey, "--port", `127.0.0.1:${port}`,
-      "--keep-alive", "--quiet", "--virtual-domain", "127.0.0.1", "posix", root], { stdio: ["ignore", "ignore", "pipe"] });
+      "--keep-alive", "--quiet", "--virtual-domain", "127.0.0.1", ...(o.corsAllowOrigin ? ["--cors-allow-origin", o.corsAllowOrigin] : []), "posix", root], { stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     proc.stderr!.on("data", (d) => (stderr += d));
     proc.once("error", () => {});
@@ -101,4 +103,22 @@ function accepts(port: number): Promise<boolean> {
     s.once("connect", () => (s.destroy(), resolve(true)));
     s.once("error", () => resolve(false));
   });
+}
+
+/**
+ * A presigned GET's query string, as a server that holds the secret would make it (SigV4 in the
+ * query: https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html).
+ */
+export function presignQuery(host: string, path: string, credentials: { accessKeyId: string; secretAccessKey: string }): string {
+  const date = new Date().toISOString().replace(/[-:]|\.\d{3}/g, "");
+  const scope = `${date.slice(0, 8)}/us-east-1/s3/aws4_request`;
+  const query: Record<string, string> = {
+    "X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Credential": `${credentials.accessKeyId}/${scope}`, "X-Amz-Date": date, "X-Amz-Expires": "600", "X-Amz-SignedHeaders": "host",
+  };
+  const canonicalQuery = Object.keys(query).sort().map((k) => `${uriEncode(k)}=${uriEncode(query[k])}`).join("&");
+  const canonical = ["GET", path, canonicalQuery, `host:${host}\n`, "host", "UNSIGNED-PAYLOAD"].join("\n");
+  const toSign = `AWS4-HMAC-SHA256\n${date}\n${scope}\n${createHash("sha256").update(canonical).digest("hex")}`;
+  let key: Buffer = Buffer.from(`AWS4${credentials.secretAccessKey}`);
+  for (const part of scope.split("/")) key = createHmac("sha256", key).update(part).digest();
+  return `${canonicalQuery}&X-Amz-Signature=${createHmac("sha256", key).update(toSign).digest("hex")}`;
 }

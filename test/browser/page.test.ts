@@ -9,6 +9,7 @@
  * each runtime.
  */
 import * as assert from "uvu/assert";
+import jpegJs from "jpeg-js";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,6 +17,11 @@ import { afterAll, test } from "../_support/harness.ts";
 import { cassette } from "../_support/cli.ts";
 import { openPage } from "../_support/browser.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
+import { assertClose, testDevice } from "../_support/gpu.ts";
+import { Loader } from "../../src/loader.ts";
+import { createPreprocessor } from "../../src/gpu/preprocess.ts";
+import { readBuffer } from "../../src/gpu/buffers.ts";
+import { loaderBatches } from "../../src/train/loader_batches.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { serveStatic, type StaticServer } from "../../examples/browser/serve.ts";
 
@@ -42,6 +48,9 @@ async function served(): Promise<{ web: StaticServer; ids: string[] }> {
   const { dir, ids } = await (made ??= shards());
   return { web: await serveStatic(ROOT, 0, { "/shards/": dir }), ids };
 }
+
+/** A 16 × 8 JPEG of one grey (200), encoded by jpeg-js. */
+const TINY_JPEG = Buffer.from(jpegJs.encode({ width: 16, height: 8, data: new Uint8Array(16 * 8 * 4).fill(200) }, 90).data).toString("base64");
 
 const DONE = `["finished", "failed"].includes(document.getElementById("status").dataset.status)`;
 
@@ -85,6 +94,10 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
     const tars = web.requests.filter((r) => r.path.endsWith(".tar"));
     assert.equal([...new Set(tars.map((r) => r.path))].sort(), ["/shards/fm-000000.tar", "/shards/fm-000001.tar", "/shards/fm-000002.tar"]);
     assert.ok(tars.every((r) => r.status === 200 || r.status === 206), JSON.stringify(tars));
+    // The JPEG decoder came as its own file beside the bundle (not base64 inside it), for the page and each worker.
+    const wasm = web.requests.filter((r) => r.path.endsWith(".wasm"));
+    assert.ok(wasm.some((r) => r.path === "/dist/browser/jpeg.wasm"), JSON.stringify(wasm));
+    assert.ok(wasm.every((r) => ["/dist/browser/jpeg.wasm", "/dist/browser/png.wasm"].includes(r.path) && r.status === 200), JSON.stringify(wasm));
     const bytes = await page.screenshot(join(ARTIFACTS, `browser-page-${runtime.name}.png`));
     assert.ok(bytes > 10_000, `a screenshot of ${bytes} bytes`);
   } finally {
@@ -93,7 +106,7 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
   }
 }, { timeoutMs: 90_000 });
 
-test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying to serve shards; shards without CORS headers are named so", async () => {
+test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enable it (ERR_NO_GPU_ADAPTER) and reads no shard; a store a page cannot open is ERR_UNSUPPORTED, saying what a page can read; shards without CORS headers are named so; a wasm decoder served with another Content-Type still loads", async () => {
   const { web } = await served();
   const page = await openPage(undefined, { webgpu: false });
   try {
@@ -106,6 +119,16 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
     assert.match(run.message!, /secure context/);
     assert.is(await page.evaluate(`document.getElementById("error").dataset.code`), "ERR_NO_GPU_ADAPTER");
     assert.equal(web.requests.filter((r) => r.path.endsWith(".tar")), [], "no shard read");
+    // A server that sends the decoders with another Content-Type than application/wasm: compileStreaming refuses, the bytes are compiled whole.
+    const fallback = await page.evaluate<{ streamed: number; width: number; height: number; pixel: number }>(`import("/dist/browser/browser.js").then(async ({ createJpegDecoder }) => {
+      let streamed = 0;
+      WebAssembly.compileStreaming = async () => { streamed++; throw new TypeError("Incorrect response MIME type. Expected 'application/wasm'."); };
+      const decoder = await createJpegDecoder();
+      const img = decoder.decode(Uint8Array.from(atob("${TINY_JPEG}"), (c) => c.charCodeAt(0)));
+      return { streamed, width: img.width, height: img.height, pixel: img.data[0] };
+    })`);
+    assert.equal([fallback.streamed, fallback.width, fallback.height], [1, 16, 8]);
+    assert.ok(Math.abs(fallback.pixel - 200) <= 3, `the decoded grey ${fallback.pixel}`);
     // A browser without WebGPU at all (or a page outside a secure context) has no navigator.gpu.
     const none = await page.evaluate<{ code: string; message: string }>(`import("/dist/browser/browser.js").then(async ({ requestDevice }) => {
       Object.defineProperty(Navigator.prototype, "gpu", { get: () => undefined, configurable: true });
@@ -119,7 +142,7 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
       try { for await (const b of loader.epoch(0)) return { code: "none", message: String(b.ids) }; } catch (e) { return { code: e.code, message: e.message }; } finally { await loader.close().catch(() => {}); }
     })`);
     assert.is(refused.code, "ERR_UNSUPPORTED", refused.message);
-    assert.match(refused.message, /in a browser.*cassette export --format webdataset/);
+    assert.match(refused.message, /in a browser as a page has no file system: export the dataset \(cassette export.*read https:\/\/…, s3:\/\/… or wds:/);
     // Shards on another origin that sends no CORS headers: the browser hides the answer, the error says why it may be.
     const bare = await serveStatic(ROOT, 0, { "/shards/": (await made!).dir }, { cors: false });
     try {
@@ -136,5 +159,102 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
   } finally {
     await page.close();
     await web.close();
+  }
+}, { timeoutMs: 60_000 });
+
+/** The preprocessing both sides run: a random-resized crop to 24 × 24 and a mirror, seeded, normalized as the example. */
+const PRE = { width: 24, height: 24, channels: 1, crop: { kind: "random-resized" }, flip: 0.5, seed: 11, mean: [0.286], std: [0.353] } as const;
+const BATCH = { batchSize: 32, seed: 9, order: "strict", decode: { grey: true } } as const;
+/** Epoch 2's third batch in plan order ("strict"): which samples, their crops and mirrors all depend on the seeds and the epoch. */
+const EPOCH = 2, AT = 2;
+
+test("the tensor of a fixed batch made in the page (SwiftShader) equals, within 1e-5, the one this runtime makes from the same shards (lavapipe): same ids in the same order, same seed and preprocessing", async () => {
+  const { web } = await served();
+  const index = `${web.url}shards/fm.index.json`;
+  const page = await openPage(undefined, { webgpu: true, timeoutMs: 30_000 });
+  let inPage: { ids: string[]; shape: number[]; x: number[] };
+  try {
+    await page.goto(`${web.url}examples/browser/index.html?index=none`);
+    inPage = await page.evaluate(`import("/dist/browser/browser.js").then(async ({ Loader, createPreprocessor, loaderBatches, requestDevice }) => {
+      const ids = (await (await fetch(${JSON.stringify(index)})).json()).shardlist.flatMap((s) => s.keys ?? []);
+      const device = await requestDevice();
+      const pre = await createPreprocessor(device, ${JSON.stringify(PRE)});
+      const loader = new Loader({ store: "wds:${index}", ids, ...${JSON.stringify(BATCH)} });
+      try {
+        let i = 0;
+        for await (const b of loaderBatches(loader, pre, ${EPOCH}, { classes: 10 })) {
+          if (i++ < ${AT}) continue;
+          const bytes = b.n * ${PRE.width * PRE.height * PRE.channels} * 4;
+          const read = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+          const enc = device.createCommandEncoder();
+          enc.copyBufferToBuffer(b.x, b.xOffset ?? 0, read, 0, bytes);
+          device.queue.submit([enc.finish()]);
+          await read.mapAsync(GPUMapMode.READ);
+          return { ids: b.ids, shape: [b.n], x: Array.from(new Float32Array(read.getMappedRange())) };
+        }
+      } finally {
+        await loader.close();
+        device.destroy();
+      }
+    })`);
+  } finally {
+    await page.close();
+  }
+  // The same here, from the same shards over HTTP (undici).
+  const device = await testDevice();
+  const ids = (JSON.parse(new TextDecoder().decode(await runtime.readFile(join((await made!).dir, "fm.index.json")))) as { shardlist: { keys?: string[] }[] }).shardlist.flatMap((s) => s.keys ?? []);
+  const pre = await createPreprocessor(device, { ...PRE, mean: [...PRE.mean], std: [...PRE.std] });
+  const loader = new Loader({ store: `wds:${index}`, ids, ...BATCH });
+  try {
+    let i = 0;
+    for await (const b of loaderBatches(loader, pre, EPOCH, { classes: 10 })) {
+      if (i++ < AT) continue;
+      assert.equal(inPage.ids, b.ids, "the same samples in the same order");
+      const bytes = b.n * PRE.width * PRE.height * 4;
+      // readBuffer reads from byte 0: the batch's tensor starts at xOffset.
+      const x = new Float32Array(await readBuffer(device, b.x, (b.xOffset ?? 0) + bytes), b.xOffset ?? 0, bytes / 4);
+      assert.is(inPage.x.length, x.length);
+      assertClose(x, inPage.x, 1e-5, PRE.seed);
+      // Not a constant image: the crops and mirrors changed the pixels.
+      assert.ok(new Set(inPage.x.slice(0, 576)).size > 10, "the first image has varied pixels");
+      break;
+    }
+  } finally {
+    await loader.close();
+    pre.destroy();
+  }
+}, { timeoutMs: 90_000 });
+
+test("a page whose GPU device is lost mid-epoch (device.destroy() after the third step) gets ERR_GPU_DEVICE saying so from fit, not a hang nor the implementation's OperationError", async () => {
+  const { web } = await served();
+  const page = await openPage(undefined, { webgpu: true, timeoutMs: 40_000 });
+  try {
+    await page.goto(`${web.url}examples/browser/index.html?index=none`);
+    const lost = await page.evaluate<{ code: string; message: string; steps: number }>(`import("/dist/browser/browser.js").then(async ({ Loader, createModel, createPreprocessor, fit, loaderBatches, requestDevice }) => {
+      const index = "${web.url}shards/fm.index.json";
+      const ids = (await (await fetch(index)).json()).shardlist.flatMap((s) => s.keys ?? []);
+      const device = await requestDevice();
+      const pre = await createPreprocessor(device, { width: 28, height: 28, channels: 1 });
+      const model = createModel(device, "mlp", { seed: 1 });
+      const loader = new Loader({ store: "wds:" + index, ids, batchSize: 32, decode: { grey: true } });
+      let steps = 0;
+      try {
+        await fit(model, { epochs: 1, train: (e) => loaderBatches(loader, pre, e, { classes: 10 }), onStep: async () => {
+          if (++steps === 3) device.destroy();
+          if (steps > 3) await model.trainMetrics();
+        } });
+        return { code: "none", message: "trained on a lost device", steps };
+      } catch (e) {
+        return { code: e.code, message: e.message, steps };
+      } finally {
+        await loader.close();
+      }
+    })`);
+    assert.is(lost.code, "ERR_GPU_DEVICE", lost.message);
+    // Met by the next step's training work, or by the next batch's preprocessing, whichever runs first.
+    assert.match(lost.message, /^Cannot (train|preprocess epoch 0's batches) as the GPU device was lost \(destroyed: device\.destroy\(\) was called.*\): request a new device/);
+    assert.ok(lost.steps >= 3 && lost.steps < Math.ceil(300 / 32), `lost after step 3 of ${Math.ceil(300 / 32)} (at ${lost.steps})`);
+  } finally {
+    await page.close();
   }
 }, { timeoutMs: 60_000 });

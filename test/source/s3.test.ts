@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
-import { NO_S3, startS3Server } from "../_support/s3_server.ts";
+import { NO_S3, presignQuery, startS3Server } from "../_support/s3_server.ts";
 import { expectError, readEpochAsStored } from "../_support/expect.ts";
 import { fashionMnistStore } from "../_support/fashion_mnist.ts";
 import { freshSeed, rng } from "../_support/random.ts";
@@ -64,6 +64,23 @@ test("export to a bucket, then the Loader reads it, path-style and virtual-hoste
   for await (const o of client.list()) keys.push(o.key);
   await client.close();
   assert.equal(keys.sort(), [...ids, "labels.json"].sort());
+}, { skip });
+
+test("presigned: the source holds no key, each GET's query string is asked of presign (as a server that holds the secret would make it): every id once, as stored", async () => {
+  const host = new URL(s3.endpoint).host;
+  const asked: string[] = [];
+  const presign = (path: string) => (asked.push(path), presignQuery(host, path, s3.credentials));
+  const source = await openReadSource(url, DATASET, { s3: { presign } });
+  const loader = new Loader({ store: source, ids, batchSize: 16, seed: 3 });
+  try {
+    const seen = await readEpoch(loader);
+    assert.is(new Set(seen).size, ids.length);
+  } finally {
+    await loader.close();
+  }
+  assert.ok(asked.includes("/cassette-test/exports/fm/labels.json") && asked.length >= ids.length + 1, `asked for ${asked.length}`);
+  // A presign that signs for another secret: refused by name, as a wrong key is.
+  await expectError(openReadSource(url, DATASET, { s3: { presign: (p) => presignQuery(host, p, { ...s3.credentials, secretAccessKey: "not-the-secret" }) } }), "ERR_STORE_AUTH", /refused the credentials \(SignatureDoesNotMatch.*; the 'presign' option\)/);
 }, { skip });
 
 test("refused credentials are ERR_STORE_AUTH, not retried: a wrong secret, an unknown key, none at all", async () => {
