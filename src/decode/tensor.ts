@@ -48,8 +48,11 @@ export interface BatchPlanOptions {
 
 /** An image's shape, and its frame where it is a box of a larger image (a planned decode). */
 export interface PlannedShape {
+  /** Width in pixels. */
   width: number;
+  /** Height in pixels. */
   height: number;
+  /** Where these pixels lie in the image they were cut from (the plan is drawn on its size). */
   frame?: FrameBox;
 }
 
@@ -101,7 +104,9 @@ export function checkTensorOptions(o: TensorOptions, what: string): void {
 
 /** A decoded image as the tensor reads it: u8 pixels, interleaved, from `offset` (default 0) of `data`. */
 export interface TensorImage extends PlannedShape {
+  /** The pixels, HWC, rows unpadded (a buffer of several images with `offset`). */
   data: Uint8Array;
+  /** 1 (grey), 3 (RGB) or 4 (RGBA: alpha is ignored). */
   channels: number;
   /** Where the image's first byte is in `data` (a batch's images in one buffer). */
   offset?: number;
