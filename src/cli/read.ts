@@ -77,7 +77,7 @@ ${preprocessHelp}
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, waitMs (the same, the wait inside the
                        loader only: batchMs less --step-ms and preprocessing), errors,
-                       hedged, hedgeWins, … }; with
+                       hedged, hedgeWins, received (bytes from a shard set), … }; with
                        --preprocess also preprocess: { images, tensorShape, seconds, share,
                        batchMs, readback, device, adapter, … } (share: of the read's seconds)`;
 
@@ -147,6 +147,7 @@ export async function run(argv: string[]): Promise<number> {
       hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
       workers, decode: o.decode, grey: o.grey, stepMs: o.stepMs,
       ...(s.cache && { cache: s.cache }),
+      ...(s.received !== undefined && { received: s.received }),
       ...(series && { batchAtMs: series }),
       ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
     };

@@ -74,6 +74,12 @@ export interface LoaderStats {
   prepare?: PoolStats;
   /** The local cache's hits, misses, evictions, torn entries and bytes, with the `cache` option (src/source/cache/). */
   cache?: CacheStats;
+  /**
+   * Bytes the store's source received so far, over all epochs, read workers' included, where it
+   * counts them (Source.received): a WebDataset source's shard bytes, resumes included. With
+   * `rankShards` the ranks' sums of an epoch come to the shards' size.
+   */
+  received?: number;
 }
 
 /** What one connection (or node) delivered since the last hand-over. */
@@ -93,6 +99,8 @@ export interface ReadCounters {
   prepare?: PoolStats;
   /** The local cache's figures, with the `cache` option. */
   cache?: CacheStats;
+  /** Bytes the store's source received, where it counts them. */
+  received?: number;
 }
 
 /** Accumulates a loader's figures over all its epochs. */
@@ -166,6 +174,7 @@ export class StatsRecorder {
       prefetch, perConnection: { ...this.#perConnection }, samplesPerConnection: { ...this.#samplesPerConnection },
       ...(read.prepare ? { prepare: read.prepare } : {}),
       ...(read.cache ? { cache: read.cache } : {}),
+      ...(read.received !== undefined ? { received: read.received } : {}),
     };
   }
 }

@@ -192,6 +192,7 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
   }
   const given = target as Store | Source;
   let src: Source = at ? await at.kind.read(at, o) : isStore(given) ? await storeSource(given, o.dataset!, o.maxInFlight, { balance: o.balance }) : given;
+  const opened = src;
   let cache: CacheSource | undefined;
   if (o.cache) {
     try {
@@ -223,10 +224,18 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
     }
   }
   if (cache) caches.set(src, cache);
+  if (src !== opened && opened.received) streams.set(src, opened);
   return src;
 }
 
 const caches = new WeakMap<Source, CacheSource>();
+/** The store's source under a composed one, where it counts the bytes it received (Source.received). */
+const streams = new WeakMap<Source, Source>();
+
+/** Bytes the store's source under `src` (one openRead made) received, where it counts them. */
+export function receivedOf(src: Source): number | undefined {
+  return (streams.get(src) ?? src).received?.();
+}
 
 /** The cache under a source `openRead` made with `cache` (its figures go into the Loader's stats). */
 export function cacheOf(src: Source): CacheSource | undefined {

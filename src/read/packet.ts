@@ -65,6 +65,8 @@ export interface ReadCounts {
   hedgeWins: number;
   reasked: number;
   reaskWins: number;
+  /** Bytes its store's source received (Source.received; 0 where it does not count). */
+  received: number;
 }
 
 /** A read worker's CPU stage as its packets report it. */

@@ -14,7 +14,7 @@ import type { Source } from "../source/source.ts";
 import type { Addressed, SourceSettings } from "../source/kinds.ts";
 import { DecodeSource, type PreparePool } from "./decode_source.ts";
 import { type HedgeOptions, HedgeSource } from "./hedge.ts";
-import { cacheOf, type CpuOptions, openRead, type OpenReadOptions } from "./open.ts";
+import { cacheOf, type CpuOptions, openRead, type OpenReadOptions, receivedOf } from "./open.ts";
 import { RetrySource } from "./retry.ts";
 import type { CacheSource } from "../source/cache/cache_source.ts";
 import type { ReadSource } from "./sample.ts";
@@ -64,6 +64,8 @@ export class ReadPath {
   #workers?: WorkerSource;
   #shards?: string[][];
   #cache?: CacheSource;
+  /** The source openRead gave (before hedging and retries): where the bytes received are counted. */
+  #opened?: ReadSource;
 
   /** `onDrain`: the source can take requests again. */
   constructor(options: ReadPathOptions, onDrain: () => void) {
@@ -83,6 +85,7 @@ export class ReadPath {
       if (src instanceof DecodeSource) this.#pool = src.pool;
       if (src instanceof WorkerSource) this.#workers = src;
       this.#cache = cacheOf(src);
+      this.#opened = src;
       if (f.hedge || f.reaskTail) src = this.#hedge = new HedgeSource(src, f.hedge ? (f.hedge === true ? {} : f.hedge) : { budget: 0 });
       const retry = this.#retry = new RetrySource(src, { retries: f.retries ?? 3 });
       retry.onDrain(this.#onDrain);
@@ -125,8 +128,11 @@ export class ReadPath {
   counters(): ReadCounters {
     const h = this.#hedge;
     // Packet reads retry and hedge in the workers (NOTE [ Packets ]).
-    const w = this.#workers?.counts() ?? { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0 };
+    const w = this.#workers?.counts() ?? { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0, received: 0 };
+    // Bytes received from the store: the workers' sum, or this thread's source's (Source.received).
+    const received = this.#workers ? (this.#workers.receives ? w.received : undefined) : this.#opened && receivedOf(this.#opened);
     return {
+      ...(received !== undefined ? { received } : {}),
       retries: (this.#retry?.retries ?? 0) + w.retries, hedged: (h?.hedged ?? 0) + w.hedged, hedgeWins: (h?.hedgeWins ?? 0) + w.hedgeWins,
       reasked: (h?.reasked ?? 0) + w.reasked, reaskWins: (h?.reaskWins ?? 0) + w.reaskWins,
       ...(this.#cache ? { cache: this.#cache.stats() } : {}),

@@ -33,7 +33,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
-import { open } from "./open.ts";
+import { open, receivedOf } from "./open.ts";
 import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
@@ -501,7 +501,7 @@ function ship(run: Run, g: Group): void {
   const slab = slabIds.get(buf);
   const packet: WirePacket = {
     run: run.id, n, cols, buf, dataAt, used: a.at, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
-    counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0 },
+    counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0, received: receivedOf(source!) ?? 0 },
     lane: laneFigures(),
   };
   if (slabsForgotten.length) packet.forget = slabsForgotten, slabsForgotten = [];
@@ -623,7 +623,7 @@ async function openHere(msg: Extract<ToWorker, { t: "open" }>): Promise<void> {
       pump();
     });
     source = src;
-    scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, ...(src.shards ? { shards: src.shards() } : {}) });
+    scope.postMessage({ t: "opened", name: src.name, dataset: src.dataset, ...(src.shards ? { shards: src.shards() } : {}), receives: receivedOf(src) !== undefined });
     pump();
   } catch (e) {
     scope.postMessage({ t: "failed", error: serialize(-1, "", e) });

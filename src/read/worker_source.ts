@@ -85,7 +85,7 @@ export type ToWorker =
   | { t: "close" };
 
 type FromWorker =
-  | { t: "opened"; name: string; dataset?: string; shards?: string[][] }
+  | { t: "opened"; name: string; dataset?: string; shards?: string[][]; receives?: boolean }
   | { t: "failed"; error: SerializedError }
   | { t: "packet"; packet: WirePacket }
   | { t: "closed" };
@@ -402,6 +402,7 @@ export class WorkerSource implements ReadSource {
           return this.#packet(slot, msg.packet);
         case "opened":
           this.#failures = 0;
+          if (msg.receives) this.#receives = true;
           return opened(msg);
         case "failed": {
           const err = revive(msg.error, `Cannot open ${redact(this.#address)} in read worker ${index}: `);
@@ -828,7 +829,13 @@ export class WorkerSource implements ReadSource {
     for (const s of this.#slots) if (s.counts && !s.down) for (const k of Object.keys(c) as (keyof ReadCounts)[]) c[k] += s.counts[k];
     return c;
   }
-  readonly #gone: ReadCounts = { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0 };
+  readonly #gone: ReadCounts = { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0, received: 0 };
+  #receives = false;
+
+  /** Whether the workers' sources count the bytes they receive (Source.received): `counts().received` means something. */
+  get receives(): boolean {
+    return this.#receives;
+  }
 
   /** Sends each worker the requests of this turn in one message. */
   #flush(): void {

@@ -51,6 +51,12 @@ export interface Source<S extends Fetched = Fetched> {
    * src/source/cache/) plans with it; absent on sources that do not.
    */
   plan?(epoch: number, ids: readonly string[]): void;
+  /**
+   * Bytes received from the store so far, where the source streams more than the samples' own
+   * bytes or reads them again (a WebDataset shard's tar, resumes included): what left the
+   * bucket for it. Absent where it does not count them.
+   */
+  received?(): number;
   /** Starts fetching `id`; returns false when no more requests should be made until drain. */
   fetch(id: string, done: FetchCallback<S>): boolean;
   /** Called when a saturated source can take requests again. */

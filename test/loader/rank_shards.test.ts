@@ -29,9 +29,9 @@ const INDEX = join(tmp, "shards", "fm.index.json");
 const index = JSON.parse(readFileSync(INDEX, "utf8")) as { shardlist: { keys: string[] }[] };
 const shardOf = new Map(index.shardlist.flatMap((s, i) => s.keys.map((id) => [id, i] as const)));
 
-/** Epoch `epoch` on each of `world` ranks: what each handed over, and its source's figures. */
+/** Epoch `epoch` on each of `world` ranks: what each handed over, its source's figures, and the bytes its Loader says it received. */
 async function ranks(world: number, epoch: number, seed: number, rankShards: boolean) {
-  const out: { ids: string[]; opened: number; bytes: number }[] = [];
+  const out: { ids: string[]; opened: number; bytes: number; received?: number }[] = [];
   for (let rank = 0; rank < world; rank++) {
     const source = await open(`wds:${INDEX}`, { mode: "read" }) as WebDatasetSource;
     const loader = new Loader({ store: source, ids, batchSize: 4, seed, rank, worldSize: world, rankShards, readAhead: false });
@@ -39,7 +39,7 @@ async function ranks(world: number, epoch: number, seed: number, rankShards: boo
       const mine: string[] = [];
       for await (const b of loader.epoch(epoch)) mine.push(...b.ids);
       const st = source.stats();
-      out.push({ ids: mine, opened: st.opened, bytes: st.bytes });
+      out.push({ ids: mine, opened: st.opened, bytes: st.bytes, received: loader.stats().received });
     } finally {
       await loader.close();
     }
@@ -63,6 +63,7 @@ test("rankShards, 4 ranks over a wds: export: every sample once, the ranks withi
     assert.ok(sets.reduce((a, s) => a + s.size, 0) <= 9 + 3, `${what}: only neighbours share a shard`);
     const bytes = got.reduce((a, g) => a + g.bytes, 0);
     assert.ok(bytes >= total && bytes < 2 * total, `${what}: ${bytes} bytes streamed by the 4 ranks, the shards hold ${total}`);
+    got.forEach((g, rank) => assert.is(g.received, g.bytes, `${what}: rank ${rank}'s Loader reports the bytes its source received`));
     owned.push(sets.map((s) => [...s].sort().join()));
   }
   assert.ok(owned.some((o) => o.join("|") !== owned[0].join("|")), `seed ${seed}: the shards move between ranks`);
@@ -72,4 +73,32 @@ test("rankShards, 4 ranks over a wds: export: every sample once, the ranks withi
   assert.equal(strided.flatMap((g) => g.ids).sort(), [...ids].sort());
   const opened = strided.reduce((a, g) => a + g.opened, 0);
   assert.ok(opened > 2 * (9 + 3), `seed ${seed}: striding opened ${opened} shards in all`);
+});
+
+test("rankShards with 2 read workers a rank: each Loader reports the bytes its workers streamed (Loader.stats().received): at least its shards once, at most once a worker", async () => {
+  const seed = freshSeed();
+  const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
+  const biggest = Math.max(...exported.shards.map((s) => s.bytes));
+  const alone = await ranks(2, 0, seed, true); // in the loader's thread: each rank's shards once
+  let sum = 0;
+  const seen: string[] = [];
+  for (let rank = 0; rank < 2; rank++) {
+    const loader = new Loader({ store: `wds:${INDEX}`, ids, batchSize: 4, seed, rank, worldSize: 2, rankShards: true, readAhead: false, workers: 2 });
+    try {
+      for await (const b of loader.epoch(0)) {
+        seen.push(...b.ids);
+        b.release?.();
+      }
+      const r = loader.stats().received ?? 0;
+      // Each worker streams the shards of the samples it is given: the rank's batches go to
+      // both, so a shard may be streamed by each (the workers do not split the shards).
+      const once = alone[rank].bytes;
+      assert.ok(r >= once && r <= 2 * once + biggest, `seed ${seed}: rank ${rank}'s workers received ${r} bytes; its shards, streamed here, ${once}`);
+      sum += r;
+    } finally {
+      await loader.close();
+    }
+  }
+  assert.equal(seen.sort(), [...ids].sort(), `seed ${seed}: every sample once`);
+  assert.ok(sum >= total, `seed ${seed}: ${sum} bytes streamed by the 2 ranks' workers, the shards hold ${total}`);
 });

@@ -211,6 +211,11 @@ export class WebDatasetSource implements Source {
     return { ...this.#stats };
   }
 
+  /** Bytes received from shards (`stats().bytes`): the Loader's `stats().received`. */
+  received(): number {
+    return this.#stats.bytes;
+  }
+
   fetch(id: string, done: FetchCallback): boolean {
     const more = this.#cap.take();
     const answer = (a: Answer) => {
