@@ -228,3 +228,30 @@ function unescapeXml(s: string): string {
   return s.replace(/&(lt|gt|amp|quot|apos|#(\d+)|#x([0-9a-fA-F]+));/g, (_, name, dec, hex) =>
     dec ? String.fromCodePoint(Number(dec)) : hex ? String.fromCodePoint(parseInt(hex, 16)) : ({ lt: "<", gt: ">", amp: "&", quot: '"', apos: "'" } as Record<string, string>)[name]);
 }
+
+/**
+ * A `wds:s3://BUCKET/PREFIX/NAME.index.json[?…]` index split: the bucket address its shards lie
+ * under (the query kept) and the index object's name; an address that names no object is an
+ * error naming it.
+ */
+export function s3IndexAddress(index: string): { bucket: string; name: string } {
+  const [path, query = ""] = index.split("?", 2);
+  const slash = path.lastIndexOf("/");
+  if (slash <= "s3://".length) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address 'wds:${path}' as it names no index object (wds:s3://BUCKET/PREFIX/NAME.index.json)`);
+  return { bucket: `${path.slice(0, slash)}${query ? `?${query}` : ""}`, name: path.slice(slash + 1) };
+}
+
+/**
+ * Where an index (`name`) and its shards lie under a bucket's target: request paths, and how an
+ * error shows them. A shard must be a key relative to the index (the export writes them so).
+ */
+export function s3IndexPaths(target: Pick<HttpTarget, "prefix" | "shown">, name: string): { index: string; shard: (url: string) => string; shown: (path: string) => string } {
+  return {
+    index: `${target.prefix}/${uriEncode(decodeURIComponent(name), true)}`,
+    shard: (url) => {
+      if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith("/")) throw new CassetteError("ERR_UNSUPPORTED", `Cannot read shard ${url} of ${target.shown}/${name} as it is not a key relative to the index`);
+      return `${target.prefix}/${uriEncode(url, true)}`;
+    },
+    shown: (p) => `${target.shown}${decodeURIComponent(p.slice(target.prefix.length))}`,
+  };
+}

@@ -44,14 +44,11 @@ export function openObjects(index: string, http: HttpSourceOptions, s3: S3Option
 /** An s3:// index: its shards are keys beside it in the bucket, each GET signed (or presigned) in the page. */
 async function s3Objects(index: string, o: S3Options): Promise<Objects> {
   const { s3WebTarget } = await import("../http/s3_web.ts");
-  const { uriEncode } = await import("../http/sigv4_request.ts");
-  const [path, query = ""] = index.split("?", 2);
-  const slash = path.lastIndexOf("/");
-  if (slash <= "s3://".length) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address 'wds:${path}' as it names no index object (wds:s3://BUCKET/PREFIX/NAME.index.json)`);
-  const { target, opts } = s3WebTarget(`${path.slice(0, slash)}${query ? `?${query}` : ""}`, o);
-  const name = path.slice(slash + 1);
-  const indexPath = `${target.prefix}/${uriEncode(decodeURIComponent(name), true)}`;
-  const shownOf = (p: string) => `${target.shown}${decodeURIComponent(p.slice(target.prefix.length))}`;
+  const { s3IndexAddress, s3IndexPaths } = await import("../http/s3_target.ts");
+  const { bucket, name } = s3IndexAddress(index);
+  const { target, opts } = s3WebTarget(bucket, o);
+  const paths = s3IndexPaths(target, name);
+  const indexPath = paths.index, shownOf = paths.shown;
   const request = async (p: string, shown: string, start: number, signal?: AbortSignal, end?: number) => {
     const [headers, q] = await Promise.all([target.headers?.("GET", p), target.query?.("GET", p)]);
     return get(`${target.origin}${p}${q ? `?${q}` : ""}`, shown, headers ?? {}, start, signal, end, target.explain);
@@ -60,8 +57,7 @@ async function s3Objects(index: string, o: S3Options): Promise<Objects> {
     where: shownOf(indexPath),
     index: () => readIndex(request(indexPath, shownOf(indexPath), 0), shownOf(indexPath), opts.maxLabelsBytes ?? 64 * MiB),
     locate: (url) => {
-      if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith("/")) throw new CassetteError("ERR_UNSUPPORTED", `Cannot read shard ${url} of ${target.shown}/${name} as it is not a key relative to the index`);
-      const p = `${target.prefix}/${uriEncode(url, true)}`;
+      const p = paths.shard(url);
       return { at: p, shown: shownOf(p) };
     },
     stream: (at, shown, start, signal, end) => request(at, shown, start, signal, end),

@@ -93,16 +93,11 @@ async function httpObjects(index: string, o: HttpSourceOptions): Promise<Objects
 /** An s3:// index: its shards are keys beside it in the bucket, each GET signed (s3.ts's target). */
 async function s3Objects(index: string, o: S3Options): Promise<Objects> {
   const { s3Target } = await import("../http/s3.ts");
-  const { uriEncode } = await import("../http/sigv4.ts");
-  const [path, query = ""] = index.split("?", 2);
-  const slash = path.lastIndexOf("/");
-  if (slash <= "s3://".length) throw new CassetteError("ERR_STORE_ADDRESS", `Cannot use store address 'wds:${path}' as it names no index object (wds:s3://BUCKET/PREFIX/NAME.index.json)`);
-  const { target, opts, caFile } = await s3Target(`${path.slice(0, slash)}${query ? `?${query}` : ""}`, o);
-  const name = path.slice(slash + 1);
-  return targetObjects(target, `${target.prefix}/${uriEncode(decodeURIComponent(name), true)}`, opts, caFile, (url) => {
-    if (/^[a-z][a-z0-9+.-]*:/i.test(url) || url.startsWith("/")) throw new CassetteError("ERR_UNSUPPORTED", `Cannot read shard ${url} of ${target.shown}/${name} as it is not a key relative to the index`);
-    return `${target.prefix}/${uriEncode(url, true)}`;
-  });
+  const { s3IndexAddress, s3IndexPaths } = await import("../http/s3_target.ts");
+  const { bucket, name } = s3IndexAddress(index);
+  const { target, opts, caFile } = await s3Target(bucket, o);
+  const paths = s3IndexPaths(target, name);
+  return targetObjects(target, paths.index, opts, caFile, paths.shard);
 }
 
 async function targetObjects(target: HttpTarget, indexPath: string, opts: HttpSourceOptions, caFile: string | undefined, path: (url: string) => string): Promise<Objects> {
