@@ -100,6 +100,12 @@ them (the model line says its size).
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
                       across connections, never within one)
+  --decode cpu|hybrid|auto
+                      where JPEGs are decoded: cpu, to pixels where they are read; hybrid, the
+                      CPU stops after entropy decoding and the GPU dequantizes, transforms,
+                      upsamples and converts them in the preprocessing pass (the same pixels
+                      exactly, less CPU a sample); auto (default): hybrid on a GPU's own
+                      driver, cpu on a CPU driver (lavapipe), with --transform or --no-io
   --transform MODULE  a transform module (a path or URL exporting transform(sample, options,
                       ctx), src/decode/transform.ts) run on each decoded sample where samples are
                       decoded, off the training thread: in the decode pool, where a sample slower
@@ -145,14 +151,14 @@ them (the model line says its size).
 const OPTIONS = [
   "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
   "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
-  "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host", "transform", "transform-options",
+  "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host", "transform", "transform-options", "decode",
 ];
 /**
  * Options a resumed run may give differently from the checkpoint's (they do not change what is
  * trained). --workers are read workers of this one process, not data-parallel ranks: how many
  * read and decode changes neither the plan nor the state (src/schedule/resume.ts).
  */
-const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help", "dashboard", "dashboard-host", "workers"]);
+const FREE_ON_RESUME = new Set(["resume", "checkpoint", "every", "trace-ids", "json", "help", "dashboard", "dashboard-host", "workers", "decode"]);
 
 interface Run {
   json: boolean;
@@ -178,6 +184,8 @@ interface Run {
   save?: string;
   backend?: "dawn" | "builtin";
   onError: "throw" | "skip";
+  /** Where JPEGs are decoded (--decode): to pixels on the CPU, hybrid (the GPU finishes them), or auto. */
+  decode: "cpu" | "hybrid" | "auto";
   checkpoint?: string;
   every: number;
   resume?: string;
@@ -206,6 +214,9 @@ function options(): Run | undefined {
   const prefetch = str("prefetch") ?? "auto";
   const onError = str("on-error") ?? "throw";
   if (onError !== "throw" && onError !== "skip") bad(`'--on-error' must be throw or skip: current value is ${onError}`);
+  const decode = str("decode") ?? "auto";
+  if (decode !== "cpu" && decode !== "hybrid" && decode !== "auto") bad(`'--decode' must be cpu, hybrid or auto: current value is ${decode}`);
+  if (decode === "hybrid" && (o.has("transform") || o.has("no-io"))) bad(`'--decode hybrid' leaves JPEGs as DCT blocks for the GPU pass, and ${o.has("no-io") ? "--no-io holds pixels" : "--transform takes pixels"}: give --decode cpu`);
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   return {
     json: o.has("json"),
@@ -230,6 +241,7 @@ function options(): Run | undefined {
     save: str("save"),
     backend: backend as Run["backend"],
     onError,
+    decode: decode as "cpu" | "hybrid" | "auto",
     checkpoint: str("checkpoint") ?? str("resume"),
     every: int("every", str("every") ?? String(DEFAULT_EVERY), 1),
     resume: str("resume"),
@@ -284,7 +296,7 @@ function resumedRun(now: Run, c: Checkpoint): Run {
   }
   return {
     ...now, ...(was as Run), json: now.json, checkpoint: now.checkpoint, every: now.every, resume: now.resume, traceIds: now.traceIds, dashboard: now.dashboard, given: now.given,
-    workers: now.workers ?? was.workers,
+    workers: now.workers ?? was.workers, decode: now.decode,
   };
 }
 
@@ -348,7 +360,7 @@ async function main(): Promise<number> {
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
     log(`model    ${setup.modelName} (${describeModel(setup.modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
       `(${count(steps, "step")} an epoch${short ? `, the last of ${short}` : ""}), ${count(setup.epochs, "epoch")}, ` +
-      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}` +
+      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}${setup.hybrid ? ", hybrid JPEG decode (IDCT on the GPU)" : ""}` +
         (run.transform ? `, transform ${run.transform.module} ${setup.workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
     const tc = runtime.now();
@@ -387,6 +399,9 @@ function defaults(run: Run, device: GPUDevice) {
     // be fed; read workers hand it packets at ~0.1 µs a sample, and on lavapipe, whose training
     // takes the same cores, they cost nothing either (NOTE [ Read workers: how many ]).
     workers: run.workers ?? readWorkers(run.address, { transform: run.transform }),
+    // The hybrid decode where asked, or where a GPU (not a CPU driver) finishes it and nothing
+    // between wants pixels (src/gpu/idct.ts).
+    hybrid: run.decode === "hybrid" || (run.decode === "auto" && !info.cpu && !run.transform && !run.noIo),
   };
 }
 type Setup = ReturnType<typeof defaults>;
@@ -440,7 +455,7 @@ type LoaderFor = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolea
  * conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
  */
 function loaderMaker(run: Run, setup: Setup, read: { address: string; store: Store }, held: Held): LoaderFor {
-  const decode = setup.input[0] === 1 ? { grey: true } : {};
+  const decode = { ...(setup.input[0] === 1 ? { grey: true } : {}), ...(setup.hybrid ? { hybrid: true } : {}) };
   const workers = setup.workers;
   return (ids, o) => {
     const l = new Loader<Sample>({
@@ -719,6 +734,7 @@ function summary(
     io: run.noIo ? "none" : "loader",
     order: run.noIo ? undefined : run.order,
     workers: run.noIo ? undefined : setup.workers,
+    decode: run.noIo ? undefined : setup.hybrid ? "hybrid" : "cpu",
     latencyMs: run.latencyMs,
     batch: run.batch,
     lr: run.lr,

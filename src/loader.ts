@@ -46,7 +46,7 @@ interface ShardGroups {
 import { ReadPath } from "./read/read_path.ts";
 import { readWorkers, workerScale } from "./read/worker_source.ts";
 import type { Sample } from "./read/sample.ts";
-import { checkDecodeOptions } from "./decode/decoder.ts";
+import { checkDecodeOptions, readDecodeOptions } from "./decode/decoder.ts";
 import { type LoaderStats, type SkippedSample, StatsRecorder } from "./observe/stats.ts";
 import { isTransformModule } from "./decode/transform.ts";
 import {
@@ -105,7 +105,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     // A bad address fails here too, not at the first batch; parsed once, passed on to the read path.
     const at = this.#at = typeof o.store === "string" ? locate(o.store) : undefined;
     checkReadOptions(at ?? o.store, { ...cpu, ...o.source, dataset: o.dataset, transform: module, workers }, "Cannot create a Loader");
-    if (cpu.decode !== undefined && typeof cpu.decode !== "boolean") checkDecodeOptions(cpu.decode); // a bad option is named now, not as every sample's decode error
+    if (cpu.decode !== undefined && typeof cpu.decode !== "boolean") checkDecodeOptions(readDecodeOptions(cpu.decode)!); // a bad option is named now, not as every sample's decode error
     assertUnique(o.ids, "Cannot create a Loader");
     if (plan.mix !== undefined) {
       if (plan.shuffle === false || plan.rankShards) {
@@ -368,8 +368,8 @@ function checkOptions<T>(o: ResolvedLoaderOptions<T>): void {
     bad(`'transform' must be a function or { module, options }: current value is ${typeof c.transform}`);
   }
   if (c.workers !== undefined && c.workers !== "auto" && !(Number.isInteger(c.workers) && c.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${c.workers}`);
-  if (c.decode !== undefined && typeof c.decode !== "boolean" && (typeof c.decode !== "object" || c.decode === null)) {
-    bad(`'decode' must be true, false or the decoder's options: current value is ${c.decode}`);
+  if (c.decode !== undefined && typeof c.decode !== "boolean" && c.decode !== "hybrid" && (typeof c.decode !== "object" || c.decode === null)) {
+    bad(`'decode' must be true, false, "hybrid" or the decoder's options: current value is ${c.decode}`);
   }
   if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
 }

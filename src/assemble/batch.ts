@@ -13,7 +13,7 @@ import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
 import {
-  CHANNELS, column, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
+  CHANNELS, column, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
   TARGET_LEN, WIDTH,
 } from "../read/packet.ts";
 
@@ -92,6 +92,12 @@ export interface ImageTable {
   frameWidth?: Int32Array<ArrayBuffer>;
   /** The frame's height. */
   frameHeight?: Int32Array<ArrayBuffer>;
+  /**
+   * With the hybrid decode (`decode: "hybrid"`): bytes of image i's DCT record at `at[i]`
+   * (NOTE [ DCT record ], src/decode/dct.ts), which the GPU preprocessor finishes; 0 where
+   * `pixels` holds its pixels. width, height and channels are those of the pixels it becomes.
+   */
+  dctBytes?: Int32Array<ArrayBuffer>;
 }
 
 /**
@@ -109,6 +115,7 @@ export function packetBatch<T>(epoch: number, index: number, plan: readonly stri
     pixels: new Uint8Array(p.buf, 0, p.dataAt), at: column(p, IMAGE_AT), width: column(p, WIDTH), height: column(p, HEIGHT),
     channels: column(p, CHANNELS), orientation: column(p, ORIENTATION),
     frameX: column(p, FRAME_X), frameY: column(p, FRAME_Y), frameWidth: column(p, FRAME_WIDTH), frameHeight: column(p, FRAME_HEIGHT),
+    dctBytes: column(p, DCT_LEN),
   };
   let items: T[] | undefined;
   const extra: Partial<Batch<T>> = {};

@@ -13,6 +13,7 @@ import { CassetteError } from "../errors.ts";
 import type { Batch, ImageTable } from "../assemble/batch.ts";
 import { cpuTensor } from "../decode/tensor.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
+import type { DctImage } from "../decode/decoder.ts";
 import type { Preprocessor } from "../gpu/preprocess.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
@@ -58,7 +59,12 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        away; reads in this thread (no --workers)
   --cache-bytes SIZE   with --cache: its budget, e.g. 2GiB or 500MB (needed)
   --cache-policy belady|lru  with --cache: what to give up (default belady)
-  --decode             decode every JPEG as it arrives (in its read worker with --workers)
+  --decode [cpu|hybrid|auto]  decode every image as it arrives (in its read worker with
+                       --workers). cpu (the bare flag): to pixels. hybrid, with --preprocess
+                       on the GPU: a JPEG stops after entropy decoding and the GPU does the
+                       rest (dequantize, IDCT, upsample, colour), the same pixels exactly.
+                       auto (the default of --preprocess): hybrid on a GPU's own driver,
+                       cpu on a CPU driver (lavapipe) or --device cpu
   --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
                        -grayscale; its chroma is not transformed); with --preprocess also a
@@ -83,13 +89,17 @@ ${preprocessHelp}
 
 export async function run(argv: string[]): Promise<number> {
   // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
-  const { options } = parseArgs(optionalValue(argv, "dashboard", "0"), "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", "cache", "cache-bytes", "cache-policy", ...PREPROCESS_VALUED], ["hedge", "decode", "grey", "series", ...PREPROCESS_FLAGS]);
+  const args = optionalValue(optionalValue(argv, "dashboard", "0"), "decode", "cpu", /^(cpu|hybrid|auto)$/);
+  const { options } = parseArgs(args, "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", "cache", "cache-bytes", "cache-policy", "decode", ...PREPROCESS_VALUED], ["hedge", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const o = await readOptions(options);
   const { address } = o;
   let dataset = o.dataset;
   // The device before the store: no adapter is said at once, before any reading.
   const stage = o.pre && await TensorStage.open(o.pre);
+  // The hybrid decode where asked, or by default where a GPU (not a CPU driver) finishes it.
+  const hybrid = o.decodeAs === "hybrid" || (o.decodeAs === "auto" && stage !== undefined && stage.gpu);
+  const decodeOptions = { grey: o.grey, ...(hybrid ? { hybrid } : {}) };
   const workers = o.workersGiven ?? readWorkers(address, { decodeWorkers: o.decodeWorkers, cache: o.cache });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
@@ -98,7 +108,7 @@ export async function run(argv: string[]): Promise<number> {
     ? open(address, {
       // With --preprocess the workers decode only the box its plan reads of each sample (the
       // same tensor: src/gpu/decode_planned.ts); the plan's epoch comes with each epoch's reads.
-      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && { grey: o.grey, ...(o.pre ? { plan: o.pre.options } : {}) },
+      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && { ...decodeOptions, ...(o.pre ? { plan: o.pre.options } : {}) },
       decodeWorkers: o.decodeWorkers, balance: o.balance,
       reads: { hedge: o.hedge ? {} : undefined, reaskTail: true },
     })
@@ -131,7 +141,7 @@ export async function run(argv: string[]): Promise<number> {
     if (dashboard) console.error(`dashboard: ${dashboard.url}`);
     const loader = new Loader({
       // The workers decode where they read: the Loader takes their samples as they come.
-      store: workerSource ?? source, dataset, decode: !workerSource && o.decode && { grey: o.grey }, ids, order: o.order, onError: o.onError,
+      store: workerSource ?? source, dataset, decode: !workerSource && o.decode && decodeOptions, ids, order: o.order, onError: o.onError,
       decodeWorkers: workerSource ? undefined : o.decodeWorkers,
       batchSize: o.batch, prefetch: o.prefetch, seed: o.seed, rank: o.rank, worldSize: o.worldSize, hedge: o.hedge, reaskTail: true, cache: o.cache,
     });
@@ -149,7 +159,7 @@ export async function run(argv: string[]): Promise<number> {
       ...(s.cache && { cache: s.cache }),
       ...(s.received !== undefined && { received: s.received }),
       ...(series && { batchAtMs: series }),
-      ...(stage && { preprocess: stage.report((runtime.now() - t0) / 1000) }),
+      ...(stage && { preprocess: { ...stage.report((runtime.now() - t0) / 1000), decode: hybrid ? "hybrid" : "cpu" } }),
     };
     // The last frame carries the report's own figures; closing sends it before the streams end.
     feed?.update(true, report.seconds);
@@ -174,6 +184,9 @@ async function readOptions(options: ReturnType<typeof parseArgs>["options"]) {
   const pre = preprocessRequest(options, grey, intOption(options, "read", "seed"));
   const decode = options.has("decode") || pre !== undefined;
   if (grey && !decode) usageError("read", "--grey needs --decode or --preprocess");
+  const decodeAs = (options.get("decode") ?? "auto") as "cpu" | "hybrid" | "auto";
+  if (!["cpu", "hybrid", "auto"].includes(decodeAs)) usageError("read", `--decode takes cpu, hybrid or auto (or nothing: cpu): current value is ${decodeAs}`);
+  if (decodeAs === "hybrid" && pre?.device !== "gpu") usageError("read", "--decode hybrid needs --preprocess on the GPU (--device gpu), which finishes each JPEG from its DCT blocks");
   const address = required(options, "read", "store");
   const dataset = options.get("dataset") as string | undefined;
   const why = datasetNeeded(address, dataset);
@@ -188,7 +201,7 @@ async function readOptions(options: ReturnType<typeof parseArgs>["options"]) {
   const stepMs = numberOption(options, "read", "step-ms") ?? 0;
   if (stepMs < 0) usageError("read", `--step-ms must be ≥ 0: current value is ${stepMs}`);
   return {
-    address, dataset, order, balance, grey, decode, pre, split, stepMs, cache,
+    address, dataset, order, balance, grey, decode, decodeAs, pre, split, stepMs, cache,
     json: options.has("json"),
     hedge: options.has("hedge"),
     series: options.has("series"),
@@ -360,14 +373,20 @@ class TensorStage {
     return new TensorStage(req.device === "cpu" ? cpuMaker(req) : await gpuMaker(req), req);
   }
 
+  /** Whether the tensor is made on a GPU, not the CPU (--device cpu) nor a CPU driver (lavapipe). */
+  get gpu(): boolean {
+    return this.#make.gpu;
+  }
+
   async run(b: Batch<Sample>, epoch: number): Promise<void> {
     const t0 = runtime.now();
     const missing = b.images ? b.images.channels.indexOf(0) : -1;
     if (missing >= 0) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${b.ids[missing]} as it arrived without its decoded image`);
     // Read workers' packets: the batch's images in one buffer, one copy into the upload.
     const images = b.images ?? b.items.map((s) => {
-      if (!s.image) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${s.id} as it arrived without its decoded image`);
-      return s.image;
+      const img = s.coefficients ?? s.image; // the hybrid decode's DCT blocks, which the GPU finishes
+      if (!img) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${s.id} as it arrived without its decoded image`);
+      return img;
     });
     const out = await this.#make.run(images, epoch, b.ids);
     b.release?.();
@@ -415,7 +434,9 @@ class TensorStage {
 /** Where a batch's tensor is made: its shape, and its values in host memory when asked. */
 interface TensorMaker {
   readonly adapter: string;
-  run(images: ImageTable | DecodedImage[], epoch: number, ids: string[]): Promise<{ shape: number[]; host: () => Promise<Float32Array> }>;
+  /** A GPU's own driver (not a CPU driver such as lavapipe, nor --device cpu). */
+  readonly gpu: boolean;
+  run(images: ImageTable | (DecodedImage | DctImage)[], epoch: number, ids: string[]): Promise<{ shape: number[]; host: () => Promise<Float32Array> }>;
   finish(): Promise<void>;
   destroy(): void;
 }
@@ -437,6 +458,7 @@ async function gpuMaker(req: PreprocessRequest): Promise<TensorMaker> {
   const info = deviceInfo(device);
   return {
     adapter: info ? `${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver)" : ""}` : "unknown",
+    gpu: info !== undefined && !info.cpu,
     async run(images, epoch, ids) {
       const out = await pre.run(images, { epoch, ids });
       return { shape: out.shape, host: async () => new Float32Array(await readBuffer(device, out.buffer, out.bytes)) };
@@ -454,11 +476,12 @@ function cpuMaker(req: PreprocessRequest): TensorMaker {
   let out = new Float32Array(0);
   return {
     adapter: "cpu (the loader's thread)",
+    gpu: false,
     run(images, epoch, ids) {
       const o = req.options, n = ids.length;
       const size = n * (o.channels ?? 3) * o.width * o.height;
       if (out.length < size) out = new Float32Array(size);
-      const t = cpuTensor(images, o, { epoch, ids }, out);
+      const t = cpuTensor(images as DecodedImage[], o, { epoch, ids }, out); // DCT blocks are named there (never asked for with --device cpu)
       return Promise.resolve({ shape: t.shape, host: () => Promise.resolve(out.subarray(0, size)) });
     },
     finish: () => Promise.resolve(),

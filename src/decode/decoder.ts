@@ -29,6 +29,57 @@ export interface Image {
   bitDepth?: 8 | 16;
 }
 
+/** The colour space of a DCT image's components (a JPEG's, from its markers and component count). */
+export type DctColorSpace = "gray" | "ycbcr" | "rgb" | "cmyk" | "ycck";
+
+/** One component's quantized DCT blocks, as a DCT image holds them. */
+export interface DctComponent {
+  /** The component's identifier in the frame header. */
+  id: number;
+  /** Horizontal sampling factor. */
+  h: number;
+  /** Vertical sampling factor. */
+  v: number;
+  /** Blocks across, padded to whole MCUs (T.81 A.2.4). */
+  blocksW: number;
+  /** Blocks down, padded to whole MCUs. */
+  blocksH: number;
+  /** The component's own size in samples: ceil(width·h/hmax) × ceil(height·v/vmax). */
+  width: number;
+  /** The component's height in samples: ceil(height·v/vmax). */
+  height: number;
+  /** Quantization table, natural order (index v·8 + u, v the vertical frequency). */
+  quant: Uint16Array;
+  /** blocksW·blocksH blocks of 64 quantized coefficients, raster order, each in natural order. */
+  coefficients: Int16Array;
+}
+
+/**
+ * An image left as its quantized DCT blocks: entropy decoding done, dequantization, the IDCT,
+ * upsampling and colour not (the hybrid decode: the GPU finishes it, src/gpu/idct.ts). What
+ * `Decoder.decodeDct` gives, and a read path with `decode: "hybrid"` hands over as
+ * `Sample.coefficients`.
+ */
+export interface DctImage {
+  /** Width in pixels, as stored. */
+  width: number;
+  /** Height in pixels, as stored. */
+  height: number;
+  /** The components' colour space. */
+  colorSpace: DctColorSpace;
+  /** Whether the file is progressive. */
+  progressive: boolean;
+  /** Exif orientation 1…8 (1 when absent); never applied to coefficients. */
+  orientation: number;
+  /** The components, in frame order. */
+  components: DctComponent[];
+}
+
+/** True for a DCT image (as opposed to decoded pixels). */
+export function isDctImage(x: object): x is DctImage {
+  return "components" in x && !("data" in x);
+}
+
 /** Output size as a fraction of the image's: 1, 1/2, 1/4 or 1/8 (where the format can do it cheaply). */
 export type DecodeScale = 1 | 0.5 | 0.25 | 0.125;
 
@@ -50,6 +101,13 @@ export interface DecodeOptions {
    * is an error.
    */
   region?: DecodeRegion;
+  /**
+   * The read path's hybrid decode (a Loader's `decode: "hybrid"`): a file the decoder can leave
+   * as DCT blocks (`Decoder.decodeDct`) is handed over as `Sample.coefficients`, for the GPU
+   * preprocessor to finish; any other (a PNG, a CMYK JPEG) decodes to pixels as without it.
+   * `decode` and `decodeInto` ignore it.
+   */
+  hybrid?: boolean;
 }
 
 /** A box of an image's pixels: its top-left corner and its size. */
@@ -96,6 +154,13 @@ export interface Decoder<O extends DecodeOptions = DecodeOptions, I extends Imag
    * errors are as decode()'s, and after one the span may hold part of the image.
    */
   decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: O): DecodedInto;
+  /**
+   * The image as its quantized DCT blocks, for the GPU to finish (the hybrid decode), or
+   * undefined where this file must be decoded to pixels instead (its format has no DCT, its
+   * colour or `options` ask for what the GPU pass does not do). Formats without a DCT leave it
+   * out. Errors as decode()'s.
+   */
+  decodeDct?(bytes: Uint8Array, options?: O): DctImage | undefined;
   /** Bytes of memory this decoder holds between images (wasm memory is a high-water mark). */
   readonly memoryBytes: number;
   /** Lets go of the instance; decode() afterwards is an error. */
@@ -112,6 +177,20 @@ export interface AsyncDecoder<O extends DecodeOptions = DecodeOptions, I extends
   decode(bytes: Uint8Array, options?: O): Promise<I>;
   /** Lets go of the decoder and its workers. */
   close(): void;
+}
+
+/** The read path's `decode` option as decode options: "hybrid" is `{ hybrid: true }`, a boolean none. */
+export function readDecodeOptions<O extends DecodeOptions>(decode: boolean | "hybrid" | O | undefined): O | DecodeOptions | undefined {
+  if (decode === "hybrid") return { hybrid: true };
+  return typeof decode === "object" && decode !== null ? decode : undefined;
+}
+
+/**
+ * The read path's decode of one file: with `hybrid`, its DCT blocks where its decoder can leave
+ * them so (Decoder.decodeDct), else its pixels.
+ */
+export function decodeForRead(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image | DctImage {
+  return (options?.hybrid ? decoder.decodeDct?.(bytes, options) : undefined) ?? decoder.decode(bytes, options);
 }
 
 /**
@@ -147,7 +226,7 @@ export function checkTarget(target: Uint8Array, offset: number, format: string):
 
 export const DEFAULT_MAX_PIXELS = 100e6;
 const SCALES: Record<number, number> = { 1: 0, 0.5: 1, 0.25: 2, 0.125: 3 };
-const FLAGS = ["grey", "applyOrientation"] as const;
+const FLAGS = ["grey", "applyOrientation", "hybrid"] as const;
 
 /**
  * Checks options once, where they are given (a Loader, a read worker), so that a bad one is

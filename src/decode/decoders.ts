@@ -10,7 +10,7 @@
  * UnknownFormatError naming the bytes it saw.
  */
 import { CassetteError } from "../errors.ts";
-import type { DecodedInto, Decoder, Image } from "./decoder.ts";
+import type { DctImage, DecodedInto, Decoder, Image } from "./decoder.ts";
 import { createJpegDecoder } from "./jpeg.ts";
 import { createPngDecoder, type PngDecodeOptions } from "./png.ts";
 import { describeStart, formatOf } from "../util/signature.ts";
@@ -113,6 +113,10 @@ class AutoDecoder implements Decoder<PngDecodeOptions> {
 
   decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: PngDecodeOptions): DecodedInto {
     return this.#pick(bytes).decodeInto(bytes, target, offset, options);
+  }
+
+  decodeDct(bytes: Uint8Array, options?: PngDecodeOptions): DctImage | undefined {
+    return this.#pick(bytes).decodeDct?.(bytes, options);
   }
 
   get memoryBytes(): number {

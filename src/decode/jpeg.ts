@@ -28,7 +28,7 @@ import { JpegError } from "./jpeg_error.ts";
 import { describeStart } from "../util/signature.ts";
 import { instantiateJpegWasm, type JpegExports } from "./wasm_module.ts";
 import {
-  checkDecodeOptions, checkTarget, type Decoder, type DecodedInto, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf, TargetTooSmallError,
+  checkDecodeOptions, checkTarget, type DctColorSpace, type DctComponent, type DctImage, type Decoder, type DecodedInto, type DecodeOptions, type DecodeScale, describe, type Image, maxPixelsOf, TargetTooSmallError,
 } from "./decoder.ts";
 
 import { orient } from "./orient.ts";
@@ -48,7 +48,7 @@ export interface JpegImage extends Image {
 }
 
 /** The colour space of a JPEG's components, from its markers (JFIF, Adobe) and component count. */
-export type JpegColorSpace = "gray" | "ycbcr" | "rgb" | "cmyk" | "ycck";
+export type JpegColorSpace = DctColorSpace;
 /** The coding process of a JPEG's frame (its SOF marker); baseline, extended (8-bit) and progressive are decoded. */
 export type JpegProcess = "baseline" | "extended" | "progressive" | "lossless" | "hierarchical" | "arithmetic";
 
@@ -77,42 +77,10 @@ export interface JpegInfo {
 }
 
 /** One component's quantized DCT blocks, as `JpegDecoder.decodeCoefficients` gives them. */
-export interface JpegComponentCoefficients {
-  /** The component's identifier in the frame header. */
-  id: number;
-  /** Horizontal sampling factor. */
-  h: number;
-  /** Vertical sampling factor. */
-  v: number;
-  /** Blocks across and down, padded to whole MCUs (A.2.4). */
-  blocksW: number;
-  /** Blocks down, padded to whole MCUs. */
-  blocksH: number;
-  /** The component's own size in samples: ceil(width·h/hmax) × ceil(height·v/vmax). */
-  width: number;
-  /** The component's height in samples: ceil(height·v/vmax). */
-  height: number;
-  /** Quantization table, natural order (index v·8 + u, v the vertical frequency). */
-  quant: Uint16Array;
-  /** blocksW·blocksH blocks of 64 quantized coefficients, raster order, each in natural order. */
-  coefficients: Int16Array;
-}
+export type JpegComponentCoefficients = DctComponent;
 
 /** A JPEG's quantized DCT coefficients, per component, for an IDCT done elsewhere (the GPU's). */
-export interface JpegCoefficients {
-  /** Width in pixels, as stored. */
-  width: number;
-  /** Height in pixels, as stored. */
-  height: number;
-  /** The components' colour space. */
-  colorSpace: JpegColorSpace;
-  /** Whether the file is progressive. */
-  progressive: boolean;
-  /** Exif orientation 1…8 (1 when absent). */
-  orientation: number;
-  /** The components, in frame order. */
-  components: JpegComponentCoefficients[];
-}
+export type JpegCoefficients = DctImage;
 
 /** What `JpegDecoder.decodeInto` wrote: 1 (grey) or 3 (RGB) channels. */
 export interface JpegDecodedInto extends DecodedInto {
@@ -131,6 +99,13 @@ export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
   decodeInto(bytes: Uint8Array, target: Uint8Array, offset: number, options?: JpegDecodeOptions): JpegDecodedInto;
   /** Header only (markers up to the first scan): size, components, sampling, process. */
   inspect(bytes: Uint8Array): JpegInfo;
+  /**
+   * The hybrid decode's half (Decoder.decodeDct): the DCT blocks of a grey, YCbCr or RGB file,
+   * or undefined where it must decode to pixels (CMYK or YCCK, a scale or region, a turn asked
+   * for and due, grey output of an RGB file). With `grey`, a YCbCr file gives its luma only,
+   * which is what libjpeg's grey output is.
+   */
+  decodeDct(bytes: Uint8Array, options?: JpegDecodeOptions): DctImage | undefined;
   /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
   decodeCoefficients(bytes: Uint8Array, options?: Pick<JpegDecodeOptions, "maxPixels">): JpegCoefficients;
   /**
@@ -305,6 +280,21 @@ class WasmJpegDecoder implements JpegDecoder {
       restartInterval: w.frameRestartInterval(),
       orientation: w.frameOrientation(),
     };
+  }
+
+  decodeDct(bytes: Uint8Array, options: JpegDecodeOptions = {}): DctImage | undefined {
+    checkDecodeOptions(options);
+    // What the GPU pass does not do stays on the CPU: a scaled or cut decode, a turn, CMYK. The
+    // header says so before any scan is decoded.
+    if ((options.scale ?? 1) !== 1 || options.region) return undefined;
+    const info = this.inspect(bytes);
+    if (info.colorSpace === "cmyk" || info.colorSpace === "ycck") return undefined;
+    if (options.applyOrientation && info.orientation > 1) return undefined;
+    if (options.grey && info.colorSpace === "rgb") return undefined; // weighted, not a component
+    const img = this.decodeCoefficients(bytes, options);
+    // libjpeg's grey output of YCbCr is its luma as it is (wasm/jpeg/decoder.ts, lumaOnly).
+    if (options.grey && img.colorSpace === "ycbcr") return { ...img, colorSpace: "gray", components: [img.components[0]] };
+    return img;
   }
 
   decodeCoefficients(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels"> = {}): JpegCoefficients {

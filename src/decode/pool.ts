@@ -62,7 +62,7 @@
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { entryUrl } from "../util/entry_url.ts";
-import type { AsyncDecoder, DecodeOptions, Image } from "./decoder.ts";
+import type { AsyncDecoder, DctImage, DecodeOptions, Image } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 import { PngError, type PngErrorReason } from "./png_error.ts";
@@ -91,7 +91,7 @@ export interface DecodeRequest {
 
 /** Message from a worker. */
 export type DecodeReply =
-  | { id: number; ok: true; image?: JpegImage; ms: number }
+  | { id: number; ok: true; image?: JpegImage | DctImage; ms: number }
   | { id: number; ok: false; error: { name: string; code?: string; reason?: string; offset?: number; message: string }; ms: number };
 
 /** How a decode pool runs: its workers (fixed or autoscaled), jobs sent ahead, the slow lane, and an optional transform module. */
@@ -176,7 +176,7 @@ interface Pending {
   transfer: ArrayBuffer[];
   /** The caller's bytes, to send again when taken back (prepare); undefined: not stealable. */
   keep?: Uint8Array;
-  resolve: (img: JpegImage | undefined) => void;
+  resolve: (img: JpegImage | DctImage | undefined) => void;
   reject: (e: Error) => void;
 }
 
@@ -379,18 +379,19 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
    */
   decode(bytes: Uint8Array, options?: JpegDecodeOptions): Promise<JpegImage> {
     if (!(bytes instanceof Uint8Array)) return Promise.reject(notBytes(bytes));
-    return this.#enqueue(ownRequest(bytes, options), undefined) as Promise<JpegImage>;
+    return this.#enqueue(ownRequest(bytes, pixelOptions(options)), undefined) as Promise<JpegImage>;
   }
 
   /**
-   * A sample's CPU stage in a worker: its pixels (unless `decode: false`) through the pool's
+   * A sample's CPU stage in a worker: its pixels (unless `decode: false`; with `hybrid`, a JPEG's
+   * DCT blocks) through the pool's
    * transform. The caller keeps `bytes`; the job can be taken back from a slow worker.
    */
-  prepare(job: PrepareJob): Promise<Image | undefined> {
+  prepare(job: PrepareJob): Promise<Image | DctImage | undefined> {
     return this.#enqueue({ id: 0, slot: -1, bytes: job.bytes, options: job.options, decode: job.decode, sample: { id: job.id, label: job.label } }, job.bytes);
   }
 
-  #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | undefined> {
+  #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | DctImage | undefined> {
     if (this.#closed) return Promise.reject(closedError());
     return new Promise((resolve, reject) => this.#submit(req, keep, resolve, reject));
   }
@@ -424,7 +425,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         const bytes = job.bytes as unknown;
         if (!(bytes instanceof Uint8Array)) finish({ job, error: notBytes(bytes) });
         else if (this.#closed) finish({ job, error: closedError() });
-        else this.#submit(ownRequest(bytes, job.options), undefined, (image) => finish({ job, image }), (error) => finish({ job, error }));
+        else this.#submit(ownRequest(bytes, pixelOptions(job.options)), undefined, (image) => finish({ job, image: image as JpegImage }), (error) => finish({ job, error }));
       }
       fed = true;
       wakeUp();
@@ -625,6 +626,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     }
     this.#slots.length = 0;
   }
+}
+
+/** Options for pixels: the hybrid decode's DCT blocks are the read path's (prepare), not decode()'s or decodeAll's. */
+function pixelOptions(options: JpegDecodeOptions | undefined): JpegDecodeOptions | undefined {
+  return options?.hybrid ? { ...options, hybrid: false } : options;
 }
 
 /** The request for `bytes`: its buffer is transferred when the view spans it, else that part is copied first. */

@@ -22,6 +22,8 @@
  * ```
  */
 import { CassetteError } from "../errors.ts";
+import { type DctImage, isDctImage } from "./decoder.ts";
+import { readDct } from "./dct.ts";
 import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
 
 /** What becomes of each image: output size, crop and flip (PlanOptions), channels, layout, normalization, antialiasing. */
@@ -136,6 +138,25 @@ export interface PackedImages {
   frameWidth?: ArrayLike<number>;
   /** The frame's height. */
   frameHeight?: ArrayLike<number>;
+  /** Bytes of image i's DCT record at `at[i]` (the hybrid decode, src/decode/dct.ts), for the GPU to finish; 0: pixels. */
+  dctBytes?: ArrayLike<number>;
+}
+
+/** Whether any image of the table is a DCT record (the hybrid decode) rather than pixels. */
+export function hasDct(t: PackedImages): boolean {
+  const d = t.dctBytes;
+  if (d) for (let i = 0; i < d.length; i++) if (d[i]) return true;
+  return false;
+}
+
+/** A table's images as a list, no pixel copied: views of its pixels (with their frames), or its DCT records read as DCT images. */
+export function tableImages(t: PackedImages): (TensorImage | DctImage)[] {
+  return Array.from({ length: t.at.length }, (_, i) => {
+    const len = t.dctBytes?.[i];
+    if (len) return readDct(t.pixels, t.at[i], len);
+    const s = tableShape(t, i);
+    return { ...s, data: t.pixels.subarray(t.at[i], t.at[i] + s.width * s.height * s.channels) };
+  });
 }
 
 /** Image i of a table's shape, with its frame where it is a box of one. */
@@ -165,6 +186,8 @@ export interface CpuTensor {
 
 /** The images of a list or of a table, one at a time, without copying pixels. */
 function imagesOf(images: readonly TensorImage[] | PackedImages): TensorImage[] {
+  const dct = isPackedImages(images) ? hasDct(images) : images.some((img) => isDctImage(img));
+  if (dct) throw new CassetteError("ERR_UNSUPPORTED", "Cannot make a tensor on the CPU of DCT blocks (the hybrid decode, `decode: \"hybrid\"`): the GPU preprocessor finishes them; decode to pixels for the CPU");
   if (!isPackedImages(images)) return images as TensorImage[];
   return Array.from({ length: images.at.length }, (_, i) => ({ ...tableShape(images, i), data: images.pixels, offset: images.at[i] }));
 }

@@ -6,7 +6,7 @@
  *   → { t: "setup", index, claims, base, transform?, seed }    first, once
  *   ← { ready: true }  or  { ready: false, message }             decoder (and transform) loaded
  *   → { id, slot, bytes, options, decode?, sample? }             bytes' buffer transferred in
- *   ← { id, ok: true, image?, ms }                               image.data's buffer transferred out
+ *   ← { id, ok: true, image?, ms }                               image.data's buffer (a DCT image's arrays') transferred out
  *   ← { id, ok: false, error, ms }                               the JpegError (or other) as plain fields
  *
  * A job with a claim slot is started only if this worker wins its claim (NOTE [ Slow lane ]
@@ -14,7 +14,8 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { rng } from "../plan/rng.ts";
-import type { Image } from "./decoder.ts";
+import { type DctImage, decodeForRead, type Image, isDctImage } from "./decoder.ts";
+import { CassetteError } from "../errors.ts";
 import type { JpegImage } from "./jpeg.ts";
 import type { Decoder } from "./decoder.ts";
 import { createAutoDecoder } from "./decoders.ts";
@@ -59,7 +60,13 @@ scope.onMessage(async (data) => {
   const t0 = performance.now();
   let reply: DecodeReply;
   try {
-    let image: Image | undefined = req.decode === false ? undefined : images!.decode(req.bytes, req.options);
+    let image: Image | DctImage | undefined = req.decode === false ? undefined : decodeForRead(images!, req.bytes, req.options);
+    if (image && isDctImage(image)) {
+      if (transform) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU");
+      reply = { id: req.id, ok: true, image, ms: performance.now() - t0 };
+      scope.postMessage(reply, dctBuffers(image));
+      return;
+    }
     if (transform) {
       const s = req.sample ?? { id: String(req.id), label: -1 };
       let out = transform.fn({ id: s.id, label: s.label, data: req.bytes, image }, transform.options, ctx!);
@@ -77,3 +84,10 @@ scope.onMessage(async (data) => {
   }
   scope.postMessage(reply);
 });
+
+/** A DCT image's arrays' buffers, each its own (decodeCoefficients copies them out of wasm memory), to transfer. */
+function dctBuffers(img: DctImage): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const c of img.components) out.add(c.quant.buffer as ArrayBuffer).add(c.coefficients.buffer as ArrayBuffer);
+  return [...out];
+}

@@ -26,7 +26,7 @@
  * await source.close();
  * ```
  */
-import { type AsyncDecoder, checkDecodeOptions, type DecodeOptions, type Decoder, type Image } from "../decode/decoder.ts";
+import { type AsyncDecoder, checkDecodeOptions, type DctImage, decodeForRead, type DecodeOptions, type Decoder, type Image, isDctImage } from "../decode/decoder.ts";
 import type { PoolStats, PrepareJob } from "../decode/pool.ts";
 import { checkTransformed, type LoadedTransform } from "../decode/transform.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
@@ -67,7 +67,7 @@ export interface PreparePool extends AsyncDecoder {
   /** Whether the pool's workers run a transform module. */
   readonly hasTransform: boolean;
   /** Runs a sample's CPU stage in a worker: decode (unless `decode: false`) and the transform. */
-  prepare(job: PrepareJob): Promise<Image | undefined>;
+  prepare(job: PrepareJob): Promise<Image | DctImage | undefined>;
   /** The pool's figures now. */
   stats(): PoolStats;
   /** The consumer waited `waitMs` for a batch: the pool's scaler grows it when waits persist. */
@@ -107,8 +107,11 @@ export const TAKEN_BACK: Error & Retryable = Object.assign(new Error("taken back
 
 /** Takes each decoded image into a buffer of its own choosing (Decoder.decodeInto). */
 export interface PixelSink {
-  /** Decodes `bytes` (sample `id`'s) into the sink; `image.data` is a view of where the pixels went. */
-  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image;
+  /**
+   * Decodes `bytes` (sample `id`'s) into the sink; `image.data` (a DCT image's arrays, with
+   * `hybrid`) is a view of where it went.
+   */
+  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image | DctImage;
 }
 
 /** Wraps a Source so that each answer is decoded as it arrives (here, or in a decode pool) and handed on with `image` set; a file that does not decode is an error naming the sample. */
@@ -187,10 +190,11 @@ export class DecodeSource implements ReadSource {
           return failed(maskError(e));
         }
       }
-      const answer = (image: Image | undefined) => {
+      const answer = (out: Image | DctImage | undefined) => {
         claim?.end(id);
-        if (!mask) return done(null, image ? { ...s, image } : s);
-        Promise.resolve(mask).then((m) => done(null, { ...s, image, mask: m }), (e) => failed(maskError(e)));
+        const got: Sample = !out ? s : isDctImage(out) ? { ...s, coefficients: out } : { ...s, image: out };
+        if (!mask) return done(null, got);
+        Promise.resolve(mask).then((m) => done(null, { ...got, mask: m }), (e) => failed(maskError(e)));
       };
       if (this.pool) {
         // The pool sends a copy and keeps these bytes, to send again if the job is taken back.
@@ -200,13 +204,14 @@ export class DecodeSource implements ReadSource {
           failed(e);
         });
       }
-      let image: Image | Promise<Image> | undefined;
+      let image: Image | DctImage | Promise<Image> | undefined;
       try {
         // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
         // the sample keeps its bytes.
         if (!this.#decode) image = undefined;
         else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, this.#options, id);
-        else image = this.#decoder.decode(this.#async ? s.data.slice() : s.data, this.#options);
+        else if (this.#async) image = this.#decoder.decode(s.data.slice(), this.#options);
+        else image = decodeForRead(this.#decoder as Decoder, s.data, this.#options);
       } catch (e) {
         return failed(e);
       }
@@ -216,8 +221,9 @@ export class DecodeSource implements ReadSource {
         else answer(image);
         return;
       }
-      const run = (image: Image | undefined) => {
+      const run = (image: Image | DctImage | undefined) => {
         verb = "transform";
+        if (image && isDctImage(image)) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU");
         const out = t.fn({ id, label: s.label, data: s.data, image }, t.options, t.ctx);
         return out instanceof Promise ? out.then((o) => checkTransformed(o, id, t.url)) : checkTransformed(out, id, t.url);
       };

@@ -30,7 +30,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
-import type { DecodeOptions } from "../decode/decoder.ts";
+import { type DecodeOptions, readDecodeOptions } from "../decode/decoder.ts";
 import type { PlannedDecode } from "../decode/crop.ts";
 import { createDecoder } from "../decode/decoders.ts";
 import { createDecodePool } from "../decode/pool.ts";
@@ -65,9 +65,12 @@ export interface CpuOptions<X = TransformModule> {
   /**
    * Decode each sample where it is read (in its read worker with `workers`, else in this
    * thread as it arrives, or in the decode pool) and hand it over as `Sample.image` (default
-   * false). A file that does not decode is an error naming the sample.
+   * false). A file that does not decode is an error naming the sample. "hybrid" (or the
+   * options' `hybrid`): a JPEG stops after entropy decoding and comes as its DCT blocks
+   * (`Sample.coefficients`), which the GPU preprocessor finishes (src/gpu/idct.ts); other
+   * files come as pixels. For a GPU that outruns the CPU's IDCT, never on a CPU adapter.
    */
-  decode?: boolean | DecodeOptions | PlannedDecode;
+  decode?: boolean | "hybrid" | DecodeOptions | PlannedDecode;
   /**
    * With `decode` or a transform module and no read `workers`: the decode pool that decodes and
    * transforms off this thread (the reading stays here). "auto" (default): sized as it goes,
@@ -162,6 +165,7 @@ export function checkReadOptions(target: string | Addressed | Store | Source, o:
   if (workers && typeof target !== "string" && !isAddressed(target)) bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
   if (o.cache !== undefined) checkCacheOptions(o.cache);
   if (workers && o.cache) bad("'cache' and 'workers' cannot both be set: the cache is read and written in this thread (give 'workers: 0')");
+  if (o.transform !== undefined && readDecodeOptions(o.decode)?.hybrid) bad("a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU: give 'decode: true' with a transform");
   if (o.transform !== undefined) {
     if (!isTransformModule(o.transform)) bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
     transformUrl(o.transform, runtime.cwd()); // a bad address is named here
@@ -204,7 +208,7 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
   }
   if (o.decode || transform) {
     try {
-      const options = typeof o.decode === "object" ? o.decode : undefined;
+      const options = readDecodeOptions(o.decode);
       const dw = o.decodeWorkers ?? "auto";
       if (dw === 0) {
         const decoder = await createDecoder("auto"); // JPEG or PNG, by each sample's first bytes

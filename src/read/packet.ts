@@ -10,7 +10,7 @@
  *   cols (Int32Array, column-major, n entries):
  *     POS │ LABEL │ IMAGE_AT │ WIDTH │ HEIGHT │ CHANNELS │ ORIENTATION │ CONN │
  *     TARGET_AT │ TARGET_LEN │ MASK_AT │ MASK_WIDTH │ MASK_HEIGHT │ MASK_CHANNELS │
- *     FRAME_X │ FRAME_Y │ FRAME_WIDTH │ FRAME_HEIGHT │ OFFSETS (n + 1)
+ *     FRAME_X │ FRAME_Y │ FRAME_WIDTH │ FRAME_HEIGHT │ DCT_LEN │ OFFSETS (n + 1)
  *     ───────────────────────────────── n each ─────────────────────────────────    bytes of entry i:
  *                                                                                   data[OFFSETS[i] .. OFFSETS[i+1])
  *   buf (ArrayBuffer):
@@ -22,7 +22,10 @@
  * or a blob's bytes) at TARGET_AT, TARGET_LEN bytes (0: none), the targets of a packet one
  * after another in entry order; a decoded mask at MASK_AT (MASK_CHANNELS 0: none). An image
  * decoded as the box a GPU plan reads (the `decode` option's `plan`, src/gpu/decode_planned.ts)
- * says where the box lies in the image (FRAME_*; FRAME_WIDTH 0: the image is whole).
+ * says where the box lies in the image (FRAME_*; FRAME_WIDTH 0: the image is whole). With the
+ * hybrid decode (`decode: "hybrid"`) a JPEG's entry holds its DCT blocks instead of pixels: a
+ * record of DCT_LEN bytes at IMAGE_AT (NOTE [ DCT record ], src/decode/dct.ts), WIDTH, HEIGHT
+ * and CHANNELS those of the pixels it becomes.
  *
  * Images start on 4-byte boundaries so that the pixels go to the GPU as one region of the
  * preprocessing upload (NOTE [ Packed preprocessing input ], src/gpu/pack.ts). Entries are in
@@ -46,6 +49,7 @@
  * views may read a later batch's bytes (they read as empty when the buffer was transferred).
  */
 import type { Image } from "../decode/decoder.ts";
+import { readDct } from "../decode/dct.ts";
 import type { Sample } from "./sample.ts";
 
 /** An error as it crosses from a worker: what reviving it needs. */
@@ -82,9 +86,11 @@ export interface LaneCounts {
 export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS = 5, ORIENTATION = 6, CONN = 7;
 export const TARGET_AT = 8, TARGET_LEN = 9, MASK_AT = 10, MASK_WIDTH = 11, MASK_HEIGHT = 12, MASK_CHANNELS = 13;
 /** An image decoded as a box of a larger one (a planned decode): the box's place in it and its size; FRAME_WIDTH 0: the whole image. */
-export const FRAME_X = 14, FRAME_Y = 15, FRAME_WIDTH = 16, FRAME_HEIGHT = 17, OFFSETS = 18;
+export const FRAME_X = 14, FRAME_Y = 15, FRAME_WIDTH = 16, FRAME_HEIGHT = 17;
+/** Bytes of the DCT record at IMAGE_AT (the hybrid decode, NOTE [ DCT record ] in src/decode/dct.ts); 0: pixels there. */
+export const DCT_LEN = 18, OFFSETS = 19;
 /** Int32 columns of n entries before OFFSETS (which has n + 1). */
-export const COLS = 18;
+export const COLS = 19;
 
 /** What a read worker sends for one packet. */
 export interface Packet {
@@ -135,8 +141,12 @@ export function sampleOf(p: Packet, i: number, id: string): Sample {
   const c = p.cols, n = p.n;
   const s: Sample = { id, label: c[LABEL * n + i], data: bytesOf(p, i) };
   if (c[CONN * n + i] >= 0) s.conn = p.conns[c[CONN * n + i]];
-  const image = imageAt(p, i, IMAGE_AT, WIDTH, HEIGHT, CHANNELS);
-  if (image) s.image = image;
+  const dct = c[DCT_LEN * n + i];
+  if (dct) s.coefficients = readDct(new Uint8Array(p.buf), c[IMAGE_AT * n + i], dct);
+  else {
+    const image = imageAt(p, i, IMAGE_AT, WIDTH, HEIGHT, CHANNELS);
+    if (image) s.image = image;
+  }
   const mask = imageAt(p, i, MASK_AT, MASK_WIDTH, MASK_HEIGHT, MASK_CHANNELS);
   if (mask) s.mask = mask;
   const len = c[TARGET_LEN * n + i];
@@ -155,10 +165,15 @@ export function imageAt(p: Packet, i: number, at: number, w: number, h: number, 
   };
 }
 
+/** Bytes at entry i's IMAGE_AT: its pixels, or its DCT record. */
+function imageBytes(c: Int32Array, n: number, i: number): number {
+  return c[DCT_LEN * n + i] || c[WIDTH * n + i] * c[HEIGHT * n + i] * c[CHANNELS * n + i];
+}
+
 /** Bytes entry i's image and mask take in a merge: each padded to 4. */
 function pixelBytes(p: Packet, i: number): number {
   const c = p.cols, n = p.n;
-  return ((c[WIDTH * n + i] * c[HEIGHT * n + i] * c[CHANNELS * n + i] + 3) & ~3) + ((c[MASK_WIDTH * n + i] * c[MASK_HEIGHT * n + i] * c[MASK_CHANNELS * n + i] + 3) & ~3);
+  return ((imageBytes(c, n, i) + 3) & ~3) + ((c[MASK_WIDTH * n + i] * c[MASK_HEIGHT * n + i] * c[MASK_CHANNELS * n + i] + 3) & ~3);
 }
 
 /**
@@ -197,7 +212,7 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
         if (j === undefined) connIndex.set(name, (j = conns.push(name) - 1));
         cols[CONN * n + k] = j;
       }
-      const size = src[WIDTH * m + i] * src[HEIGHT * m + i] * src[CHANNELS * m + i];
+      const size = imageBytes(src, m, i);
       if (src[CHANNELS * m + i]) u8.set(new Uint8Array(p.buf, src[IMAGE_AT * m + i], size), at);
       cols[IMAGE_AT * n + k] = at;
       at += (size + 3) & ~3;

@@ -38,12 +38,13 @@ import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
 import { Deadline } from "../decode/deadline.ts";
-import { type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
+import { type DctImage, type DecodeOptions, type Decoder, type Image, TargetTooSmallError } from "../decode/decoder.ts";
+import { dctBytes, writeDct } from "../decode/dct.ts";
 import { type FrameBox, isPlannedDecode, isRandom, planDecode } from "../decode/crop.ts";
 import { ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
 import type { LaneCounts, SerializedError, WirePacket } from "./packet.ts";
 import {
-  CHANNELS, COLS, CONN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
+  CHANNELS, COLS, CONN, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
   TARGET_LEN, WIDTH,
 } from "./packet.ts";
 import { HedgeSource } from "./hedge.ts";
@@ -75,8 +76,8 @@ class PacketArena implements PixelSink {
   buf = new ArrayBuffer(MIN_PACKET);
   u8 = new Uint8Array(this.buf);
   at = 0;
-  /** Images that lie in the arena, by where they start. */
-  readonly placed = new Map<Image, number>();
+  /** Images (and DCT images, with the hybrid decode) that lie in the arena, by where they start. */
+  readonly placed = new Map<Image | DctImage, number>();
 
   /** Bytes the buffer takes at its first growth: a packet's arena starts empty and grows once to the last packet's size. */
   readonly #hint: number;
@@ -89,7 +90,10 @@ class PacketArena implements PixelSink {
     if (hint !== undefined) this.buf = new ArrayBuffer(0), this.u8 = new Uint8Array(this.buf);
   }
 
-  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image {
+  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image | DctImage {
+    // The hybrid decode: a JPEG's DCT blocks, as a record in the packet (src/decode/dct.ts).
+    const dct = options?.hybrid ? decoder.decodeDct?.(bytes, options) : undefined;
+    if (dct) return this.placeDct(dct);
     // On a 4-byte boundary: a packet's images go to the GPU as one region (src/read/packet.ts).
     this.at = (this.at + 3) & ~3;
     this.reserve(this.buf.byteLength === 0 ? this.#hint : 0); // sized before the first decode (a misfit throws); the padding inside
@@ -131,6 +135,17 @@ class PacketArena implements PixelSink {
     if (f) frames.set(image, f);
     this.at += img.data.length;
     return image;
+  }
+
+  /** Writes a DCT image's record in (NOTE [ DCT record ], src/decode/dct.ts); the image stays as it is, its place noted. */
+  placeDct(img: DctImage): DctImage {
+    this.at = (this.at + 3) & ~3;
+    const n = dctBytes(img);
+    this.reserve(n);
+    writeDct(img, this.u8, this.at);
+    this.placed.set(img, this.at);
+    this.at += n;
+    return img;
   }
 }
 
@@ -321,7 +336,7 @@ function newGroup(run: Run): Group {
 
 /** Decodes each image into the packet its sample will join. */
 const packetSink = {
-  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image {
+  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image | DctImage {
     const r = route.get(id);
     const g = r && !r[0].ended ? (r[0].strict ? r[0].groups.get(Math.floor(r[1] / r[0].batchSize)) : groupOf(r[0], r[1])) : undefined;
     // No packet wants it (a hedge's second answer, dropped after; a run that ended): an arena of its own.
@@ -329,14 +344,15 @@ const packetSink = {
     // A planned decode (the GPU's plan as decode options): only the box the plan reads, drawn
     // as the preprocessor will draw it, which needs the epoch unless nothing is random.
     const run = r?.[0];
-    if (!isPlannedDecode(options)) return arena.decode(decoder, bytes, options);
+    // The hybrid decode hands over the whole image's blocks (the GPU draws the plan on them).
+    if (!isPlannedDecode(options) || options.hybrid) return arena.decode(decoder, bytes, options);
     const { plan, ...rest } = options;
     // Whole where the box is not known for sure: no epoch said, or two runs (two epochs) asking
     // for the sample at once, when the decode cannot tell whose it is; the GPU plans it whole.
     const unsure = isRandom(plan) && (run?.epoch === undefined || (asked.get(id) ?? 0) > 1);
     const planned = unsure ? undefined : planDecode(bytes, plan, run?.epoch ?? 0, id);
     if (!planned) return arena.decode(decoder, bytes, rest);
-    const image = arena.decode(decoder, bytes, { ...rest, region: planned.region });
+    const image = arena.decode(decoder, bytes, { ...rest, region: planned.region }) as Image;
     frames.set(image, planned.frame);
     return image;
   },
@@ -379,6 +395,7 @@ function join(g: Group, pos: number, id: string, err: Error | null, s: Sample | 
   else {
     // Decoded elsewhere (a transform's image; another run's packet): copied into this one.
     if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
+    if (s.coefficients && !g.arena.placed.has(s.coefficients)) g.arena.placeDct(s.coefficients);
     g.entries.push({ pos, s, ms });
   }
 }
@@ -413,6 +430,15 @@ function placeMasks(a: Group["arena"], entries: { s: Sample }[]): Int32Array {
 
 /** Entry `i`'s image columns (where its pixels are, their shape, the frame of a planned box) and its mask's. */
 function pixelColumns(cols: Int32Array, n: number, i: number, s: Sample, a: Group["arena"], maskAt: number): void {
+  const dct = s.coefficients;
+  if (dct) {
+    cols[IMAGE_AT * n + i] = a.placed.get(dct)!;
+    cols[WIDTH * n + i] = dct.width;
+    cols[HEIGHT * n + i] = dct.height;
+    cols[CHANNELS * n + i] = dct.colorSpace === "gray" ? 1 : 3;
+    cols[ORIENTATION * n + i] = dct.orientation;
+    cols[DCT_LEN * n + i] = dctBytes(dct);
+  }
   const img = s.image;
   if (img) {
     cols[IMAGE_AT * n + i] = a.placed.get(img)!;

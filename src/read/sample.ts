@@ -2,13 +2,19 @@
  * What the read path hands the loader for one id: a source's answer (bytes and label) and,
  * where the read path decodes (a Loader's `decode` option), the pixels.
  */
-import type { Image } from "../decode/decoder.ts";
+import type { DctImage, Image } from "../decode/decoder.ts";
 import type { Fetched, Source } from "../source/source.ts";
 
 /** What the read path answers for one id: the stored bytes and label (Fetched), with the decoded image (and mask) when it decodes. */
 export interface Sample extends Fetched {
   /** The decoded pixels, when the read path decodes (decode_source.ts, in a read worker or here). */
   image?: Image;
+  /**
+   * With `decode: "hybrid"`: the image as its DCT blocks instead of `image`, for the GPU
+   * preprocessor to finish (src/gpu/idct.ts); a file the GPU pass cannot finish (a PNG, a CMYK
+   * JPEG) comes as `image`.
+   */
+  coefficients?: DctImage;
   /** A blob label decoded with the image's decoder (src/dataset/label.ts): a segmentation mask, say. */
   mask?: Image;
 }

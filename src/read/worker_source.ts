@@ -36,7 +36,7 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
-import { checkDecodeOptions, type DecodeOptions } from "../decode/decoder.ts";
+import { checkDecodeOptions, type DecodeOptions, readDecodeOptions } from "../decode/decoder.ts";
 import type { PlannedDecode } from "../decode/crop.ts";
 import { redact } from "../source/address.ts";
 import { entryUrl } from "../util/entry_url.ts";
@@ -51,7 +51,7 @@ export type { SerializedError };
 
 export type ToWorker =
   | {
-    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | DecodeOptions | PlannedDecode;
+    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | "hybrid" | DecodeOptions | PlannedDecode;
     transform?: { url: string; options?: unknown }; seed?: number; reads?: PacketReadOptions;
     /** The slow lane (NOTE [ Read workers: the slow lane ]): the workers' status, this one's place in it and its code, the clock's base. */
     lane?: { status: SharedArrayBuffer; index: number; code: number; base: number };
@@ -105,7 +105,7 @@ export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
   workers?: number;
   /** Decode each sample in its worker and hand it over as `Sample.image` (default false). */
-  decode?: boolean | DecodeOptions | PlannedDecode;
+  decode?: boolean | "hybrid" | DecodeOptions | PlannedDecode;
   /** A transform module each worker loads and runs after decoding (its URL and options). */
   transform?: { url: string; options?: unknown };
   /** Seeds the transform's `ctx.random` (with the worker's index). */
@@ -349,7 +349,7 @@ export class WorkerSource implements ReadSource {
     if (!Number.isInteger(n) || n < 1) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot read in worker threads as 'workers' must be a positive integer: current value is ${n}`);
     }
-    if (typeof options.decode === "object") checkDecodeOptions(options.decode);
+    if (options.decode !== undefined && typeof options.decode !== "boolean") checkDecodeOptions(readDecodeOptions(options.decode)!);
     this.size = n;
     this.#address = address;
     this.name = `${redact(address)}${dataset ? ` (${dataset})` : ""}`;

@@ -20,6 +20,7 @@ import type { EpochOptions, Loader } from "../loader.ts";
 import type { Sample } from "../read/sample.ts";
 import type { ImageTable } from "../assemble/batch.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
+import type { DctImage } from "../decode/decoder.ts";
 import type { PreprocessedMasks, Preprocessor } from "../gpu/preprocess.ts";
 import type { TrainBatch } from "./model.ts";
 
@@ -95,7 +96,7 @@ async function* preprocessed(loader: Loader<DecodedImage> | Loader<Sample>, pre:
     }
     // A batch of read workers' packets has its images in one buffer: one copy into the upload,
     // then the buffer goes back to its worker (Batch.release).
-    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => framed(pixelsOf(item, b.ids[i]), b.images, i)), { epoch, ids: b.ids, masks: b.masks });
+    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => framed(imageOf(item, b.ids[i]), b.images, i)), { epoch, ids: b.ids, masks: b.masks });
     b.release?.();
     const out: LoaderTrainBatch = { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
     if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
@@ -112,15 +113,23 @@ function imagesOf(t: ImageTable, ids: readonly string[]): ImageTable {
 }
 
 /** An image with its frame where the read workers decoded only its box (`decode: { plan }`): the plan is drawn on the frame. */
-function framed(img: DecodedImage, t: ImageTable | undefined, i: number): DecodedImage {
+function framed(img: DecodedImage | DctImage, t: ImageTable | undefined, i: number): DecodedImage | DctImage {
   const fw = t?.frameWidth?.[i];
   return fw ? { ...img, frame: { x: t!.frameX![i], y: t!.frameY![i], width: fw, height: t!.frameHeight![i] } } : img;
+}
+
+/** What the preprocessor takes of a batch item: its pixels, or with the hybrid decode its DCT blocks. */
+function imageOf(item: DecodedImage | Sample, id: string): DecodedImage | DctImage {
+  return ("coefficients" in item && item.coefficients) || pixelsOf(item, id);
 }
 
 /** A batch item's pixels: the image itself, or the sample's decoded `image`. */
 export function pixelsOf(item: DecodedImage | Sample, id: string): DecodedImage {
   if ("width" in item) return item;
   if (item.image) return item.image;
+  if (item.coefficients) {
+    throw new CassetteError("ERR_UNSUPPORTED", `Cannot take the pixels of sample ${id} as the hybrid decode left it as DCT blocks for the GPU preprocessor: read with 'decode: true' here`);
+  }
   throw new CassetteError(
     "ERR_INVALID_OPTION",
     `Cannot preprocess sample ${id} as it has no pixels: give the Loader 'decode', a transform module, or a transform that answers the decoded image`,

@@ -171,6 +171,26 @@ test("read --preprocess --device cpu, with no WebGPU driver: the tensor the GPU 
   assert.ok(worst <= 1e-5, `the CPU's tensor vs the GPU's: ${worst}`);
 }, { timeoutMs: 180_000 });
 
+test("read --preprocess --decode hybrid: the JPEGs finished on the GPU from their DCT blocks, the training path's tensor exactly; auto on a CPU driver decodes on the CPU", async () => {
+  await ready;
+  for (const workers of ["0", "2"]) {
+    const dump = join(dir, `hybrid${workers}.npy`);
+    const r = cassette(
+      "read", "--store", STORE, "--dataset", DATASET, "--preprocess", "--decode", "hybrid", "--size", "20x16", "--crop", "random-resized", "--scale", "0.3,1",
+      "--flip", "0.5", "--seed", "7", "--workers", workers, "--batch", "48", "--dump", dump, "--json",
+    );
+    assert.is(r.code, 0, r.err);
+    const p = JSON.parse(r.out).preprocess;
+    assert.equal([p.images, p.decode, p.tensorShape], [240, "hybrid", [48, 3, 16, 20]], `--workers ${workers}`);
+    const want = await trainingTensor(p.dump.ids, RGB_CROPS, false);
+    assertSame(readNpy(dump).data, want.x, `--workers ${workers}: the hybrid tensor vs loaderBatches' from pixels`);
+  }
+  // lavapipe is a CPU driver: auto (the default) keeps the decode on the CPU.
+  const r = cassette("read", "--store", STORE, "--dataset", DATASET, "--preprocess", "--size", "20x16", "--batch", "120", "--json");
+  assert.is(r.code, 0, r.err);
+  assert.is(JSON.parse(r.out).preprocess.decode, "cpu");
+}, { timeoutMs: 180_000 });
+
 test("read --preprocess: bad values exit 2 naming the flag", () => {
   const cases: [string[], RegExp][] = [
     [["--preprocess", "--size", "0"], /--size must be N or WxH with whole numbers from 1 to 65535: current value is 0/],
@@ -184,6 +204,9 @@ test("read --preprocess: bad values exit 2 naming the flag", () => {
     [["--preprocess", "--size", "28", "--device", "tpu"], /--device must be gpu or cpu: current value is tpu/],
     [["--preprocess", "--size", "28", "--device", "cpu", "--readback"], /--readback needs --device gpu/],
     [["--device", "cpu"], /--device needs --preprocess/],
+    [["--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
+    [["--preprocess", "--size", "28", "--device", "cpu", "--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
+    [["--preprocess", "--size", "28", "--decode=gpu"], /--decode takes cpu, hybrid or auto \(or nothing: cpu\): current value is gpu/],
   ];
   for (const [args, message] of cases) {
     const r = cassette("read", "--store", STORE, "--dataset", DATASET, ...args);

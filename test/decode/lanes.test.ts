@@ -1,6 +1,7 @@
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { createDecodePool, type JpegDecodePool, type ScalePeriod } from "../../src/decode/pool.ts";
+import type { Image } from "../../src/decode/decoder.ts";
 
 const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
 const nothing = new Uint8Array(1);
@@ -12,7 +13,7 @@ function spinPool(o: { workers?: number; slowLane?: boolean; perWorker?: number;
 /** A job spinning `ms` (its label); resolves to [its number, when it finished]. */
 function job(pool: JpegDecodePool, n: number, ms: number): Promise<[number, number]> {
   return pool.prepare({ bytes: nothing, decode: false, id: `job${n}`, label: ms }).then((img) => {
-    assert.is(img!.data[0], ms & 255, `job ${n}: its own answer`);
+    assert.is((img as Image).data[0], ms & 255, `job ${n}: its own answer`);
     return [n, performance.now()];
   });
 }
