@@ -95,17 +95,26 @@ export function deviceInfo(device: GPUDevice): DeviceInfo | undefined {
   return infos.get(device);
 }
 
+/** How long an implementation's error waits for `device.lost` to tell whether the device went. */
+const LOST_WAIT_MS = 2000;
+
 /**
  * `e` named as device loss (ERR_GPU_DEVICE) when `device` is lost, else `e` itself. A lost
  * device fails its work with the implementation's own errors (a mapAsync rejected, a
  * getMappedRange refused: "OperationError"), which do not say why; its `lost` promise does. It
- * resolves in a task after the loss, so an error met before then waits for one task more. A
+ * settles some time after the loss, so such an error waits for it (up to LOST_WAIT_MS; our
+ * own CassetteErrors are passed on at once). A
  * page loses its device when the GPU resets or its driver updates, when the browser reclaims
  * it (a tab long in the background), or on `device.destroy()`.
  */
 export async function deviceLost(device: GPUDevice, e: unknown, doing: string): Promise<unknown> {
-  if (e instanceof CassetteError && e.code === "ERR_GPU_DEVICE") return e;
-  const info = await Promise.race([device.lost, new Promise<undefined>((r) => setTimeout(() => r(undefined), 0))]);
+  // Our own named errors (a sample's, an option's) are not the device's: no wait for them.
+  if (e instanceof CassetteError) return e;
+  // The implementation's error (a failed map, an OperationError) can come before `lost`
+  // settles, later on a busy machine: wait for it a while, on this rare path only.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const info = await Promise.race([device.lost, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), LOST_WAIT_MS)))]);
+  clearTimeout(timer);
   if (!info) return e;
   const why = info.reason === "destroyed" ? "destroyed: device.destroy() was called" : `${info.reason ?? "unknown"}`;
   return new CassetteError(

@@ -1,10 +1,15 @@
 import * as assert from "uvu/assert";
-import { test } from "../_support/harness.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, test } from "../_support/harness.ts";
 import { createDecodePool, type JpegDecodePool, type ScalePeriod } from "../../src/decode/pool.ts";
 import type { Image } from "../../src/decode/decoder.ts";
 
 const SPIN = new URL("../fixtures/transforms/spin.ts", import.meta.url).href;
 const nothing = new Uint8Array(1);
+const tmp = mkdtempSync(join(tmpdir(), "cassette-lanes-"));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 function spinPool(o: { workers?: number; slowLane?: boolean; perWorker?: number; autoscale?: boolean; minWorkers?: number; maxWorkers?: number } = {}): Promise<JpegDecodePool> {
   return createDecodePool({ perWorker: 4, ...o, transform: { url: SPIN, options: { byLabel: true } } });
@@ -22,16 +27,25 @@ async function warm(pool: JpegDecodePool, ms: number, n = 64): Promise<void> {
   await Promise.all(Array.from({ length: n }, (_, i) => job(pool, -1 - i, ms)));
 }
 
-/** One slow job among fast ones: which fast ones finished after it. */
+/**
+ * One slow job among fast ones: which fast ones finished after it. With the slow lane, the
+ * slow job spins until every fast one has answered (a file the test makes then; at most 60 s),
+ * so that "none waits for it" is an order of events whatever the machine's load; without it,
+ * the slow job spins 400 ms and the jobs queued behind it wait.
+ */
 async function slowAmongFast(slowLane: boolean): Promise<{ late: number; fast: number; stats: ReturnType<JpegDecodePool["stats"]> }> {
-  const pool = await spinPool({ workers: 2, slowLane });
+  const signal = join(tmp, `fast-done-${slowLane}`);
+  const pool = slowLane
+    ? await createDecodePool({ perWorker: 4, workers: 2, slowLane, transform: { url: SPIN, options: { slowIds: ["job0"], slowMs: [60_000], fastMs: 2, slowUntilFile: signal } } })
+    : await spinPool({ workers: 2, slowLane });
   try {
     await warm(pool, 2);
     // The slow job first, so that fast ones are queued behind it in its worker.
     const slow = job(pool, 0, 400);
     const fast = Array.from({ length: 40 }, (_, i) => job(pool, i + 1, 2));
-    const [, slowAt] = await slow;
     const done = await Promise.all(fast);
+    writeFileSync(signal, "");
+    const [, slowAt] = await slow;
     return { late: done.filter(([, at]) => at > slowAt).length, fast: done.length, stats: pool.stats() };
   } finally {
     pool.close();
