@@ -19,6 +19,9 @@
  * of the box per second (libjpeg-turbo's crop widens the columns to whole iMCUs: those extra
  * pixels are its cost, not counted as work).
  *
+ * Then the hybrid decode's CPU side: the entropy decoding alone (`decodeDct`), of the whole image
+ * and of the blocks a box's pixels read, beside the whole and region pixel decodes.
+ *
  * Then the whole RandomResizedCrop(224) transform (src/decode/transforms/random_resized_crop.ts,
  * what read workers run per sample) against what it did before regions: the whole decode at
  * its scale, then the crop and resize.
@@ -130,6 +133,41 @@ const boxRows = await compare(`RandomResizedCrop boxes, one thread`, { rounds, u
     work: jobs.length,
     run: () => {
       for (const { restarts, box } of jobs) sink += dec.decodeInto(restarts, target, 0, { region: box }).bytes;
+    },
+  },
+]);
+
+// The hybrid decode's CPU side (decode: "hybrid"): the entropy decoding only, of the whole
+// image or of the blocks each box's pixels read, against the CPU decodes above; the GPU then
+// does the rest (src/gpu/idct.ts). What a GPU machine's cores spend per sample.
+await compare(`The hybrid decode's CPU side: RandomResizedCrop boxes, one thread`, { rounds, unit: "boxes/s" }, [
+  {
+    name: "whole decode (pixels)",
+    baseline: true,
+    work: jobs.length,
+    run: () => {
+      for (const { bytes } of jobs) sink += dec.decodeInto(bytes, target, 0).bytes;
+    },
+  },
+  {
+    name: "region (pixels)",
+    work: jobs.length,
+    run: () => {
+      for (const { bytes, box } of jobs) sink += dec.decodeInto(bytes, target, 0, { region: box }).bytes;
+    },
+  },
+  {
+    name: "whole image's DCT blocks (hybrid)",
+    work: jobs.length,
+    run: () => {
+      for (const { bytes } of jobs) sink += dec.decodeDct(bytes)!.components.length;
+    },
+  },
+  {
+    name: "region's DCT blocks (hybrid, planned)",
+    work: jobs.length,
+    run: () => {
+      for (const { bytes, box } of jobs) sink += dec.decodeDct(bytes, { region: box })!.components.length;
     },
   },
 ]);

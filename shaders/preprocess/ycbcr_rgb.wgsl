@@ -32,10 +32,17 @@ struct Component {
   ry: u32,
   cw: i32,
   ch: i32,
+  // The first sample the plane holds (a region's window of blocks; 0, 0 for the whole image).
+  wx: i32,
+  wy: i32,
 }
 
+// Sample (x, y) of the component, in its own coordinates; the window holds every sample a
+// region's pixels read (wasm/jpeg/output.ts, planUpsampling), and the clamp keeps a read in it.
 fn sampleAt(c: Component, x: i32, y: i32) -> i32 {
-  let i = c.plane + u32(y) * c.stride + u32(x);
+  let lx = clamp(x - c.wx, 0, i32(c.stride) - 1);
+  let ly = max(y - c.wy, 0);
+  let i = c.plane + u32(ly) * c.stride + u32(lx);
   return i32((planes[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu);
 }
 
@@ -82,7 +89,7 @@ fn q15(a: i32, k: i32) -> i32 {
 
 fn component(rec: u32, j: u32) -> Component {
   let at = rec + 8u + j * 8u;
-  return Component(coef[at], coef[at + 1u], coef[at + 2u], coef[at + 3u], i32(coef[at + 4u]), i32(coef[at + 5u]));
+  return Component(coef[at], coef[at + 1u], coef[at + 2u], coef[at + 3u], i32(coef[at + 4u]), i32(coef[at + 5u]), i32(coef[at + 6u]), i32(coef[at + 7u]));
 }
 
 @compute @workgroup_size(64)
@@ -110,6 +117,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let channels = coef[rec + 3u];
   let color = coef[rec + 4u];
   let total = width * height * channels;
+  // A region's pixels are its frame's from this origin (NOTE [ Coefficient upload ]).
+  let ox = i32(coef[rec + 7u] & 0xffffu);
+  let oy = i32(coef[rec + 7u] >> 16u);
 
   var packed = 0u;
   var lastPixel = 0xffffffffu;
@@ -122,8 +132,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let p = byte / channels;
     if (p != lastPixel) {
       lastPixel = p;
-      let x = i32(p % width);
-      let y = i32(p / width);
+      let x = i32(p % width) + ox;
+      let y = i32(p / width) + oy;
       let a = upsampled(component(rec, 0u), x, y);
       if (color == 0u) {
         rgb = vec3<i32>(a);

@@ -6,19 +6,20 @@
  * NOTE [ DCT record ]: little-endian, every part on a 4-byte boundary:
  *
  *   ┌──────────────┬───────────────────────┬─────────────────────┬──────────────────────────┐
- *   │ header 8 × i32│ components 8 × i32 each│ quant 64 × u16 each │ blocks 64 × i16 each, per │
+ *   │header 12 × i32│ components 8 × i32 each│ quant 64 × u16 each │ blocks 64 × i16 each, per │
  *   │              │                        │                     │ component in frame order  │
  *   └──────────────┴───────────────────────┴─────────────────────┴──────────────────────────┘
  *   header:     MAGIC │ WIDTH │ HEIGHT │ COLOR │ PROGRESSIVE │ ORIENTATION │ COMPONENTS │ –
- *   component:  ID │ H │ V │ BLOCKS_W │ BLOCKS_H │ WIDTH │ HEIGHT │ –
+ *               REGION_X │ REGION_Y │ REGION_W │ REGION_H   (REGION_W 0: the whole image)
+ *   component:  ID │ H │ V │ BLOCKS_W │ BLOCKS_H │ WIDTH │ HEIGHT │ BLOCK_X | BLOCK_Y << 16
  *
  * A block is 128 bytes, so the blocks stay aligned; the record's length is `dctBytes(img)`.
  */
 import { CassetteError } from "../errors.ts";
 import type { DctColorSpace, DctComponent, DctImage } from "./decoder.ts";
 
-const MAGIC = 0x44435431; // "DCT1"
-const HEADER = 8, COMP = 8;
+const MAGIC = 0x44435432; // "DCT2"
+const HEADER = 12, COMP = 8;
 const COLORS: DctColorSpace[] = ["gray", "ycbcr", "rgb", "cmyk", "ycck"];
 
 /** Bytes of `img`'s record (NOTE [ DCT record ]). */
@@ -36,8 +37,9 @@ export function writeDct(img: DctImage, dst: Uint8Array, at: number): number {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot write a DCT record of ${bytes} bytes at ${at} as the target holds ${dst.length} bytes and records start on 4-byte boundaries`);
   }
   const words = new Int32Array(dst.buffer, dst.byteOffset + at, HEADER + n * COMP);
-  words.set([MAGIC, img.width, img.height, COLORS.indexOf(img.colorSpace), img.progressive ? 1 : 0, img.orientation, n, 0]);
-  img.components.forEach((c, j) => words.set([c.id, c.h, c.v, c.blocksW, c.blocksH, c.width, c.height, 0], HEADER + j * COMP));
+  const r = img.region;
+  words.set([MAGIC, img.width, img.height, COLORS.indexOf(img.colorSpace), img.progressive ? 1 : 0, img.orientation, n, 0, r?.x ?? 0, r?.y ?? 0, r?.width ?? 0, r?.height ?? 0]);
+  img.components.forEach((c, j) => words.set([c.id, c.h, c.v, c.blocksW, c.blocksH, c.width, c.height, (c.blockX ?? 0) | ((c.blockY ?? 0) << 16)], HEADER + j * COMP));
   let p = at + words.byteLength;
   for (const c of img.components) {
     dst.set(new Uint8Array(c.quant.buffer, c.quant.byteOffset, 128), p);
@@ -66,14 +68,17 @@ export function readDct(buf: Uint8Array, at: number, length: number): DctImage {
   let p = q + n * 128;
   const components: DctComponent[] = [];
   for (let j = 0; j < n; j++) {
-    const [id, h, v, blocksW, blocksH, width, height] = words.subarray(HEADER + j * COMP);
+    const [id, h, v, blocksW, blocksH, width, height, origin] = words.subarray(HEADER + j * COMP);
     const blocks = blocksW * blocksH;
     if (!(blocks >= 0) || p + blocks * 128 > at + length) throw bad(`component ${j}'s ${blocksW}×${blocksH} blocks run past its end`);
     const quant = new Uint16Array(buf.buffer, buf.byteOffset + q, 64);
     const coefficients = new Int16Array(buf.buffer, buf.byteOffset + p, blocks * 64);
-    components.push({ id, h, v, blocksW, blocksH, width, height, quant, coefficients });
+    const window = head[10] ? { blockX: origin & 0xffff, blockY: origin >>> 16 } : {};
+    components.push({ id, h, v, blocksW, blocksH, ...window, width, height, quant, coefficients });
     q += 128;
     p += blocks * 128;
   }
-  return { width: head[1], height: head[2], colorSpace: COLORS[head[3]], progressive: head[4] === 1, orientation: head[5], components };
+  const img: DctImage = { width: head[1], height: head[2], colorSpace: COLORS[head[3]], progressive: head[4] === 1, orientation: head[5], components };
+  if (head[10]) img.region = { x: head[8], y: head[9], width: head[10], height: head[11] };
+  return img;
 }

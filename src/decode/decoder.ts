@@ -40,10 +40,17 @@ export interface DctComponent {
   h: number;
   /** Vertical sampling factor. */
   v: number;
-  /** Blocks across, padded to whole MCUs (T.81 A.2.4). */
+  /** Blocks across, padded to whole MCUs (T.81 A.2.4); with `blockX`, those of the window. */
   blocksW: number;
-  /** Blocks down, padded to whole MCUs. */
+  /** Blocks down, padded to whole MCUs; with `blockY`, those of the window. */
   blocksH: number;
+  /**
+   * Where the blocks held begin in the component's grid, when they are a window of it (a
+   * region's, `DctImage.region`): the first block column (default 0).
+   */
+  blockX?: number;
+  /** The window's first block row (default 0). */
+  blockY?: number;
   /** The component's own size in samples: ceil(width·h/hmax) × ceil(height·v/vmax). */
   width: number;
   /** The component's height in samples: ceil(height·v/vmax). */
@@ -73,6 +80,11 @@ export interface DctImage {
   orientation: number;
   /** The components, in frame order. */
   components: DctComponent[];
+  /**
+   * When only a region was decoded (`DecodeOptions.region`): the box of the image's pixels its
+   * blocks give exactly, each component holding the window of blocks those pixels read.
+   */
+  region?: DecodeRegion;
 }
 
 /** True for a DCT image (as opposed to decoded pixels). */

@@ -101,9 +101,11 @@ export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
   inspect(bytes: Uint8Array): JpegInfo;
   /**
    * The hybrid decode's half (Decoder.decodeDct): the DCT blocks of a grey, YCbCr or RGB file,
-   * or undefined where it must decode to pixels (CMYK or YCCK, a scale or region, a turn asked
-   * for and due, grey output of an RGB file). With `grey`, a YCbCr file gives its luma only,
-   * which is what libjpeg's grey output is.
+   * or undefined where it must decode to pixels (CMYK or YCCK, a scale, a turn asked for and
+   * due, grey output of an RGB file). With `grey`, a YCbCr file gives its luma only, which is
+   * what libjpeg's grey output is. With `region`, each component's window of blocks that the
+   * region's pixels read (`blockX`, `blockY`), and `region` the pixels they give; the scan is
+   * not decoded below them.
    */
   decodeDct(bytes: Uint8Array, options?: JpegDecodeOptions): DctImage | undefined;
   /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
@@ -284,24 +286,34 @@ class WasmJpegDecoder implements JpegDecoder {
 
   decodeDct(bytes: Uint8Array, options: JpegDecodeOptions = {}): DctImage | undefined {
     checkDecodeOptions(options);
-    // What the GPU pass does not do stays on the CPU: a scaled or cut decode, a turn, CMYK. The
-    // header says so before any scan is decoded.
-    if ((options.scale ?? 1) !== 1 || options.region) return undefined;
+    // What the GPU pass does not do stays on the CPU: a scaled decode, a turn, CMYK. The header
+    // says so before any scan is decoded. A region gives the blocks its pixels read.
+    if ((options.scale ?? 1) !== 1) return undefined;
     const info = this.inspect(bytes);
     if (info.colorSpace === "cmyk" || info.colorSpace === "ycck") return undefined;
     if (options.applyOrientation && info.orientation > 1) return undefined;
     if (options.grey && info.colorSpace === "rgb") return undefined; // weighted, not a component
-    const img = this.decodeCoefficients(bytes, options);
+    const img = this.#coefficients(bytes, options);
     // libjpeg's grey output of YCbCr is its luma as it is (wasm/jpeg/decoder.ts, lumaOnly).
     if (options.grey && img.colorSpace === "ycbcr") return { ...img, colorSpace: "gray", components: [img.components[0]] };
     return img;
   }
 
   decodeCoefficients(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels"> = {}): JpegCoefficients {
+    return this.#coefficients(bytes, { maxPixels: options.maxPixels });
+  }
+
+  /** The coefficients, of a region's block windows when one is given (NOTE [ DCT record ] holds either). */
+  #coefficients(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels" | "region">): DctImage {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS, 0, 0, 0, 0), bytes);
+    const r = options.region;
+    const rc = w.decode(p, bytes.length, 0, maxPixels, MODE_COEFFICIENTS, r?.x ?? 0, r?.y ?? 0, r?.width ?? 0, r?.height ?? 0);
+    if (rc === E_BAD_REGION) {
+      throw new CassetteError("ERR_INVALID_OPTION", `Cannot decode JPEG as 'region' (x ${r!.x}, y ${r!.y}, ${r!.width}×${r!.height}) lies outside the image (${w.frameWidth()}×${w.frameHeight()})`);
+    }
+    this.#check(rc, bytes);
     const width = w.frameWidth();
     const height = w.frameHeight();
     const n = w.frameComponents();
@@ -314,19 +326,26 @@ class WasmJpegDecoder implements JpegDecoder {
     const components: JpegComponentCoefficients[] = [];
     for (let c = 0; c < n; c++) {
       const h = w.compH(c), v = w.compV(c);
-      const bw = w.compBlocksW(c), bh = w.compBlocksH(c);
+      const gridW = w.compBlocksW(c);
+      const x0 = w.compBlockX0(c), y0 = w.compBlockY0(c);
+      const bw = w.compBlockX1(c) - x0, bh = w.compBlockY1(c) - y0;
       const cp = w.compCoefficients(c);
       const qp = w.compQuant(c);
+      // The window's rows of blocks, one copy each (all of them at once without a region).
+      const coefficients = new Int16Array(bw * bh * 64);
+      if (bw === gridW) coefficients.set(new Int16Array(mem, cp + y0 * gridW * 128, bw * bh * 64));
+      else for (let y = 0; y < bh; y++) coefficients.set(new Int16Array(mem, cp + ((y0 + y) * gridW + x0) * 128, bw * 64), y * bw * 64);
       components.push({
         id: w.compId(c),
         h,
         v,
         blocksW: bw,
         blocksH: bh,
+        ...(r ? { blockX: x0, blockY: y0 } : {}),
         width: Math.ceil((width * h) / hmax),
         height: Math.ceil((height * v) / vmax),
         quant: new Uint16Array(mem.slice(qp, qp + 128)),
-        coefficients: new Int16Array(mem.slice(cp, cp + bw * bh * 128)),
+        coefficients,
       });
     }
     const m = w.frameMarker();
@@ -337,6 +356,7 @@ class WasmJpegDecoder implements JpegDecoder {
       progressive: m === 0xc2,
       orientation: w.frameOrientation(),
       components,
+      ...(r ? { region: { x: w.outX(), y: w.outY(), width: w.outWidth(), height: w.outHeight() } } : {}),
     };
   }
 }

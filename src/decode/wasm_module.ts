@@ -7,7 +7,7 @@ import { CassetteError } from "../errors.ts";
 import { compileWasm } from "./wasm_bytes.ts";
 
 /** wasm/jpeg/index.ts's abiVersion() that this host is written for. */
-const ABI_VERSION = 4;
+const ABI_VERSION = 5;
 
 /** The flat numeric exports of wasm/jpeg/index.ts. */
 export interface JpegExports {
@@ -46,6 +46,14 @@ export interface JpegExports {
   compBlocksH(c: number): number;
   compCoefficients(c: number): number;
   compQuant(c: number): number;
+  /** With a region: the block window of component c its pixels read, [x0, x1) × [y0, y1). */
+  compBlockX0(c: number): number;
+  compBlockX1(c: number): number;
+  compBlockY0(c: number): number;
+  compBlockY1(c: number): number;
+  /** With a region: its first column and row in the output's pixels. */
+  outX(): number;
+  outY(): number;
 }
 
 let compiled: Promise<WebAssembly.Module> | undefined;

@@ -26,8 +26,12 @@
  *   header:     components, blocks, images, output words, component records at, image records at
  *   component:  FIRST_BLOCK │ BLOCKS_W │ BLOCKS_H │ COEF_WORD │ QUANT_WORD │ PLANE_BYTE │ STRIDE │ –
  *   image:      FIRST_WORD │ WIDTH │ HEIGHT │ CHANNELS │ COLOR (0 gray, 1 YCbCr, 2 RGB) │
- *               DST_BYTE │ COMPONENTS │ – │ then per component (≤ 3) 8 words:
- *               PLANE_BYTE │ STRIDE │ RX │ RY │ CW │ CH │ – │ –
+ *               DST_BYTE │ COMPONENTS │ ORIGIN_X | ORIGIN_Y << 16 │ then per component (≤ 3) 8 words:
+ *               PLANE_BYTE │ STRIDE │ RX │ RY │ CW │ CH │ WX │ WY
+ *   A region's image (JpegCoefficients.region) is WIDTH × HEIGHT pixels from (ORIGIN_X,
+ *   ORIGIN_Y) of its frame, and each component's plane holds its window of blocks, whose first
+ *   sample is (WX, WY) of the component; the colour pass reads the frame's coordinates, so the
+ *   pixels are the whole decode's there.
  *   Blocks are the decoder's: raster order within a component, 64 coefficients each in natural
  *   order (v·8 + u); quant tables natural order. FIRST_BLOCK and FIRST_WORD are running sums, so
  *   a thread finds its component or image by binary search.
@@ -40,7 +44,7 @@ import colorCode from "../../shaders/preprocess/ycbcr_rgb.wgsl" with { type: "te
 import { CassetteError } from "../errors.ts";
 import type { JpegCoefficients } from "../decode/jpeg.ts";
 import { grid, Kernel } from "./kernel.ts";
-import type { PackLayout } from "./pack.ts";
+import type { FrameBox, PackLayout } from "./pack.ts";
 
 export type { JpegCoefficients } from "../decode/jpeg.ts";
 
@@ -55,15 +59,21 @@ export function isCoefficientImage(x: object): x is JpegCoefficients {
   return "components" in x && !("data" in x);
 }
 
-/** The pixels a coefficient image becomes: 1 channel for gray, 3 for YCbCr and RGB. */
-export function coefficientImageShape(img: JpegCoefficients): { width: number; height: number; channels: number } {
+/**
+ * The pixels a coefficient image becomes: 1 channel for gray, 3 for YCbCr and RGB; a region's
+ * box, with its frame (the whole image), when only a region's blocks are held.
+ */
+export function coefficientImageShape(img: JpegCoefficients): { width: number; height: number; channels: number; frame?: FrameBox } {
   if (!(img.colorSpace in COLOR)) {
     throw new CassetteError(
       "ERR_UNSUPPORTED",
       `Cannot run the GPU IDCT on a ${img.colorSpace} JPEG as only gray, YCbCr and RGB are supported: decode it on the CPU`,
     );
   }
-  return { width: img.width, height: img.height, channels: img.colorSpace === "gray" ? 1 : 3 };
+  const channels = img.colorSpace === "gray" ? 1 : 3;
+  const r = img.region;
+  if (!r) return { width: img.width, height: img.height, channels };
+  return { width: r.width, height: r.height, channels, frame: { x: r.x, y: r.y, width: img.width, height: img.height } };
 }
 
 /** A batch's coefficient images, laid out for upload (NOTE [ Coefficient upload ]). */
@@ -106,7 +116,8 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
       blocks += c.blocksW * c.blocksH;
       planeBytes += c.blocksW * c.blocksH * 64;
     }
-    words += Math.ceil((img.width * img.height * want) / 4);
+    const out = coefficientImageShape(img);
+    words += Math.ceil((out.width * out.height * want) / 4);
   }
   const compAt = HEADER;
   const imageAt = compAt + comps * COMP_WORDS;
@@ -126,9 +137,11 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
       jpegs.forEach(([img, i], k) => {
         const hmax = Math.max(...img.components.map((c) => c.h));
         const vmax = Math.max(...img.components.map((c) => c.v));
-        const channels = img.colorSpace === "gray" ? 1 : 3;
+        const out = coefficientImageShape(img);
+        const channels = out.channels;
         const rec = imageAt + k * IMAGE_WORDS;
-        u.set([word, img.width, img.height, channels, COLOR[img.colorSpace as keyof typeof COLOR], pack.offsets[i], img.components.length, 0], rec);
+        const origin = ((out.frame?.x ?? 0) | ((out.frame?.y ?? 0) << 16)) >>> 0;
+        u.set([word, out.width, out.height, channels, COLOR[img.colorSpace as keyof typeof COLOR], pack.offsets[i], img.components.length, origin], rec);
         img.components.forEach((c, j) => {
           const cr = compAt + comp * COMP_WORDS;
           const q = quantAt + comp * 64;
@@ -137,12 +150,12 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
           u.set([block, c.blocksW, c.blocksH, coef, q, plane, stride, 0], cr);
           u.set(c.quant, q);
           s16.set(c.coefficients, coef * 2);
-          u.set([plane, stride, hmax / c.h, vmax / c.v, c.width, c.height, 0, 0], rec + 8 + j * 8);
+          u.set([plane, stride, hmax / c.h, vmax / c.v, c.width, c.height, (c.blockX ?? 0) * 8, (c.blockY ?? 0) * 8], rec + 8 + j * 8);
           comp++;
           block += c.blocksW * c.blocksH;
           plane += c.blocksW * c.blocksH * 64;
         });
-        word += Math.ceil((img.width * img.height * channels) / 4);
+        word += Math.ceil((out.width * out.height * channels) / 4);
       });
     },
   };

@@ -162,28 +162,70 @@ test("decode: { hybrid: true, grey: true }: a YCbCr JPEG gives its luma's blocks
   }
 });
 
+test("decode: { plan, hybrid: true } in read workers: each JPEG's blocks only for the box its plan reads (its region), the tensor the whole decode's exactly, from fewer bytes", async () => {
+  const seed = freshSeed();
+  const all = files(rng(seed));
+  const { address, ids } = await storeOf(`p${seed}`, all);
+  const byId = new Map(ids.map((id, i) => [id, all[i]]));
+  const device = await testDevice();
+  const pre = await createPreprocessor(device, { width: 16, height: 16, crop: { kind: "random-resized", scale: [0.05, 0.4] }, flip: 0.5, seed });
+  const auto = await createDecoder("auto");
+  const loader = new Loader<Sample>({ store: address, dataset: "h", ids, batchSize: 4, seed: 3, workers: 2, readAhead: false, decode: { plan: pre.options, hybrid: true } });
+  try {
+    let regions = 0, planned = 0, whole = 0;
+    for (const epoch of [0, 1]) {
+      for await (const b of loader.epoch(epoch)) {
+        b.items.forEach((s) => (regions += s.coefficients?.region ? 1 : 0));
+        const got = await pre.run(b.images!, { epoch, ids: b.ids });
+        const images = b.ids.map((id): DecodedImage => {
+          const i = auto.decode(byId.get(id)!.bytes);
+          return { data: i.data, width: i.width, height: i.height, channels: i.channels };
+        });
+        const want = await pre.run(images, { epoch, ids: b.ids });
+        b.release?.();
+        assertClose(new Float32Array(await readBuffer(device, got.buffer, got.bytes)), new Float32Array(await readBuffer(device, want.buffer, want.bytes)), 0, seed);
+        planned += got.uploadBytes;
+        // The whole images' blocks, as decode: "hybrid" without a plan hands them over.
+        const blocks = b.ids.map((id) => auto.decodeDct!(byId.get(id)!.bytes, { hybrid: true }) ?? auto.decode(byId.get(id)!.bytes));
+        whole += (await pre.run(blocks, { epoch, ids: b.ids })).uploadBytes;
+      }
+    }
+    assert.is(regions, 2 * all.filter((f) => f.dct).length, `seed ${seed}: every JPEG but the CMYK one as a region's blocks, both epochs`);
+    assert.ok(planned < whole, `seed ${seed}: ${planned} bytes uploaded for the regions' blocks, ${whole} for the whole images' blocks`);
+  } finally {
+    await loader.close();
+    auto.close();
+    pre.destroy();
+  }
+});
+
 test("a DCT record reads back as the image written (views, no copy), and a cut or foreign record is a named error", async () => {
   const seed = freshSeed();
   const next = rng(seed);
   const jpeg = await createDecoder("jpeg");
   try {
     for (const f of files(next).filter((f) => f.dct)) {
-      const img = jpeg.decodeDct!(f.bytes)!;
-      const n = dctBytes(img);
-      const buf = new Uint8Array(n + 8);
-      assert.is(writeDct(img, buf, 4), n);
-      const back = readDct(buf, 4, n);
-      assert.equal({ ...back, components: [] }, { ...img, components: [] }, `seed ${seed}: the header`);
-      back.components.forEach((c, j) => {
-        const want = img.components[j];
-        assert.equal([c.id, c.h, c.v, c.blocksW, c.blocksH, c.width, c.height], [want.id, want.h, want.v, want.blocksW, want.blocksH, want.width, want.height]);
-        assert.equal(Array.from(c.quant), Array.from(want.quant));
-        assert.ok(c.coefficients.every((v, k) => v === want.coefficients[k]), `seed ${seed}: component ${j}'s blocks`);
-        assert.is(c.coefficients.buffer, buf.buffer, "a view of the record");
-      });
-      const named = (e: unknown) => e instanceof CassetteError && e.code === "ERR_MALFORMED_INPUT" && /DCT record/.test(e.message);
-      assert.throws(() => readDct(buf, 4, n - 64), named, "cut");
-      assert.throws(() => readDct(new Uint8Array(n + 8), 4, n), named, "not a record");
+      const info = jpeg.decode(f.bytes);
+      const region = { x: randomInt(next, 0, info.width - 1), y: randomInt(next, 0, info.height - 1), width: 0, height: 0 };
+      region.width = randomInt(next, 1, info.width - region.x);
+      region.height = randomInt(next, 1, info.height - region.y);
+      for (const img of [jpeg.decodeDct!(f.bytes)!, jpeg.decodeDct!(f.bytes, { region })!]) {
+        const n = dctBytes(img);
+        const buf = new Uint8Array(n + 8);
+        assert.is(writeDct(img, buf, 4), n);
+        const back = readDct(buf, 4, n);
+        assert.equal({ ...back, components: [] }, { ...img, components: [] }, `seed ${seed}: the header`);
+        back.components.forEach((c, j) => {
+          const want = img.components[j];
+          assert.equal([c.id, c.h, c.v, c.blocksW, c.blocksH, c.width, c.height, c.blockX, c.blockY], [want.id, want.h, want.v, want.blocksW, want.blocksH, want.width, want.height, want.blockX, want.blockY]);
+          assert.equal(Array.from(c.quant), Array.from(want.quant));
+          assert.ok(c.coefficients.every((v, k) => v === want.coefficients[k]), `seed ${seed}: component ${j}'s blocks`);
+          assert.is(c.coefficients.buffer, buf.buffer, "a view of the record");
+        });
+        const named = (e: unknown) => e instanceof CassetteError && e.code === "ERR_MALFORMED_INPUT" && /DCT record/.test(e.message);
+        assert.throws(() => readDct(buf, 4, n - 64), named, "cut");
+        assert.throws(() => readDct(new Uint8Array(n + 8), 4, n), named, "not a record");
+      }
     }
   } finally {
     jpeg.close();

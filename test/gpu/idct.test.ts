@@ -175,3 +175,44 @@ test("CMYK coefficients are refused as unsupported, so the caller decodes them o
     assert.match((e as Error).message, /cmyk/);
   }
 });
+
+test("a region's DCT blocks (decodeDct with a region): the GPU's pixels are the CPU region decode's exactly, boxes at every edge, every sampling, progressive and restart markers", async () => {
+  const device = await testDevice();
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const kinds: string[][] = [["-sample", "1x1"], ["-sample", "2x1"], ["-sample", "1x2"], ["-sample", "2x2"], ["-sample", "4x1"], ["-sample", "2x2", "-progressive"], ["-sample", "2x1", "-restart", "1"], ["-grayscale"]];
+  let smaller = 0;
+  for (const args of kinds) {
+    const w = randomInt(next, 20, 120), h = randomInt(next, 20, 100);
+    const grey = args[0] === "-grayscale";
+    const bytes = cjpeg(randomBytes(next, w * h * (grey ? 1 : 3)), w, h, grey ? 1 : 3, [...args, "-quality", String(randomInt(next, 40, 95))]);
+    const whole = jpeg.decodeCoefficients(bytes);
+    for (let k = 0; k < 6; k++) {
+      // Boxes anywhere, touching each edge in turn, down to one pixel.
+      const x = k === 0 ? 0 : randomInt(next, 0, w - 1), y = k === 1 ? 0 : randomInt(next, 0, h - 1);
+      const region = { x, y, width: k === 2 ? w - x : randomInt(next, 1, w - x), height: k === 3 ? h - y : k === 4 ? 1 : randomInt(next, 1, h - y) };
+      const dct = jpeg.decodeDct(bytes, { region })!;
+      const what = `seed ${seed}, ${args.join(" ")} ${w}×${h}, region ${JSON.stringify(region)}`;
+      // The blocks held are the whole decode's, window by window.
+      dct.components.forEach((c, j) => {
+        const all = whole.components[j];
+        for (let by = 0; by < c.blocksH; by++) {
+          for (let bx = 0; bx < c.blocksW; bx++) {
+            const at = ((by + c.blockY!) * all.blocksW + bx + c.blockX!) * 64;
+            for (let i = 0; i < 64; i++) {
+              if (c.coefficients[(by * c.blocksW + bx) * 64 + i] !== all.coefficients[at + i]) throw new Error(`${what}: component ${j} block (${bx}, ${by}) differs`);
+            }
+          }
+        }
+      });
+      if (dct.components[0].coefficients.length < whole.components[0].coefficients.length) smaller++;
+      const want = jpeg.decode(bytes, { region });
+      const [got] = await gpuDecode(device, [dct]);
+      assert.equal([dct.region!.width, dct.region!.height], [want.width, want.height], what);
+      const { max, at } = maxDiff(got, want.data);
+      assert.ok(max === 0, `${what}: max diff ${max} at byte ${at}: GPU ${got[at]}, WASM ${want.data[at]}`);
+    }
+  }
+  assert.ok(smaller > 0, `seed ${seed}: some regions hold fewer blocks than the whole image`);
+}, { timeoutMs: 240_000 });

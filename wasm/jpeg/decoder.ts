@@ -43,8 +43,9 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32, rx: i32, ry: i32, rw: 
   // Decompression bombs are refused here, before any allocation.
   if (<f64>F.width * <f64>F.height > maxPixels) return fail(E_TOO_LARGE, F.sofOffset);
   O.bsY = 8 >> scaleLog2;
-  // Coefficients are the whole image's: a region applies to pixels.
-  if (!O.planRegion(rx, ry, mode == MODE_COEFFICIENTS ? 0 : rw, rh, F.hmax * O.bsY, F.vmax * O.bsY)) return fail(E_BAD_REGION, F.sofOffset);
+  // A region's coefficients are the blocks its pixels read (each component's window, as for
+  // pixels), and the scan stops below them: the hybrid decode of a planned crop.
+  if (!O.planRegion(rx, ry, rw, rh, F.hmax * O.bsY, F.vmax * O.bsY)) return fail(E_BAD_REGION, F.sofOffset);
   const stored = mode == MODE_COEFFICIENTS || F.progressive;
   const pixels = mode != MODE_COEFFICIENTS;
   const grey = mode == MODE_GREY && F.ncomp > 1;
@@ -97,6 +98,7 @@ function setup(scaleLog2: i32, maxPixels: f64, mode: i32, rx: i32, ry: i32, rw: 
       memory.fill(p, 0, <usize>n);
       store<u32>(NZ + (<usize>c << 2), <u32>p);
     }
+    if (!pixels && O.regionOn) O.planUpsampling(c); // the block window only
     if (pixels && !(F.lumaOnly && c > 0)) {
       O.planUpsampling(c);
       const stride = bw * bs;

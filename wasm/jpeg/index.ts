@@ -15,9 +15,10 @@ export { alloc, reset } from "../common/memory";
  * What the host may ask of this build (src/decode/wasm_module.ts checks it): raise it whenever
  * an export's meaning or a mode changes. 2: decode() mode 2, grey output. 3: pixels leave
  * through the imported env.rows(ptr, y0, n), strip by strip; no outPtr. 4: decode() takes a
- * region (rx, ry, rw, rh; rw 0: the whole image).
+ * region (rx, ry, rw, rh; rw 0: the whole image). 5: the region applies to coefficients too
+ * (compBlockX0…Y1, outX, outY).
  */
-export function abiVersion(): i32 { return 4; }
+export function abiVersion(): i32 { return 5; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
 export { decode, inspect } from "./decoder";
@@ -49,3 +50,11 @@ export function compBlocksH(c: i32): i32 { return F.cget(c, F.F_BH); }
 export function compCoefficients(c: i32): usize { return <usize>F.cget(c, F.F_COEF); }
 /** Coefficient mode: the component's quantization table, 64 u16 in natural order. */
 export function compQuant(c: i32): usize { return QLATCH + (<usize>c << 7); }
+/** With a region: the blocks of c its pixels read, columns [x0, x1) and rows [y0, y1) (the whole grid without one). */
+export function compBlockX0(c: i32): i32 { return O.regionOn ? O.blockX0(c) : 0; }
+export function compBlockX1(c: i32): i32 { return O.regionOn ? O.blockX1(c) : F.cget(c, F.F_BW); }
+export function compBlockY0(c: i32): i32 { return O.regionOn ? O.blockY0(c) : 0; }
+export function compBlockY1(c: i32): i32 { return O.regionOn ? O.blockY1(c) : F.cget(c, F.F_BH); }
+/** The region's first column and row in the output's pixels (0 without one). */
+export function outX(): i32 { return O.regX; }
+export function outY(): i32 { return O.regY; }

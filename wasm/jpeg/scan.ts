@@ -177,8 +177,9 @@ export function decodeScan(direct: bool): i32 {
   const stop = !O.regionOn ? down : ns == 1 ? min(down, O.blockY1(c0)) : O.mcuY1;
   regionComplete = false;
   // A whole restart interval none of whose blocks a region's window holds is skipped unread
-  // (NOTE [ Skipping restart intervals ]): sequential pixels only.
-  const skipping = interval != 0 && O.regionOn && direct && kind == 0;
+  // (NOTE [ Skipping restart intervals ]): sequential scans only (pixels, or a region's
+  // coefficients, whose blocks outside the window stay zero and are never handed over).
+  const skipping = interval != 0 && O.regionOn && kind == 0;
   const total = stop * across;
   let mx = 0, my = 0;
   for (let m = 0; m < total;) {
