@@ -145,7 +145,8 @@ export interface WorkerSourceOptions {
  * worker past its deadline. That worker takes the slow lane: it gets no new requests until it
  * claims again, and each position it holds and has not started is swapped to another worker's
  * code (one side wins: a swap from the code, or the worker's claim) and asked of that worker
- * (later checks go on while none was free). The slow worker, when free, finds those positions
+ * (later checks go on while none was free), half of them at a time and only while another
+ * worker has run dry, as work stealing takes half. The slow worker, when free, finds those positions
  * no longer its own and drops them unread (TAKEN_BACK). Two requests for one id in flight in
  * one worker are kept there (an answer could not say which it claims). A lost worker's
  * positions are asked again as before, the fill giving them to the new owner: a terminated
@@ -267,7 +268,7 @@ interface Slot {
   code: number;
   /** In the slow lane since its claim of this sequence number: gets no requests. */
   slow?: number;
-  /** In the lane and holding positions not yet given to another worker. */
+  /** In the lane and holding positions not yet given to another worker (given half at a time). */
   queued?: boolean;
   /** Its slow lane's figures, as its last packet said. */
   lane?: LaneCounts;
@@ -729,9 +730,27 @@ export class WorkerSource implements ReadSource {
         this.#slowLane++;
         slot.queued = true;
       }
-      // Until what it holds unstarted has gone: none may have been free to take it.
-      if (slot.queued) slot.queued = !this.#takeBack(slot);
+      if (!slot.queued) continue;
+      // Half of what it holds unstarted at a time, and only while another worker has run dry
+      // (work stealing's half): a worker that the machine's other work only paused keeps the
+      // rest, and the two stay even (moving the whole queue passed it to and fro between two
+      // starved workers, hundreds of times an epoch); one truly stuck is drained half by half
+      // as the others come free.
+      const left = this.#unstarted(slot);
+      if (left === 0) slot.queued = false;
+      else if (this.#idleBesides(slot)) this.#takeBack(slot, undefined, 0, Math.ceil(left / 2));
     }
+  }
+
+  /** Positions `slot` holds and has not started (its code still their owner). */
+  #unstarted(slot: Slot): number {
+    let n = 0;
+    for (const [run, ranges] of slot.reads) {
+      const owner = this.#runs.get(run)?.owner;
+      if (!owner) continue;
+      for (let k = 0; k < ranges.length; k += 2) for (let pos = ranges[k]; pos < ranges[k + 1]; pos++) if (owner[pos] === slot.code) n++;
+    }
+    return n;
   }
 
   /** Whether a worker other than `slot`, running and out of the lane, is between jobs with under a quarter of its queue. */
