@@ -6,8 +6,9 @@
  * WebDataset shards (`wds:https://…/NAME.index.json`, or an index relative to the page), with
  * its read workers as module workers; `open` for a source with its options (an S3 bucket's
  * credentials, the HTTP limits); the wasm decoders and their pool, `requestDevice` from
- * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`) and the SVG
- * charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
+ * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`), the
+ * dashboard's figures as a component the page mounts (`mountDashboard`: the tiles and charts the
+ * served dashboard shows, drawn by the same code) and the SVG charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
  * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph"). The
  * server or bucket must answer the page's origin with CORS headers; sqlite:, cassandra:// and
  * file: are refused by name (ERR_UNSUPPORTED), as a page has no file system nor TCP.
@@ -64,5 +65,10 @@ export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batc
 export { trainInGpu } from "./train/train_in_gpu.ts";
 export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
 
+export { mountDashboard } from "./observe/dashboard_mount.ts";
+export type { DashboardElement, MountDashboardOptions, MountedDashboard } from "./observe/dashboard_mount.ts";
+export type { DashboardFigures } from "./observe/dashboard_figures.ts";
+export { frameFromStats } from "./observe/dashboard_run.ts";
+export type { DashboardFrame, HistoryPoint, ServedFrame } from "./observe/dashboard_run.ts";
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
