@@ -24,6 +24,7 @@ import { readBuffer } from "../../src/gpu/buffers.ts";
 import { loaderBatches } from "../../src/train/loader_batches.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { serveStatic, type StaticServer } from "../../examples/browser/serve.ts";
+import { type DashboardFrame, startDashboard } from "../../src/observe/dashboard.ts";
 
 const ROOT = runtime.cwd();
 const tmp = mkdtempSync(join(tmpdir(), "cassette-browser-"));
@@ -182,6 +183,62 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
     }
   } finally {
     await page.close();
+    await web.close();
+  }
+}, { timeoutMs: 60_000 });
+
+/** A training run's frames: losses, accuracies, batch times, two connections; the clock given, so both dashboards see the same frames. */
+function runFrames(): DashboardFrame[] {
+  return Array.from({ length: 7 }, (_, i): DashboardFrame => ({
+    seconds: 0.5 * (i + 1), time: 1_700_000_000_000 + 500 * i, epoch: i >> 2, step: 4 * (i + 1), samples: 128 * (i + 1),
+    imagesPerSec: 256 - 3 * i, waitShare: 0.3 / (i + 1), loss: { train: 2.3 / (i + 1), ...(i % 3 === 2 && { test: 2 / i }) },
+    accuracy: { train: 0.1 + 0.1 * i }, batchMs: { p50: 3 + i, p99: 20, max: 40 + i }, batchTimesMs: [1 + i, 4 * i, 30],
+    connections: { "10.0.0.1:9042": { bytes: 1e5 * (i + 1) ** 2, samples: 64 * (i + 1) }, "10.0.0.2:9042": { bytes: 7e4 * (i + 1), samples: 64 * (i + 1) } },
+    prefetch: 2 + (i % 3), retries: i >> 1, workers: 2, done: i === 6,
+  }));
+}
+
+test("the served dashboard's page and a dashboard mounted in a page (mountDashboard from cassette/browser) show the same tiles and the same SVG from the same frames", async () => {
+  const { web } = await served();
+  const dash = await startDashboard({ title: "same figures" });
+  const page = await openPage(undefined, { width: 1280, height: 1000 });
+  try {
+    await page.goto(dash.url);
+    await page.evaluate(`import("${web.url}dist/browser/browser.js").then(({ mountDashboard }) => {
+      const el = document.createElement("div");
+      el.id = "mounted";
+      document.body.append(el);
+      window.mounted = mountDashboard(el);
+      return 0;
+    })`);
+    const frames = runFrames();
+    for (const f of frames) {
+      dash.update(f);
+      await page.evaluate(`(window.mounted.update(${JSON.stringify(f)}), 0)`);
+    }
+    await page.waitFor(`document.getElementById("status").dataset.status === "finished"`, 10_000);
+    const read = (root: string) => page.evaluate<{ tiles: string[][]; charts: string[][]; hidden: boolean[] }>(`(() => {
+      const root = document.querySelector(${JSON.stringify(root)});
+      return {
+        tiles: [...root.querySelectorAll("[data-metric]")].map((e) => [e.dataset.metric, e.dataset.value, e.textContent]),
+        charts: [...root.querySelectorAll("svg[data-chart]")].map((e) => [e.dataset.chart, e.innerHTML]),
+        hidden: [...root.querySelectorAll("[data-needs]")].map((e) => e.hidden),
+      };
+    })()`);
+    const [page_, mounted] = [await read("main.cassette-dashboard"), await read("#mounted")];
+    assert.equal(mounted, page_);
+    // Not two empty dashboards: the figures of the last frame, lines, bars.
+    const tiles = Object.fromEntries(mounted.tiles.map(([name, value]) => [name, value]));
+    assert.equal([tiles.samples, tiles["loss-train"], tiles["loss-test"], tiles.retries], [String(128 * 7), String(2.3 / 7), "", "3"], "the last frame has no test loss");
+    const charts = Object.fromEntries(mounted.charts);
+    assert.match(charts.loss, /data-series="train" data-n="7" data-last="0\.32857142857142857"/);
+    assert.match(charts.loss, /data-series="test" data-n="2" data-last="0\.4"/);
+    assert.is((charts.connections.match(/<rect data-value=/g) ?? []).length, 2);
+    assert.ok((charts.histogram.match(/<rect data-value=/g) ?? []).length >= 3, charts.histogram);
+    assert.equal(mounted.hidden, [false, false, false, false, false, false]);
+  } finally {
+    await page.close();
+    await dash.close();
     await web.close();
   }
 }, { timeoutMs: 60_000 });
