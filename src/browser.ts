@@ -8,8 +8,10 @@
  * credentials, the HTTP limits); the wasm decoders and their pool, `requestDevice` from
  * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`), the
  * dashboard's figures as a component the page mounts (`mountDashboard`: the tiles and charts the
- * served dashboard shows, drawn by the same code) and the SVG charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
- * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph"). The
+ * served dashboard shows, drawn by the same code) and the SVG charts. Nothing this module
+ * reaches imports a Node, Bun or Deno built-in: test/architecture.test.ts walks its graph
+ * (ARCHITECTURE.md, "The browser graph"; deno.json's `./browser` is that graph as source, its
+ * twins named, which build.ts writes to dist/browser-src/). The
  * server or bucket must answer the page's origin with CORS headers; sqlite:, cassandra:// and
  * file: are refused by name (ERR_UNSUPPORTED), as a page has no file system nor TCP.
  *
