@@ -236,6 +236,16 @@ test("the served dashboard's page and a dashboard mounted in a page (mountDashbo
     assert.is((charts.connections.match(/<rect data-value=/g) ?? []).length, 2);
     assert.ok((charts.histogram.match(/<rect data-value=/g) ?? []).length >= 3, charts.histogram);
     assert.equal(mounted.hidden, [false, false, false, false, false, false]);
+    // Without a loader a frame must be whole; once closed, the element is empty and updates are refused.
+    const refused = await page.evaluate<{ partial: string[]; after: string[]; left: number }>(`(() => {
+      const code = (f) => { try { f(); return ["none"]; } catch (e) { return [e.code, e.message]; } };
+      const partial = code(() => window.mounted.update({ samples: 1, step: 1 }));
+      window.mounted.close();
+      return { partial, after: code(() => window.mounted.update(${JSON.stringify(frames[0])})), left: document.getElementById("mounted").childNodes.length };
+    })()`);
+    assert.equal(refused.partial, ["ERR_INVALID_OPTION", "Cannot draw the dashboard's frame as it has no seconds, imagesPerSec, waitShare: give them, or mount it with a loader whose stats() fill them"]);
+    assert.equal(refused.after, ["ERR_INVALID_OPTION", "Cannot update the dashboard as it was closed: mount another"]);
+    assert.is(refused.left, 0);
   } finally {
     await page.close();
     await dash.close();
