@@ -10,7 +10,9 @@
  *   4. src/browser.ts → dist/browser/ (`cassette/browser`: esbuild for the browser, ESM, with
  *      the worker modules it starts; each file with a NAME.browser.ts twin replaced by it,
  *      ARCHITECTURE.md "The browser graph"), the wasm decoders written beside it; prints the
- *      gzipped size of its JavaScript and of the decoders.
+ *      gzipped size of its JavaScript and of the decoders;
+ *   5. the same graph as TypeScript → dist/browser-src/ (deno.json's `./browser`: each import
+ *      naming the twin, tools/browser_source.ts), for Deno and JSR, which take no plugin.
  * Each step is skipped when its outputs are newer than its inputs (`--force` rebuilds).
  */
 import { spawnSync } from "node:child_process";
@@ -18,6 +20,7 @@ import { gzipSync } from "node:zlib";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { browserSourceTree } from "./tools/browser_source.ts";
 
 const ROOT = dirname(fileURLToPath(import.meta.url));
 const argv = (globalThis as any).Deno?.args ?? (globalThis as any).process.argv.slice(2);
@@ -252,6 +255,30 @@ async function browserBundle(): Promise<string> {
   return bundleSize(outdir);
 }
 
+/**
+ * deno.json's `./browser`: the browser graph as TypeScript, in dist/browser-src/ at the paths it
+ * has in the repository, each import naming the twin a bundle would take
+ * (tools/browser_source.ts), and the wasm decoders where src/decode/wasm_bytes.browser.ts looks
+ * for them from source. Deno and JSR resolve imports as written: this way `@cassette/cassette/browser`
+ * is the same graph as `cassette/browser`, with no Node built-in in it.
+ */
+function browserSource(): Promise<string> {
+  const outdir = join(ROOT, "dist/browser-src");
+  const inputs = ["src", "shaders", "runtime-adapters", "wasm/build/jpeg.wasm", "wasm/build/png.wasm", "tools/browser_source.ts"].map((p) => join(ROOT, p));
+  if (upToDate([join(outdir, "src/browser.ts")], inputs)) return Promise.resolve("up to date");
+  rmSync(outdir, { recursive: true, force: true });
+  const read = (p: string) => (existsSync(join(ROOT, p)) ? readFileSync(join(ROOT, p), "utf8") : undefined);
+  const tree = browserSourceTree(["src/browser.ts", ...BROWSER_WORKERS], read);
+  for (const [path, text] of tree) {
+    mkdirSync(dirname(join(outdir, path)), { recursive: true });
+    writeFileSync(join(outdir, path), text);
+  }
+  mkdirSync(join(outdir, "wasm/build"), { recursive: true });
+  for (const m of WASM) copyFileSync(join(ROOT, `wasm/build/${m}.wasm`), join(outdir, `wasm/build/${m}.wasm`));
+  const twins = [...tree.keys()].filter((p) => p.endsWith(".browser.ts")).length;
+  return Promise.resolve(`${tree.size} files (${twins} twins in their files' places)`);
+}
+
 /** The wasm decoders, each written beside the browser bundle's JavaScript. */
 const WASM = ["jpeg", "png"];
 
@@ -279,6 +306,7 @@ const steps: [string, () => Promise<string>][] = [
   ["dist/", bundle],
   ["dist/types/", declarations],
   ["dist/browser/", browserBundle],
+  ["dist/browser-src/", browserSource],
 ];
 for (const [name, step] of steps) {
   if (name.startsWith("dist/") && argv.includes("--wasm-only")) break;

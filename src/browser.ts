@@ -6,9 +6,12 @@
  * WebDataset shards (`wds:https://…/NAME.index.json`, or an index relative to the page), with
  * its read workers as module workers; `open` for a source with its options (an S3 bucket's
  * credentials, the HTTP limits); the wasm decoders and their pool, `requestDevice` from
- * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`) and the SVG
- * charts. Nothing this module reaches imports a Node, Bun or Deno built-in:
- * test/architecture.test.ts walks its graph (ARCHITECTURE.md, "The browser graph"). The
+ * `navigator.gpu`, the GPU preprocessing, the training API (with `loaderBatches`), the
+ * dashboard's figures as a component the page mounts (`mountDashboard`: the tiles and charts the
+ * served dashboard shows, drawn by the same code) and the SVG charts. Nothing this module
+ * reaches imports a Node, Bun or Deno built-in: test/architecture.test.ts walks its graph
+ * (ARCHITECTURE.md, "The browser graph"; deno.json's `./browser` is that graph as source, its
+ * twins named, which build.ts writes to dist/browser-src/). The
  * server or bucket must answer the page's origin with CORS headers; sqlite:, cassandra:// and
  * file: are refused by name (ERR_UNSUPPORTED), as a page has no file system nor TCP.
  *
@@ -64,5 +67,47 @@ export type { LoaderBatchesOptions, LoaderTrainBatch } from "./train/loader_batc
 export { trainInGpu } from "./train/train_in_gpu.ts";
 export type { TrainInGpuOptions } from "./train/train_in_gpu.ts";
 
+export { mountDashboard } from "./observe/dashboard_mount.ts";
+export type { DashboardElement, MountDashboardOptions, MountedDashboard } from "./observe/dashboard_mount.ts";
+export type { DashboardFigures } from "./observe/dashboard_figures.ts";
+export { frameFromStats } from "./observe/dashboard_run.ts";
+export type { DashboardFrame, HistoryPoint, ServedFrame } from "./observe/dashboard_run.ts";
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
+
+// The types the API above names, so that a page's TypeScript (and deno doc) can name them too.
+export type { CacheStats } from "./source/cache/cache_source.ts";
+export type {
+  CpuOptions, FaultOptions, FlatLoaderOptions, LifecycleOptions, LoaderGroups, LoaderTarget, LoaderTransform, PlanIdentity, PlanOptions, SkippedSample, SourceSettings,
+  WindowOptions,
+} from "./loader.ts";
+export type { DecodedInto, DecodeScale } from "./decode/decoder.ts";
+export type { DecodedImage } from "./gpu/pack.ts";
+export type { CropPolicy, FrameBox, ImagePlan, PlannedDecode, PlannedDecodeOptions, PlanOptions as CropPlanOptions, SampleKey } from "./decode/crop.ts";
+export type { BatchPlanOptions, PackedImages, PlannedShape, TensorOptions } from "./decode/tensor.ts";
+export type { EpochCarry } from "./train/fit.ts";
+export type { Fetched, FetchCallback } from "./source/source.ts";
+export type { GpuBackend } from "./gpu/device.ts";
+export type { ImageSplit } from "./train/train_in_gpu.ts";
+export type { JpegCoefficients, JpegColorSpace, JpegComponentCoefficients, JpegDecodedInto, JpegInfo, JpegProcess } from "./decode/jpeg.ts";
+export type { JpegErrorReason } from "./decode/jpeg_error.ts";
+export type { PngErrorReason } from "./decode/png_error.ts";
+export type {
+  AwsCredentials, CacheOptions, CassandraOptions, CassandraSourceOptions, CassandraTls, CassandraStoreOptions, FileSourceOptions, HttpSourceOptions, OpenStoreOptions, S3Options,
+  SourceOpenOptions, WebDatasetSourceOptions,
+} from "./source/kinds.ts";
+export type { Optimizer } from "./train/optim.ts";
+export type { Clock, ClockTimer, HedgeOptions } from "./read/hedge.ts";
+export type { MixOptions, MixPart } from "./plan/mix.ts";
+export type { TransformModule } from "./decode/transform.ts";
+export type { PacketReadOptions } from "./read/worker_source.ts";
+export type { PixelSink, SampleClaim } from "./read/decode_source.ts";
+export type { PrepareJob } from "./decode/pool.ts";
+export type { PreprocessedMasks } from "./gpu/preprocess.ts";
+export type { ReadSource, Sample } from "./read/sample.ts";
+export type { ScalePeriod } from "./decode/scaler.ts";
+export type { Store } from "./read/open.ts";
+export type { WeightFormat, WeightHeader } from "./train/weights.ts";
+export type { DatasetInfo, MetaValue, NatRow, PredictionRow, PutResult, SampleInput, StoredSample } from "./dataset/store.ts";
+export type { Column, ColumnType, DatasetSpec } from "./dataset/spec.ts";
+export type { LabelSpec, LabelValue } from "./dataset/label.ts";

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
 import { test } from "./_support/harness.ts";
 import { runtime } from "../runtime-adapters/index.ts";
+import { browserSourceTree } from "../tools/browser_source.ts";
 
 const ROOT = runtime.cwd();
 const SCANNED = ["src", "runtime-adapters", "wasm/jpeg", "tools", "bench", "train.ts", "build.ts"];
@@ -239,6 +240,21 @@ test("nothing a page loads from cassette/browser imports a Node, Bun or Deno bui
   assert.ok(files.includes("runtime-adapters/index.browser.ts") && !files.includes("runtime-adapters/index.ts"), "index.ts is replaced by index.browser.ts");
   assert.ok(files.includes("src/train/fit.ts") && files.includes("src/decode/pool.ts") && files.includes("src/gpu/preprocess.ts"), "the graph reaches training, the decode pool and preprocessing");
   assert.equal(bad, [], `the browser graph loads what a page cannot:\n  ${bad.join("\n  ")}`);
+});
+
+test("deno.json's ./browser, the browser graph as source (tools/browser_source.ts, build.ts's dist/browser-src/), names the twins itself: it holds the files the walk reaches, none that has a twin, no import of one, no built-in", () => {
+  const read = (p: string) => (statSync(join(ROOT, p), { throwIfNoEntry: false })?.isFile() ? readFileSync(join(ROOT, p), "utf8") : undefined);
+  const hasTwin = (p: string) => p.endsWith(".ts") && !p.endsWith(".browser.ts") && read(p.replace(/\.ts$/, ".browser.ts")) !== undefined;
+  const tree = browserSourceTree(["src/browser.ts", "src/decode/worker.ts", "src/decode/transforms/random_resized_crop.ts", "src/read/read_worker.ts"], read);
+  const { files } = browserGraph(BROWSER_ENTRIES, read);
+  assert.equal(files.filter((f) => !tree.has(f) && read(f) !== undefined), [], "every file a page loads is in the tree");
+  assert.equal([...tree.keys()].filter(hasTwin), [], "no file that has a twin");
+  const named = [...tree].flatMap(([path, text]) => importsOf(path, text).filter(hasTwin).map((to) => `${path} imports ${to}`));
+  assert.equal(named, [], "every import of a twinned file names the twin");
+  // Walked as written, with nothing but the tree to read: no built-in, package, store nor runtime global.
+  const asWritten = browserGraph(BROWSER_ENTRIES, (p) => tree.get(p));
+  assert.equal(asWritten.bad, []);
+  assert.equal(JSON.parse(readFileSync(join(ROOT, "deno.json"), "utf8")).exports["./browser"], "./dist/browser-src/src/browser.ts");
 });
 
 test("the browser walk catches what it is for: a built-in, a package, a store, a runtime's global, through a chain; a twin replaces its file", () => {

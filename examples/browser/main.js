@@ -2,7 +2,7 @@
 // decoder decodes them in module workers, the GPU normalizes them and trains the mlp on them.
 // Query parameters: index (the shards' index.json, default the one README's "In the browser"
 // makes), epochs (1), batch (32), seed (1), lr (0.001).
-import { createModel, createPreprocessor, deviceInfo, fit, lineChart, Loader, loaderBatches, requestDevice } from "../../dist/browser/browser.js";
+import { createModel, createPreprocessor, deviceInfo, fit, Loader, loaderBatches, mountDashboard, requestDevice } from "../../dist/browser/browser.js";
 
 const q = new URLSearchParams(location.search);
 const index = new URL(q.get("index") ?? "../../data/browser-shards/fashion-mnist.index.json", location.href).href;
@@ -16,28 +16,18 @@ const NORMALIZE = { mean: [0.286], std: [0.353] };
 const $ = (id) => document.getElementById(id);
 $("index").textContent = index;
 
-/** Sets a figure: its text and its value in data-value (what the test reads). */
-function figure(name, value, text = String(value)) {
-  const e = $(`m-${name}`);
-  e.dataset.value = String(value);
-  e.textContent = text;
-}
-
 function status(s, text) {
   $("status").dataset.status = s;
   $("status").textContent = text;
 }
 
-/** The two charts, drawn by cassette's own SVG code (src/observe/svg.ts). */
-function draw(plots) {
-  const x = "samples trained";
-  $("chart-loss").innerHTML = lineChart({ title: "Training loss (mean so far this epoch)", xLabel: x, yLabel: "loss", width: 560, height: 320, series: [{ name: "loss", points: plots.loss }] });
-  $("chart-accuracy").innerHTML = lineChart({ title: "Training accuracy (so far this epoch)", xLabel: x, yLabel: "accuracy", width: 560, height: 320, yMin: 0, yMax: 1, series: [{ name: "accuracy", points: plots.accuracy }] });
-  for (const [name, points] of Object.entries(plots)) {
-    const last = points[points.length - 1];
-    $(`chart-${name}`).dataset.last = last ? String(last[1]) : "";
-    $(`chart-${name}`).dataset.points = String(points.length);
-  }
+/**
+ * What the mounted dashboard shows after an update, read back from its DOM: the samples tile's
+ * value and the points of the training-loss line (the test checks that they grow as the run goes).
+ */
+function shownNow(root) {
+  const loss = root.querySelector('[data-chart="loss"] path[data-series="train"]');
+  return { samples: Number(root.querySelector('[data-metric="samples"]').dataset.value), lossPoints: loss ? Number(loss.dataset.n) : 0 };
 }
 
 async function train() {
@@ -52,8 +42,11 @@ async function train() {
   const loader = new Loader({ store: `wds:${index}`, ids, batchSize, seed, decode: { grey: true } });
   const total = ids.length * epochs;
   $("progress").max = total;
+  // The dashboard's figures (the tiles and charts `cassette read --dashboard` serves), drawn in
+  // this page from the loader's stats and the training metrics given to update().
+  const dash = mountDashboard($("dashboard"), { loader, title: "the run" });
+  const shown = [];
   const trained = [];
-  const plots = { loss: [], accuracy: [] };
   let base = 0, steps = 0;
   // The ids each batch trains on, as the Loader handed them over.
   async function* recorded(epoch) {
@@ -70,30 +63,21 @@ async function train() {
     // Every other step the running figures are read back (it waits for the GPU; not every step).
     onStep: async (epoch, samples) => {
       $("progress").value = base + samples;
-      figure("samples", base + samples);
-      figure("epoch", epoch + 1);
       if (++steps % 2) return;
       const m = await model.trainMetrics();
-      plots.loss.push([base + samples, m.loss]);
-      plots.accuracy.push([base + samples, m.accuracy]);
-      figure("loss", m.loss, m.loss.toFixed(4));
-      figure("accuracy", m.accuracy, `${(100 * m.accuracy).toFixed(1)} %`);
-      draw(plots);
+      dash.update({ loss: { train: m.loss }, accuracy: { train: m.accuracy } });
+      shown.push(shownNow($("dashboard")));
     },
     onEpoch: (r) => {
       base += r.samples;
-      // The epoch's own figures end its lines (what the JSON reports).
-      plots.loss.push([base, r.loss]);
-      plots.accuracy.push([base, r.trainAccuracy]);
     },
   });
   const seconds = (performance.now() - t0) / 1000;
   const last = reports[reports.length - 1];
-  figure("samples", base);
-  figure("loss", last.loss, last.loss.toFixed(4));
-  figure("accuracy", last.trainAccuracy, `${(100 * last.trainAccuracy).toFixed(1)} %`);
-  figure("images-per-sec", base / seconds, (base / seconds).toFixed(0));
-  draw(plots);
+  // The last epoch's own figures end the lines (what the JSON reports).
+  dash.update({ loss: { train: last.loss }, accuracy: { train: last.trainAccuracy }, done: true });
+  shown.push(shownNow($("dashboard")));
+  $("progress").value = base;
   const info = deviceInfo(device);
   await loader.close();
   await model.destroy();
@@ -103,7 +87,9 @@ async function train() {
     ok: true, index, epochs, batchSize, seed, samples: base, seconds,
     loss: last.loss, accuracy: last.trainAccuracy, imagesPerSec: base / seconds,
     reports: reports.map(({ stepLoss, ...r }) => ({ ...r, steps: stepLoss.length })),
-    plots, ids: trained, device: info,
+    // What the dashboard drew: its latest frame and the curves' points, and what it showed after each update.
+    dashboard: { latest: dash.latest(), history: dash.history(), shown },
+    ids: trained, device: info,
   };
 }
 

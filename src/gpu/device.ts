@@ -4,6 +4,7 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import type { GpuBackend } from "../../runtime-adapters/index.ts";
+export type { GpuBackend };
 import { CassetteError } from "../errors.ts";
 
 /** How `requestDevice` opens a GPU device: the backend, power preference and optional features. */

@@ -9,9 +9,12 @@
  *   GET /frame.json  the latest frame
  *
  * The caller pushes frames (`update()`, a few per second; `frameFromStats` fills one from
- * `loader.stats()`); the dashboard derives what needs two frames (rates now, per-connection
- * throughput), folds batch times into a fixed-bucket histogram and keeps a bounded history
- * (NOTE [ Dashboard history ]), so memory stays flat however long the run.
+ * `loader.stats()`); a DashboardRun (dashboard_run.ts) derives what needs two frames (rates now,
+ * per-connection throughput), folds batch times into a fixed-bucket histogram and keeps a
+ * bounded history (NOTE [ Dashboard history ]), so memory stays flat however long the run. The
+ * figures are drawn here, by dashboard_figures.ts, and pushed with each frame: the page only
+ * puts them in place, as the component a page mounts (dashboard_mount.ts) does with the same
+ * function's output.
  *
  * @example
  * ```ts
@@ -26,103 +29,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { CassetteError } from "../errors.ts";
-import type { LoaderStats } from "./stats.ts";
 import { dashboardPage } from "./dashboard_page.ts";
 import { PROMETHEUS_CONTENT_TYPE, PrometheusText } from "./prometheus.ts";
+import { dashboardFigures } from "./dashboard_figures.ts";
+import { BATCH_BUCKETS_MS, type DashboardFrame, DashboardRun, type HistoryPoint, type ServedFrame } from "./dashboard_run.ts";
 
-/** What a run knows at one moment. Counts are totals since the run began, not increments. */
-export interface DashboardFrame {
-  /** Seconds since the run began: the curves' x axis. */
-  seconds: number;
-  /** Wall-clock time of the frame in ms since 1970 (default: when update() got it). */
-  time?: number;
-  /** The epoch being read. */
-  epoch?: number;
-  /** Batches handed over (training steps) so far. */
-  step: number;
-  /** Samples handed over so far. */
-  samples: number;
-  /** Bytes handed over so far. */
-  bytes?: number;
-  /** Samples per second over the run (LoaderStats.samplesPerSec). */
-  imagesPerSec: number;
-  /** Samples per second over about the last second (default: derived from earlier frames). */
-  imagesPerSecNow?: number;
-  /** Megabytes (10^6 bytes) per second over the run (LoaderStats.mbPerSec). */
-  mbPerSec?: number;
-  /** Share of the batch time the consumer spent waiting for the loader, 0…1. */
-  waitShare: number;
-  /** Losses and accuracies (0…1) of a training run; a read has none. */
-  loss?: { train?: number; test?: number };
-  /** Train and test accuracies, 0…1. */
-  accuracy?: { train?: number; test?: number };
-  /** Batch-time percentiles over the run (LoaderStats.batchMs). */
-  batchMs?: { p50: number; p99: number; max: number };
-  /** Batch times (ms) since the previous frame: added to the dashboard's histogram, not kept. */
-  batchTimesMs?: number[];
-  /** Bytes and samples per connection (or node) so far. */
-  connections?: Record<string, { bytes: number; samples: number }>;
-  /** The prefetch window's depth in batches. */
-  prefetch?: number;
-  /** Most samples outstanding at once (requested, not yet handed over). */
-  maxOutstanding?: number;
-  /** Requests asked again after an error (LoaderStats.retries). */
-  retries?: number;
-  /** Requests asked a second time because they were slow (LoaderStats.hedged). */
-  hedged?: number;
-  /** Hedged requests whose second answer came first (LoaderStats.hedgeWins). */
-  hedgeWins?: number;
-  /** Samples re-asked at an epoch's tail (LoaderStats.reasked). */
-  reasked?: number;
-  /** Samples given up on (LoaderStats.errors: skipped under onError "skip"). */
-  skipped?: number;
-  /** Answers dropped for a sample already handed over (LoaderStats.duplicates). */
-  duplicates?: number;
-  /** Workers decoding or reading now. */
-  workers?: number;
-  /** Decode jobs that ran past the deadline (their worker went to the slow lane). */
-  slowLane?: number;
-  /** Jobs taken back from a slow worker and sent to another. */
-  stolen?: number;
-  /** The run has ended: the page says so and keeps the last figures. */
-  done?: boolean;
-}
-
-/** A frame as served: the caller's, with what the dashboard derives. */
-export interface ServedFrame extends Omit<DashboardFrame, "batchTimesMs"> {
-  /** Wall-clock time of the frame in ms since 1970. */
-  time: number;
-  /** Samples per second over about the last second. */
-  imagesPerSecNow: number;
-  /** Bytes per second per connection over about the last second. */
-  connectionsBytesPerSec: Record<string, number>;
-  /** Every batch time given so far, in BATCH_BUCKETS_MS buckets (the last: above them all). */
-  batchHistogram: { boundsMs: readonly number[]; counts: number[]; sumMs: number; count: number };
-}
-
-/** One point of the curves. */
-export interface HistoryPoint {
-  /** Seconds since the run began. */
-  seconds: number;
-  /** Batches handed over (training steps) so far. */
-  step: number;
-  /** Samples handed over so far. */
-  samples: number;
-  /** Samples per second over the run. */
-  imagesPerSec: number;
-  /** Share of the batch time the consumer spent waiting for the loader, 0…1. */
-  waitShare: number;
-  /** The prefetch window's depth in batches. */
-  prefetch?: number;
-  /** Training loss. */
-  lossTrain?: number;
-  /** Test loss. */
-  lossTest?: number;
-  /** Training accuracy, 0…1. */
-  accuracyTrain?: number;
-  /** Test accuracy, 0…1. */
-  accuracyTest?: number;
-}
+// The frames and their derivation live in dashboard_run.ts (a page's component keeps them too).
+export { BATCH_BUCKETS_MS, frameFromStats, HISTORY_CAP } from "./dashboard_run.ts";
+export type { DashboardFrame, HistoryPoint, ServedFrame } from "./dashboard_run.ts";
 
 /** How `startDashboard` serves the page: port, host and title. */
 export interface DashboardOptions {
@@ -148,54 +62,6 @@ export interface Dashboard {
   history(): readonly HistoryPoint[];
   /** Ends every open event stream (after the last frame) and stops the server. */
   close(): Promise<void>;
-}
-
-/** Upper bounds (ms) of the batch-time histogram's buckets: 1-2-5 steps from 1 ms to 10 s. */
-export const BATCH_BUCKETS_MS: readonly number[] = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
-
-/**
- * NOTE [ Dashboard history ]
- * A page opened late draws the curves from the start, so the server keeps points, at most
- * HISTORY_CAP of them. When full, every other point is dropped and from then on only every
- * `stride`-th frame becomes a point (the stride doubles at each halving): the whole run stays
- * drawn at an even density, memory stays flat, and the latest frame is always kept apart.
- * The page applies the same cap to the points it appends itself.
- */
-export const HISTORY_CAP = 2000;
-
-/** How far back the "now" rates look (ms of run time). */
-const RATE_WINDOW_S = 1;
-
-/**
- * A frame from a loader's figures (`loader.stats()`) and what the caller adds (epoch, losses,
- * batch times since the last frame, seconds of its own clock…), which wins over the stats:
- * `dash.update(frameFromStats(loader.stats(), { epoch, loss: { train: loss } }))`.
- */
-export function frameFromStats(stats: LoaderStats, extra: Partial<DashboardFrame> = {}): DashboardFrame {
-  const connections: Record<string, { bytes: number; samples: number }> = {};
-  for (const [c, bytes] of Object.entries(stats.perConnection)) connections[c] = { bytes, samples: stats.samplesPerConnection[c] ?? 0 };
-  return {
-    seconds: stats.seconds,
-    epoch: Math.max(0, stats.epochs - 1),
-    step: stats.batches,
-    samples: stats.samples,
-    bytes: stats.bytes,
-    imagesPerSec: stats.samplesPerSec,
-    mbPerSec: stats.mbPerSec,
-    waitShare: stats.seconds > 0 ? Math.min(1, stats.waitSeconds / stats.seconds) : 0,
-    batchMs: stats.batchMs,
-    connections,
-    prefetch: stats.prefetch,
-    maxOutstanding: stats.maxOutstanding,
-    retries: stats.retries,
-    hedged: stats.hedged,
-    hedgeWins: stats.hedgeWins,
-    reasked: stats.reasked,
-    skipped: stats.errors,
-    duplicates: stats.duplicates,
-    ...(stats.prepare && { workers: stats.prepare.workers, slowLane: stats.prepare.slowLane, stolen: stats.prepare.stolen }),
-    ...extra,
-  };
 }
 
 /**
@@ -237,8 +103,8 @@ export async function startDashboard(options: DashboardOptions = {}): Promise<Da
     url,
     port: bound,
     update: (frame) => state.update(frame),
-    latest: () => state.latest,
-    history: () => state.points,
+    latest: () => state.run.latest,
+    history: () => state.run.points,
     close: () => (closed ??= closeServer(server, state, sockets)),
   };
 }
@@ -259,18 +125,12 @@ async function closeServer(server: Server, state: DashboardState, sockets: Set<S
   await Promise.race([stopped, new Promise<void>((resolve) => setTimeout(resolve, 50))]);
 }
 
-/** The figures, the history and the open event streams of one dashboard. */
+/** The run's figures (a DashboardRun), the page and the open event streams of one dashboard. */
 class DashboardState {
-  latest: ServedFrame | undefined;
-  points: HistoryPoint[] = [];
+  readonly run = new DashboardRun();
   readonly #title: string;
   readonly #loopbackOnly: boolean;
   readonly #streams = new Set<Stream>();
-  readonly #histogram = { counts: new Array<number>(BATCH_BUCKETS_MS.length + 1).fill(0), sumMs: 0, count: 0 };
-  /** Recent frames (run seconds, samples, connection bytes) for the "now" rates. */
-  #recent: { seconds: number; samples: number; connections: Record<string, number> }[] = [];
-  #stride = 1;
-  #frames = 0;
   #page: string | undefined;
 
   constructor(title: string, host: string) {
@@ -279,58 +139,11 @@ class DashboardState {
   }
 
   update(frame: DashboardFrame): void {
-    for (const ms of frame.batchTimesMs ?? []) this.#observe(ms);
-    const { batchTimesMs: _, ...rest } = frame;
-    const rates = this.#rates(frame);
-    const served: ServedFrame = {
-      ...rest,
-      time: frame.time ?? Date.now(),
-      imagesPerSecNow: frame.imagesPerSecNow ?? rates.imagesPerSec,
-      connectionsBytesPerSec: rates.connections,
-      batchHistogram: { boundsMs: BATCH_BUCKETS_MS, counts: [...this.#histogram.counts], sumMs: this.#histogram.sumMs, count: this.#histogram.count },
-    };
-    this.latest = served;
-    const point = pointOf(served);
-    // NOTE [ Dashboard history ]
-    if (this.#frames++ % this.#stride === 0) {
-      this.points.push(point);
-      if (this.points.length > HISTORY_CAP) {
-        this.points = this.points.filter((_, i) => i % 2 === 0);
-        this.#stride *= 2;
-      }
-    }
-    const message = event("frame", { frame: served, point });
+    const { served, point } = this.run.update(frame);
+    // The page draws what the server renders (dashboard_figures.ts): only while a page listens.
+    if (this.#streams.size === 0) return;
+    const message = event("frame", { frame: served, point, figures: dashboardFigures(served, this.run.points) });
     for (const s of this.#streams) s.send(message);
-  }
-
-  #observe(ms: number): void {
-    if (!Number.isFinite(ms) || ms < 0) return;
-    let i = 0;
-    while (i < BATCH_BUCKETS_MS.length && ms > BATCH_BUCKETS_MS[i]) i++;
-    this.#histogram.counts[i]++;
-    this.#histogram.sumMs += ms;
-    this.#histogram.count++;
-  }
-
-  /** Rates over about the last RATE_WINDOW_S of run time, against the oldest frame in it. */
-  #rates(frame: DashboardFrame): { imagesPerSec: number; connections: Record<string, number> } {
-    const bytes: Record<string, number> = {};
-    for (const [c, n] of Object.entries(frame.connections ?? {})) bytes[c] = n.bytes;
-    // A clock that went back (a new run through the same dashboard) starts the window again.
-    const last = this.#recent[this.#recent.length - 1];
-    if (last && frame.seconds < last.seconds) this.#recent = [];
-    this.#recent.push({ seconds: frame.seconds, samples: frame.samples, connections: bytes });
-    while (this.#recent.length > 2 && frame.seconds - this.#recent[1].seconds >= RATE_WINDOW_S) this.#recent.shift();
-    const from = this.#recent[0];
-    const dt = frame.seconds - from.seconds;
-    const connections: Record<string, number> = {};
-    if (dt <= 0) {
-      // One frame so far: the averages over the run are the best guess.
-      for (const [c, b] of Object.entries(bytes)) connections[c] = frame.seconds > 0 ? b / frame.seconds : 0;
-      return { imagesPerSec: frame.imagesPerSec, connections };
-    }
-    for (const [c, b] of Object.entries(bytes)) connections[c] = Math.max(0, (b - (from.connections[c] ?? 0)) / dt);
-    return { imagesPerSec: Math.max(0, (frame.samples - from.samples) / dt), connections };
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -346,14 +159,14 @@ class DashboardState {
     const path = (req.url ?? "/").split("?")[0];
     switch (path) {
       case "/":
-        this.#page ??= dashboardPage(this.#title, HISTORY_CAP);
+        this.#page ??= dashboardPage(this.#title);
         return void send(res, 200, "text/html; charset=utf-8", this.#page);
       case "/events":
         return this.#stream(req, res);
       case "/metrics":
-        return void send(res, 200, PROMETHEUS_CONTENT_TYPE, metricsText(this.latest));
+        return void send(res, 200, PROMETHEUS_CONTENT_TYPE, metricsText(this.run.latest));
       case "/frame.json":
-        return void send(res, 200, "application/json", JSON.stringify(this.latest ?? null));
+        return void send(res, 200, "application/json", JSON.stringify(this.run.latest ?? null));
       default:
         return void send(res, 404, "text/plain; charset=utf-8", `no ${path} here: / /events /metrics /frame.json\n`);
     }
@@ -366,7 +179,9 @@ class DashboardState {
     this.#streams.add(stream);
     res.on("close", () => this.#streams.delete(stream));
     // A page reconnecting after its server is gone retries every second, not every 3 s.
-    stream.send(`retry: 1000\n\n${event("history", this.points)}${this.latest ? event("frame", { frame: this.latest, point: null }) : ""}`);
+    const latest = this.run.latest;
+    const frame = latest ? event("frame", { frame: latest, point: null, figures: dashboardFigures(latest, this.run.points) }) : "";
+    stream.send(`retry: 1000\n\n${event("history", this.run.points)}${frame}`);
   }
 
   endStreams(): void {
@@ -412,13 +227,6 @@ class Stream {
 
 function event(name: string, data: unknown): string {
   return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-function pointOf(f: ServedFrame): HistoryPoint {
-  return {
-    seconds: f.seconds, step: f.step, samples: f.samples, imagesPerSec: f.imagesPerSecNow, waitShare: f.waitShare,
-    prefetch: f.prefetch, lossTrain: f.loss?.train, lossTest: f.loss?.test, accuracyTrain: f.accuracy?.train, accuracyTest: f.accuracy?.test,
-  };
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {

@@ -42,6 +42,7 @@
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
 import { timersWith, type Clock, type ClockTimer } from "../util/clock.ts";
+export type { Clock, ClockTimer };
 import type { FetchCallback, Fetched, Source } from "../source/source.ts";
 
 /** How `HedgeSource` decides to ask a slow request again: the latency quantile and factor of its deadline, a floor or fixed delay, a budget, and a warm-up. */

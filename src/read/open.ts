@@ -30,6 +30,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
+export type { Store };
 import { type DecodeOptions, readDecodeOptions } from "../decode/decoder.ts";
 import type { PlannedDecode } from "../decode/crop.ts";
 import { createDecoder } from "../decode/decoders.ts";

@@ -30,6 +30,9 @@ import type { WebDatasetSourceOptions } from "./webdataset/webdataset_source.ts"
 // Types only, and what is loaded anyway: a value re-exported from http/ would load undici
 // with every read path.
 export type { CassandraStoreOptions, CassandraSourceOptions, FileSourceOptions, HttpSourceOptions, S3Options, WebDatasetSourceOptions };
+export type { AwsCredentials } from "./http/sigv4_request.ts";
+export type { CassandraOptions, CassandraTls } from "./cassandra/cassandra_client.ts";
+export type { CacheOptions };
 export { LABELS_FILE } from "./kinds_open.ts";
 
 /** How `openStore` opens a store: Cassandra's options, and whether to make a store that is not there. */

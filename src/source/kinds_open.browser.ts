@@ -3,7 +3,9 @@
  * this file in its place: ARCHITECTURE.md, "The browser graph"): an export's objects over
  * http(s):// (http/http_web.ts) and s3:// (http/s3_web.ts, signed with WebCrypto), and
  * WebDataset shards, all read with the page's `fetch`; the kinds that need a file system or TCP
- * are refused by name, saying what a page can read instead. Same exports as kinds_open.ts.
+ * are refused by name, saying what a page can read instead. Same exports as kinds_open.ts, taking
+ * the same arguments (the refusals ignore theirs), so that kinds.ts type-checks against either:
+ * deno.json's `./browser` is this graph as source (build.ts, dist/browser-src/).
  */
 import { CassetteError } from "../errors.ts";
 import type { Store } from "../dataset/store.ts";
@@ -18,23 +20,23 @@ export const LABELS_FILE = "labels.json";
 
 const INSTEAD = "export the dataset (cassette export, or --format webdataset for shards), serve it over http(s):// or from a bucket with CORS, and read https://…, s3://… or wds:https://…/NAME.index.json";
 
-export function openSqliteStore(path: string): Promise<Store> {
+export function openSqliteStore(path: string, _create?: boolean): Promise<Store> {
   return Promise.reject(new CassetteError("ERR_UNSUPPORTED", `Cannot open 'sqlite:${path}' in a browser as a page has no file system: ${INSTEAD}`));
 }
 
-export function sqliteSourceOf(): Source | undefined {
+export function sqliteSourceOf(_store?: Store, _dataset?: string, _maxInFlight?: number): Source | undefined {
   return undefined;
 }
 
-export function openCassandraStore(text: string): Promise<Store> {
+export function openCassandraStore(text: string, _o?: unknown, _create?: boolean, _parsed?: unknown): Promise<Store> {
   return Promise.reject(new CassetteError("ERR_UNSUPPORTED", `Cannot open '${redact(text)}' in a browser as a page cannot open TCP connections (Cassandra's protocol): ${INSTEAD}`));
 }
 
-export function cassandraSourceOf(): Source | undefined {
+export function cassandraSourceOf(_store?: Store, _dataset?: string, _maxInFlight?: number, _o?: unknown): Source | undefined {
   return undefined;
 }
 
-export function openFileSource(dir: string): Promise<Source> {
+export function openFileSource(dir: string, _o?: unknown): Promise<Source> {
   return Promise.reject(new CassetteError("ERR_UNSUPPORTED", `Cannot open 'file:${dir}' in a browser as a page has no file system: ${INSTEAD}`));
 }
 

@@ -11,6 +11,7 @@ import { createModel } from "./model.ts";
 import type { ModelSpec, Sequential } from "./model.ts";
 import type { OptimizerSpec } from "./optim.ts";
 import type { ImageSplit } from "../dataset/fashion_mnist.ts";
+export type { ImageSplit };
 
 /** What `trainInGpu` trains: a model on in-memory image splits, epochs, batch size, optimizer, seed and callbacks. */
 export interface TrainInGpuOptions {

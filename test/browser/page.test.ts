@@ -24,6 +24,7 @@ import { readBuffer } from "../../src/gpu/buffers.ts";
 import { loaderBatches } from "../../src/train/loader_batches.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 import { serveStatic, type StaticServer } from "../../examples/browser/serve.ts";
+import { type DashboardFrame, startDashboard } from "../../src/observe/dashboard.ts";
 
 const ROOT = runtime.cwd();
 const tmp = mkdtempSync(join(tmpdir(), "cassette-browser-"));
@@ -57,11 +58,15 @@ const DONE = `["finished", "failed"].includes(document.getElementById("status").
 type Run = {
   ok: boolean; samples: number; loss: number; accuracy: number; imagesPerSec: number; ids: string[];
   reports: { loss: number; trainAccuracy: number; samples: number; steps: number }[];
-  plots: { loss: [number, number][]; accuracy: [number, number][] };
+  dashboard: {
+    latest: { done: boolean; samples: number; step: number; epoch: number; seconds: number; imagesPerSec: number; imagesPerSecNow: number; waitShare: number; prefetch: number; batchMs: { p50: number; max: number } };
+    history: { imagesPerSec: number; waitShare: number; prefetch: number; lossTrain?: number }[];
+    shown: { samples: number; lossPoints: number }[];
+  };
   code?: string; message?: string;
 };
 
-test("the example page trains the mlp for an epoch from WebDataset shards over HTTP: every sample once, above chance, its figures and charts equal its JSON", async () => {
+test("the example page trains the mlp for an epoch from WebDataset shards over HTTP: every sample once, above chance; its mounted dashboard's figures and charts equal its JSON and grew as the run went", async () => {
   const { web, ids } = await served();
   const page = await openPage(undefined, { webgpu: true, timeoutMs: 30_000 });
   try {
@@ -77,19 +82,39 @@ test("the example page trains the mlp for an epoch from WebDataset shards over H
     // Ten classes: chance is 0.1; an epoch of 300 samples gets far above it.
     assert.ok(run.accuracy > 0.2, `accuracy ${run.accuracy}`);
     assert.ok(Number.isFinite(run.loss) && run.loss < Math.log(10), `loss ${run.loss} below a uniform guess's`);
-    // The tiles show the run's figures, the charts end on them.
+    // The mounted dashboard (mountDashboard: the served dashboard's figures, drawn by the same
+    // function) shows the run's last frame as the JSON has it, read back from its DOM and SVG.
+    const d = run.dashboard.latest;
+    assert.is(d.done, true);
+    assert.equal([d.samples, d.step, d.epoch], [run.samples, run.reports[0].steps, 0], "the loader's stats: every sample, every batch, epoch 0");
     const m = await page.metrics();
-    const expect: [string, number][] = [["samples", run.samples], ["epoch", 1], ["loss", run.loss], ["accuracy", run.accuracy], ["images-per-sec", run.imagesPerSec]];
+    const expect: [string, number][] = [
+      ["samples", run.samples], ["step", d.step], ["epoch", 0], ["seconds", d.seconds], ["loss-train", run.loss], ["accuracy-train", run.accuracy],
+      ["images-per-sec", d.imagesPerSec], ["images-per-sec-now", d.imagesPerSecNow], ["wait-share", d.waitShare], ["prefetch", d.prefetch],
+      ["batch-p50", d.batchMs.p50], ["batch-max", d.batchMs.max],
+    ];
     for (const [name, want] of expect) assert.is(m[name], want, `${name} on the page (${m[name]}) and in the JSON (${want})`);
-    assert.is(run.reports[0].loss, run.loss);
-    assert.equal(run.plots.loss.at(-1), [300, run.loss]);
-    assert.equal(run.plots.accuracy.at(-1), [300, run.accuracy]);
-    const charts = await page.evaluate<{ last: string; points: string; lines: number }[]>(
-      `["loss", "accuracy"].map((n) => { const e = document.getElementById("chart-" + n); return { last: e.dataset.last, points: e.dataset.points, lines: e.querySelectorAll("svg path, svg polyline").length }; })`,
+    assert.is(m["loss-test"], null, "no test split: its tile shows nothing");
+    assert.is(await page.evaluate(`document.querySelector('#dashboard [data-metric="samples"]').textContent`), "300");
+    assert.equal(await page.evaluate(`[...document.querySelectorAll("#dashboard [data-needs]")].map((e) => e.hidden)`), [false, false, false, false, false, false], "a training run shows its loss and accuracy tiles and charts");
+    const lines = await page.evaluate<{ chart: string; series: string; n: number; last: number | null; vertices: number }[]>(
+      `[...document.querySelectorAll("#dashboard svg[data-chart] path[data-series]")].map((p) => ({ chart: p.closest("svg").dataset.chart, series: p.dataset.series,
+        n: Number(p.dataset.n), last: p.dataset.last === "" ? null : Number(p.dataset.last), vertices: (p.getAttribute("d").match(/[ML]/g) ?? []).length }))`,
     );
-    assert.equal(charts.map((c) => Number(c.last)), [run.loss, run.accuracy]);
-    assert.equal(charts.map((c) => Number(c.points)), [run.plots.loss.length, run.plots.accuracy.length]);
-    assert.ok(charts.every((c) => c.lines > 0), "each chart draws its line");
+    const h = run.dashboard.history, end = h[h.length - 1];
+    assert.equal(lines.map((l) => [l.chart, l.series, l.n, l.last]), [
+      ["loss", "train", h.length, run.loss], ["loss", "test", 0, null],
+      ["accuracy", "train", h.length, run.accuracy], ["accuracy", "test", 0, null],
+      ["rate", "images/s", h.length, end.imagesPerSec], ["wait", "wait share", h.length, end.waitShare], ["depth", "batches", h.length, end.prefetch],
+    ]);
+    assert.ok(lines.every((l) => l.vertices === l.n), "each line draws one vertex per point");
+    assert.equal(h.map((p) => p.lossTrain).at(-1), run.loss);
+    // It updated as the run went: after each update() a point more, the samples shown growing to the run's.
+    const shown = run.dashboard.shown;
+    assert.ok(shown.length >= 3 && shown.length === h.length, `${shown.length} updates, ${h.length} points`);
+    assert.equal(shown.map((s) => s.lossPoints), shown.map((_, i) => i + 1));
+    assert.ok(shown[0].samples < run.samples && shown.at(-1)!.samples === run.samples, JSON.stringify(shown));
+    for (let i = 1; i < shown.length; i++) assert.ok(shown[i].samples >= shown[i - 1].samples, "samples only grow");
     // The page read the shards from the server, each whole or by Range.
     const tars = web.requests.filter((r) => r.path.endsWith(".tar"));
     assert.equal([...new Set(tars.map((r) => r.path))].sort(), ["/shards/fm-000000.tar", "/shards/fm-000001.tar", "/shards/fm-000002.tar"]);
@@ -158,6 +183,72 @@ test("without WebGPU (no adapter, or no navigator.gpu) the page says how to enab
     }
   } finally {
     await page.close();
+    await web.close();
+  }
+}, { timeoutMs: 60_000 });
+
+/** A training run's frames: losses, accuracies, batch times, two connections; the clock given, so both dashboards see the same frames. */
+function runFrames(): DashboardFrame[] {
+  return Array.from({ length: 7 }, (_, i): DashboardFrame => ({
+    seconds: 0.5 * (i + 1), time: 1_700_000_000_000 + 500 * i, epoch: i >> 2, step: 4 * (i + 1), samples: 128 * (i + 1),
+    imagesPerSec: 256 - 3 * i, waitShare: 0.3 / (i + 1), loss: { train: 2.3 / (i + 1), ...(i % 3 === 2 && { test: 2 / i }) },
+    accuracy: { train: 0.1 + 0.1 * i }, batchMs: { p50: 3 + i, p99: 20, max: 40 + i }, batchTimesMs: [1 + i, 4 * i, 30],
+    connections: { "10.0.0.1:9042": { bytes: 1e5 * (i + 1) ** 2, samples: 64 * (i + 1) }, "10.0.0.2:9042": { bytes: 7e4 * (i + 1), samples: 64 * (i + 1) } },
+    prefetch: 2 + (i % 3), retries: i >> 1, workers: 2, done: i === 6,
+  }));
+}
+
+test("the served dashboard's page and a dashboard mounted in a page (mountDashboard from cassette/browser) show the same tiles and the same SVG from the same frames", async () => {
+  const { web } = await served();
+  const dash = await startDashboard({ title: "same figures" });
+  const page = await openPage(undefined, { width: 1280, height: 1000 });
+  try {
+    await page.goto(dash.url);
+    await page.evaluate(`import("${web.url}dist/browser/browser.js").then(({ mountDashboard }) => {
+      const el = document.createElement("div");
+      el.id = "mounted";
+      document.body.append(el);
+      window.mounted = mountDashboard(el);
+      return 0;
+    })`);
+    const frames = runFrames();
+    for (const f of frames) {
+      dash.update(f);
+      await page.evaluate(`(window.mounted.update(${JSON.stringify(f)}), 0)`);
+    }
+    await page.waitFor(`document.getElementById("status").dataset.status === "finished"`, 10_000);
+    const read = (root: string) => page.evaluate<{ tiles: string[][]; charts: string[][]; hidden: boolean[] }>(`(() => {
+      const root = document.querySelector(${JSON.stringify(root)});
+      return {
+        tiles: [...root.querySelectorAll("[data-metric]")].map((e) => [e.dataset.metric, e.dataset.value, e.textContent]),
+        charts: [...root.querySelectorAll("svg[data-chart]")].map((e) => [e.dataset.chart, e.innerHTML]),
+        hidden: [...root.querySelectorAll("[data-needs]")].map((e) => e.hidden),
+      };
+    })()`);
+    const [page_, mounted] = [await read("main.cassette-dashboard"), await read("#mounted")];
+    assert.equal(mounted, page_);
+    // Not two empty dashboards: the figures of the last frame, lines, bars.
+    const tiles = Object.fromEntries(mounted.tiles.map(([name, value]) => [name, value]));
+    assert.equal([tiles.samples, tiles["loss-train"], tiles["loss-test"], tiles.retries], [String(128 * 7), String(2.3 / 7), "", "3"], "the last frame has no test loss");
+    const charts = Object.fromEntries(mounted.charts);
+    assert.match(charts.loss, /data-series="train" data-n="7" data-last="0\.32857142857142857"/);
+    assert.match(charts.loss, /data-series="test" data-n="2" data-last="0\.4"/);
+    assert.is((charts.connections.match(/<rect data-value=/g) ?? []).length, 2);
+    assert.ok((charts.histogram.match(/<rect data-value=/g) ?? []).length >= 3, charts.histogram);
+    assert.equal(mounted.hidden, [false, false, false, false, false, false]);
+    // Without a loader a frame must be whole; once closed, the element is empty and updates are refused.
+    const refused = await page.evaluate<{ partial: string[]; after: string[]; left: number }>(`(() => {
+      const code = (f) => { try { f(); return ["none"]; } catch (e) { return [e.code, e.message]; } };
+      const partial = code(() => window.mounted.update({ samples: 1, step: 1 }));
+      window.mounted.close();
+      return { partial, after: code(() => window.mounted.update(${JSON.stringify(frames[0])})), left: document.getElementById("mounted").childNodes.length };
+    })()`);
+    assert.equal(refused.partial, ["ERR_INVALID_OPTION", "Cannot draw the dashboard's frame as it has no seconds, imagesPerSec, waitShare: give them, or mount it with a loader whose stats() fill them"]);
+    assert.equal(refused.after, ["ERR_INVALID_OPTION", "Cannot update the dashboard as it was closed: mount another"]);
+    assert.is(refused.left, 0);
+  } finally {
+    await page.close();
+    await dash.close();
     await web.close();
   }
 }, { timeoutMs: 60_000 });

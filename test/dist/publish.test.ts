@@ -3,8 +3,9 @@
  * slow types, the module graph inside the package) and `deno doc --lint` over deno.json's
  * exports (every exported name documented, no public type naming a private one).
  *
- * The publish includes wasm/build/*_wasm.ts, which `bun build.ts` writes (gitignored): run after
- * the build, as `deno task test` and CI do. `--allow-dirty`: a dry run checks what would be
+ * The publish includes wasm/build/*_wasm.ts and deno.json's `./browser`, dist/browser-src/
+ * (the browser graph with its twins named, tools/browser_source.ts), which `bun build.ts` writes
+ * (gitignored): run after the build, as `deno task test` and CI do. `--allow-dirty`: a dry run checks what would be
  * published, not whether the checkout is committed.
  *
  * Every doc-lint finding fails the test, except those KNOWN_LINT lists with the reason each
@@ -24,6 +25,7 @@ const ENTRIES = Object.values(JSON.parse(readFileSync(join(ROOT, "deno.json"), "
 /** Warnings deno allows that are there on purpose, each with its reason where it stands. */
 const ALLOWED_WARNINGS = [
   "unanalyzable-dynamic-import src/decode/transform.ts", // the user's transform module, named at run time
+  "unanalyzable-dynamic-import dist/browser-src/src/decode/transform.ts", // the same, in ./browser's graph
 ];
 /** Doc-lint findings that stay, each with why (as `findings` keys them). */
 const KNOWN_LINT: { key: string; why: string }[] = [];
@@ -60,6 +62,7 @@ export function findings(out: string): Finding[] {
 
 test("deno publish --dry-run: no error, no warning but the allowed ones", () => {
   assert.ok(existsSync(join(ROOT, "wasm/build/jpeg_wasm.ts")), "wasm/build/jpeg_wasm.ts is missing: run `bun build.ts` first");
+  assert.ok(existsSync(join(ROOT, "dist/browser-src/src/browser.ts")), "dist/browser-src/ is missing: run `bun build.ts` first");
   const { status, out } = deno(["publish", "--dry-run", "--allow-dirty"]);
   const bad = findings(out).filter((f) => f.kind.startsWith("error") || !allowed(f));
   assert.is(status, 0, `deno publish --dry-run exited ${status}:\n${out}`);
@@ -67,11 +70,14 @@ test("deno publish --dry-run: no error, no warning but the allowed ones", () => 
   assert.match(out, /Simulating publish of @cassette\/cassette@/);
   // What the package carries: its module graph, and nothing of the checkout's tests, benches or data.
   const files = [...out.matchAll(/file:\/\/(\S+)/g)].map((m) => relative(ROOT, m[1]));
-  for (const f of ["LICENSE", "src/mod.ts", "wasm/build/jpeg_wasm.ts", "wasm/build/png_wasm.ts", "shaders/train/relu.wgsl", "runtime-adapters/index.ts"]) {
+  // ./browser is the browser graph build.ts writes with its twins named (dist/browser-src/): no file that has a twin, the decoders beside.
+  const browser = ["dist/browser-src/src/browser.ts", "dist/browser-src/src/source/kinds_open.browser.ts", "dist/browser-src/runtime-adapters/index.browser.ts", "dist/browser-src/wasm/build/jpeg.wasm"];
+  for (const f of ["LICENSE", "src/mod.ts", "wasm/build/jpeg_wasm.ts", "wasm/build/png_wasm.ts", "shaders/train/relu.wgsl", "runtime-adapters/index.ts", ...browser]) {
     assert.ok(files.includes(f), `the package carries ${f}`);
   }
-  const stray = files.filter((f) => !/^(src|runtime-adapters|shaders)\/|^wasm\/build\/[a-z]+_wasm\.ts$|^(LICENSE|README\.md|CHANGELOG\.md|ARCHITECTURE\.md|deno\.json)$/.test(f));
+  const stray = files.filter((f) => !/^(dist\/browser-src\/)?(src|runtime-adapters|shaders)\/|^wasm\/build\/[a-z]+_wasm\.ts$|^dist\/browser-src\/wasm\/build\/[a-z]+\.wasm$|^(LICENSE|README\.md|CHANGELOG\.md|ARCHITECTURE\.md|deno\.json)$/.test(f));
   assert.equal(stray, [], "files outside the package's module graph");
+  assert.equal(files.filter((f) => f.startsWith("dist/browser-src/") && /(kinds_open|runtime-adapters\/index|objects|wasm_bytes)\.ts$/.test(f)), [], "the browser graph holds the twins, not the files they replace");
 }, { skip, timeoutMs: 180_000 });
 
 test("deno doc --lint over deno.json's exports: no finding but the known ones", () => {
