@@ -53,7 +53,7 @@ export type { Source } from "./source/source.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";
 export type { FetchedSample as Fetched } from "./read/sample.ts";
 export { createDecoder } from "./decode/decoders.ts";
-export type { DecodeOptions, Decoder, Image } from "./decode/decoder.ts";
+export type { DctColorSpace, DctComponent, DctImage, DecodeOptions, Decoder, Image } from "./decode/decoder.ts";
 export type { PlannedDecode } from "./decode/crop.ts";
 export { createJpegDecoder } from "./decode/jpeg.ts";
 export { createPngDecoder } from "./decode/png.ts";

@@ -228,23 +228,25 @@ export async function openRead(target: string | Addressed | Store | Source, o: O
       throw e;
     }
   }
-  if (cache) caches.set(src, cache);
-  if (src !== opened && opened.received) streams.set(src, opened);
+  if (src !== opened) under.set(src, { store: opened, cache });
   return src;
 }
 
-const caches = new WeakMap<Source, CacheSource>();
-/** The store's source under a composed one, where it counts the bytes it received (Source.received). */
-const streams = new WeakMap<Source, Source>();
+/**
+ * What lies under a source openRead composed (decoding, a cache over the store's source): the
+ * store's source, which counts the bytes it received (Source.received), and the cache, whose
+ * figures go into the Loader's stats.
+ */
+const under = new WeakMap<Source, { store: Source; cache?: CacheSource }>();
 
 /** Bytes the store's source under `src` (one openRead made) received, where it counts them. */
 export function receivedOf(src: Source): number | undefined {
-  return (streams.get(src) ?? src).received?.();
+  return (under.get(src)?.store ?? src).received?.();
 }
 
 /** The cache under a source `openRead` made with `cache` (its figures go into the Loader's stats). */
 export function cacheOf(src: Source): CacheSource | undefined {
-  return caches.get(src);
+  return under.get(src)?.cache;
 }
 
 /**

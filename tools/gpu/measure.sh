@@ -6,8 +6,8 @@
 # read workers (do they scale with the cores? NOTE [ Read workers: how many ]) and from
 # Cassandra (what the feeding thread pays a sample, packets against sample by sample). Everything lands in $OUT
 # (the run tool's folder that comes back; default .tmp/gpu-out): nvidia-smi.txt, probe.json,
-# train_io.txt (the tables, printed model by model), read_workers.txt, and Cassandra's log if
-# it fails.
+# train_io.txt (the tables, printed model by model), read_workers.txt, hybrid.txt (the hybrid
+# JPEG decode against the CPU decode, bench/hybrid.bench.ts), and Cassandra's log if it fails.
 #
 #   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2 --limit 60000
 #
@@ -36,6 +36,13 @@ bun train.ts --no-io --model cnn --epochs 1 --limit 8192 "${idx[@]}" --json --ou
   || die "train.ts --no-io failed (see $OUT/probe.log)"
 grep -q '"cpu":false' "$OUT/probe.json" || echo "gpu measure: warning: train.ts ran on a CPU adapter (see device in $OUT/probe.json)" >&2
 read_s=${CASSETTE_GPU_READ_S:-120}
+hybrid_s=${CASSETTE_GPU_HYBRID_S:-60}
+# The hybrid JPEG decode (issue 37): photos to a 224² tensor with the IDCT on the CPU or the GPU,
+# images/s and CPU seconds per 1 000 images (needs bench/jpeg/data in the kit; 0 skips it).
+if [ "$hybrid_s" -gt 0 ] && [ -f bench/jpeg/data/.done ]; then
+  timeout "$hybrid_s" bun bench/hybrid.bench.ts --quick --copies 100 > "$OUT/hybrid.txt" 2>&1 \
+    || echo "gpu measure: the hybrid benchmark failed or ran out of its ${hybrid_s} s (see $OUT/hybrid.txt)" >&2
+fi
 budget=$(( ${CASSETTE_GPU_BUDGET_S:-540} - read_s - (SECONDS - t0) ))
 timeout "$budget" bun bench/train_io.bench.ts "${idx[@]}" "$@" > "$OUT/train_io.txt" 2>&1
 rc=$?
