@@ -29,7 +29,7 @@ export type { EpochPlanOptions } from "./plan/epoch.ts";
 
 export { createAutoDecoder, createDecoder, sniffFormat, UnknownFormatError } from "./decode/decoders.ts";
 export type { DecoderFormat, ImageFormat } from "./decode/decoders.ts";
-export type { AsyncDecoder, DecodeOptions, Decoder, DecodeRegion, Image } from "./decode/decoder.ts";
+export type { AsyncDecoder, DctColorSpace, DctComponent, DctImage, DecodeOptions, Decoder, DecodeRegion, Image } from "./decode/decoder.ts";
 export { TargetTooSmallError } from "./decode/decoder.ts";
 export { createJpegDecoder } from "./decode/jpeg.ts";
 export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts";
