@@ -149,23 +149,12 @@ export async function run(argv: string[]): Promise<number> {
     const t0 = runtime.now();
     feed = dashboard && new DashboardFeed(dashboard, loader, t0, workers);
     const series = await readEpochs(loader, ids, o, stage, feed, t0);
-    const s = loader.stats();
-    const report = {
-      store: redact(address), dataset: dataset ?? null, order: o.order, epochs: o.epochs, samples: s.samples, bytes: s.bytes,
-      seconds: (runtime.now() - t0) / 1000, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
-      batchMs: s.batchMs, waitMs: s.waitMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
-      hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
-      workers, decode: o.decode, grey: o.grey, stepMs: o.stepMs,
-      ...(s.cache && { cache: s.cache }),
-      ...(s.received !== undefined && { received: s.received }),
-      ...(series && { batchAtMs: series }),
-      ...(stage && { preprocess: { ...stage.report((runtime.now() - t0) / 1000), decode: hybrid ? "hybrid" : "cpu" } }),
-    };
+    const report = readReport(loader.stats(), o, { dataset, workers, series, stage, hybrid, seconds: (runtime.now() - t0) / 1000 });
     // The last frame carries the report's own figures; closing sends it before the streams end.
     feed?.update(true, report.seconds);
     if (o.json) console.log(JSON.stringify(report));
     else printReport(report, o.hedge);
-    return s.errors ? 1 : 0;
+    return report.errors ? 1 : 0;
   } finally {
     feed?.stop();
     await dashboard?.close();
@@ -173,6 +162,24 @@ export async function run(argv: string[]): Promise<number> {
     if (closeSource) await source.close();
     await reading?.then((s) => s.close(), () => {});
   }
+}
+
+/** What `cassette read` reports (its --json), from the loader's figures and how the read ran. */
+function readReport(
+  s: ReturnType<Loader<Sample>["stats"]>, o: ReadOptions,
+  r: { dataset?: string; workers: number; series?: number[]; stage?: TensorStage; hybrid: boolean; seconds: number },
+) {
+  return {
+    store: redact(o.address), dataset: r.dataset ?? null, order: o.order, epochs: o.epochs, samples: s.samples, bytes: s.bytes,
+    seconds: r.seconds, samplesPerSec: s.samplesPerSec, mbPerSec: s.mbPerSec,
+    batchMs: s.batchMs, waitMs: s.waitMs, errors: s.errors, retries: s.retries, duplicates: s.duplicates, maxOutstanding: s.maxOutstanding,
+    hedged: s.hedged, hedgeWins: s.hedgeWins, prefetch: s.prefetch, readAhead: s.readAhead,
+    workers: r.workers, decode: o.decode, grey: o.grey, stepMs: o.stepMs,
+    ...(s.cache && { cache: s.cache }),
+    ...(s.received !== undefined && { received: s.received }),
+    ...(r.series && { batchAtMs: r.series }),
+    ...(r.stage && { preprocess: { ...r.stage.report(r.seconds), decode: r.hybrid ? "hybrid" : "cpu" } }),
+  };
 }
 
 /** The command line read and checked, before anything is opened. */
