@@ -203,6 +203,8 @@ export interface ShardInfo {
   bytes: number;
   /** Its samples' keys, in the order written (the index lists them: a reader knows its ids without reading shards). */
   keys?: string[];
+  /** Where each sample's first entry begins in the shard, in bytes (the index lists them: a reader can start a stream at any sample). */
+  offsets?: number[];
 }
 
 export interface ShardWriterOptions {
@@ -254,6 +256,7 @@ export class ShardWriter {
   #bytes = 0;
   #samples = 0;
   #keys: string[] = [];
+  #offsets: number[] = [];
   readonly written: ShardInfo[] = [];
 
   constructor(sink: ObjectSink, o: ShardWriterOptions) {
@@ -278,6 +281,7 @@ export class ShardWriter {
     let closed: ShardInfo | undefined;
     const full = this.#samples >= this.#maxSamples || this.#bytes + size + 2 * 512 > this.#maxBytes;
     if (this.#samples > 0 && full) closed = await this.flush();
+    this.#offsets.push(this.#bytes);
     for (const e of entries) this.#parts.push(tarEntry(e.name, e.data));
     this.#bytes += size;
     this.#samples++;
@@ -292,9 +296,10 @@ export class ShardWriter {
     const out = new Uint8Array(this.#bytes + 2 * 512);
     let at = 0;
     for (const p of this.#parts) out.set(p, at), at += p.length;
-    const info = { name: shardName(this.#prefix, this.#index), samples: this.#samples, bytes: out.length, keys: this.#keys };
+    const info = { name: shardName(this.#prefix, this.#index), samples: this.#samples, bytes: out.length, keys: this.#keys, offsets: this.#offsets };
     this.#parts = [];
     this.#keys = [];
+    this.#offsets = [];
     this.#bytes = 0;
     this.#samples = 0;
     await this.#sink.put(info.name, out);
@@ -307,23 +312,26 @@ export class ShardWriter {
 /**
  * The shard index `wids` (webdataset's indexed reader) opens: URLs relative to the index file.
  * Each entry also lists its samples' `keys` in shard order, where known, so a reader knows
- * every id and its shard without reading a shard (wids reads `url` and `nsamples` and ignores
- * other fields).
+ * every id and its shard without reading a shard, and their `offsets` (where each sample's first
+ * entry begins), so a reader can stream a shard's part from its first sample (wids reads `url`
+ * and `nsamples` and ignores other fields).
  */
 export function widsIndex(name: string, shards: readonly ShardInfo[]): string {
   return JSON.stringify({
     __kind__: "wids-shard-index-v1",
     wids_version: 1,
     name,
-    shardlist: shards.map((s) => ({ url: s.name, nsamples: s.samples, filesize: s.bytes, ...(s.keys ? { keys: s.keys } : {}) })),
+    shardlist: shards.map((s) => ({ url: s.name, nsamples: s.samples, filesize: s.bytes, ...(s.keys ? { keys: s.keys } : {}), ...(s.offsets ? { offsets: s.offsets } : {}) })),
   }, null, 1);
 }
 
-/** One shard of a wids index: its URL (relative to the index, or absolute), its sample count, and its keys when listed. */
+/** One shard of a wids index: its URL (relative to the index, or absolute), its sample count, and its keys and offsets when listed. */
 export interface IndexedShard {
   url: string;
   nsamples: number;
   keys?: string[];
+  /** Where each sample's first entry begins, in bytes (increasing), where the index lists them. */
+  offsets?: number[];
 }
 
 /** A wids shard index's shards (`where` names it in errors): `url` and `nsamples` as wids reads them, `keys` when there. */
@@ -339,7 +347,7 @@ export function parseShardIndex(text: string, where: string): { name?: string; s
   }
   const list = (v as { shardlist?: unknown } | null)?.shardlist;
   if (!Array.isArray(list)) return bad("it has no 'shardlist' array (a wids-shard-index-v1 file)");
-  const shards = list.map((s: { url?: unknown; nsamples?: unknown; keys?: unknown }, i): IndexedShard => {
+  const shards = list.map((s: { url?: unknown; nsamples?: unknown; keys?: unknown; offsets?: unknown }, i): IndexedShard => {
     if (typeof s?.url !== "string" || !s.url) bad(`shard ${i} has no 'url': current value is ${JSON.stringify(s?.url)}`);
     if (!(Number.isSafeInteger(s.nsamples) && (s.nsamples as number) >= 0)) bad(`shard ${i}'s 'nsamples' must be a whole number: current value is ${JSON.stringify(s.nsamples)}`);
     const out: IndexedShard = { url: s.url as string, nsamples: s.nsamples as number };
@@ -347,6 +355,13 @@ export function parseShardIndex(text: string, where: string): { name?: string; s
       if (!Array.isArray(s.keys) || !s.keys.every((k) => typeof k === "string")) bad(`shard ${i}'s 'keys' must be an array of strings`);
       if ((s.keys as string[]).length !== out.nsamples) bad(`shard ${i} lists ${(s.keys as string[]).length} keys for its ${out.nsamples} samples (nsamples)`);
       out.keys = s.keys as string[];
+    }
+    if (s.offsets !== undefined) {
+      const o = s.offsets;
+      const increasing = Array.isArray(o) && o.every((v, k) => Number.isSafeInteger(v) && v >= 0 && v % 512 === 0 && (k === 0 || v > o[k - 1]));
+      if (!increasing) bad(`shard ${i}'s 'offsets' must be increasing whole numbers of 512-byte blocks`);
+      if ((o as number[]).length !== out.nsamples) bad(`shard ${i} lists ${(o as number[]).length} offsets for its ${out.nsamples} samples (nsamples)`);
+      out.offsets = o as number[];
     }
     return out;
   });

@@ -669,12 +669,17 @@ scope.onMessage(async (data) => {
     case "split":
       splits.set(msg.split, msg.ids.split("\n"));
       return;
-    case "plan":
-      runs.set(msg.run, {
+    case "plan": {
+      const run: Run = {
         id: msg.run, ids: msg.split !== undefined ? splits.get(msg.split)! : msg.ids!.split("\n"), order: msg.order, batchSize: msg.batchSize, strict: msg.strict, epoch: msg.epoch,
         ended: false, outstanding: 0, groups: new Map(), size: MIN_PACKET, owner: msg.owner,
-      });
+      };
+      runs.set(msg.run, run);
+      // A source that plans (a shard set streams the part its epoch needs: Source.plan) hears
+      // the run's order, as the Loader tells its own source.
+      if (source?.plan && run.epoch !== undefined) source.plan(run.epoch, run.order ? Array.from(run.order, (i) => run.ids[i]) : run.ids);
       return;
+    }
     case "read": {
       for (const buf of msg.free) free(buf);
       if (msg.slabs) slabsBack(msg.slabs);

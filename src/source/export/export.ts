@@ -232,7 +232,7 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot resume the export into ${sink.where} as shard ${name} follows ${shards.length ? shards[shards.length - 1].name : "no shard 0"}: remove its shards or choose another --out`);
     }
     let n = 0, bytes = 0;
-    const keys: string[] = [];
+    const keys: string[] = [], offsets: number[] = [];
     const sizes = async function* () {
       for await (const c of sink.read(name)) (bytes += c.length), yield c;
     };
@@ -244,12 +244,13 @@ export async function exportShards(store: Store, dataset: string, sink: ObjectSi
         );
       }
       keys.push(s.key);
+      offsets.push(s.offset);
       n++;
     }
     if (n > bounds.maxSamples || (n > 1 && bytes > bounds.maxShardBytes)) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot resume the export into ${sink.where} as ${name} (${n} samples, ${bytes} bytes) is over this export's bounds: remove its shards or choose another --out`);
     }
-    shards.push({ name, samples: n, bytes, keys });
+    shards.push({ name, samples: n, bytes, keys, offsets });
     pos += n;
   }
   const existing = pos;

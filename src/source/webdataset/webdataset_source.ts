@@ -13,7 +13,7 @@
  *
  * Samples are ready as a shard is parsed, not when it has arrived whole:
  *
- *   fetch(id) ─► its shard's stream open? ── no ──► GET the shard (from 0)
+ *   fetch(id) ─► its shard's stream open? ── no ──► GET the shard (its planned part, or from 0)
  *                      │ yes                                │ chunks
  *                      ▼                                    ▼
  *                 wait for it ◄──── a parsed sample ◄── TarReader ─► SampleGrouper
@@ -23,7 +23,9 @@
  *
  * Each shard is read once per epoch in the normal case: the Loader plans shard by shard
  * (plan/epoch.ts `groups`, from `shards()`), so a shard's samples are asked for while it
- * streams. The early map is bounded in bytes: when it is full the stream stops pulling (its
+ * streams. The Loader also says which ids an epoch asks for (`plan`): a shard's stream starts
+ * at the first of them and ends after the last, where the index lists the samples' `offsets`
+ * (cassette's export does), so ranks that share a shard (`rankShards`) each stream their part. The early map is bounded in bytes: when it is full the stream stops pulling (its
  * connection's window closes), unless someone waits for a sample further on in that stream,
  * in which case the oldest early samples are dropped to make room (`evicted`): a later fetch
  * of one reads that sample alone, its bytes only, with a Range request. So memory stays
@@ -119,6 +121,8 @@ interface Stream {
   /** A single sample's read: stop after this position, and the last byte to ask for when known. */
   until?: number;
   end?: number;
+  /** A part of the shard the epoch needs (its plan): stop after this position, keeping the samples before it that arrive early. */
+  last?: number;
   closed: boolean;
   attempts: number;
   wake?: () => void;
@@ -173,6 +177,8 @@ export class WebDatasetSource implements Source {
   readonly #evicted = new Set<string>();
   readonly #stats: WebDatasetStats = { opened: 0, resumed: 0, picked: 0, evicted: 0, bytes: 0, earlyBytes: 0, maxEarlyBytes: 0 };
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  /** Each announced epoch's part of each shard (plan): first and last position asked for. */
+  readonly #parts = new Map<number, Map<Shard, [number, number]>>();
   #closed = false;
 
   /** @internal Use openWebDatasetSource. */
@@ -187,7 +193,7 @@ export class WebDatasetSource implements Source {
     this.#shards = shards.map((s) => {
       const { at, shown } = objects.locate(s.url);
       const ids = s.keys ?? Array.from({ length: s.nsamples }, (_, i) => `${s.url}#${i}`);
-      const shard: Shard = { url: s.url, at, shown, ids, offsets: [0], streams: new Set() };
+      const shard: Shard = { url: s.url, at, shown, ids, offsets: s.offsets ? [...s.offsets] : [0], streams: new Set() };
       if (s.keys) shard.pos = new Map(s.keys.map((k, i) => [k, i]));
       ids.forEach((id, j) => {
         if (this.#byId.has(id)) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot read shard index ${where} as sample '${id}' is listed twice (${this.#byId.get(id)!.shard.url} and ${s.url})`);
@@ -249,7 +255,7 @@ export class WebDatasetSource implements Source {
     const cb: FetchCallback = (err, s) => answer(err ? { error: err } : { sample: s! });
     if (waiting) waiting.push(cb);
     else this.#pending.set(id, [cb]);
-    const live = [...shard.streams].find((s) => !s.closed && s.next <= j && (s.until === undefined || j <= s.until));
+    const live = [...shard.streams].find((s) => covers(s, j));
     const dropped = this.#evicted.delete(id);
     if (live) live.wake?.(); // paused: it finds a waiter and makes room
     else if (dropped || [...shard.streams].some((s) => !s.closed && s.until === undefined)) {
@@ -259,9 +265,43 @@ export class WebDatasetSource implements Source {
       this.#start(shard, known === undefined ? 0 : j, known ?? 0, j, known !== undefined && after !== undefined ? after - 1 : undefined);
     } else {
       this.#stats.opened++;
-      this.#start(shard, 0, 0);
+      this.#open(shard, j);
     }
     return more;
+  }
+
+  /**
+   * The epochs' plans (Source.plan): for each shard, the first and last position an epoch asks
+   * for. A shard's stream then starts at the first (where the index or an earlier stream says
+   * it begins) and ends after the last, so ranks that share a shard each stream their part.
+   */
+  plan(epoch: number, ids: readonly string[]): void {
+    const parts = new Map<Shard, [number, number]>();
+    for (const id of ids) {
+      const at = this.#byId.get(id);
+      if (!at) continue;
+      const r = parts.get(at.shard);
+      if (!r) parts.set(at.shard, [at.j, at.j]);
+      else r[0] = Math.min(r[0], at.j), r[1] = Math.max(r[1], at.j);
+    }
+    this.#parts.set(epoch, parts);
+    // The epochs a Loader reads at once: this one and the next (read ahead), one more in hand.
+    for (const e of this.#parts.keys()) if (this.#parts.size > 3 && e !== epoch) this.#parts.delete(e);
+  }
+
+  /** A stream for sample j's shard: its part of an announced epoch (the earliest that holds j), else the whole shard. */
+  #open(shard: Shard, j: number): void {
+    let part: [number, number] | undefined;
+    for (const e of [...this.#parts.keys()].sort((a, b) => a - b)) {
+      const r = this.#parts.get(e)!.get(shard);
+      if (r && r[0] <= j && j <= r[1]) {
+        part = r;
+        break;
+      }
+    }
+    const from = part && shard.offsets[part[0]] !== undefined ? part[0] : 0;
+    const last = part?.[1], after = last === undefined ? undefined : shard.offsets[last + 1];
+    this.#start(shard, from, shard.offsets[from], undefined, after === undefined ? undefined : after - 1, last);
   }
 
   onDrain(listener: () => void): void {
@@ -285,10 +325,11 @@ export class WebDatasetSource implements Source {
     await this.#objects.close();
   }
 
-  #start(shard: Shard, next: number, offset: number, until?: number, end?: number): void {
+  #start(shard: Shard, next: number, offset: number, until?: number, end?: number, last?: number): void {
     const s: Stream = { shard, next, resumeAt: offset, closed: false, attempts: 0, abort: new AbortController() };
     if (until !== undefined) s.until = until;
     if (end !== undefined) s.end = end;
+    if (last !== undefined) s.last = last;
     shard.streams.add(s);
     this.#run(s).catch((e) => this.#fail(s, e instanceof Error ? e : new Error(String(e))));
   }
@@ -403,7 +444,7 @@ export class WebDatasetSource implements Source {
   /** `s` has handed on sample j; a single sample's read ends with it. */
   #passed(s: Stream, j: number): void {
     s.next = Math.max(s.next, j + 1);
-    if (s.until !== undefined && j >= s.until) this.#stop(s);
+    if (j >= (s.until ?? s.last ?? Infinity)) this.#stop(s);
   }
 
   /** Answers the fetches waiting for `id`, if any (each its own copy of the bytes, when a hedge asked twice). */
@@ -422,7 +463,7 @@ export class WebDatasetSource implements Source {
   #waited(s: Stream): boolean {
     for (const id of this.#pending.keys()) {
       const at = this.#byId.get(id)!;
-      if (at.shard === s.shard && at.j >= s.next && (s.until === undefined || at.j <= s.until)) return true;
+      if (at.shard === s.shard && covers(s, at.j)) return true;
     }
     return false;
   }
@@ -458,11 +499,16 @@ export class WebDatasetSource implements Source {
   #failWaiters(s: Stream, error: (id: string) => Error): void {
     for (const [id, cbs] of [...this.#pending]) {
       const at = this.#byId.get(id)!;
-      if (at.shard !== s.shard || at.j < s.next || (s.until !== undefined && at.j > s.until)) continue;
-      if ([...s.shard.streams].some((o) => !o.closed && o.next <= at.j && (o.until === undefined || at.j <= o.until))) continue;
+      if (at.shard !== s.shard || at.j < s.next || at.j > (s.until ?? s.last ?? Infinity)) continue;
+      if ([...s.shard.streams].some((o) => covers(o, at.j))) continue;
       this.#pending.delete(id);
       const e = error(id);
       for (const cb of cbs) cb(e);
     }
   }
+}
+
+/** Whether stream `s` is open and will still hand on position j (it has not passed it, and does not stop before it). */
+function covers(s: Stream, j: number): boolean {
+  return !s.closed && s.next <= j && j <= (s.until ?? s.last ?? Infinity);
 }
