@@ -14,7 +14,8 @@
  * and packet reads (NOTE [ Packets ], src/read/packet.ts), for an epoch run that takes
  * batch-sized packets whole:
  *
- *   → { t: "plan", run, ids: "id\nid…", batchSize, strict }        once per run
+ *   → { t: "plan", run, ids: "id\nid…", batchSize, strict }        once per run (its order goes to
+ *                                                                the source's plan hook: Source.plan)
  *   → { t: "read", run, ranges: Int32Array }                     plan positions [from, to)
  *   ← { t: "packet", packet }                                    up to a batch; buffers transferred
  *   → { t: "urge", on }   → { t: "end", run }
