@@ -9,8 +9,8 @@ import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
-import { isPackedImages, packImages, packLayout, packTable, tableLayout, tableShape } from "./pack.ts";
-import type { DecodedImage, FrameBox, ImagePlan, PackedImages, SampleKey } from "./pack.ts";
+import { isPackedImages, packImages, packLayout, packTable, RECORD_BYTES, tableLayout, tableShape } from "./pack.ts";
+import type { DecodedImage, FrameBox, ImagePlan, PackedImages, PackLayout, SampleKey } from "./pack.ts";
 import { StagingRing } from "./staging.ts";
 import { decodePlanned } from "./decode_planned.ts";
 import { type BatchPlanOptions, checkTensorOptions, hasDct, planBatch, type PlannedShape, tableImages, type TensorOptions } from "../decode/tensor.ts";
@@ -229,7 +229,7 @@ export class Preprocessor {
       }
       const output = run.output ?? slot.target("output", outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
       const encoder = this.device.createCommandEncoder({ label: "preprocess" });
-      const copies = [{ from: 0, to: input, bytes: pack.bytes }];
+      const copies: { from: number; to: GPUBuffer; at?: number; bytes: number }[] = coef ? inputCopies(list, pack, input) : [{ from: 0, to: input, bytes: pack.bytes }];
       let coefBuf: GPUBuffer | undefined;
       if (coef) {
         coefBuf = slot.target("coefficients", coef.uploadBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
@@ -251,7 +251,8 @@ export class Preprocessor {
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
       const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];
-      const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans, uploadBytes: upload };
+      const uploaded = copies.reduce((a, c) => a + c.bytes, 0);
+      const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans, uploadBytes: uploaded };
       if (maskOut) out.masks = { buffer: maskOut, shape: [n, H, W], bytes: n * W * H * 4, plans: maskPlans! };
       return out;
     } catch (e) {
@@ -313,4 +314,22 @@ export async function createPreprocessor(device: GPUDevice, options: PreprocessO
 
 function check(o: PreprocessOptions): void {
   checkTensorOptions(o, "create a preprocessor");
+}
+
+/**
+ * What of the packed input goes to the GPU when some images are coefficient images: the records,
+ * and the pixels of the others, run by run. A coefficient image's span is written by the colour
+ * pass (src/gpu/idct.ts), so copying it from staging would only move bytes to be overwritten.
+ */
+function inputCopies(list: readonly object[], pack: PackLayout, input: GPUBuffer): { from: number; to: GPUBuffer; at: number; bytes: number }[] {
+  const copies: { from: number; to: GPUBuffer; at: number; bytes: number }[] = [];
+  let start = 0, end = list.length * RECORD_BYTES;
+  list.forEach((img, i) => {
+    const next = i + 1 < list.length ? pack.offsets[i + 1] : pack.bytes;
+    if (!isCoefficientImage(img)) return void (end = next);
+    if (end > start) copies.push({ from: start, to: input, at: start, bytes: end - start });
+    start = end = next;
+  });
+  if (end > start) copies.push({ from: start, to: input, at: start, bytes: end - start });
+  return copies;
 }

@@ -8,7 +8,7 @@ import { idctYcbcrRef } from "../reference/idct_ycbcr.ts";
 import { preprocessRef } from "../reference/preprocess.ts";
 import { readBuffer, uploadBuffer } from "../../src/gpu/buffers.ts";
 import { coefficientImageShape, encodeCoefficients, planCoefficients } from "../../src/gpu/idct.ts";
-import { packImages, packLayout } from "../../src/gpu/pack.ts";
+import { packImages, packLayout, RECORD_BYTES } from "../../src/gpu/pack.ts";
 import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import type { JpegCoefficients } from "../../src/decode/jpeg.ts";
 import { createJpegDecoder } from "../../src/decode/jpeg.ts";
@@ -155,6 +155,10 @@ test("a preprocessor batch can mix decoded pixels and coefficient images", async
     want.set(preprocessRef(img, result.plans[i], { width: 12, height: 10, channels: 3, layout: "nhwc", mean: [0, 0, 0], std: [1, 1, 1] }), i * 360));
   // The pixels are the reference's exactly; what is left is the resampling's f32 arithmetic.
   assertClose(got, want, 1e-4, seed);
+  // Uploaded: the records, the decoded image's pixels and the coefficients, not the spans the
+  // colour pass writes.
+  const coefUpload = planCoefficients(batch, packLayout(batch.map((b) => ("components" in b ? coefficientImageShape(b) : b))))!.uploadBytes;
+  assert.is(result.uploadBytes, 3 * RECORD_BYTES + Math.ceil((20 * 30 * 3) / 4) * 4 + coefUpload, `seed ${seed}: bytes uploaded`);
   // Once every slot has seen the batch, its coefficient and plane buffers are reused.
   for (let i = 0; i < 3; i++) await pre.run(batch, { ids: ["x", "y", "z"] });
   const warm = pre.allocations;
