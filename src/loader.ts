@@ -101,7 +101,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
     checkOptions(o);
     const { cpu, window: w, faults, plan } = o;
     const module = isTransformModule(cpu.transform) ? cpu.transform : undefined;
-    const workers = readWorkers(o.store, { ...cpu, cache: o.source.cache }); // a cache reads in this thread
+    const workers = readWorkers(o.store, { ...cpu, cache: o.source.cache, rankShards: o.plan.rankShards }); // a cache, or a rank's shards, read in this thread
     // A bad address fails here too, not at the first batch; parsed once, passed on to the read path.
     const at = this.#at = typeof o.store === "string" ? locate(o.store) : undefined;
     checkReadOptions(at ?? o.store, { ...cpu, ...o.source, dataset: o.dataset, transform: module, workers }, "Cannot create a Loader");

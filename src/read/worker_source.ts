@@ -218,10 +218,13 @@ export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
  * transform, a function (samples are then handed over one by one: workers would only add their
  * messages) or a module: the decode pool runs a heavy CPU stage better than read workers do
  * (NOTE [ Read workers: the slow lane ]), and `workers: N` puts it in read workers all the same.
+ * None either for a cache (read and written in this thread) or for `rankShards`: a rank then
+ * streams its part of each shard once, here, where read workers would each stream the part
+ * their batches fall in (up to once a worker); the decode pool decodes.
  */
-export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown; cache?: unknown }): number {
+export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown; cache?: unknown; rankShards?: boolean }): number {
   if (typeof o.workers === "number") return o.workers;
-  if (typeof target !== "string" || o.transform || o.cache || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
+  if (typeof target !== "string" || o.transform || o.cache || o.rankShards || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
   return autoWorkers();
 }
 

@@ -100,6 +100,24 @@ test("an index without offsets (another writer's): every sample once over 4 rank
   assert.ok(bytes > total, `seed ${seed}: ${bytes} bytes streamed without offsets, the shards hold ${total}: a shared shard's tail is found by reading from its start`);
 });
 
+test("rankShards by address, read workers left to the Loader: the ranks read in their own threads and stream the shards' bytes exactly once between them", async () => {
+  const seed = freshSeed();
+  const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
+  const seen: string[] = [];
+  let bytes = 0;
+  for (let rank = 0; rank < 4; rank++) {
+    const loader = new Loader({ store: `wds:${INDEX}`, ids, batchSize: 4, seed, rank, worldSize: 4, rankShards: true, readAhead: false, decode: true });
+    try {
+      for await (const b of loader.epoch(0)) seen.push(...b.ids), b.release?.();
+      bytes += loader.stats().received ?? 0;
+    } finally {
+      await loader.close();
+    }
+  }
+  assert.equal(seen.sort(), [...ids].sort(), `seed ${seed}: every sample once`);
+  assert.is(bytes, total, `seed ${seed}: ${bytes} bytes streamed by the 4 ranks, the shards hold ${total}`);
+});
+
 test("rankShards with 2 read workers a rank: each Loader reports the bytes its workers streamed (Loader.stats().received): at least its shards once, at most once a worker", async () => {
   const seed = freshSeed();
   const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
