@@ -10,7 +10,7 @@ import { folderSink, type ObjectSink, PART_PREFIX } from "../../src/dataset/obje
 import { PART_PREFIX as FILE_PART_PREFIX } from "../../src/source/files/file.ts";
 import { parseTar } from "../../src/dataset/tar.ts";
 import {
-  expandBraces, groupSamples, sampleImage, sampleLabel, type ShardSample, ShardWriter, splitKey, type WdsSample,
+  expandBraces, groupSamples, parseShardIndex, sampleImage, sampleLabel, type ShardSample, ShardWriter, splitKey, type WdsSample, widsIndex,
 } from "../../src/dataset/webdataset.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "cassette-wds-"));
@@ -139,9 +139,12 @@ test("ShardWriter: every shard within its byte and sample bounds, every sample o
   assert.equal(names, written.map((s) => s.name));
   assert.equal(names, names.map((_, i) => `train-${String(i).padStart(6, "0")}.tar`), "PREFIX-NNNNNN.tar in order");
   const seen: string[] = [];
+  const indexed = parseShardIndex(widsIndex("train", written), "train.index.json").shards;
   for (const [name, bytes] of sink.objects) {
     const got: WdsSample[] = [];
     for await (const s of groupSamples(parseTar(bytes, { shard: name }))) got.push(s);
+    const listed = indexed.find((s) => s.url === name)!;
+    assert.equal(listed.offsets, got.map((s) => s.offset), `${name}: the index lists where each sample begins (seed ${seed})`);
     assert.ok(got.length <= maxSamples, `${name}: ${got.length} samples > ${maxSamples} (seed ${seed})`);
     assert.ok(bytes.length <= maxShardBytes || got.length === 1, `${name}: ${bytes.length} bytes > ${maxShardBytes} with ${got.length} samples (seed ${seed})`);
     for (const s of got) {
@@ -158,6 +161,15 @@ test("ShardWriter: every shard within its byte and sample bounds, every sample o
   // The next shard starts when a sample would not fit: no shard could have taken its successor's first sample.
   const again = await write();
   for (const [name, bytes] of sink.objects) assert.is(sha1(again.sink.objects.get(name)!), sha1(bytes), `${name} byte-reproducible`);
+});
+
+test("parseShardIndex: offsets are optional (an index written before them reads as before), and must be increasing, one a sample", () => {
+  const index = (offsets?: unknown) => JSON.stringify({ shardlist: [{ url: "a.tar", nsamples: 2, keys: ["x", "y"], ...(offsets === undefined ? {} : { offsets }) }] });
+  assert.equal(parseShardIndex(index(), "i").shards, [{ url: "a.tar", nsamples: 2, keys: ["x", "y"] }]);
+  assert.equal(parseShardIndex(index([0, 2048]), "i").shards[0].offsets, [0, 2048]);
+  for (const bad of [[0], [0, 0], [2048, 0], [0, -1], "0,1", [0, 1.5]]) {
+    assert.throws(() => parseShardIndex(index(bad), "i"), (e: Error & { code?: string }) => e.code === "ERR_MALFORMED_INPUT" && /shard 0.*offsets/.test(e.message), JSON.stringify(bad));
+  }
 });
 
 test("ShardWriter: shards we write group alike under webdataset's rule in Python and in the webdataset package", async () => {
