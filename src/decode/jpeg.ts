@@ -286,14 +286,15 @@ class WasmJpegDecoder implements JpegDecoder {
 
   decodeDct(bytes: Uint8Array, options: JpegDecodeOptions = {}): DctImage | undefined {
     checkDecodeOptions(options);
-    // What the GPU pass does not do stays on the CPU: a scaled decode, a turn, CMYK. The header
-    // says so before any scan is decoded. A region gives the blocks its pixels read.
+    // What the GPU pass does not do stays on the CPU: a scaled decode, a turn, CMYK. Told by the
+    // coefficients' own header, not a second pass over the file's markers: the rare file that
+    // goes to pixels costs an entropy decode, the common one no extra load. A region gives the
+    // blocks its pixels read.
     if ((options.scale ?? 1) !== 1) return undefined;
-    const info = this.inspect(bytes);
-    if (info.colorSpace === "cmyk" || info.colorSpace === "ycck") return undefined;
-    if (options.applyOrientation && info.orientation > 1) return undefined;
-    if (options.grey && info.colorSpace === "rgb") return undefined; // weighted, not a component
     const img = this.#coefficients(bytes, options);
+    if (img.colorSpace === "cmyk" || img.colorSpace === "ycck") return undefined;
+    if (options.applyOrientation && img.orientation > 1) return undefined;
+    if (options.grey && img.colorSpace === "rgb") return undefined; // weighted, not a component
     // libjpeg's grey output of YCbCr is its luma as it is (wasm/jpeg/decoder.ts, lumaOnly).
     if (options.grey && img.colorSpace === "ycbcr") return { ...img, colorSpace: "gray", components: [img.components[0]] };
     return img;
