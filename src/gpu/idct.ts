@@ -42,6 +42,7 @@
 import idctCode from "../../shaders/preprocess/idct_planes.wgsl" with { type: "text" };
 import colorCode from "../../shaders/preprocess/ycbcr_rgb.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
+import { isDctImage } from "../decode/decoder.ts";
 import type { JpegCoefficients } from "../decode/jpeg.ts";
 import { grid, Kernel } from "./kernel.ts";
 import type { FrameBox, PackLayout } from "./pack.ts";
@@ -56,7 +57,7 @@ const COLOR = { gray: 0, ycbcr: 1, rgb: 2 } as const;
 
 /** True for the decoder's coefficient output (as opposed to decoded pixels). */
 export function isCoefficientImage(x: object): x is JpegCoefficients {
-  return "components" in x && !("data" in x);
+  return isDctImage(x); // one test of the two shapes, the decoder seam's
 }
 
 /**
