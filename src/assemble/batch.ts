@@ -54,8 +54,9 @@ export interface Batch<T = Sample> {
   images?: ImageTable;
   /**
    * Batches made of read workers' packets: gives the batch's buffer (its `images`' pixels and
-   * its `data`) back to the worker that filled it, to fill again, so that a steady epoch
-   * allocates no pixel memory per batch. Call it once done with those bytes (loaderBatches
+   * its `data`) back to the worker that filled it, to fill again (a batch cut across packets:
+   * to the loader's thread, for the next one cut; NOTE [ Merge buffers ], src/read/packet.ts),
+   * so that a steady epoch allocates no pixel memory per batch. Call it once done with those bytes (loaderBatches
    * does, once they are in the GPU's staging buffer): after it, the batch's views may read a
    * later batch's bytes (NOTE [ Packet slabs ], src/read/packet.ts). Without it, the buffer goes
    * back once the batch is garbage collected.

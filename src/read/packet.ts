@@ -198,7 +198,8 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
   let tat = pix + ((bytes + 3) & ~3);
   const cols = new Int32Array(COLS * n + n + 1);
   const ms = new Float32Array(n);
-  const buf = new ArrayBuffer(tat + targets);
+  const used = tat + targets;
+  const buf = mergeBuffer(used);
   const u8 = new Uint8Array(buf);
   let k = 0, at = 0, dat = 0;
   for (const [p, idx] of parts) {
@@ -230,7 +231,46 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
   }
   cols[OFFSETS * n + n] = dat;
   const floatTargets = parts.find(([p]) => p.floatTargets !== undefined)?.[0].floatTargets;
-  return { run, n, cols, buf, dataAt: pix, used: buf.byteLength, ms, conns, errors: [], ...(floatTargets !== undefined ? { floatTargets } : {}) };
+  let released = false;
+  const release = () => {
+    if (!released) released = true, spareMerges.give(buf);
+  };
+  return { run, n, cols, buf, dataAt: pix, used, ms, conns, errors: [], ...(floatTargets !== undefined ? { floatTargets } : {}), release };
+}
+
+/**
+ * NOTE [ Merge buffers ]: in ready order with the decode in read workers, a worker's packet
+ * goes when its first answer has waited the slow lane's deadline, so a batch is usually cut
+ * across several packets (2–5 entries each from two workers: every batch of the ImageNet-like
+ * read) and copied by mergePackets. A new ArrayBuffer for each such batch (~7 MB of pixels)
+ * put page faults and zero-filling on the loader's thread, the thread that also makes the
+ * tensor, and grew its heap as packets did before slabs (NOTE [ Packet slabs ]). The copy goes
+ * into a buffer that Batch.release() hands back here for the next merge instead: a few kept,
+ * the smallest that fits taken. A batch that is never released leaves its buffer to the
+ * collector, as before.
+ */
+const spareMerges = {
+  free: [] as ArrayBuffer[],
+  /** At most this many kept, and none over 256 MiB (a batch of large images is rarely merged twice). */
+  keep: 4,
+  give(buf: ArrayBuffer): void {
+    if (buf.byteLength > 256 << 20) return;
+    this.free.push(buf);
+    if (this.free.length > this.keep) this.free.splice(this.free.indexOf(this.free.reduce((a, b) => (b.byteLength < a.byteLength ? b : a))), 1);
+  },
+  take(bytes: number): ArrayBuffer | undefined {
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const b = this.free[i].byteLength;
+      if (b >= bytes && (best < 0 || b < this.free[best].byteLength)) best = i;
+    }
+    return best < 0 ? undefined : this.free.splice(best, 1)[0];
+  },
+};
+
+/** A buffer of at least `bytes` for a merge: a released one, else new with room for the next batch's images (a crop's size varies). */
+function mergeBuffer(bytes: number): ArrayBuffer {
+  return spareMerges.take(bytes) ?? new ArrayBuffer(bytes + (bytes >> 3));
 }
 
 /** Where a packet read delivers: the epoch run that asked. */

@@ -127,3 +127,53 @@ test("strict order: batch k is plan positions k·B … in plan order, however it
     for (const b of got) check(b, plan, `seed ${seed}`);
   }
 });
+
+test("a batch cut across packets is copied into a buffer that its release() hands back for the next cut batch (NOTE [ Merge buffers ]); unreleased, the next one is new", () => {
+  const seed = freshSeed(), next = rng(seed);
+  const B = 6, size = 60;
+  const plan = Array.from({ length: size }, (_, i) => `id${i}`);
+  const a = new PacketAssembler<unknown>(0, plan, B, false, 1);
+  // Packets of 1 to 4 entries: every batch of 6 is cut across packets.
+  const order = plan.map((_, i) => i).sort(() => next() - 0.5);
+  const packets: Packet[] = [];
+  for (let i = 0; i < size;) {
+    const k = randomInt(next, 1, 4);
+    packets.push(packet(order.slice(i, i + k)));
+    i += k;
+  }
+  const got: Batch<unknown>[] = [];
+  for (const p of packets) {
+    a.add(p);
+    for (let t = a.take(false); t.batch; t = a.take(false)) got.push(t.batch);
+  }
+  const cutBatches = got.filter((b) => !packets.some((p) => p.buf === b.images!.pixels.buffer));
+  assert.ok(cutBatches.length >= 3, `batches cut across packets (seed ${seed})`);
+  assert.ok(cutBatches.every((b) => typeof b.release === "function"), "a cut batch can be released");
+  // Taken as they came, none released: each batch in a buffer of its own.
+  assert.is(new Set(cutBatches.map((b) => b.images!.pixels.buffer)).size, cutBatches.length, "unreleased: no buffer shared");
+  for (const b of got) check(b, plan, `seed ${seed}`);
+
+  // Released one by one as a consumer does: the next cut batch fills the buffer given back.
+  const b2 = new PacketAssembler<unknown>(0, plan, B, false, 2);
+  const released = new Set<ArrayBufferLike>();
+  let reused = 0, cutCount = 0;
+  for (const p of packets.map((p) => packet(Array.from(p.cols.subarray(POS * p.n, POS * p.n + p.n))))) {
+    b2.add(p);
+    for (let t = b2.take(false); t.batch; t = b2.take(false)) {
+      const b = t.batch, buf = b.images!.pixels.buffer;
+      check(b, plan, `seed ${seed}, released`);
+      if (!packets.some((q) => q.buf === buf) && b.release) {
+        cutCount++;
+        // The largest buffer given back is always kept: where it fits, a given-back one is used.
+        const need = b.images!.pixels.length + ((b.data.length + 3) & ~3);
+        const largest = Math.max(0, ...[...released].map((r) => r.byteLength));
+        if (largest >= need) assert.ok(released.has(buf), `a cut batch of ${need} bytes in a buffer given back (the largest: ${largest}; seed ${seed})`);
+        if (released.has(buf)) reused++;
+        released.add(buf);
+      }
+      b.release?.();
+      b.release?.(); // twice is once
+    }
+  }
+  assert.ok(reused > 0, `released batches' buffers reused: ${reused} of ${cutCount} (seed ${seed})`);
+});
