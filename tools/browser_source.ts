@@ -9,7 +9,8 @@
  *
  * Type-only imports are followed too (deno checks them); an import that is not TypeScript (a
  * shader, imported as text) is carried as it is. The wasm decoders, which the page fetches by
- * URL (src/decode/wasm_bytes.browser.ts), are not imports: build.ts copies them beside.
+ * URL (src/decode/wasm_bytes.browser.ts), are not imports: build.ts copies them beside (the CPU
+ * tensor's resampler, under 2 kB, is an import: src/decode/tensor_module.ts).
  *
  * @example
  * ```ts

@@ -25,6 +25,7 @@ import { CassetteError } from "../errors.ts";
 import { type DctImage, isDctImage } from "./decoder.ts";
 import { readDct } from "./dct.ts";
 import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
+import { type TensorExports, tensorWasm } from "./tensor_module.ts";
 
 /** What becomes of each image: output size, crop and flip (PlanOptions), channels, layout, normalization, antialiasing. */
 export interface TensorOptions extends PlanOptions {
@@ -210,14 +211,15 @@ export function cpuTensor(
   const data = out ?? new Float32Array(size);
   list.forEach(checkImage);
   const plans = planBatch(list, options, run);
-  const scale = new Float64Array(3), bias = new Float64Array(3);
+  // Per channel: scale (lanes 0-3), then bias (lanes 4-7), as wasm/tensor's `down` reads them.
+  const norm = new Float32Array(8);
   for (let c = 0; c < C; c++) {
     const std = options.std?.[c] ?? 1;
-    scale[c] = 1 / (255 * std);
-    bias[c] = -(options.mean?.[c] ?? 0) / std;
+    norm[c] = 1 / (255 * std);
+    norm[4 + c] = -(options.mean?.[c] ?? 0) / std;
   }
   const aa = options.antialiasAbove ?? 2;
-  for (let i = 0; i < n; i++) resampleOne(list[i], plans[i], W, H, C, layout, aa, scale, bias, data, i * C * W * H);
+  for (let i = 0; i < n; i++) resampleOne(list[i], plans[i], W, H, C, layout, aa, norm, data, i * C * W * H);
   return { data, shape: layout === "nchw" ? [n, C, H, W] : [n, H, W, C], layout, plans };
 }
 
@@ -241,7 +243,7 @@ interface Taps {
   lo: Int32Array;
   count: Int32Array;
   start: Int32Array;
-  w: Float64Array;
+  w: Float32Array;
 }
 
 /**
@@ -256,42 +258,37 @@ function taps(outLen: number, crop0: number, cropLen: number, n: number, origin:
   const r = s > aa ? s : 1;
   const first = origin, last = origin + n - 1;
   const lo = new Int32Array(outLen), count = new Int32Array(outLen), start = new Int32Array(outLen);
-  const weights: number[] = [];
+  // At most 2r + 1 taps an output: |j − t| < r.
+  const w = new Float32Array(outLen * (Math.ceil(2 * r) + 1));
+  let k = 0;
   for (let o = 0; o < outLen; o++) {
     const oo = mirror ? outLen - 1 - o : o;
     const t = f(f(f(crop0) + f(f(oo + 0.5) * s)) - 0.5);
     let a = Math.max(Math.floor(f(t - r)) + 1, first);
     let b = Math.min(Math.ceil(f(t + r)) - 1, last);
-    start[o] = weights.length;
+    start[o] = k;
     if (a > b) {
       a = b = Math.min(Math.max(Math.round(t), first), last);
-      weights.push(1);
+      w[k++] = 1;
     } else {
       let sum = 0;
       for (let j = a; j <= b; j++) sum += Math.max(0, 1 - Math.abs(j - t) / r);
-      for (let j = a; j <= b; j++) weights.push(Math.max(0, 1 - Math.abs(j - t) / r) / sum);
+      for (let j = a; j <= b; j++) w[k++] = Math.max(0, 1 - Math.abs(j - t) / r) / sum;
     }
     lo[o] = a - origin;
     count[o] = b - a + 1;
   }
-  return { lo, count, start, w: Float64Array.from(weights) };
-}
-
-let spare = new Float32Array(0);
-/** A buffer of at least `n` values, reused from image to image (a 224-wide box's rows: ~1 MB). */
-function scratch(n: number): Float32Array {
-  if (spare.length < n) spare = new Float32Array(Math.max(n, spare.length * 2));
-  return spare;
+  return { lo, count, start, w: w.subarray(0, k) };
 }
 
 /**
- * One image into `dst` at `base`: the rows the box reads resampled across (3 values per output
- * column, f32 as the kernel's sums), then each output row summed down from those rows, one
- * contiguous row at a time, then normalized into its planes.
+ * One image into `dst` at `base`, by wasm/tensor: the rows the box reads copied in, resampled
+ * across (one pixel's channels in a v128, f32 as the kernel's sums), each output row summed
+ * down from those rows and normalized into the layout, the result copied out.
  */
 function resampleOne(
   img: TensorImage, p: ImagePlan, W: number, H: number, C: number, layout: "nchw" | "nhwc", aa: number,
-  scale: Float64Array, bias: Float64Array, dst: Float32Array, base: number,
+  norm: Float32Array, dst: Float32Array, base: number,
 ): void {
   const xs = taps(W, p.x, p.w, img.width, img.frame?.x ?? 0, aa, p.mirror);
   const ys = taps(H, p.y, p.h, img.height, img.frame?.y ?? 0, aa, false);
@@ -300,65 +297,30 @@ function resampleOne(
     rowLo = Math.min(rowLo, ys.lo[o]);
     rowHi = Math.max(rowHi, ys.lo[o] + ys.count[o] - 1);
   }
-  const line = W * 3, rows = rowHi - rowLo + 1;
-  const buf = scratch((rows + 1) * line);
-  const across = buf.subarray(0, rows * line), acc = buf.subarray(rows * line, (rows + 1) * line);
-  for (let r = 0; r < rows; r++) resampleRow(img, rowLo + r, xs, W, across, r * line);
-  const plane = W * H, s0 = scale[0], s1 = scale[1], s2 = scale[2], b0 = bias[0], b1 = bias[1], b2 = bias[2];
-  const grey = img.channels === 1;
-  for (let oy = 0; oy < H; oy++) {
-    const w0 = ys.start[oy], cnt = ys.count[oy], r0 = ys.lo[oy] - rowLo;
-    acc.fill(0);
-    for (let j = 0; j < cnt; j++) {
-      const w = ys.w[w0 + j], from = (r0 + j) * line;
-      for (let k = 0; k < line; k++) acc[k] += w * across[from + k];
-    }
-    const row = base + oy * W;
-    if (C === 1) {
-      // ITU-R BT.601 luma, as torchvision's Grayscale and PIL's "L" (the kernel's).
-      for (let ox = 0, k = 0; ox < W; ox++, k += 3) {
-        const g = grey ? acc[k] : 0.299 * acc[k] + 0.587 * acc[k + 1] + 0.114 * acc[k + 2];
-        dst[row + ox] = g * s0 + b0;
-      }
-    } else if (layout === "nchw") {
-      for (let ox = 0, k = 0; ox < W; ox++, k += 3) {
-        dst[row + ox] = acc[k] * s0 + b0;
-        dst[row + plane + ox] = acc[k + 1] * s1 + b1;
-        dst[row + 2 * plane + ox] = acc[k + 2] * s2 + b2;
-      }
-    } else {
-      const at = base + oy * line;
-      for (let k = 0; k < line; k += 3) {
-        dst[at + k] = acc[k] * s0 + b0;
-        dst[at + k + 1] = acc[k + 1] * s1 + b1;
-        dst[at + k + 2] = acc[k + 2] * s2 + b2;
-      }
-    }
+  const ic = img.channels, stride = img.width * ic, rows = rowHi - rowLo + 1, size = C * W * H;
+  const m = tensorWasm();
+  m.reset();
+  // One readable byte past the last pixel: `across` reads a 3-channel pixel as 4 bytes.
+  const src = m.alloc(rows * stride + 4), xt = placeTaps(m, xs), yt = placeTaps(m, ys);
+  const mid = m.alloc(rows * W * 16), out = m.alloc(size * 4 + 16), nm = m.alloc(32), acc = m.alloc(W * 16);
+  if (!out || !nm || !acc) throw new CassetteError("ERR_RUNTIME", `Cannot make the tensor of a ${img.width}×${img.height} image as the resampler's memory cannot grow to ${rows * (stride + W * 16) + size * 4} bytes`);
+  const heap = new Uint8Array(m.memory.buffer);
+  const off = (img.offset ?? 0) + rowLo * stride;
+  heap.set(img.data.subarray(off, off + rows * stride), src);
+  for (const [t, at] of [[xs, xt], [ys, yt]] as const) {
+    new Int32Array(m.memory.buffer, at.lo, t.lo.length).set(t.lo);
+    new Int32Array(m.memory.buffer, at.count, t.count.length).set(t.count);
+    new Int32Array(m.memory.buffer, at.start, t.start.length).set(t.start);
+    new Float32Array(m.memory.buffer, at.w, t.w.length).set(t.w);
   }
+  new Float32Array(m.memory.buffer, nm, 8).set(norm);
+  m.across(src, stride, ic, rows, xt.lo, xt.count, xt.start, xt.w, W, mid);
+  m.down(mid, W, yt.lo, yt.count, yt.start, yt.w, H, rowLo, out, C, layout === "nhwc" ? 1 : 0, ic === 1 ? 1 : 0, nm, acc);
+  dst.set(new Float32Array(m.memory.buffer, out, size), base);
 }
 
-/** Row `y` (of the pixels held) resampled across into `out` at `at`: 3 values per output column (grey repeated). */
-function resampleRow(img: TensorImage, y: number, xs: Taps, W: number, out: Float32Array, at: number): void {
-  const ic = img.channels, src = img.data, row = (img.offset ?? 0) + y * img.width * ic;
-  const { lo, count, start, w } = xs;
-  if (ic === 1) {
-    for (let o = 0, k = at; o < W; o++, k += 3) {
-      let v = 0;
-      for (let j = 0, cnt = count[o], p = row + lo[o], q = start[o]; j < cnt; j++) v += w[q + j] * src[p + j];
-      out[k] = out[k + 1] = out[k + 2] = v;
-    }
-    return;
-  }
-  for (let o = 0, k = at; o < W; o++, k += 3) {
-    let v0 = 0, v1 = 0, v2 = 0;
-    for (let j = 0, cnt = count[o], p = row + lo[o] * ic, q = start[o]; j < cnt; j++, p += ic) {
-      const wt = w[q + j];
-      v0 += wt * src[p];
-      v1 += wt * src[p + 1];
-      v2 += wt * src[p + 2];
-    }
-    out[k] = v0;
-    out[k + 1] = v1;
-    out[k + 2] = v2;
-  }
+/** Room in the resampler's memory for one axis's taps. */
+function placeTaps(m: TensorExports, t: Taps): { lo: number; count: number; start: number; w: number } {
+  const n = t.lo.length * 4;
+  return { lo: m.alloc(n), count: m.alloc(n), start: m.alloc(n), w: m.alloc(t.w.length * 4) };
 }
