@@ -302,7 +302,7 @@ function resampleOne(
   m.reset();
   // One readable byte past the last pixel: `across` reads a 3-channel pixel as 4 bytes.
   const src = m.alloc(rows * stride + 4), xt = placeTaps(m, xs), yt = placeTaps(m, ys);
-  const mid = m.alloc(rows * W * 16), out = m.alloc(size * 4 + 16), nm = m.alloc(32), acc = m.alloc(W * 16);
+  const mid = m.alloc((rows + 1) * W * 16), out = m.alloc(size * 4 + 16), nm = m.alloc(32), acc = m.alloc(W * 16);
   if (!out || !nm || !acc) throw new CassetteError("ERR_RUNTIME", `Cannot make the tensor of a ${img.width}×${img.height} image as the resampler's memory cannot grow to ${rows * (stride + W * 16) + size * 4} bytes`);
   const heap = new Uint8Array(m.memory.buffer);
   const off = (img.offset ?? 0) + rowLo * stride;

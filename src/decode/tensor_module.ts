@@ -1,7 +1,7 @@
 /**
  * The CPU tensor's resampler (wasm/tensor, built by build.ts), one instance per thread, made
  * on first use. Compiled synchronously from the base64 module build.ts generates: it is under
- * 1 kB, within what a page's main thread may compile that way (browsers refuse synchronous
+ * 2 kB, within what a page's main thread may compile that way (browsers refuse synchronous
  * compiles of larger modules there), so cpuTensor stays a plain function on every runtime.
  */
 import bytes from "../../wasm/build/tensor_wasm.ts";

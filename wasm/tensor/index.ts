@@ -22,15 +22,15 @@ export function abiVersion(): i32 {
 /**
  * `rows` rows of `ic`-channel pixels from `src` (`stride` bytes apart; one readable byte past
  * the last pixel) resampled across: output column o of row r (at `out` + (r·W + o)·16) is the
- * sum over j < count[o] of w[start[o] + j] · pixel(lo[o] + j), two rows at a time. Two taps (a
- * bilinear upscale or mild downscale, the usual case) go without the loop.
+ * sum over j < count[o] of w[start[o] + j] · pixel(lo[o] + j). Two rows at a time, one read of
+ * each output's taps serving both (an odd last row is done twice, into the row of room past
+ * `rows` that `out` has). Two taps (a bilinear upscale or mild downscale, the usual case) go
+ * without the loop.
  */
 export function across(src: usize, stride: i32, ic: i32, rows: i32, lo: usize, count: usize, start: usize, w: usize, W: i32, out: usize): void {
-  const grey = ic == 1, line = <usize>W << 4, next = <usize>stride;
-  let r = 0;
-  // Two rows at a time: one read of each output's taps serves both.
-  for (; r + 2 <= rows; r += 2) {
-    const row = src + <usize>r * next;
+  const grey = ic == 1, line = <usize>W << 4;
+  for (let r = 0; r < rows; r += 2) {
+    const row = src + <usize>r * <usize>stride, next = r + 1 < rows ? <usize>stride : 0;
     let o1 = out + <usize>r * line;
     for (let o = 0; o < W; o++) {
       const at = <usize>o << 2;
@@ -55,24 +55,6 @@ export function across(src: usize, stride: i32, ic: i32, rows: i32, lo: usize, c
       }
       v128.store(o1, v);
       v128.store(o1 + line, u);
-      o1 += 16;
-    }
-  }
-  if (r < rows) {
-    const row = src + <usize>r * next;
-    let o1 = out + <usize>r * line;
-    for (let o = 0; o < W; o++) {
-      const at = <usize>o << 2;
-      const c = load<i32>(count + at);
-      let p = row + <usize>(load<i32>(lo + at) * ic);
-      let q = w + (<usize>load<i32>(start + at) << 2);
-      let v = f32x4.splat(0);
-      for (let j = 0; j < c; j++) {
-        v = f32x4.add(v, f32x4.mul(pixel(p, grey), f32x4.splat(load<f32>(q))));
-        p += <usize>ic;
-        q += 4;
-      }
-      v128.store(o1, v);
       o1 += 16;
     }
   }
