@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
 import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
@@ -167,4 +168,9 @@ test("a Loader's batches with decode: { plan }, read in 2 read workers (boxes) o
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the resampler's module stays small enough for a page's main thread to compile synchronously (browsers refuse over 4 kB there)", () => {
+  const bytes = readFileSync(new URL("../../wasm/build/tensor.wasm", import.meta.url)).length;
+  assert.ok(bytes > 0 && bytes < 4096, `wasm/build/tensor.wasm is ${bytes} bytes`);
 });
