@@ -17,6 +17,9 @@
  *   tfdata-t16          the same on a private pool of 16 threads, not deterministic: its best here
  *   streaming           MosaicML Streaming: MDS shards of the same samples served by nginx
  *                       through the proxy (bench/peers/streaming_mds.py)
+ *   cassette-cpu-wds    cassette-cpu over WebDataset shards of the same samples (cassette export
+ *                       --format webdataset) from nginx through the proxy: Streaming's server,
+ *                       not a Cassandra node on the same two cores
  *
  * Settings: RTT 0 (through the proxy, no delay), 20 ms, 150 ms, and one connection in four at
  * 1 MB/s at RTT 20 ms, fixed or moving every 2 s (tools/proxy's --congest-*).
@@ -58,7 +61,7 @@ const USAGE = `usage: bun bench/peers.bench.ts [options]
                          3×224×224 random-resized-crop + flip + normalize (default fm)
   --dataset NAME         read this dataset of the store instead (it must exist)
   --settings LIST        any of rtt0,rtt20,rtt150,congested,moving (default all; --quick: rtt0,rtt150)
-  --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,cassette-cpu,torch-w2,torch-w4-t8,tfdata,tfdata-t16,streaming"}
+  --contenders LIST      any of ${"cassette,cassette-w2,cassette-pre,cassette-cpu,cassette-cpu-wds,torch-w2,torch-w4-t8,tfdata,tfdata-t16,streaming"}
                          (default all; those without a built environment are left out, saying so)
   --samples N            read N of the dataset's samples (drawn with a fixed seed; default all):
                          every contender gets the same ids (--ids FILE)
@@ -112,6 +115,8 @@ for (const s of settingNames) if (!SETTINGS[s]) args.fail(`unknown setting '${s}
 interface Route {
   store: string;
   mds?: string;
+  /** The wds: address of the WebDataset shards' index, through the proxy. */
+  wds?: string;
   /** The ids every contender reads, one a line. */
   ids: string;
 }
@@ -146,6 +151,10 @@ const CONTENDERS: ContenderSpec[] = [
   {
     name: "cassette-cpu", about: `cassette read ${preprocess.join(" ")} --device cpu --workers 2 (the tensor on the CPU)`,
     argv: (r) => cassette(r, [...preprocess, "--device", "cpu", "--workers", "2"]),
+  },
+  {
+    name: "cassette-cpu-wds", about: `cassette read ${preprocess.join(" ")} --device cpu --workers 2 over WebDataset shards from nginx (as Streaming reads its shards)`,
+    argv: (r) => [bun, "src/cli/main.ts", "read", ...common(r).map((a) => (a === r.store ? r.wds! : a)), ...preprocess, "--device", "cpu", "--workers", "2"],
   },
   {
     name: "torch-w2", env: "torch", about: "PyTorch DataLoader, 2 workers, in_order (its defaults)",
@@ -370,6 +379,9 @@ function viaProxy(port: number): string {
 }
 
 let web: { port: number; remote: string; close(): Promise<void> } | undefined;
+let shards: { port: number; index: string; close(): Promise<void> } | undefined;
+if (contenders.some((c) => c.name === "cassette-cpu-wds")) shards = await serveShards();
+
 if (streaming) {
   const dir = join(cache, "peers-mds", `${dataset}-${count}`);
   const summary = await streaming.prepareMds({ python: python("streaming")!, store, dataset, dir, ids: idsFile });
@@ -387,7 +399,11 @@ for (const key of settingNames) {
   const st = SETTINGS[key];
   const cassProxy = await startTimelineProxy(target, 0, st.proxy);
   const webProxy = web ? await startTimelineProxy(`127.0.0.1:${web.port}`, 0, st.proxy) : undefined;
-  const route: Route = { store: viaProxy(cassProxy.port), mds: webProxy && streaming!.mdsRemote(`127.0.0.1:${webProxy.port}`), ids: idsFile };
+  const wdsProxy = shards ? await startTimelineProxy(`127.0.0.1:${shards.port}`, 0, st.proxy) : undefined;
+  const route: Route = {
+    store: viaProxy(cassProxy.port), mds: webProxy && streaming!.mdsRemote(`127.0.0.1:${webProxy.port}`), ids: idsFile,
+    ...(wdsProxy ? { wds: `wds:http://127.0.0.1:${wdsProxy.port}/${shards!.index}` } : {}),
+  };
   console.log(`\n${st.label}`);
   for (let round = 1; round <= rounds; round++) {
     for (const c of contenders) {
@@ -398,11 +414,31 @@ for (const key of settingNames) {
     }
   }
   table(key, st.label);
-  figures(key, st.label, cassProxy, webProxy);
+  figures(key, st.label, cassProxy, webProxy, wdsProxy);
   await cassProxy.close();
   await webProxy?.close();
+  await wdsProxy?.close();
 }
 await web?.close();
+await shards?.close();
+
+/**
+ * The dataset as WebDataset shards (cassette export --format webdataset, kept in the cache and
+ * reused; 64 MB a shard, as Streaming's MDS shards here), served by nginx: the same server
+ * Streaming's shards get.
+ */
+async function serveShards(): Promise<{ port: number; index: string; close(): Promise<void> }> {
+  const dir = join(cache, "peers-wds", `${dataset}-${stored}`);
+  if (!existsSync(join(dir, `${dataset}.index.json`))) {
+    console.log(`exporting ${dataset} as WebDataset shards into ${dir}…`);
+    const r = spawnSync(bun, ["src/cli/main.ts", "export", "--store", store, "--dataset", dataset, "--out", dir, "--format", "webdataset", "--prefix", dataset, "--shard-bytes", "64MB"], { encoding: "utf8", stdio: ["ignore", "inherit", "inherit"] });
+    if (r.status !== 0) throw new Error(`cassette export of ${dataset} to ${dir} failed (exit ${r.status})`);
+  }
+  const { startNginx } = await import("../test/_support/nginx.ts");
+  const web = await startNginx({ root: dir, prefix: "wds" });
+  console.log(`WebDataset shards of ${dataset} in ${dir} served by nginx at http://127.0.0.1:${web.port}/wds/`);
+  return { port: web.port, index: `wds/${dataset}.index.json`, close: () => web.close() };
+}
 
 function median(xs: number[]): number {
   const s = xs.slice().sort((a, b) => a - b);
@@ -447,7 +483,7 @@ function table(key: string, label: string): void {
 }
 
 /** The last round's figures: time between batches per contender, and throughput per connection. */
-function figures(key: string, label: string, cassProxy: TimelineProxy, webProxy?: TimelineProxy): void {
+function figures(key: string, label: string, cassProxy: TimelineProxy, webProxy?: TimelineProxy, wdsProxy?: TimelineProxy): void {
   const last = contenders.map((c) => runs.filter((r) => r.setting === key && r.contender === c.name).at(-1)!);
   const stem = join(outDir, `${dataset}-${key}`);
   writeFileSync(`${stem}-batch-time.svg`, lineChart({
@@ -459,7 +495,7 @@ function figures(key: string, label: string, cassProxy: TimelineProxy, webProxy?
     })),
   }));
   for (const r of last) {
-    const proxy = r.contender === "streaming" ? webProxy : cassProxy;
+    const proxy = r.contender === "streaming" ? webProxy : r.contender === "cassette-cpu-wds" ? wdsProxy : cassProxy;
     if (!proxy) continue;
     const rates = [...proxy.rates(r.startWall, r.endWall)].sort((x, y) => x[0] - y[0]);
     const total = new Map<number, number>();
@@ -482,15 +518,17 @@ const peers = contenders.filter((c) => c.env).map((c) => c.name);
 const summary: Record<string, unknown>[] = [];
 for (const key of settingNames) {
   const rows = rowsOf(key);
-  const ours = rows.find((r) => r.name === "cassette");
   const theirs = rows.filter((r) => peers.includes(r.name));
-  if (!ours || theirs.length === 0) continue;
+  if (theirs.length === 0) continue;
   const best = theirs.reduce((a, b) => (b.samplesPerSec > a.samplesPerSec ? b : a));
   const leastCpu = theirs.reduce((a, b) => (b.cpuMsPerSample < a.cpuMsPerSample ? b : a));
-  const speed = ours.samplesPerSec / best.samplesPerSec, cpu = ours.cpuMsPerSample / leastCpu.cpuMsPerSample;
-  summary.push({ setting: key, cassette: ours.samplesPerSec, bestPeer: best.name, bestPeerSamplesPerSec: best.samplesPerSec, speedRatio: speed, cpuRatioToLeanestPeer: cpu });
-  console.log(`  ${key.padEnd(9)} cassette ${ours.samplesPerSec.toFixed(0)}/s = ${speed.toFixed(1)}× the best peer (${best.name}, ${best.samplesPerSec.toFixed(0)}/s) ${speed >= 2 ? "≥" : "<"} 2×; ` +
-    `CPU per sample ${cpu.toFixed(2)}× the leanest peer's (${leastCpu.name}) ${cpu <= 0.5 ? "≤" : ">"} 0.5×`);
+  // Every cassette contender (the decode-only reads, the tensor on the CPU, from Cassandra or shards).
+  for (const ours of rows.filter((r) => r.name.startsWith("cassette"))) {
+    const speed = ours.samplesPerSec / best.samplesPerSec, cpu = ours.cpuMsPerSample / leastCpu.cpuMsPerSample;
+    summary.push({ setting: key, contender: ours.name, cassette: ours.samplesPerSec, bestPeer: best.name, bestPeerSamplesPerSec: best.samplesPerSec, speedRatio: speed, cpuRatioToLeanestPeer: cpu });
+    console.log(`  ${key.padEnd(9)} ${ours.name} ${ours.samplesPerSec.toFixed(0)}/s = ${speed.toFixed(2)}× the best peer (${best.name}, ${best.samplesPerSec.toFixed(0)}/s) ${speed >= 2 ? "≥" : "<"} 2×; ` +
+      `CPU per sample ${cpu.toFixed(2)}× the leanest peer's (${leastCpu.name}) ${cpu <= 0.5 ? "≤" : ">"} 0.5×`);
+  }
 }
 const rate = (key: string, name: string) => rowsOf(key).find((r) => r.name === name)?.samplesPerSec;
 if (settingNames.includes("rtt0") && settingNames.includes("rtt150")) {
