@@ -51,7 +51,8 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        of requests); the first answer wins
   --workers N          read in N worker threads, each with its own connections, handing over
                        batch-sized packets (default: max(2, min(8, cores − 2)), sized as it
-                       goes on more than 4 cores; none with --decode-workers; 0: in the
+                       goes on more than 4 cores; none with --decode-workers or for wds:
+                       shards, streamed once here while a decode pool decodes; 0: in the
                        loader's thread)
   --cache PATH         keep the samples read in a local SQLite file and answer from it first
                        (a far store read again each epoch, or by a later run); the loader

@@ -39,6 +39,7 @@ import { CassetteError, type ErrorCode } from "../errors.ts";
 import { checkDecodeOptions, type DecodeOptions, readDecodeOptions } from "../decode/decoder.ts";
 import type { PlannedDecode } from "../decode/crop.ts";
 import { redact } from "../source/address.ts";
+import { STORE_KINDS } from "../source/kinds.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
@@ -218,13 +219,17 @@ export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
  * transform, a function (samples are then handed over one by one: workers would only add their
  * messages) or a module: the decode pool runs a heavy CPU stage better than read workers do
  * (NOTE [ Read workers: the slow lane ]), and `workers: N` puts it in read workers all the same.
- * None either for a cache (read and written in this thread) or for `rankShards`: a rank then
- * streams its part of each shard once, here, where read workers would each stream the part
- * their batches fall in (up to once a worker); the decode pool decodes.
+ * None either for a cache (read and written in this thread), nor for shards (a kind whose
+ * sources answer `shards()`: `wds:`) with or without `rankShards`: the epoch is then streamed
+ * once, here, shard by shard, where read workers would each stream every shard their batches
+ * fall in (the shard-aware plan interleaves a block of shards in every batch: up to once a
+ * worker: twice the bytes and 0.7× the samples/s on the ImageNet-like set's 3 shards with two,
+ * bench/RESULTS.md); the decode pool decodes.
  */
 export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown; cache?: unknown; rankShards?: boolean }): number {
   if (typeof o.workers === "number") return o.workers;
   if (typeof target !== "string" || o.transform || o.cache || o.rankShards || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
+  if (STORE_KINDS.find((k) => k.schemes.some((s) => target.startsWith(s)))?.shards) return 0;
   return autoWorkers();
 }
 

@@ -118,6 +118,25 @@ test("rankShards by address, read workers left to the Loader: the ranks read in 
   assert.is(bytes, total, `seed ${seed}: ${bytes} bytes streamed by the 4 ranks, the shards hold ${total}`);
 });
 
+test("shards by address, read workers left to the Loader (one rank, no rankShards): the epoch streamed in the loader's thread, each shard's bytes once, the decode in the pool", async () => {
+  const seed = freshSeed();
+  const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
+  const loader = new Loader({ store: `wds:${INDEX}`, ids, batchSize: 4, seed, readAhead: false, decode: true });
+  const seen: string[] = [];
+  try {
+    for await (const b of loader.epoch(0)) {
+      seen.push(...b.ids);
+      assert.ok(b.items.every((s) => (s as { image?: unknown }).image), "every sample decoded");
+      b.release?.();
+    }
+    assert.equal(seen.sort(), [...ids].sort(), `seed ${seed}: every sample once`);
+    // Two read workers would each stream every shard of the block their batches fall in.
+    assert.is(loader.stats().received, total, `seed ${seed}: bytes streamed; the shards hold ${total}`);
+  } finally {
+    await loader.close();
+  }
+});
+
 test("rankShards with 2 read workers a rank: each Loader reports the bytes its workers streamed (Loader.stats().received): at least its shards once, at most once a worker", async () => {
   const seed = freshSeed();
   const total = exported.shards.reduce((n, s) => n + s.bytes, 0);
