@@ -17,9 +17,10 @@
  *   tfdata-t16          the same on a private pool of 16 threads, not deterministic: its best here
  *   streaming           MosaicML Streaming: MDS shards of the same samples served by nginx
  *                       through the proxy (bench/peers/streaming_mds.py)
- *   cassette-cpu-wds    cassette-cpu over WebDataset shards of the same samples (cassette export
- *                       --format webdataset) from nginx through the proxy: Streaming's server,
- *                       not a Cassandra node on the same two cores
+ *   cassette-cpu-wds    the same tensor over WebDataset shards of the same samples (cassette
+ *                       export --format webdataset) from nginx through the proxy, with cassette's
+ *                       defaults for shards (one stream, a decode pool): Streaming's server, not
+ *                       a Cassandra node on the same two cores
  *
  * Settings: RTT 0 (through the proxy, no delay), 20 ms, 150 ms, and one connection in four at
  * 1 MB/s at RTT 20 ms, fixed or moving every 2 s (tools/proxy's --congest-*).
@@ -153,8 +154,9 @@ const CONTENDERS: ContenderSpec[] = [
     argv: (r) => cassette(r, [...preprocess, "--device", "cpu", "--workers", "2"]),
   },
   {
-    name: "cassette-cpu-wds", about: `cassette read ${preprocess.join(" ")} --device cpu --workers 2 over WebDataset shards from nginx (as Streaming reads its shards)`,
-    argv: (r) => [bun, "src/cli/main.ts", "read", ...common(r).map((a) => (a === r.store ? r.wds! : a)), ...preprocess, "--device", "cpu", "--workers", "2"],
+    // Its defaults for shards: one stream in the loader's thread, a decode pool (src/read/worker_source.ts, readWorkers).
+    name: "cassette-cpu-wds", about: `cassette read ${preprocess.join(" ")} --device cpu over WebDataset shards from nginx (as Streaming reads its shards)`,
+    argv: (r) => [bun, "src/cli/main.ts", "read", ...common(r).map((a) => (a === r.store ? r.wds! : a)), ...preprocess, "--device", "cpu"],
   },
   {
     name: "torch-w2", env: "torch", about: "PyTorch DataLoader, 2 workers, in_order (its defaults)",

@@ -13,7 +13,7 @@ import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
 import {
-  CHANNELS, column, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
+  batchBuffer, CHANNELS, column, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
   TARGET_LEN, WIDTH,
 } from "../read/packet.ts";
 
@@ -53,10 +53,10 @@ export interface Batch<T = Sample> {
    */
   images?: ImageTable;
   /**
-   * Batches made of read workers' packets: gives the batch's buffer (its `images`' pixels and
-   * its `data`) back to the worker that filled it, to fill again (a batch cut across packets:
-   * to the loader's thread, for the next one cut; NOTE [ Merge buffers ], src/read/packet.ts),
-   * so that a steady epoch allocates no pixel memory per batch. Call it once done with those bytes (loaderBatches
+   * Gives the batch's buffer (its `images`' pixels and its `data`) back to the worker that
+   * filled it, to fill again (a batch cut across packets, or read in the loader's thread: to
+   * this thread, for a later batch; NOTE [ Merge buffers ], src/read/packet.ts), so that a
+   * steady epoch allocates no memory for bytes or pixels per batch. Call it once done with those bytes (loaderBatches
    * does, once they are in the GPU's staging buffer): after it, the batch's views may read a
    * later batch's bytes (NOTE [ Packet slabs ], src/read/packet.ts). Without it, the buffer goes
    * back once the batch is garbage collected.
@@ -147,11 +147,15 @@ export function packBatch<T>(epoch: number, index: number, arrived: { s: Fetched
     offsets[i + 1] = bytes;
   }
   let data = new Uint8Array(0);
+  let release: (() => void) | undefined;
   if (pack) {
-    data = new Uint8Array(bytes);
+    // In a buffer that release() hands back for a later batch (NOTE [ Merge buffers ], src/read/packet.ts).
+    const b = batchBuffer(bytes);
+    data = new Uint8Array(b.buf, 0, bytes);
+    release = b.release;
     for (let i = 0; i < n; i++) data.set(arrived[i].s.data, offsets[i]);
   }
-  const batch: Batch<T> = { epoch, index, ids, labels, data, offsets: pack ? offsets : new Uint32Array(0), items: arrived.map((a) => a.item), bytes };
+  const batch: Batch<T> = { epoch, index, ids, labels, data, offsets: pack ? offsets : new Uint32Array(0), items: arrived.map((a) => a.item), bytes, ...(release ? { release } : {}) };
   const first = n ? arrived[0].s as Fetched & Pick<Sample, "mask"> : undefined;
   if (first?.target instanceof Float32Array) {
     const w = first.target.length;

@@ -199,7 +199,7 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
   const cols = new Int32Array(COLS * n + n + 1);
   const ms = new Float32Array(n);
   const used = tat + targets;
-  const buf = mergeBuffer(used);
+  const { buf, release } = batchBuffer(used);
   const u8 = new Uint8Array(buf);
   let k = 0, at = 0, dat = 0;
   for (const [p, idx] of parts) {
@@ -231,10 +231,6 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
   }
   cols[OFFSETS * n + n] = dat;
   const floatTargets = parts.find(([p]) => p.floatTargets !== undefined)?.[0].floatTargets;
-  let released = false;
-  const release = () => {
-    if (!released) released = true, spareMerges.give(buf);
-  };
   return { run, n, cols, buf, dataAt: pix, used, ms, conns, errors: [], ...(floatTargets !== undefined ? { floatTargets } : {}), release };
 }
 
@@ -247,7 +243,8 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
  * tensor, and grew its heap as packets did before slabs (NOTE [ Packet slabs ]). The copy goes
  * into a buffer that Batch.release() hands back here for the next merge instead: a few kept,
  * the smallest that fits taken. A batch that is never released leaves its buffer to the
- * collector, as before.
+ * collector, as before. Batches read in the loader's thread pack their bytes into one the same
+ * way (src/assemble/batch.ts, packBatch).
  */
 const spareMerges = {
   free: [] as ArrayBuffer[],
@@ -268,9 +265,14 @@ const spareMerges = {
   },
 };
 
-/** A buffer of at least `bytes` for a merge: a released one, else new with room for the next batch's images (a crop's size varies). */
-function mergeBuffer(bytes: number): ArrayBuffer {
-  return spareMerges.take(bytes) ?? new ArrayBuffer(bytes + (bytes >> 3));
+/**
+ * A buffer of at least `bytes` for a batch's copy (NOTE [ Merge buffers ]): a released one, else
+ * new with room for the next batch's (a crop's size varies); `release` gives it back, once.
+ */
+export function batchBuffer(bytes: number): { buf: ArrayBuffer; release: () => void } {
+  const buf = spareMerges.take(bytes) ?? new ArrayBuffer(bytes + (bytes >> 3));
+  let released = false;
+  return { buf, release: () => void (!released && (released = true, spareMerges.give(buf))) };
 }
 
 /** Where a packet read delivers: the epoch run that asked. */

@@ -7,8 +7,9 @@
  */
 import * as assert from "uvu/assert";
 import { test } from "../_support/harness.ts";
-import { freshSeed, randomInt, rng } from "../_support/random.ts";
+import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { PacketAssembler } from "../../src/assemble/packets.ts";
+import { packBatch } from "../../src/assemble/batch.ts";
 import { CHANNELS, COLS, CONN, HEIGHT, IMAGE_AT, LABEL, OFFSETS, ORIENTATION, type Packet, POS, WIDTH } from "../../src/read/packet.ts";
 import type { Batch } from "../../src/assemble/batch.ts";
 
@@ -176,4 +177,23 @@ test("a batch cut across packets is copied into a buffer that its release() hand
     }
   }
   assert.ok(reused > 0, `released batches' buffers reused: ${reused} of ${cutCount} (seed ${seed})`);
+});
+
+test("a batch read in the loader's thread packs its bytes into a buffer that its release() hands back for a later batch", () => {
+  const seed = freshSeed(), next = rng(seed);
+  // Samples of ~1 MB: larger than any buffer the tests above gave back, so only this one fits.
+  const arrived = (k: number, size: number) => Array.from({ length: 4 }, (_, i) => {
+    const data = randomBytes(next, size - randomInt(next, 0, 1000));
+    return { s: { id: `b${k}s${i}`, label: i, data }, item: data };
+  });
+  const first = packBatch(0, 0, arrived(0, 1 << 20), true);
+  assert.ok(typeof first.release === "function", "a packed batch can be released");
+  const kept = first.data.buffer;
+  first.release!();
+  const batch = arrived(1, 1 << 19);
+  const second = packBatch(0, 1, batch, true);
+  assert.is(second.data.buffer, kept, `the released buffer is filled again (seed ${seed})`);
+  batch.forEach((a, i) => assert.ok(second.data.subarray(second.offsets[i], second.offsets[i + 1]).every((v, j) => v === a.s.data[j]), `sample ${i}'s bytes`));
+  const third = packBatch(0, 2, arrived(2, 1 << 19), true);
+  assert.is.not(third.data.buffer, kept, "held by an unreleased batch: not given out again");
 });
