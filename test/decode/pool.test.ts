@@ -88,3 +88,25 @@ test("pool: closing rejects what is left, and bad options are refused", async ()
   await pool.decode(jpegBytes("px1_420_q90.jpg")).then(() => assert.unreachable(), (e: Error) => assert.match(e.message, /closed/));
   await createDecodePool({ workers: 0 }).then(() => assert.unreachable(), (e: Error) => assert.match(e.message, /'workers' must be a positive integer: current value is 0/));
 });
+
+test("pool: prepared jobs' bytes cross in buffers the workers send back (NOTE [ Job buffers ]): the callers keep theirs, every answer is right", async () => {
+  const jpeg = await createJpegDecoder();
+  const pool = await createDecodePool({ workers: 2, perWorker: 2 });
+  try {
+    const skip = disabled();
+    const names = corpus().filter((n) => !skip.has(n)).slice(0, 12);
+    const inputs = names.map((n) => jpegBytes(n));
+    // In rounds, so that later jobs can take the buffers earlier answers brought back.
+    for (let round = 0; round < 3; round++) {
+      const got = await Promise.all(inputs.map((b, i) => pool.prepare({ bytes: b, id: `${names[i]}#${round}`, label: i }) as Promise<{ data: Uint8Array; width: number }>));
+      for (let i = 0; i < names.length; i++) {
+        assert.ok(inputs[i].byteLength > 0, `${names[i]}: the caller's bytes stay here`);
+        assert.equal(got[i].data, jpeg.decode(jpegBytes(names[i])).data, `${names[i]}, round ${round}: same pixels`);
+      }
+    }
+    const st = pool.stats();
+    assert.ok((st.reused ?? 0) >= names.length, `jobs carried in a buffer sent back: ${st.reused} of ${st.jobs}`);
+  } finally {
+    pool.close();
+  }
+});
