@@ -615,7 +615,6 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     if (this.#history.length > 10_000) this.#history.splice(0, 5_000); // bounded over a long run
   }
 
-  /** The pool's figures now: workers, their history, jobs and the slow lane's counts. */
   /**
    * NOTE [ Job buffers ]: a job's bytes cross to its worker in a buffer of their own (the sample
    * keeps its bytes, and the copy is sent again if the job is taken back). A new one per job put
@@ -631,6 +630,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     return new Uint8Array(this.#spares.splice(i, 1)[0], 0, n);
   }
 
+  /** The pool's figures now: workers, their history, jobs and the slow lane's counts. */
   stats(): PoolStats {
     return {
       workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#deadline.jobs, slowLane: this.#slowLane,
