@@ -205,8 +205,11 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
   let done = summary.errors.length;
   for (let start = 0; start < items.length; start += chunk) {
     // A turn of the event loop per chunk: an idx source and SQLite answer in microtasks only,
-    // and a signal's handler (Ctrl-C aborting `signal`) runs between turns.
-    if (start > 0) await new Promise((r) => setTimeout(r, 0));
+    // and a signal's handler (Ctrl-C aborting `signal`) runs between turns. A timer of 1 ms, not
+    // 0: Deno may run an expired timer's callback before a signal that arrived during the chunk
+    // reaches its handler, and the next chunk then ran whole (a loaded CI run: a Ctrl-C after the
+    // second of four chunks, and the ingest completed); waiting lets the loop poll the signal first.
+    if (start > 0) await new Promise((r) => setTimeout(r, 1));
     if (opts.signal?.aborted) {
       run.stopped = true;
       break;
