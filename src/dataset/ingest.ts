@@ -207,8 +207,8 @@ export async function ingest(store: Store, source: string, opts: IngestOptions):
     // A turn of the event loop per chunk: an idx source and SQLite answer in microtasks only,
     // and a signal's handler (Ctrl-C aborting `signal`) runs between turns. A timer of 1 ms, not
     // 0: Deno may run an expired timer's callback before a signal that arrived during the chunk
-    // reaches its handler, and the next chunk then ran whole (a loaded CI run: a Ctrl-C after the
-    // second of four chunks, and the ingest completed); waiting lets the loop poll the signal first.
+    // reaches its handler, and the next chunk then ran whole (a clean-clone CI run: a Ctrl-C after
+    // the second of four chunks, and the ingest completed); waiting lets the loop poll the signal first.
     if (start > 0) await new Promise((r) => setTimeout(r, 1));
     if (opts.signal?.aborted) {
       run.stopped = true;

@@ -61,6 +61,7 @@
  */
 import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
+import { SpareBuffers } from "../util/spare_buffers.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import type { AsyncDecoder, DctImage, DecodeOptions, Image } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
@@ -235,7 +236,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   readonly #claims = new Int32Array(new SharedArrayBuffer(SLOTS * 2 * 4));
   readonly #free: number[] = [];
   /** Buffers workers sent back, to carry later jobs' bytes (NOTE [ Job buffers ]). */
-  readonly #spares: ArrayBuffer[] = [];
+  readonly #spares = new SpareBuffers(SPARES);
   #reused = 0;
   readonly #base = Math.floor(performance.timeOrigin + performance.now());
   readonly #o: DecodePoolOptions;
@@ -347,7 +348,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     if (!job) return;
     slot.inFlight.delete(msg.id);
     this.#release(job);
-    if (msg.spare && this.#spares.length < SPARES) this.#spares.push(msg.spare);
+    if (msg.spare) this.#spares.give(msg.spare);
     slot.busyMs += msg.ms;
     this.#answersSeen++;
     if (this.pending > this.#serving()) this.#answersWaiting++;
@@ -621,13 +622,13 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
    * an allocation of the file's size, its page faults and, in the worker, an arriving buffer on
    * each decode: the `slice` was 11 % of the loader's thread reading the ImageNet-like shards.
    * The worker sends the buffer back with its answer, and the next job's bytes go in it: the
-   * first that fits of at most SPARES kept. A job taken back loses its buffer to the collector.
+   * smallest that fits of at most SPARES kept. A job taken back loses its buffer to the collector.
    */
   #carrier(n: number): Uint8Array {
-    const i = this.#spares.findIndex((b) => b.byteLength >= n);
-    if (i < 0) return new Uint8Array(new ArrayBuffer(n + (n >> 2)), 0, n);
+    const spare = this.#spares.take(n);
+    if (!spare) return new Uint8Array(new ArrayBuffer(n + (n >> 2)), 0, n);
     this.#reused++;
-    return new Uint8Array(this.#spares.splice(i, 1)[0], 0, n);
+    return new Uint8Array(spare, 0, n);
   }
 
   /** The pool's figures now: workers, their history, jobs and the slow lane's counts. */

@@ -6,6 +6,7 @@
  */
 import bytes from "../../wasm/build/tensor_wasm.ts";
 import { CassetteError } from "../errors.ts";
+import { decodeBase64 } from "../util/base64.ts";
 
 /** Bumped with wasm/tensor/index.ts's abiVersion. */
 const ABI_VERSION = 1;
@@ -24,10 +25,7 @@ let instance: TensorExports | undefined;
 /** This thread's resampler. */
 export function tensorWasm(): TensorExports {
   if (instance) return instance;
-  const bin = atob(bytes);
-  const code = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) code[i] = bin.charCodeAt(i);
-  const made = new WebAssembly.Instance(new WebAssembly.Module(code), {
+  const made = new WebAssembly.Instance(new WebAssembly.Module(decodeBase64(bytes)), {
     env: {
       abort(_msg: number, _file: number, line: number, col: number) {
         throw new Error(`wasm/tensor aborted at line ${line}:${col}`);

@@ -8,15 +8,10 @@
  */
 import jpeg from "../../wasm/build/jpeg_wasm.ts";
 import png from "../../wasm/build/png_wasm.ts";
+import { decodeBase64 } from "../util/base64.ts";
 
 /** Compiles the decoder `name`. */
 export function compileWasm(name: "jpeg" | "png"): Promise<WebAssembly.Module> {
   return WebAssembly.compile(decodeBase64(name === "jpeg" ? jpeg : png));
 }
 
-function decodeBase64(s: string): Uint8Array<ArrayBuffer> {
-  const bin = atob(s);
-  const out = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-  return out;
-}

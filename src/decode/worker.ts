@@ -58,13 +58,16 @@ scope.onMessage(async (data) => {
     if (Atomics.compareExchange(claims!, req.slot * 2, req.id, RUNNING) !== req.id) return;
   }
   const t0 = performance.now();
+  // The request's buffer goes back with the answer (NOTE [ Job buffers ], pool.ts); not past a transform, whose code may keep its input.
+  const back = transform ? {} : spare(req.bytes);
+  const spares = back.spare ? [back.spare] : [];
   let reply: DecodeReply;
   try {
     let image: Image | DctImage | undefined = req.decode === false ? undefined : decodeForRead(images!, req.bytes, req.options);
     if (image && isDctImage(image)) {
       if (transform) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU");
-      reply = { id: req.id, ok: true, image, ms: performance.now() - t0, ...spare(req.bytes) };
-      scope.postMessage(reply, [...dctBuffers(image), ...(reply.spare ? [reply.spare] : [])]);
+      reply = { id: req.id, ok: true, image, ms: performance.now() - t0, ...back };
+      scope.postMessage(reply, [...dctBuffers(image), ...spares]);
       return;
     }
     if (transform) {
@@ -73,23 +76,19 @@ scope.onMessage(async (data) => {
       if (out instanceof Promise) out = await out;
       image = checkTransformed(out, s.id, transform.url);
     }
-    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0, ...(transform ? {} : spare(req.bytes)) };
+    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0, ...back };
     // A transform may answer a view into a larger buffer (or the input itself): send only its pixels.
     if (image && (image.data.byteOffset !== 0 || image.data.byteLength !== image.data.buffer.byteLength)) image.data = image.data.slice();
-    scope.postMessage(reply, [...(image ? [image.data.buffer as ArrayBuffer] : []), ...(reply.spare ? [reply.spare] : [])]);
+    scope.postMessage(reply, [...(image ? [image.data.buffer as ArrayBuffer] : []), ...spares]);
     return;
   } catch (e) {
     const err = e as { name?: string; code?: string; reason?: string; offset?: number; message?: string };
-    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: performance.now() - t0, ...(transform ? {} : spare(req.bytes)) };
+    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: performance.now() - t0, ...back };
   }
-  scope.postMessage(reply, reply.spare ? [reply.spare] : []);
+  scope.postMessage(reply, spares);
 });
 
-/**
- * The request's buffer, to go back to the pool for a later job's bytes (NOTE [ Job buffers ],
- * pool.ts): the decoders copy what they read into wasm memory and keep no view of it. Not
- * after a transform, whose code may keep its input.
- */
+/** The request's buffer, to go back to the pool (the decoders copy what they read into wasm memory and keep no view of it). */
 function spare(bytes: Uint8Array): { spare?: ArrayBuffer } {
   return bytes.buffer instanceof ArrayBuffer && bytes.buffer.byteLength > 0 ? { spare: bytes.buffer } : {};
 }

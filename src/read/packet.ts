@@ -50,6 +50,7 @@
  */
 import type { Image } from "../decode/decoder.ts";
 import { readDct } from "../decode/dct.ts";
+import { SpareBuffers } from "../util/spare_buffers.ts";
 import type { Sample } from "./sample.ts";
 
 /** An error as it crosses from a worker: what reviving it needs. */
@@ -246,24 +247,8 @@ export function mergePackets(run: number, parts: readonly (readonly [Packet, rea
  * collector, as before. Batches read in the loader's thread pack their bytes into one the same
  * way (src/assemble/batch.ts, packBatch).
  */
-const spareMerges = {
-  free: [] as ArrayBuffer[],
-  /** At most this many kept, and none over 256 MiB (a batch of large images is rarely merged twice). */
-  keep: 4,
-  give(buf: ArrayBuffer): void {
-    if (buf.byteLength > 256 << 20) return;
-    this.free.push(buf);
-    if (this.free.length > this.keep) this.free.splice(this.free.indexOf(this.free.reduce((a, b) => (b.byteLength < a.byteLength ? b : a))), 1);
-  },
-  take(bytes: number): ArrayBuffer | undefined {
-    let best = -1;
-    for (let i = 0; i < this.free.length; i++) {
-      const b = this.free[i].byteLength;
-      if (b >= bytes && (best < 0 || b < this.free[best].byteLength)) best = i;
-    }
-    return best < 0 ? undefined : this.free.splice(best, 1)[0];
-  },
-};
+/** At most 4 kept, none over 256 MiB (a batch of large images is rarely merged twice). */
+const spareMerges = new SpareBuffers(4, 256 << 20);
 
 /**
  * A buffer of at least `bytes` for a batch's copy (NOTE [ Merge buffers ]): a released one, else

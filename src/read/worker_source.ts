@@ -39,7 +39,7 @@ import { CassetteError, type ErrorCode } from "../errors.ts";
 import { checkDecodeOptions, type DecodeOptions, readDecodeOptions } from "../decode/decoder.ts";
 import type { PlannedDecode } from "../decode/crop.ts";
 import { redact } from "../source/address.ts";
-import { STORE_KINDS } from "../source/kinds.ts";
+import { storeKind } from "../source/kinds.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import { Capacity, type FetchCallback } from "../source/source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
@@ -229,7 +229,7 @@ export function autoWorkers(cores: number = runtime.cpuTimes().cores): number {
 export function readWorkers(target: unknown, o: { workers?: number | "auto"; decodeWorkers?: number | "auto"; transform?: unknown; cache?: unknown; rankShards?: boolean }): number {
   if (typeof o.workers === "number") return o.workers;
   if (typeof target !== "string" || o.transform || o.cache || o.rankShards || (o.decodeWorkers !== undefined && o.decodeWorkers !== "auto")) return 0;
-  if (STORE_KINDS.find((k) => k.schemes.some((s) => target.startsWith(s)))?.shards) return 0;
+  if (storeKind(target)?.shards) return 0;
   return autoWorkers();
 }
 

@@ -178,12 +178,17 @@ const wds: Of<"wds"> = {
 /** Every kind, in the order the scheme error names them. */
 export const STORE_KINDS: readonly StoreKind[] = [sqlite, cassandra, http, s3, file, wds] as unknown as StoreKind[];
 
+/** The kind whose scheme `address` starts with (nothing parsed), or undefined. */
+export function storeKind(address: string): StoreKind | undefined {
+  return STORE_KINDS.find((k) => k.schemes.some((s) => address.startsWith(s)));
+}
+
 /** Parses `address` once, into the value that is passed on; errors name the address and what is wrong with it. */
 export function locate(address: string): Addressed {
   const bad = (why: string): never => {
     throw storeAddressError(address, why);
   };
-  const kind = STORE_KINDS.find((k) => k.schemes.some((s) => address.startsWith(s)));
+  const kind = storeKind(address);
   if (!kind) return bad(`its scheme is none of ${STORE_KINDS.map((k) => k.label).join(", ")}`);
   return { text: address, parsed: kind.parse(address, bad), kind };
 }
