@@ -4,7 +4,7 @@
  * (SIGINT) stops it after the samples being written, says how many are stored, and exits 130.
  */
 import * as assert from "uvu/assert";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -81,6 +81,17 @@ test("Cassandra: a killed ingest leaves whole samples only, and a re-run complet
   await killAndResume(testCassandra("cassette_kill")!, `fm-${runtime.name}-${Date.now() % 1e8}`);
 }, { skip: NO_CASSANDRA, timeoutMs: 240_000 });
 
+/** SIGINT's bit in the child's signal masks (/proc/PID/status): caught, blocked, ignored, pending. */
+function signalMasks(pid: number): string {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const bit = (name: string) => (BigInt(`0x${status.match(new RegExp(`^${name}:\\s*([0-9a-f]+)`, "m"))?.[1] ?? "0"}`) >> 1n) & 1n;
+    return `SigCgt ${bit("SigCgt")} SigBlk ${bit("SigBlk")} SigIgn ${bit("SigIgn")} SigPnd ${bit("SigPnd")} ShdPnd ${bit("ShdPnd")}`;
+  } catch (e) {
+    return `(no /proc status: ${(e as Error).message})`;
+  }
+}
+
 test("Ctrl-C: ingest says what is stored and that a re-run resumes, exits 130, and the re-run completes it exactly", async () => {
   const address = `sqlite:${join(dir, "sigint.sqlite")}`;
   const limit = 1000; // per split: 2000 samples in 4 chunks, stopped after the 2nd or 3rd
@@ -90,6 +101,8 @@ test("Ctrl-C: ingest says what is stored and that a re-run resumes, exits 130, a
     let err = "", sent = false;
     child.stderr.on("data", (d) => {
       err += d;
+      // What the child does with SIGINT when it is sent (caught, blocked, ignored), for the failure's message.
+      if (!sent && (err.match(/^ingest \d+\/\d+/gm) ?? []).length >= 2) err += `[test: sending SIGINT; child ${signalMasks(child.pid!)}]\n`;
       // After the second progress line (1024 of 3000 stored), as a user would press Ctrl-C.
       // process.kill, not child.kill: Deno's child_process reports a child it was asked to
       // signal as killed by that signal, whatever its exit status.
@@ -122,7 +135,9 @@ test("Ctrl-C: ingest says what is stored and that a re-run resumes, exits 130, a
   assert.equal(await counts(address, "fm"), [2 * limit, 2 * limit, 2 * limit], "every sample once");
 }, {
   // Under Deno the child sometimes never handles the SIGINT (clean-clone CI runs x10, x12: it ran 11 s
-  // more to the end and exited 0; alone it passes). Bun and Node run it.
-  skip: runtime.name === "deno" ? "Deno: the SIGINT is sometimes not handled in a loaded clean-clone run (under investigation)" : false,
+  // more to the end and exited 0; alone and under two busy loops it passes). Bun and Node run it;
+  // CASSETTE_TEST_DENO_SIGINT=1 runs it under Deno too, and a failure says what the child's
+  // signal masks were when the signal was sent.
+  skip: runtime.name === "deno" && runtime.env("CASSETTE_TEST_DENO_SIGINT") !== "1" ? "Deno: the SIGINT is sometimes not handled in a clean-clone run (under investigation; CASSETTE_TEST_DENO_SIGINT=1 runs it)" : false,
   timeoutMs: 240_000,
 });
