@@ -132,6 +132,7 @@ export class Loader<T = Sample> implements AsyncDisposable {
       {
         batchSize: plan.batchSize, strict: w.order === "strict", skipErrors: faults.onError === "skip", signal: o.lifecycle.signal,
         transform: typeof cpu.transform === "function" ? cpu.transform : undefined,
+        recycle: (s) => this.#read.recycle(s),
         prefetch: w.prefetch ?? "auto", maxPrefetch: w.maxPrefetch ?? 64, rampStart: w.rampStart ?? 2, readAhead: w.readAhead ?? "auto",
         maxPrefetchBytes: w.maxPrefetchBytes,
       },

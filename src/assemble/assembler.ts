@@ -16,7 +16,7 @@
  * frees, so the scheduler's count of outstanding samples stays exact.
  */
 import type { Fetched } from "../source/source.ts";
-import { type Batch, packBatch } from "./batch.ts";
+import { type Batch, type Pack, packBatch } from "./batch.ts";
 
 export interface Taken<T> {
   /** The next batch, when one is ready. */
@@ -30,15 +30,15 @@ export class Assembler<T, S extends Fetched = Fetched> {
   readonly #B: number;
   readonly #size: number;
   readonly #strict: boolean;
-  /** Hand over the raw bytes packed in one buffer (no transform gave items of their own). */
-  readonly #pack: boolean;
+  /** Hand over the raw bytes packed in one buffer (no transform gave items of their own), and what a release gives back: Pack. */
+  readonly #pack: Pack<S>;
   #ready: { s: S; item: T }[] = []; // ready order: arrival order
   readonly #atPos: ({ s: S; item: T } | undefined)[]; // strict order: by plan position
   readonly #skipped: Uint8Array; // strict order: positions given up on
   #skippedHeld = 0; // ready order: skipped samples whose window slots are not yet freed
   #batchIndex = 0;
 
-  constructor(epoch: number, size: number, batchSize: number, strict: boolean, pack: boolean) {
+  constructor(epoch: number, size: number, batchSize: number, strict: boolean, pack: Pack<S>) {
     this.#epoch = epoch;
     this.#size = size;
     this.#B = batchSize;

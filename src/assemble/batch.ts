@@ -55,11 +55,13 @@ export interface Batch<T = Sample> {
   /**
    * Gives the batch's buffer (its `images`' pixels and its `data`) back to the worker that
    * filled it, to fill again (a batch cut across packets, or read in the loader's thread: to
-   * this thread, for a later batch; NOTE [ Merge buffers ], src/read/packet.ts), so that a
-   * steady epoch allocates no memory for bytes or pixels per batch. Call it once done with those bytes (loaderBatches
-   * does, once they are in the GPU's staging buffer): after it, the batch's views may read a
-   * later batch's bytes (NOTE [ Packet slabs ], src/read/packet.ts). Without it, the buffer goes
-   * back once the batch is garbage collected.
+   * this thread, for a later batch; NOTE [ Merge buffers ], src/read/packet.ts), and the
+   * `items`' images a decode pool made back to that pool (NOTE [ Image buffers ],
+   * src/decode/pool.ts), so that a steady epoch allocates no memory for bytes or pixels per
+   * batch. Call it once done with those bytes (loaderBatches does, once they are in the GPU's
+   * staging buffer): after it, the batch's views may read a later batch's bytes (NOTE [ Packet
+   * slabs ], src/read/packet.ts). Without it, the buffers go back once the batch is garbage
+   * collected, or to the collector.
    */
   release?: () => void;
 }
@@ -134,7 +136,15 @@ export function packetBatch<T>(epoch: number, index: number, plan: readonly stri
   }) as Batch<T>;
 }
 
-export function packBatch<T>(epoch: number, index: number, arrived: { s: Fetched; item: T }[], pack: boolean): Batch<T> {
+/**
+ * How packBatch hands a batch over: false, its items as a transform made them (they own what
+ * they hold); or the samples as they arrived, their bytes packed into one buffer that release()
+ * gives back, with `recycle` called on each sample then (its image's buffer back to the decode
+ * pool that made it: NOTE [ Image buffers ], src/decode/pool.ts).
+ */
+export type Pack<S extends Fetched = Fetched> = false | { recycle?: (s: S) => void };
+
+export function packBatch<T, S extends Fetched = Fetched>(epoch: number, index: number, arrived: { s: S; item: T }[], pack: Pack<S>): Batch<T> {
   const n = arrived.length;
   const ids = new Array<string>(n);
   const labels = new Int32Array(n);
@@ -152,7 +162,14 @@ export function packBatch<T>(epoch: number, index: number, arrived: { s: Fetched
     // In a buffer that release() hands back for a later batch (NOTE [ Merge buffers ], src/read/packet.ts).
     const b = batchBuffer(bytes);
     data = new Uint8Array(b.buf, 0, bytes);
-    release = b.release;
+    const recycle = pack.recycle;
+    let released = false;
+    release = !recycle ? b.release : () => {
+      if (released) return;
+      released = true;
+      b.release();
+      for (const a of arrived) recycle(a.s);
+    };
     for (let i = 0; i < n; i++) data.set(arrived[i].s.data, offsets[i]);
   }
   const batch: Batch<T> = { epoch, index, ids, labels, data, offsets: pack ? offsets : new Uint32Array(0), items: arrived.map((a) => a.item), bytes, ...(release ? { release } : {}) };

@@ -12,11 +12,16 @@
  *             worker: claim (id → RUNNING), stamp its start ─► decode ─► transform ─► reply
  *
  * NOTE [ Slow lane ]: a job running longer than the deadline (learned online, below) puts its
- * worker in the slow lane: the worker keeps running it in the background (JavaScript cannot
- * preempt a synchronous function, and its work would be lost), gets no new jobs until it is
- * done, and the jobs queued behind it that it has not started are taken back (their claim
- * swapped id → 0 before the worker can swap it id → RUNNING: exactly one side wins) and go to
- * the other workers. The sample joins a later batch when it finishes; the ledger
+ * worker in the slow lane, once another worker has run dry (holds under a quarter of its
+ * jobs): the worker keeps running it in the background (JavaScript cannot preempt a
+ * synchronous function, and its work would be lost), gets no new jobs until it is done, and
+ * the later half of the jobs queued behind it that it has not started are taken back (their
+ * claim swapped id → 0 before the worker can swap it id → RUNNING: exactly one side wins) and
+ * go to the other workers, half again at each check while one of them is dry. A worker that
+ * the machine's other work only paused keeps the rest (taking whole queues whatever the others
+ * held passed them to and fro between two busy workers: 2 495 of 3 000 jobs moved, each copied
+ * again, the ImageNet-like shards on 2 busy cores); the taken-back copy's buffers come back
+ * from the slow worker when it reaches it. The slow sample joins a later batch when it finishes; the ledger
  * (src/schedule/ledger.ts) still counts it once. The deadline (learned in deadline.ts, which
  * the read workers' slow lane uses too) is the p75 of the last 256 jobs' times, as the paper starts with; when most samples moved were not really slow (over half
  * finished within twice the deadline: a skewed but light tail) it falls back to p90, and goes
@@ -63,7 +68,7 @@ import { runtime, type WorkerHandle } from "../../runtime-adapters/index.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import { SpareBuffers } from "../util/spare_buffers.ts";
 import { entryUrl } from "../util/entry_url.ts";
-import type { AsyncDecoder, DctImage, DecodeOptions, Image } from "./decoder.ts";
+import { type AsyncDecoder, type DctImage, type DecodeOptions, type Image, isDctImage } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 import { PngError, type PngErrorReason } from "./png_error.ts";
@@ -88,6 +93,18 @@ export interface DecodeRequest {
   decode?: boolean;
   /** For the transform: the sample's id and label. */
   sample?: { id: string; label: number };
+  /** A buffer to decode the pixels into, which a released batch gave back (NOTE [ Image buffers ]). */
+  out?: ArrayBuffer;
+  /** Bytes of the largest recent image: a new buffer for the pixels has room for at least this many. */
+  outBytes?: number;
+}
+
+/** A job its worker found taken back before it started (NOTE [ Slow lane ]): its buffers come home. */
+export interface TakenBackReply {
+  id: number;
+  takenBack: true;
+  spare?: ArrayBuffer;
+  out?: ArrayBuffer;
 }
 
 /** Message from a worker. */
@@ -97,6 +114,8 @@ export type DecodeReply = (
 ) & {
   /** The request's bytes' buffer, sent back to carry a later job's bytes (NOTE [ Job buffers ]). */
   spare?: ArrayBuffer;
+  /** The pixels went into the request's `out` (NOTE [ Image buffers ]). */
+  intoOut?: true;
 };
 
 /** How a decode pool runs: its workers (fixed or autoscaled), jobs sent ahead, the slow lane, and an optional transform module. */
@@ -175,6 +194,8 @@ export interface PoolStats {
   periods: ScalePeriod[];
   /** Jobs whose bytes went in a buffer a worker sent back (NOTE [ Job buffers ]), not a new one (a decode pool's). */
   reused?: number;
+  /** Images decoded into a buffer a released batch gave back (NOTE [ Image buffers ]), not a new one (a decode pool's). */
+  recycled?: number;
 }
 
 interface Pending {
@@ -203,6 +224,11 @@ interface Slot {
 
 /** Buffers workers sent back kept for later jobs' bytes (NOTE [ Job buffers ]). */
 const SPARES = 32;
+/** Image buffers released batches gave back, kept for later answers' pixels (NOTE [ Image buffers ]): a batch or two of them, none over 16 MiB. */
+const OUTS = 64;
+const OUT_MAX_BYTES = 16 << 20;
+/** Answers whose sizes say how large a buffer for the next image's pixels must be. */
+const RECENT = 32;
 const DEFAULT_WORKER_URL = entryUrl(import.meta.url, "./worker.ts", "decode/worker.js");
 /** Claim slots: two Int32 each, [claim, start ms since base]. More than jobs ever sent ahead at once. */
 const SLOTS = 4096;
@@ -238,6 +264,14 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   /** Buffers workers sent back, to carry later jobs' bytes (NOTE [ Job buffers ]). */
   readonly #spares = new SpareBuffers(SPARES);
   #reused = 0;
+  /** Image buffers given back (recycle), for later answers' pixels (NOTE [ Image buffers ]). */
+  readonly #outs = new SpareBuffers(OUTS, OUT_MAX_BYTES);
+  /** Pixel buffers this pool's answers own whole: the only ones recycle() takes, once each. */
+  readonly #delivered = new WeakSet<ArrayBuffer>();
+  /** The pixel bytes of the last RECENT answers (a ring). */
+  readonly #recentBytes = new Int32Array(RECENT);
+  #recentAt = 0;
+  #recycled = 0;
   readonly #base = Math.floor(performance.timeOrigin + performance.now());
   readonly #o: DecodePoolOptions;
   readonly #lanes: boolean;
@@ -321,7 +355,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         this.#lost(slot, err);
       };
       worker.onmessage = (ev) => {
-        const msg = ev.data as DecodeReply | { ready: boolean; message?: string };
+        const msg = ev.data as DecodeReply | TakenBackReply | { ready: boolean; message?: string };
         if ("ready" in msg) {
           if (msg.ready) {
             slot.ready = true;
@@ -334,6 +368,12 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
             // Nothing will serve the queue if no worker can start (a transform module that does not load).
             if (this.#slots.every((s) => !s.ready)) for (const job of this.#queue.splice(0)) job.reject(err);
           }
+          return;
+        }
+        if ("takenBack" in msg) {
+          // Not an answer (the job went to another worker): its buffers, for later jobs.
+          if (msg.spare) this.#spares.give(msg.spare);
+          if (msg.out) this.#outs.give(msg.out);
           return;
         }
         this.#answered(slot, msg);
@@ -349,6 +389,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     slot.inFlight.delete(msg.id);
     this.#release(job);
     if (msg.spare) this.#spares.give(msg.spare);
+    if (msg.ok && msg.image && !isDctImage(msg.image)) {
+      this.#delivered.add(msg.image.data.buffer);
+      this.#recentBytes[this.#recentAt++ % RECENT] = msg.image.data.byteLength;
+      if (msg.intoOut) this.#recycled++;
+    }
     slot.busyMs += msg.ms;
     this.#answersSeen++;
     if (this.pending > this.#serving()) this.#answersWaiting++;
@@ -476,6 +521,9 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
         copy.set(job.keep);
         job.req.bytes = copy;
         job.transfer = [copy.buffer as ArrayBuffer];
+        // Sent afresh each time: a buffer sent before went with the bytes to the worker that had the job.
+        job.req.out = this.#outFor(job.req);
+        if (job.req.out) job.transfer.push(job.req.out);
         if (this.#lanes && this.#free.length > 0) {
           const s = job.req.slot = this.#free.pop()!;
           Atomics.store(this.#claims, s * 2, job.id);
@@ -518,31 +566,57 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   #laneScan(now: number): void {
     this.#checkedAt = now;
     for (const slot of this.#slots) {
-      if (slot.slowJob !== undefined || slot.inFlight.size === 0) continue;
-      for (const job of slot.inFlight.values()) {
-        const s = job.req.slot;
-        if (s < 0 || Atomics.load(this.#claims, s * 2) !== RUNNING) continue;
-        if (now - Atomics.load(this.#claims, s * 2 + 1) <= this.#deadline.ms) break;
+      if (slot.inFlight.size === 0) continue;
+      if (slot.slowJob === undefined) {
+        const job = this.#pastDeadline(slot, now);
+        // Only while another worker has run dry: moving a queue to a worker as busy copies the
+        // jobs' bytes again and passes queues to and fro (two workers on two busy cores stole
+        // 2 495 of 3 000 jobs, the ImageNet-like shards with the CPU tensor).
+        if (!job || !this.#idleBesides(slot)) continue;
         slot.slowJob = job.id;
         this.#slowLane++;
         this.#scaler.laneUsed();
-        const back: Pending[] = [];
-        for (const other of slot.inFlight.values()) {
-          const o = other.req.slot;
-          if (other === job || o < 0) continue;
-          if (Atomics.compareExchange(this.#claims, o * 2, other.id, 0) !== other.id) continue; // it started: it stays
-          slot.inFlight.delete(other.id);
-          this.#free.push(o);
-          other.req.slot = -1;
-          // A new id: the copy still queued at the slow worker can then never match a later claim.
-          other.id = other.req.id = this.#newId();
-          back.push(other);
-        }
-        this.#stolen += back.length;
-        this.#queue.unshift(...back);
-        break;
       }
+      if (this.#idleBesides(slot)) this.#takeBack(slot);
     }
+  }
+
+  /** The job `slot` is running, when it has run past the deadline. */
+  #pastDeadline(slot: Slot, now: number): Pending | undefined {
+    for (const job of slot.inFlight.values()) {
+      const s = job.req.slot;
+      if (s < 0 || Atomics.load(this.#claims, s * 2) !== RUNNING) continue;
+      return now - Atomics.load(this.#claims, s * 2 + 1) > this.#deadline.ms ? job : undefined;
+    }
+    return undefined;
+  }
+
+  /** Whether a worker other than `slot`, serving, holds under a quarter of what `slot` holds. */
+  #idleBesides(slot: Slot): boolean {
+    return this.#slots.some((o) => o !== slot && o.ready && o.slowJob === undefined && !o.retiring && 4 * o.inFlight.size < slot.inFlight.size);
+  }
+
+  /**
+   * The later half of the jobs `slot` holds and has not started, back to the queue's front (work
+   * stealing's half): a worker that other work only paused keeps the rest, and one truly stuck
+   * is drained half by half as the others come free.
+   */
+  #takeBack(slot: Slot): void {
+    const unstarted: Pending[] = [];
+    for (const job of slot.inFlight.values()) if (job.id !== slot.slowJob && job.req.slot >= 0) unstarted.push(job);
+    const back: Pending[] = [];
+    for (const other of unstarted.slice(unstarted.length >> 1)) {
+      const o = other.req.slot;
+      if (Atomics.compareExchange(this.#claims, o * 2, other.id, 0) !== other.id) continue; // it started: it stays
+      slot.inFlight.delete(other.id);
+      this.#free.push(o);
+      other.req.slot = -1;
+      // A new id: the copy still queued at the slow worker can then never match a later claim.
+      other.id = other.req.id = this.#newId();
+      back.push(other);
+    }
+    this.#stolen += back.length;
+    this.#queue.unshift(...back);
   }
 
   /** Job ids are positive Int32s (claims hold them; RUNNING is -1), so they wrap before 2³¹. */
@@ -631,12 +705,37 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     return new Uint8Array(spare, 0, n);
   }
 
+  /**
+   * NOTE [ Image buffers ]: a sample's pixels came back from its worker in a new ArrayBuffer, of
+   * the decoded region's size (~280 kB for a RandomResizedCrop of a 500×375 photo). Their page
+   * faults and zero-filling in the workers were 62 % of a shard read's page faults, and its
+   * system time 18 % of its CPU (`perf record -e page-faults`, the ImageNet-like shards with
+   * the CPU tensor). A batch the loader's thread packs (src/assemble/batch.ts, packBatch) gives
+   * its samples' image buffers back here when it is released (`recycle`), and the next jobs take
+   * one each to decode into (Decoder.decodeInto): one at least as large as the largest of the
+   * last RECENT images, else the worker makes a new one with that much room. Only buffers this
+   * pool's answers own whole are taken, each once; a batch never released leaves them to the
+   * collector, as before. After release() the batch's images may read a later sample's pixels.
+   */
+  recycle(buf: ArrayBuffer): void {
+    if (!this.#closed && this.#delivered.delete(buf)) this.#outs.give(buf);
+  }
+
+  /** A buffer given back for `req`'s pixels, when they will be pixels of a size it holds. */
+  #outFor(req: DecodeRequest): ArrayBuffer | undefined {
+    if (this.hasTransform || req.decode === false || req.options?.hybrid || (req.options as { depth16?: boolean } | undefined)?.depth16) return undefined;
+    let need = 0;
+    for (const b of this.#recentBytes) need = Math.max(need, b);
+    req.outBytes = need;
+    return this.#outs.take(need);
+  }
+
   /** The pool's figures now: workers, their history, jobs and the slow lane's counts. */
   stats(): PoolStats {
     return {
       workers: this.#slots.filter((s) => !s.retiring).length, history: this.#history.slice(), jobs: this.#deadline.jobs, slowLane: this.#slowLane,
       stolen: this.#stolen, thresholdMs: this.#deadline.ms, percentile: this.#deadline.percentile, jobMs: this.#deadline.jobMs(),
-      periods: this.#scaler.periods.slice(), reused: this.#reused,
+      periods: this.#scaler.periods.slice(), reused: this.#reused, recycled: this.#recycled,
     };
   }
 

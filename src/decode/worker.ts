@@ -14,12 +14,12 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { rng } from "../plan/rng.ts";
-import { type DctImage, decodeForRead, type Image, isDctImage } from "./decoder.ts";
+import { type DctImage, decodeForRead, type DecodeOptions, type Image, isDctImage, TargetTooSmallError } from "./decoder.ts";
 import { CassetteError } from "../errors.ts";
 import type { JpegImage } from "./jpeg.ts";
 import type { Decoder } from "./decoder.ts";
 import { createAutoDecoder } from "./decoders.ts";
-import { type DecodeReply, type PoolMessage, RUNNING } from "./pool.ts";
+import { type DecodeReply, type DecodeRequest, type PoolMessage, RUNNING, type TakenBackReply } from "./pool.ts";
 import { checkTransformed, loadTransform, type TransformContext, type TransformFn } from "./transform.ts";
 
 const scope = runtime.workerScope();
@@ -53,9 +53,9 @@ scope.onMessage(async (data) => {
   const req = msg;
   if (req.slot >= 0) {
     // Stamp the start before claiming: once the pool sees RUNNING, the stamp is this job's.
-    if (Atomics.load(claims!, req.slot * 2) !== req.id) return; // taken back
+    if (Atomics.load(claims!, req.slot * 2) !== req.id) return takenBack(req); // taken back
     Atomics.store(claims!, req.slot * 2 + 1, Math.floor(performance.timeOrigin + performance.now() - base));
-    if (Atomics.compareExchange(claims!, req.slot * 2, req.id, RUNNING) !== req.id) return;
+    if (Atomics.compareExchange(claims!, req.slot * 2, req.id, RUNNING) !== req.id) return takenBack(req);
   }
   const t0 = performance.now();
   // The request's buffer goes back with the answer (NOTE [ Job buffers ], pool.ts); not past a transform, whose code may keep its input.
@@ -63,7 +63,11 @@ scope.onMessage(async (data) => {
   const spares = back.spare ? [back.spare] : [];
   let reply: DecodeReply;
   try {
-    let image: Image | DctImage | undefined = req.decode === false ? undefined : decodeForRead(images!, req.bytes, req.options);
+    let intoOut = false;
+    let image: Image | DctImage | undefined;
+    if (req.decode === false) image = undefined;
+    else if (req.outBytes !== undefined) ({ image, intoOut } = decodeOwn(images!, req.bytes, req.options, req.out, req.outBytes));
+    else image = decodeForRead(images!, req.bytes, req.options);
     if (image && isDctImage(image)) {
       if (transform) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU");
       reply = { id: req.id, ok: true, image, ms: performance.now() - t0, ...back };
@@ -76,9 +80,10 @@ scope.onMessage(async (data) => {
       if (out instanceof Promise) out = await out;
       image = checkTransformed(out, s.id, transform.url);
     }
-    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0, ...back };
-    // A transform may answer a view into a larger buffer (or the input itself): send only its pixels.
-    if (image && (image.data.byteOffset !== 0 || image.data.byteLength !== image.data.buffer.byteLength)) image.data = image.data.slice();
+    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0, ...back, ...(intoOut ? { intoOut: true as const } : {}) };
+    // A transform may answer a view into a larger buffer (or the input itself): send only its
+    // pixels. Pixels decoded here into a buffer with room to spare go with their buffer (NOTE [ Image buffers ]).
+    if (transform && image && (image.data.byteOffset !== 0 || image.data.byteLength !== image.data.buffer.byteLength)) image.data = image.data.slice();
     scope.postMessage(reply, [...(image ? [image.data.buffer as ArrayBuffer] : []), ...spares]);
     return;
   } catch (e) {
@@ -87,6 +92,33 @@ scope.onMessage(async (data) => {
   }
   scope.postMessage(reply, spares);
 });
+
+/** A job another worker has now, not started here (a transform never saw its bytes): its buffers go back to the pool for later jobs (NOTE [ Job buffers ], NOTE [ Image buffers ]). */
+function takenBack(req: DecodeRequest): void {
+  const reply: TakenBackReply = { id: req.id, takenBack: true, ...spare(req.bytes), ...(req.out ? { out: req.out } : {}) };
+  scope.postMessage(reply, [...(reply.spare ? [reply.spare] : []), ...(reply.out ? [reply.out] : [])]);
+}
+
+/**
+ * Pixels into `out`, a buffer a released batch gave back (NOTE [ Image buffers ], pool.ts), or
+ * when it is missing or too small into a new one with room for `room` bytes (the pool's recent
+ * largest image): the image is a view of its buffer's first bytes.
+ */
+function decodeOwn(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, out: ArrayBuffer | undefined, room: number): { image: Image; intoOut: boolean } {
+  let target = new Uint8Array(out ?? new ArrayBuffer(0));
+  for (;;) {
+    try {
+      const r = decoder.decodeInto(bytes, target, 0, options);
+      const image: Image = { width: r.width, height: r.height, channels: r.channels, orientation: r.orientation, data: target.subarray(0, r.bytes) as Uint8Array<ArrayBuffer> };
+      return { image, intoOut: out !== undefined && target.buffer === out };
+    } catch (e) {
+      // Thrown before any pixel is written, with what the image needs.
+      if (!(e instanceof TargetTooSmallError) || target.byteLength >= e.needed) throw e;
+      const n = Math.max(e.needed, room);
+      target = new Uint8Array(new ArrayBuffer(n + (n >> 3)));
+    }
+  }
+}
 
 /** The request's buffer, to go back to the pool (the decoders copy what they read into wasm memory and keep no view of it). */
 function spare(bytes: Uint8Array): { spare?: ArrayBuffer } {

@@ -72,6 +72,8 @@ export interface PreparePool extends AsyncDecoder {
   stats(): PoolStats;
   /** The consumer waited `waitMs` for a batch: the pool's scaler grows it when waits persist. */
   demand(waitMs: number): void;
+  /** An answer's pixel buffer, which its batch no longer reads, for a later answer's pixels (NOTE [ Image buffers ], src/decode/pool.ts). */
+  recycle?(buf: ArrayBuffer): void;
 }
 
 export interface DecodeSourceOptions {

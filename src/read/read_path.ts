@@ -17,7 +17,7 @@ import { type HedgeOptions, HedgeSource } from "./hedge.ts";
 import { cacheOf, type CpuOptions, openRead, type OpenReadOptions, receivedOf } from "./open.ts";
 import { RetrySource } from "./retry.ts";
 import type { CacheSource } from "../source/cache/cache_source.ts";
-import type { ReadSource } from "./sample.ts";
+import type { ReadSource, Sample } from "./sample.ts";
 import type { PacketReader } from "./packet.ts";
 import { WorkerSource } from "./worker_source.ts";
 
@@ -117,6 +117,14 @@ export class ReadPath {
    */
   packets(): PacketReader | undefined {
     return this.#workers;
+  }
+
+  /**
+   * A released batch's sample, whose decoded image the decode pool made: its buffer back to the
+   * pool for a later sample's pixels (NOTE [ Image buffers ], src/decode/pool.ts).
+   */
+  recycle(s: Sample): void {
+    if (s.image) this.#pool?.recycle?.(s.image.data.buffer);
   }
 
   /** The consumer waited `waitMs` for a batch: the decode pool's demand signal (NOTE [ Worker scaling ]). */

@@ -35,6 +35,11 @@ export interface RunOptions<S extends Fetched, T> {
   /** After the retries, a failed sample is counted and left out ("skip") or ends the epoch ("throw"). */
   skipErrors: boolean;
   transform?: (s: S) => T | Promise<T>;
+  /**
+   * With no transform, called for each sample of a batch the consumer released (Batch.release):
+   * the read path takes back the buffers it made for it (NOTE [ Image buffers ], src/decode/pool.ts).
+   */
+  recycle?: (s: S) => void;
   signal?: AbortSignal;
 }
 
@@ -108,7 +113,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
     this.#plan = plan;
     this.#split = split;
     this.#ledger = new Ledger(plan.length);
-    this.#assembler = new Assembler<T, S>(epoch, plan.length, o.batchSize, o.strict, !o.transform);
+    this.#assembler = new Assembler<T, S>(epoch, plan.length, o.batchSize, o.strict, o.transform ? false : { recycle: o.recycle });
     o.signal?.addEventListener("abort", this.#onAbort, { once: true });
     if (o.signal?.aborted) this.#onAbort();
   }

@@ -186,14 +186,14 @@ test("a batch read in the loader's thread packs its bytes into a buffer that its
     const data = randomBytes(next, size - randomInt(next, 0, 1000));
     return { s: { id: `b${k}s${i}`, label: i, data }, item: data };
   });
-  const first = packBatch(0, 0, arrived(0, 1 << 20), true);
+  const first = packBatch(0, 0, arrived(0, 1 << 20), {});
   assert.ok(typeof first.release === "function", "a packed batch can be released");
   const kept = first.data.buffer;
   first.release!();
   const batch = arrived(1, 1 << 19);
-  const second = packBatch(0, 1, batch, true);
+  const second = packBatch(0, 1, batch, {});
   assert.is(second.data.buffer, kept, `the released buffer is filled again (seed ${seed})`);
   batch.forEach((a, i) => assert.ok(second.data.subarray(second.offsets[i], second.offsets[i + 1]).every((v, j) => v === a.s.data[j]), `sample ${i}'s bytes`));
-  const third = packBatch(0, 2, arrived(2, 1 << 19), true);
+  const third = packBatch(0, 2, arrived(2, 1 << 19), {});
   assert.is.not(third.data.buffer, kept, "held by an unreleased batch: not given out again");
 });

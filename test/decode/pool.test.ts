@@ -110,3 +110,32 @@ test("pool: prepared jobs' bytes cross in buffers the workers send back (NOTE [ 
     pool.close();
   }
 });
+
+test("pool: answers' pixel buffers given back (recycle) carry later answers' pixels (NOTE [ Image buffers ]): every answer right whatever the sizes; foreign and twice-given buffers are not taken", async () => {
+  const jpeg = await createJpegDecoder();
+  const pool = await createDecodePool({ workers: 2, perWorker: 2 });
+  try {
+    const skip = disabled();
+    // Sizes from a few pixels to a large photo, so that a buffer given back is often larger than the next image.
+    const names = corpus().filter((n) => !skip.has(n)).slice(0, 16);
+    const inputs = names.map((n) => jpegBytes(n));
+    const foreign = new ArrayBuffer(8 << 20);
+    pool.recycle(foreign);
+    for (let round = 0; round < 4; round++) {
+      const got = await Promise.all(inputs.map((b, i) => pool.prepare({ bytes: b, id: `${names[i]}#${round}`, label: i }) as Promise<{ data: Uint8Array; width: number; height: number; channels: number }>));
+      for (let i = 0; i < names.length; i++) {
+        const want = jpeg.decode(jpegBytes(names[i]));
+        assert.is(got[i].data.byteLength, want.width * want.height * want.channels, `${names[i]}, round ${round}: a view of the image's bytes only`);
+        assert.equal(got[i].data, want.data, `${names[i]}, round ${round}: same pixels`);
+      }
+      // Given back as a released batch does, the first one twice.
+      pool.recycle(got[0].data.buffer as ArrayBuffer);
+      for (const g of got) pool.recycle(g.data.buffer as ArrayBuffer);
+    }
+    const st = pool.stats();
+    assert.ok((st.recycled ?? 0) >= names.length, `answers decoded into a buffer given back: ${st.recycled} of ${st.jobs}`);
+    assert.is(foreign.byteLength, 8 << 20, "a buffer the pool did not make is never sent to a worker");
+  } finally {
+    pool.close();
+  }
+});

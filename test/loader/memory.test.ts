@@ -12,6 +12,8 @@ import { freshSeed, randomBytes, randomInt, rng } from "../_support/random.ts";
 import { openStore } from "../../src/source/open.ts";
 import { Loader } from "../../src/loader.ts";
 import { CassetteError } from "../../src/errors.ts";
+import { createJpegDecoder } from "../../src/decode/jpeg.ts";
+import { corpus, disabled, jpegBytes } from "../decode/_fixtures.ts";
 
 test("maxPrefetchBytes bounds the samples outstanding by their bytes; every sample still once", async () => {
   const dir = mkdtempSync(join(tmpdir(), "cassette-membound-"));
@@ -64,5 +66,43 @@ test("maxPrefetchBytes must be a positive number of bytes", () => {
   for (const bad of [0, -1, Number.NaN]) {
     assert.throws(() => new Loader({ store: "sqlite:/nonexistent.sqlite", dataset: "d", ids: [], batchSize: 1, maxPrefetchBytes: bad }), (e: Error) =>
       e instanceof CassetteError && /'maxPrefetchBytes' must be a positive number of bytes: current value is/.test(e.message));
+  }
+});
+
+test("decoded in the pool, a released batch's image buffers carry later samples' pixels (NOTE [ Image buffers ]): every image right over 3 epochs, a batch kept unreleased untouched", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "cassette-recycle-"));
+  const address = `sqlite:${join(dir, "photos.sqlite")}`;
+  const store = await openStore(address);
+  const jpeg = await createJpegDecoder();
+  try {
+    // Real JPEGs of many sizes, so that a buffer given back is often larger than the image it then holds.
+    const skip = disabled();
+    const names = corpus().filter((n) => !skip.has(n)).slice(0, 24);
+    await store.createDataset({ version: 1, name: "photos", columns: [], groupBy: [], label: { kind: "int" } });
+    await store.put("photos", names.map((n, i) => ({ key: n, label: i, data: jpegBytes(n) })));
+    await store.close();
+    const want = new Map(names.map((n, i) => [i, jpeg.decode(jpegBytes(n)).data]));
+    const ids: string[] = [];
+    const reader = await openStore(address);
+    for await (const page of reader.scanNat("photos")) ids.push(...page.map((r) => r.id));
+    await reader.close();
+    const loader = new Loader({ store: address, dataset: "photos", ids, batchSize: 4, seed: freshSeed(), workers: 0, decodeWorkers: 2, decode: {} });
+    let kept: { images: Uint8Array[]; labels: Int32Array } | undefined;
+    for (let epoch = 0; epoch < 3; epoch++) {
+      let n = 0;
+      for await (const b of loader.epoch(epoch)) {
+        b.items.forEach((s, i) => assert.equal(s.image!.data, want.get(b.labels[i]), `epoch ${epoch}: ${names[b.labels[i]]}'s pixels`));
+        n += b.ids.length;
+        if (!kept) kept = { images: b.items.map((s) => s.image!.data), labels: b.labels };
+        else b.release?.();
+      }
+      assert.is(n, ids.length, `epoch ${epoch}: every sample`);
+    }
+    kept!.images.forEach((d, i) => assert.equal(d, want.get(kept!.labels[i]), "a batch never released keeps its pixels"));
+    const st = loader.stats().prepare!;
+    await loader.close();
+    assert.ok((st.recycled ?? 0) >= ids.length, `later samples decoded into buffers released batches gave back: ${st.recycled} of ${st.jobs}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
