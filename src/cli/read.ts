@@ -100,16 +100,17 @@ export async function run(argv: string[]): Promise<number> {
   const stage = o.pre && await TensorStage.open(o.pre);
   // The hybrid decode where asked, or by default where a GPU (not a CPU driver) finishes it.
   const hybrid = o.decodeAs === "hybrid" || (o.decodeAs === "auto" && stage !== undefined && stage.gpu);
-  const decodeOptions = { grey: o.grey, ...(hybrid ? { hybrid } : {}) };
+  // With --preprocess only the box its plan reads of each sample is decoded (the same tensor:
+  // src/gpu/decode_planned.ts), by the read workers or the decode pool; the plan's epoch comes
+  // with each epoch's reads.
+  const decodeOptions = { grey: o.grey, ...(hybrid ? { hybrid } : {}), ...(o.pre ? { plan: o.pre.options } : {}) };
   const workers = o.workersGiven ?? readWorkers(address, { decodeWorkers: o.decodeWorkers, cache: o.cache });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
   // from them once they are open. Until the Loader has them, closing them is this function's.
   let reading: Promise<ReadSource> | undefined = workers > 0
     ? open(address, {
-      // With --preprocess the workers decode only the box its plan reads of each sample (the
-      // same tensor: src/gpu/decode_planned.ts); the plan's epoch comes with each epoch's reads.
-      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && { ...decodeOptions, ...(o.pre ? { plan: o.pre.options } : {}) },
+      mode: "read", dataset, workers, scaleWorkers: workerScale(workers, o.workersGiven), decode: o.decode && decodeOptions,
       decodeWorkers: o.decodeWorkers, balance: o.balance,
       reads: { hedge: o.hedge ? {} : undefined, reaskTail: true },
     })

@@ -304,6 +304,18 @@ export function planDecode(bytes: Uint8Array, plan: PlannedDecodeOptions, epoch:
   return { region, frame: { x: region.x, y: region.y, width: size.width, height: size.height } };
 }
 
+/**
+ * One sample's decode options under a planned decode: the region its plan reads, with the frame
+ * it lies in, or the options without the plan where that box is not known for sure (a random
+ * plan and no `epoch`: the tensor then plans the whole image). Other options pass as they are.
+ */
+export function planFor(options: DecodeOptions | undefined, bytes: Uint8Array, epoch: number | undefined, id: SampleKey): { options?: DecodeOptions; frame?: FrameBox } {
+  if (!isPlannedDecode(options)) return { options };
+  const { plan, ...rest } = options;
+  const planned = isRandom(plan) && epoch === undefined ? undefined : planDecode(bytes, plan, epoch ?? 0, id);
+  return planned ? { options: { ...rest, region: planned.region }, frame: planned.frame } : { options: rest };
+}
+
 /** First and last pixel one axis's resampling reads (see planRegion), within [0, n − 1]. */
 function taps(start: number, len: number, outLen: number, n: number, antialiasAbove: number): [number, number] {
   const s = len / outLen, r = s > antialiasAbove ? s : 1;

@@ -28,6 +28,7 @@
  */
 import { type AsyncDecoder, checkDecodeOptions, type DctImage, decodeForRead, type DecodeOptions, type Decoder, type Image, isDctImage } from "../decode/decoder.ts";
 import type { PoolStats, PrepareJob } from "../decode/pool.ts";
+import { type FrameBox, planFor } from "../decode/crop.ts";
 import { checkTransformed, type LoadedTransform } from "../decode/transform.ts";
 import { CassetteError, type ErrorCode } from "../errors.ts";
 import type { Retryable } from "../source/retryable.ts";
@@ -116,6 +117,16 @@ export interface PixelSink {
   decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image | DctImage;
 }
 
+/**
+ * NOTE [ Planned decode here ]: with `decode: { plan }` only read workers decoded each sample's
+ * box; here (a decode pool, or this thread: a `wds:` address's default, a `decodeWorkers` read)
+ * every image was decoded whole, because the box is drawn from (seed, epoch, id) and a fetch did
+ * not say its epoch. The epoch run now passes its epoch with each fetch (Source.fetch), the
+ * retries and hedges pass it on, and the box is planned here from the header (planFor,
+ * src/decode/crop.ts) before the decode: the image comes with its `frame`, and the tensor plans
+ * from the frame, so the tensor is the whole decode's exactly. A fetch with no epoch (a random
+ * plan asked for outside an epoch run) decodes whole, as before.
+ */
 /** Wraps a Source so that each answer is decoded as it arrives (here, or in a decode pool) and handed on with `image` set; a file that does not decode is an error naming the sample. */
 export class DecodeSource implements ReadSource {
   readonly #inner: Source;
@@ -165,7 +176,7 @@ export class DecodeSource implements ReadSource {
   }
 
   /** Fetches `id` from the inner source and answers with its decoded image; returns false when the inner source is saturated. */
-  fetch(id: string, done: FetchCallback<Sample>): boolean {
+  fetch(id: string, done: FetchCallback<Sample>, epoch?: number): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (err || !s) return done(err ?? new Error(`no answer for ${id}`));
       const claim = this.#claim;
@@ -192,15 +203,20 @@ export class DecodeSource implements ReadSource {
           return failed(maskError(e));
         }
       }
+      // A planned decode: only the box this sample's plan reads in `epoch` (NOTE [ Planned decode
+      // here ], above); the read workers' sink plans its own, and a transform is handed whole images.
+      const { options, frame } = this.#sink || !this.#decode || this.#transform || this.pool?.hasTransform ? { options: this.#options, frame: undefined } : planFor(this.#options, s.data, epoch, id);
       const answer = (out: Image | DctImage | undefined) => {
         claim?.end(id);
+        // The hybrid decode's blocks say their region themselves (DctImage.region).
+        if (frame && out && !isDctImage(out)) (out as Image & { frame?: FrameBox }).frame = frame;
         const got: Sample = !out ? s : isDctImage(out) ? { ...s, coefficients: out } : { ...s, image: out };
         if (!mask) return done(null, got);
         Promise.resolve(mask).then((m) => done(null, { ...got, mask: m }), (e) => failed(maskError(e)));
       };
       if (this.pool) {
         // The pool sends a copy and keeps these bytes, to send again if the job is taken back.
-        const job = this.pool.prepare({ bytes: s.data, options: this.#options, decode: this.#decode, id, label: s.label });
+        const job = this.pool.prepare({ bytes: s.data, options, decode: this.#decode, id, label: s.label });
         return void job.then(answer, (e) => {
           if ((e as { name?: string })?.name !== "JpegError" && this.pool!.hasTransform) verb = "transform";
           failed(e);
@@ -211,9 +227,9 @@ export class DecodeSource implements ReadSource {
         // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
         // the sample keeps its bytes.
         if (!this.#decode) image = undefined;
-        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, this.#options, id);
-        else if (this.#async) image = this.#decoder.decode(s.data.slice(), this.#options);
-        else image = decodeForRead(this.#decoder as Decoder, s.data, this.#options);
+        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, options, id);
+        else if (this.#async) image = this.#decoder.decode(s.data.slice(), options);
+        else image = decodeForRead(this.#decoder as Decoder, s.data, options);
       } catch (e) {
         return failed(e);
       }

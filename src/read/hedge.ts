@@ -96,6 +96,8 @@ export function hedgeOptions(o: HedgeOptions, subject = "requests"): Required<Om
 
 interface Request {
   id: string;
+  /** The epoch it was asked in (Source.fetch), for the asks again. */
+  epoch?: number;
   done: FetchCallback;
   start: number;
   /** Attempts sent and not yet answered. */
@@ -222,12 +224,12 @@ export class HedgeSource implements Source {
   }
 
   /** Fetches `id`, asking again past the deadline; `done` is called exactly once. Returns false when the inner source is saturated. */
-  fetch(id: string, done: FetchCallback): boolean {
+  fetch(id: string, done: FetchCallback, epoch?: number): boolean {
     this.#requests++;
-    const r: Request = { id, done, start: this.#clock.now(), pending: 1, settled: false };
+    const r: Request = { id, epoch, done, start: this.#clock.now(), pending: 1, settled: false };
     if (this.#budget > 0) this.#waiting.add(r); // with no hedge budget only the tail trigger looks
     this.#open.add(r);
-    const more = this.#inner.fetch(id, (e, s) => this.#answer(r, false, r.start, e, s));
+    const more = this.#inner.fetch(id, (e, s) => this.#answer(r, false, r.start, e, s), epoch);
     this.#arm();
     if (this.#urged) this.#armTail();
     return more;
@@ -286,7 +288,7 @@ export class HedgeSource implements Source {
     r.again = why;
     r.pending++;
     const at = this.#clock.now();
-    this.#inner.fetch(r.id, (e, s) => this.#answer(r, true, at, e, s));
+    this.#inner.fetch(r.id, (e, s) => this.#answer(r, true, at, e, s), r.epoch);
   }
 
   /** While urged: one timer, for the oldest request asked for only once. */

@@ -41,7 +41,7 @@ import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
 import { Deadline } from "../decode/deadline.ts";
 import { type DctImage, type DecodeOptions, type Decoder, type Image, isDctImage, TargetTooSmallError } from "../decode/decoder.ts";
 import { dctBytes, writeDct } from "../decode/dct.ts";
-import { type FrameBox, isPlannedDecode, isRandom, planDecode } from "../decode/crop.ts";
+import { type FrameBox, planFor } from "../decode/crop.ts";
 import { ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
 import type { LaneCounts, SerializedError, WirePacket } from "./packet.ts";
 import {
@@ -345,16 +345,13 @@ const packetSink = {
     // A planned decode (the GPU's plan as decode options): only the box the plan reads, drawn
     // as the preprocessor will draw it, which needs the epoch unless nothing is random.
     const run = r?.[0];
-    if (!isPlannedDecode(options)) return arena.decode(decoder, bytes, options);
-    const { plan, ...rest } = options;
     // Whole where the box is not known for sure: no epoch said, or two runs (two epochs) asking
     // for the sample at once, when the decode cannot tell whose it is; the GPU plans it whole.
-    const unsure = isRandom(plan) && (run?.epoch === undefined || (asked.get(id) ?? 0) > 1);
-    const planned = unsure ? undefined : planDecode(bytes, plan, run?.epoch ?? 0, id);
-    if (!planned) return arena.decode(decoder, bytes, rest);
+    const twice = (asked.get(id) ?? 0) > 1;
+    const { options: o, frame } = planFor(options, bytes, twice ? undefined : run?.epoch, id);
+    const image = arena.decode(decoder, bytes, o);
     // The hybrid decode's blocks say their region themselves (DctImage.region).
-    const image = arena.decode(decoder, bytes, { ...rest, region: planned.region });
-    if (!isDctImage(image)) frames.set(image, planned.frame);
+    if (frame && !isDctImage(image)) frames.set(image, frame);
     return image;
   },
 };

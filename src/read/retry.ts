@@ -57,11 +57,11 @@ export class RetrySource implements Source {
   }
 
   /** Fetches `id`, trying again on a retryable error; `done` is called once, with the last error if every attempt failed. Returns false when the inner source is saturated. */
-  fetch(id: string, done: FetchCallback): boolean {
-    return this.#attempt(id, done, 0);
+  fetch(id: string, done: FetchCallback, epoch?: number): boolean {
+    return this.#attempt(id, done, 0, epoch);
   }
 
-  #attempt(id: string, done: FetchCallback, n: number): boolean {
+  #attempt(id: string, done: FetchCallback, n: number, epoch: number | undefined): boolean {
     return this.#inner.fetch(id, (err, s) => {
       if (!err) return done(null, s);
       const again = isRetryable(err);
@@ -75,10 +75,10 @@ export class RetrySource implements Source {
       const delay = typeof asked === "number" && asked > 0 ? Math.max(backoff, Math.min(asked, this.#maxAfter)) : backoff;
       const t = setTimeout(() => {
         this.#timers.delete(t);
-        this.#attempt(id, done, n + 1);
+        this.#attempt(id, done, n + 1, epoch);
       }, delay);
       this.#timers.add(t);
-    });
+    }, epoch);
   }
 
   /** Called when the inner source can take requests again. */

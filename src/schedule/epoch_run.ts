@@ -303,7 +303,7 @@ export class EpochRun<S extends Fetched, T> implements AsyncIterableIterator<Bat
       (this.#askedAt ??= new Float64Array(this.#plan.length))[pos] = now;
       this.#outstanding++;
       this.#pending++;
-      if (!src.fetch(this.#plan[pos], (err, s) => this.#arrived(pos, err, s))) this.#saturated = true;
+      if (!src.fetch(this.#plan[pos], (err, s) => this.#arrived(pos, err, s), this.epoch)) this.#saturated = true;
     }
     this.#host.outstanding();
     if (this.#window && this.#next === this.#plan.length) this.#host.tail(src);

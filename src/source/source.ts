@@ -57,8 +57,12 @@ export interface Source<S extends Fetched = Fetched> {
    * bucket for it. Absent where it does not count them.
    */
   received?(): number;
-  /** Starts fetching `id`; returns false when no more requests should be made until drain. */
-  fetch(id: string, done: FetchCallback<S>): boolean;
+  /**
+   * Starts fetching `id`; returns false when no more requests should be made until drain.
+   * `epoch`: the epoch the Loader asks for it in, where it knows (a planned decode draws the
+   * sample's box from it: src/read/decode_source.ts); sources that need it not ignore it.
+   */
+  fetch(id: string, done: FetchCallback<S>, epoch?: number): boolean;
   /** Called when a saturated source can take requests again. */
   onDrain(listener: () => void): void;
   /** Requests started and not yet answered. */

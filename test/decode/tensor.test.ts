@@ -130,7 +130,7 @@ test("cpuTensor's errors name the option or the image, and the value", () => {
   expect(() => cpuTensor([img], { width: 4, height: 4, crop: { kind: "random-resized", scale: [0.5, 0.1] } }), /'crop.scale'/);
 });
 
-test("a Loader's batches with decode: { plan }, read in 2 read workers (boxes) or in its thread (whole images), give each sample the same tensor", async () => {
+test("a Loader's batches with decode: { plan }, read in 2 read workers, in a decode pool or in its thread, each decoding only the box, give each sample the same tensor as the whole image's", async () => {
   const { mkdtempSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
@@ -144,27 +144,39 @@ test("a Loader's batches with decode: { plan }, read in 2 read workers (boxes) o
     const seed = freshSeed();
     const o: TensorOptions = { width: 20, height: 18, channels: 3, crop: { kind: "random-resized", scale: [0.2, 1] }, flip: 0.5, seed, mean: [0.5, 0.4, 0.3], std: [0.2, 0.3, 0.4] };
     const per = 3 * 20 * 18;
-    const byWorkers = new Map<number, Map<string, Float32Array>>();
-    for (const workers of [0, 2]) {
-      const loader = new Loader({ store: `sqlite:${path}`, dataset: "fm", ids, batchSize: 16, seed, decode: { plan: o }, workers });
+    const reads = { "read workers": { workers: 2 }, "a decode pool": { workers: 0, decodeWorkers: 2 }, "its thread": { workers: 0, decodeWorkers: 0 } };
+    const byRead = new Map<string, Map<string, Float32Array>>();
+    for (const [name, how] of Object.entries(reads)) {
+      const loader = new Loader({ store: `sqlite:${path}`, dataset: "fm", ids, batchSize: 16, seed, decode: { plan: o }, ...how });
       const got = new Map<string, Float32Array>();
       let boxes = 0;
       for await (const b of loader.epoch(1)) {
         const images = b.images ?? b.items.map((s) => s.image!);
-        if (b.images?.frameWidth) boxes += Array.from(b.images.frameWidth).filter((w) => w > 0).length;
+        boxes += b.images?.frameWidth ? Array.from(b.images.frameWidth).filter((w) => w > 0).length : b.items.filter((s) => (s.image as { frame?: unknown }).frame).length;
         const t = cpuTensor(images, o, { epoch: 1, ids: b.ids });
         b.ids.forEach((id, i) => got.set(id, t.data.slice(i * per, (i + 1) * per)));
         b.release?.();
       }
       await loader.close();
-      assert.is(got.size, ids.length, `${workers} workers: every sample once`);
-      if (workers) assert.ok(boxes > 0, "the read workers decoded boxes");
-      byWorkers.set(workers, got);
+      assert.is(got.size, ids.length, `${name}: every sample once`);
+      assert.is(boxes, ids.length, `${name}: every image decoded as the box its plan reads`);
+      byRead.set(name, got);
     }
-    for (const id of ids) {
-      const a = byWorkers.get(0)!.get(id)!, b = byWorkers.get(2)!.get(id)!;
-      assert.ok(a.every((v, i) => Object.is(v, b[i])), `seed ${seed}: sample ${id}'s tensor differs between the two reads by ${maxDiff(a, b).max}`);
-    }
+    // The whole image's tensor, decoded here.
+    const { createJpegDecoder } = await import("../../src/decode/jpeg.ts");
+    const { openStore } = await import("../../src/source/open.ts");
+    const jpeg = await createJpegDecoder();
+    const reader = await openStore(`sqlite:${path}`);
+    const rows = await reader.get("fm", ids);
+    await reader.close();
+    const whole = cpuTensor(rows.map((r) => jpeg.decode(r.data)), o, { epoch: 1, ids });
+    ids.forEach((id, k) => {
+      const want = whole.data.subarray(k * per, (k + 1) * per);
+      for (const [name, got] of byRead) {
+        const a = got.get(id)!;
+        assert.ok(a.every((v, i) => Object.is(v, want[i])), `seed ${seed}: sample ${id}'s tensor read by ${name} differs from the whole image's by ${maxDiff(a, want).max}`);
+      }
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
