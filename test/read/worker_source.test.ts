@@ -537,7 +537,10 @@ test("scaling read workers: idle workers retire (what they hold goes on elsewher
   const idle = new WorkerSource(address, "rnd", { workers: 2, decode: true, scale: { min: 1, max: 2 } });
   await idle.ready;
   try {
-    const plan = Array.from({ length: 2 }, () => ids).flat(); // 96 positions, 24 batches: ~2.4 s
+    // 192 positions, 48 batches: ~4.8 s, some 16 periods. Long enough for four idle periods in a
+    // row after one where the machine's other work kept a worker busy (a clean-clone run, x14:
+    // idle 1.64, 1.84, 1.88, then 0.96, and the 2.4 s read ended before four more).
+    const plan = Array.from({ length: 4 }, () => ids).flat();
     const seen = await read(idle, plan, 100, false);
     assert.ok(seen.every((c) => c === 1), `every position once: ${JSON.stringify(seen)}`);
     const st = idle.laneStats()!;
