@@ -21,6 +21,7 @@ import { hash32, rng } from "../plan/rng.ts";
 import { roundHalfEven } from "../util/round.ts";
 import { type DecodeOptions, type DecodeRegion, describe, type Image } from "./decoder.ts";
 import { frameSize } from "./header.ts";
+import { type AugmentOptions, type AugmentPlan, drawAugment, hasAugment } from "./augment.ts";
 
 /** A rectangle in pixels: left, top, width, height. */
 export interface CropBox {
@@ -168,6 +169,8 @@ export interface PlanOptions {
   flip?: number;
   /** Seed of every random choice (default 0). */
   seed?: number;
+  /** Colour ops and erasing drawn per sample (augment.ts, NOTE [ Augmentations ]). */
+  augment?: AugmentOptions;
 }
 
 /** What the GPU does to one image: the source box to sample, and whether to mirror it. */
@@ -182,6 +185,8 @@ export interface ImagePlan {
   h: number;
   /** Whether the crop is mirrored left–right. */
   mirror: boolean;
+  /** The sample's colour ops and erased box, when the options augment and any applies to it. */
+  augment?: AugmentPlan;
 }
 
 /** A sample id: the UUID string of the store, or any number. */
@@ -189,7 +194,7 @@ export type SampleKey = string | number;
 
 /** Whether a policy draws random numbers (and so needs sample ids). */
 export function isRandom(o: PlanOptions): boolean {
-  return (o.crop?.kind === "random-resized") || (o.flip ?? 0) > 0;
+  return (o.crop?.kind === "random-resized") || (o.flip ?? 0) > 0 || hasAugment(o.augment);
 }
 
 /**
@@ -214,7 +219,9 @@ export function planImage(width: number, height: number, o: PlanOptions, epoch: 
   const [x, y, w, h] = planBox(crop, width, height, o.width, o.height, r.next);
   const p = o.flip ?? 0;
   const mirror = p > 0 && rng(o.seed ?? 0, epoch, key, 2).next() < p;
-  return { x, y, w, h, mirror };
+  // Augmentations draw from streams 3 on (augment.ts), leaving the crops and flips as they were.
+  const augment = o.augment && drawAugment(o.augment, o.seed ?? 0, epoch, key, o.width, o.height);
+  return augment ? { x, y, w, h, mirror, augment } : { x, y, w, h, mirror };
 }
 
 /**

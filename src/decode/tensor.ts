@@ -26,6 +26,7 @@ import { type DctImage, isDctImage } from "./decoder.ts";
 import { readDct } from "./dct.ts";
 import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
 import { type TensorExports, tensorWasm } from "./tensor_module.ts";
+import { applyAugment, checkAugment } from "./augment.ts";
 
 /** What becomes of each image: output size, crop and flip (PlanOptions), channels, layout, normalization, antialiasing. */
 export interface TensorOptions extends PlanOptions {
@@ -103,6 +104,7 @@ export function checkTensorOptions(o: TensorOptions, what: string): void {
     bad("'crop.kind' must be \"resize\", \"center\" or \"random-resized\"", (crop as { kind: unknown }).kind);
   }
   if (o.antialiasAbove !== undefined && !(o.antialiasAbove >= 1)) bad("'antialiasAbove' must be ≥ 1", o.antialiasAbove);
+  checkAugment(o.augment, what, channels);
 }
 
 /** A decoded image as the tensor reads it: u8 pixels, interleaved, from `offset` (default 0) of `data`. */
@@ -219,7 +221,15 @@ export function cpuTensor(
     norm[4 + c] = -(options.mean?.[c] ?? 0) / std;
   }
   const aa = options.antialiasAbove ?? 2;
-  for (let i = 0; i < n; i++) resampleOne(list[i], plans[i], W, H, C, layout, aa, norm, data, i * C * W * H);
+  // A sample with colour ops or an erase is resampled to [0, 1] first, then augmented and
+  // normalized (augment.ts), as the GPU's augment pass does.
+  const raw = Float32Array.of(1 / 255, 1 / 255, 1 / 255, 1 / 255, 0, 0, 0, 0);
+  const mean = options.mean ?? [], std = options.std ?? [];
+  for (let i = 0; i < n; i++) {
+    const base = i * C * W * H, aug = plans[i].augment;
+    resampleOne(list[i], plans[i], W, H, C, layout, aa, aug ? raw : norm, data, base);
+    if (aug) applyAugment(data, base, W, H, C, layout, aug, mean, std);
+  }
   return { data, shape: layout === "nchw" ? [n, C, H, W] : [n, H, W, C], layout, plans };
 }
 

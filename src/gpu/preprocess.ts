@@ -7,6 +7,7 @@
 import code from "../../shaders/preprocess/crop_resize_normalize.wgsl" with { type: "text" };
 import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "text" };
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
+import sampleCode from "../../shaders/preprocess/sample.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
 import { isPackedImages, packImages, packLayout, packTable, RECORD_BYTES, tableLayout, tableShape } from "./pack.ts";
@@ -17,10 +18,12 @@ import { type BatchPlanOptions, checkTensorOptions, hasDct, planBatch, type Plan
 import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
+import { augmentBytes, augments, compileAugmented, encodeAugmented, meanBytes, meanPasses, packAugment } from "./augment.ts";
+import { hasAugment } from "../decode/augment.ts";
 
 const kernel = new Kernel({
   name: "preprocess/crop_resize_normalize",
-  code: recordCode + code,
+  code: recordCode + sampleCode + code,
   bindings: ["uniform", "read-only-storage", "storage"],
 });
 const maskKernel = new Kernel({
@@ -97,6 +100,8 @@ export class Preprocessor {
   readonly options: Readonly<PreprocessOptions>;
   readonly #ring: StagingRing;
   readonly #params: GPUBuffer;
+  /** The augmented pass's: scale 1 / std and bias −mean / std on values in [0, 1]. */
+  readonly #augmentParams: GPUBuffer | undefined;
   readonly #constants: Record<string, number>;
 
   /** @internal use createPreprocessor */
@@ -116,11 +121,17 @@ export class Preprocessor {
     }
     this.#params = device.createBuffer({ label: "preprocess.params", size: 48, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     device.queue.writeBuffer(this.#params, 0, params);
+    if (hasAugment(options.augment)) {
+      for (let c = 0; c < channels; c++) f[c] = 1 / (options.std?.[c] ?? 1);
+      this.#augmentParams = device.createBuffer({ label: "preprocess.augment-params", size: 48, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      device.queue.writeBuffer(this.#augmentParams, 0, params);
+    }
   }
 
-  /** The pipeline, compiled once per device and specialization (done by createPreprocessor). */
+  /** The pipelines, compiled once per device and specialization (done by createPreprocessor). */
   compile(): Promise<unknown> {
-    return kernel.compile(this.device, this.#constants);
+    const plain = kernel.compile(this.device, this.#constants);
+    return this.#augmentParams ? Promise.all([plain, compileAugmented(this.device, this.#constants)]) : plain;
   }
 
   /**
@@ -215,7 +226,11 @@ export class Preprocessor {
     const maskPlans = masks ? this.maskPlans(pixels, masks, plans) : undefined;
     const maskPack = masks ? packLayout(masks) : undefined;
     const maskAt = Math.ceil(afterCoef / 256) * 256;
-    const upload = maskPack ? maskAt + maskPack.bytes : afterCoef;
+    const afterMasks = maskPack ? maskAt + maskPack.bytes : afterCoef;
+    // The augmentation table too, when any image of the batch has ops or an erase.
+    const augmented = augments(plans);
+    const augAt = Math.ceil(afterMasks / 256) * 256;
+    const upload = augmented ? augAt + augmentBytes(n) : afterMasks;
 
     const slot = await this.#ring.acquire(upload);
     try {
@@ -223,6 +238,7 @@ export class Preprocessor {
       else packImages(slot.bytes, pixels, plans, pack);
       if (coef) coef.write(slot.bytes.subarray(coefAt));
       if (maskPack) packImages(slot.bytes.subarray(maskAt), masks!, maskPlans!, maskPack);
+      if (augmented) packAugment(slot.bytes.subarray(augAt), plans);
       const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
       if (run.output && run.output.size < outBytes) {
         throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess into 'output' as the batch needs ${outBytes} bytes: current value is ${run.output.size}`);
@@ -241,12 +257,21 @@ export class Preprocessor {
         maskOut = slot.target("mask-output", n * W * H * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
         copies.push({ from: maskAt, to: maskIn, bytes: maskPack.bytes });
       }
+      let augTable: GPUBuffer | undefined;
+      if (augmented) {
+        augTable = slot.target("augment", augmentBytes(n), GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+        copies.push({ from: augAt, to: augTable, bytes: augmentBytes(n) });
+      }
       this.#ring.commit(slot, encoder, copies);
       if (coef) {
         const planes = slot.target("planes", coef.planeBytes, GPUBufferUsage.STORAGE);
         await encodeCoefficients(this.device, encoder, coef, coefBuf!, planes, input);
       }
-      await this.encode(encoder, input, output, n);
+      if (augTable) {
+        const means = slot.target("means", meanBytes(n), GPUBufferUsage.STORAGE);
+        this.#checkGroups();
+        await encodeAugmented(this.device, encoder, { params: this.#augmentParams!, input, output, table: augTable, means }, n, W * H, meanPasses(plans), this.#constants);
+      } else await this.encode(encoder, input, output, n);
       if (maskIn) await maskKernel.encode(this.device, encoder, [this.#params, maskIn, maskOut!], [Math.ceil((W * H) / WORKGROUP), n]);
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
@@ -268,18 +293,25 @@ export class Preprocessor {
    * measuring the kernel without the upload.
    */
   async encode(encoder: GPUCommandEncoder, input: GPUBuffer, output: GPUBuffer, count: number): Promise<void> {
+    const groups = this.#checkGroups();
+    await kernel.encode(this.device, encoder, [this.#params, input, output], [groups, count], this.#constants);
+  }
+
+  /** Workgroups of one image's output pixels, within what a dispatch allows. */
+  #checkGroups(): number {
     const { width: W, height: H } = this.options;
     const groups = Math.ceil((W * H) / WORKGROUP);
     if (groups > 65535) {
       throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess to ${W}×${H} as an output image may have at most ${65535 * WORKGROUP} pixels`);
     }
-    await kernel.encode(this.device, encoder, [this.#params, input, output], [groups, count], this.#constants);
+    return groups;
   }
 
   /** Frees every buffer of the preprocessor (outputs of earlier batches included). */
   destroy(): void {
     this.#ring.destroy();
     this.#params.destroy();
+    this.#augmentParams?.destroy();
   }
 }
 

@@ -1,0 +1,357 @@
+/**
+ * Augmentations of the preprocessing pass: colour ops and random erasing drawn per sample from
+ * (seed, epoch, sample id), as the crop and flip are (crop.ts `planImage`), and run by either
+ * executor: the GPU's pass (shaders/preprocess/augment.wgsl, src/gpu/augment.ts) or the CPU's
+ * tensor (tensor.ts `cpuTensor`, with `applyAugment` below). The draws are made here only, so a
+ * sample gets the same ops on every runtime and adapter, fused or not.
+ *
+ * NOTE [ Augmentations ]
+ * Each op is torchvision's on a float image in [0, 1] (its tensor path: no rounding to 8 bits
+ * between ops), applied to the resampled crop, in this order: the policy's op (TrivialAugment),
+ * the colour jitter's four in their drawn order, solarize, posterize; then Normalize; then
+ * random erasing on the normalized tensor (where torchvision's recipes put RandomErasing).
+ *   brightness f   v ← clamp(f·v, 0, 1)                                  adjust_brightness
+ *   contrast f     v ← clamp(f·v + (1 − f)·m, 0, 1), m the mean over the image of the grey
+ *                  0.2989 r + 0.587 g + 0.114 b (one channel: its mean)  adjust_contrast
+ *   saturation f   v ← clamp(f·v + (1 − f)·grey(v), 0, 1); one channel: unchanged
+ *                                                                        adjust_saturation
+ *   hue f          RGB → HSV, h ← (h + f) mod 1, back (torchvision's _rgb2hsv/_hsv2rgb);
+ *                  one channel: unchanged                                adjust_hue
+ *   solarize t     v ← 1 − v where v ≥ t                                 solarize (float)
+ *   posterize b    v ← min(⌊v·2^b⌋, 2^b − 1) / 2^b                       v2 posterize (float)
+ *   erase          a box of the normalized tensor set to `value` (default 0, the mean colour)
+ * Draws, each from its own stream so that one option never moves another's draws (and the
+ * crops stay those of the same seed without augmentation: streams 1 and 2 are crop.ts's):
+ *   3  ColorJitter.get_params: applied with probability p (default 1), then a permutation of
+ *      the four ops, then the factors of those set, uniform in their ranges
+ *   4  TrivialAugmentWide: an op uniform among TRIVIAL_OPS, a magnitude bin uniform in 0…30,
+ *      and for signed ops a sign
+ *   5  RandomSolarize, 6 RandomPosterize: applied with probability p (default 0.5)
+ *   7  RandomErasing.get_params on the output size: applied with probability p (default 0.5),
+ *      up to ten tries of an area share uniform in `scale` and an aspect (h / w) log-uniform in
+ *      `ratio`, sides rounded half to even; the first that fits (h < H, w < W) placed uniformly.
+ *      A side of 0 erases nothing.
+ * What differs from torchvision, and why:
+ *   - the ops act on the resampled crop in f32 (the GPU) or f64 (the CPU), not on 8-bit PIL
+ *     images: no rounding between ops; results agree with the f64 reference within 1e-3 after
+ *     normalization (test/gpu/augment.test.ts)
+ *   - TrivialAugment chooses among the ops built so far (TRIVIAL_OPS): identity, brightness,
+ *     color (saturation), contrast, posterize and solarize; its geometric ops, sharpness,
+ *     autocontrast and equalize are not yet here
+ *   - random erasing fills with a constant, not per-pixel noise (`value="random"`)
+ *   - the random numbers are cassette's seeded stream (src/plan/rng.ts), not torch's generator:
+ *     the same distributions, not the same draws
+ *
+ * @example
+ * ```ts
+ * import { drawAugment } from "cassette/decode";
+ * const a = drawAugment({ jitter: { brightness: 0.4, hue: 0.1 }, erase: { p: 1 } }, 7, 0, 42, 32, 32);
+ * const b = drawAugment({ jitter: { brightness: 0.4, hue: 0.1 }, erase: { p: 1 } }, 7, 0, 42, 32, 32);
+ * console.assert(JSON.stringify(a) === JSON.stringify(b));
+ * console.log(a!.steps.map((s) => s.op).sort().join(" ")); // brightness hue
+ * ```
+ */
+import { CassetteError } from "../errors.ts";
+import { type Rng, rng, shuffle } from "../plan/rng.ts";
+import { roundHalfEven } from "../util/round.ts";
+
+/** A factor's range: [lo, hi], or v for torchvision's [max(0, 1 − v), 1 + v] (hue: [−v, v]). */
+export type FactorRange = number | readonly [number, number];
+
+/** torchvision's ColorJitter: each factor drawn uniformly from its range, the four applied in a random order. */
+export interface ColourJitter {
+  /** Brightness factor range. */
+  brightness?: FactorRange;
+  /** Contrast factor range. */
+  contrast?: FactorRange;
+  /** Saturation factor range. */
+  saturation?: FactorRange;
+  /** Hue shift range, within [−0.5, 0.5] (a number h: [−h, h]). */
+  hue?: FactorRange;
+  /** Probability the jitter applies to a sample (default 1, as torchvision's). */
+  p?: number;
+}
+
+/** torchvision's RandomErasing on the normalized tensor. */
+export interface Erasing {
+  /** Probability per sample (default 0.5). */
+  p?: number;
+  /** Share of the image's area erased (default [0.02, 0.33]). */
+  scale?: readonly [number, number];
+  /** Aspect ratio (height / width) range, drawn log-uniformly (default [0.3, 3.3]). */
+  ratio?: readonly [number, number];
+  /** Value written, in normalized units: one for all channels or one per channel (default 0). */
+  value?: number | readonly number[];
+}
+
+/** The ops TrivialAugment chooses among, each with its magnitudes (torchvision's TrivialAugmentWide, 31 bins). */
+export const TRIVIAL_OPS = ["identity", "brightness", "color", "contrast", "posterize", "solarize"] as const;
+
+/** A TrivialAugmentWide op name. */
+export type TrivialOp = (typeof TRIVIAL_OPS)[number];
+
+/** What augmentations the preprocessing pass applies (see NOTE [ Augmentations ]). */
+export interface AugmentOptions {
+  /** TrivialAugmentWide: one op per sample, of random kind and magnitude; `ops` narrows the choice. */
+  trivial?: boolean | { ops?: readonly TrivialOp[] };
+  /** Colour jitter. */
+  jitter?: ColourJitter;
+  /** torchvision's RandomSolarize: pixels at or above `threshold` (default 0.5) inverted, with probability p (default 0.5). */
+  solarize?: { p?: number; threshold?: number };
+  /** torchvision's RandomPosterize: `bits` (default 4) kept, with probability p (default 0.5). */
+  posterize?: { p?: number; bits?: number };
+  /** Random erasing. */
+  erase?: Erasing;
+}
+
+/** A per-pixel colour op of a sample's chain. */
+export type ColourOp = "brightness" | "contrast" | "saturation" | "hue" | "solarize" | "posterize";
+
+/** Codes of the ops in the GPU's table (src/gpu/augment.ts), 0 meaning none. */
+export const OP_CODES: Readonly<Record<ColourOp, number>> = { brightness: 1, contrast: 2, saturation: 3, hue: 4, solarize: 5, posterize: 6 };
+
+/** One op of a sample's chain and its factor (posterize: bits; solarize: threshold). */
+export interface AugmentStep {
+  /** The op. */
+  op: ColourOp;
+  /** Its factor. */
+  factor: number;
+}
+
+/** A box of the output erased, in output pixels, and the normalized values it gets. */
+export interface EraseBox {
+  /** Left column. */
+  x: number;
+  /** Top row. */
+  y: number;
+  /** Width (0: nothing erased). */
+  w: number;
+  /** Height. */
+  h: number;
+  /** Value per output channel (a single value given: three copies). */
+  value: number[];
+}
+
+/** What is done to one sample after resampling: its colour ops in order, and its erased box. */
+export interface AugmentPlan {
+  /** Colour ops, applied in this order. */
+  steps: AugmentStep[];
+  /** The erased box, if any. */
+  erase?: EraseBox;
+}
+
+/** Most ops in one sample's chain: a policy op, the jitter's four, solarize, posterize. */
+export const MAX_STEPS = 7;
+/** Most contrast steps in one chain (the policy's and the jitter's): each needs its image's mean. */
+export const MAX_MEANS = 2;
+
+/** Whether the options ask for any augmentation (and so need sample ids). */
+export function hasAugment(o: AugmentOptions | undefined): boolean {
+  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase);
+}
+
+/** [lo, hi] of a jitter factor (torchvision's ColorJitter._check_input); undefined when it is the identity. */
+function factorRange(v: FactorRange | undefined, hue: boolean): [number, number] | undefined {
+  if (v === undefined) return undefined;
+  const [lo, hi] = typeof v === "number" ? (hue ? [-v, v] : [Math.max(0, 1 - v), 1 + v]) : v;
+  const centre = hue ? 0 : 1;
+  return lo === centre && hi === centre ? undefined : [lo, hi];
+}
+
+/**
+ * Checks augmentation options, naming what is wrong (`what`: e.g. "create a preprocessor");
+ * `channels` is the output's, for a per-channel erase value.
+ */
+export function checkAugment(o: AugmentOptions | undefined, what: string, channels: number): void {
+  if (o === undefined) return;
+  const bad = (why: string, value: unknown): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as ${why}: current value is ${JSON.stringify(value)}`);
+  };
+  if (typeof o !== "object" || o === null) bad("'augment' must be an object", o);
+  const known = ["trivial", "jitter", "solarize", "posterize", "erase"];
+  for (const k of Object.keys(o)) if (!known.includes(k)) bad(`'augment' has no option '${k}' (it has ${known.join(", ")})`, k);
+  const prob = (name: string, p: unknown) => p !== undefined && !(typeof p === "number" && p >= 0 && p <= 1) && bad(`'${name}' must be a probability from 0 to 1`, p);
+  const pair = (name: string, r: unknown, ok: (lo: number, hi: number) => boolean, rule: string) => {
+    if (r === undefined) return;
+    if (!(Array.isArray(r) && r.length === 2 && r.every((x) => typeof x === "number" && Number.isFinite(x)) && r[0] <= r[1] && ok(r[0], r[1]))) bad(`'${name}' must be [lo, hi] with ${rule}`, r);
+  };
+  if (o.trivial !== undefined && typeof o.trivial !== "boolean") {
+    const ops = o.trivial.ops;
+    if (ops !== undefined && !(Array.isArray(ops) && ops.length > 0 && ops.every((x) => (TRIVIAL_OPS as readonly string[]).includes(x)))) {
+      bad(`'augment.trivial.ops' must name some of ${TRIVIAL_OPS.join(", ")}`, ops);
+    }
+  }
+  const j = o.jitter;
+  if (j !== undefined) {
+    for (const k of ["brightness", "contrast", "saturation"] as const) {
+      const v = j[k];
+      if (typeof v === "number") !(v >= 0 && Number.isFinite(v)) && bad(`'augment.jitter.${k}' must be a number ≥ 0`, v);
+      else pair(`augment.jitter.${k}`, v, (lo) => lo >= 0, "0 ≤ lo ≤ hi");
+    }
+    if (typeof j.hue === "number") !(j.hue >= 0 && j.hue <= 0.5) && bad("'augment.jitter.hue' must be a number from 0 to 0.5", j.hue);
+    else pair("augment.jitter.hue", j.hue, (lo, hi) => lo >= -0.5 && hi <= 0.5, "−0.5 ≤ lo ≤ hi ≤ 0.5");
+    prob("augment.jitter.p", j.p);
+  }
+  if (o.solarize !== undefined) {
+    prob("augment.solarize.p", o.solarize.p);
+    const t = o.solarize.threshold;
+    if (t !== undefined && !(typeof t === "number" && t >= 0 && t <= 1)) bad("'augment.solarize.threshold' must be a number from 0 to 1", t);
+  }
+  if (o.posterize !== undefined) {
+    prob("augment.posterize.p", o.posterize.p);
+    const b = o.posterize.bits;
+    if (b !== undefined && !(Number.isInteger(b) && b >= 1 && b <= 8)) bad("'augment.posterize.bits' must be a whole number from 1 to 8", b);
+  }
+  const e = o.erase;
+  if (e !== undefined) {
+    prob("augment.erase.p", e.p);
+    pair("augment.erase.scale", e.scale, (lo, hi) => lo >= 0 && hi <= 1, "0 ≤ lo ≤ hi ≤ 1");
+    pair("augment.erase.ratio", e.ratio, (lo) => lo > 0, "0 < lo ≤ hi");
+    const v = e.value;
+    const okValue = v === undefined || (typeof v === "number" && Number.isFinite(v)) ||
+      (Array.isArray(v) && v.length === channels && v.every((x) => typeof x === "number" && Number.isFinite(x)));
+    if (!okValue) bad(`'augment.erase.value' must be a number or ${channels} numbers (one per output channel)`, v);
+  }
+}
+
+/**
+ * The augmentation of one sample, a pure function of the options and (seed, epoch, key): the
+ * same arguments give the same plan on every runtime. `outW` × `outH` is the tensor's image
+ * size (erasing is drawn on it). Undefined when nothing applies.
+ */
+export function drawAugment(o: AugmentOptions, seed: number, epoch: number, key: number, outW: number, outH: number): AugmentPlan | undefined {
+  const steps: AugmentStep[] = [];
+  if (o.trivial) trivialStep(o.trivial === true ? TRIVIAL_OPS : o.trivial.ops ?? TRIVIAL_OPS, rng(seed, epoch, key, 4), steps);
+  if (o.jitter) jitterSteps(o.jitter, rng(seed, epoch, key, 3), steps);
+  if (o.solarize && rng(seed, epoch, key, 5).next() < (o.solarize.p ?? 0.5)) steps.push({ op: "solarize", factor: o.solarize.threshold ?? 0.5 });
+  if (o.posterize && rng(seed, epoch, key, 6).next() < (o.posterize.p ?? 0.5)) steps.push({ op: "posterize", factor: o.posterize.bits ?? 4 });
+  const erase = o.erase ? eraseBox(o.erase, rng(seed, epoch, key, 7), outW, outH) : undefined;
+  if (steps.length === 0 && !erase) return undefined;
+  return erase ? { steps, erase } : { steps };
+}
+
+function jitterSteps(j: ColourJitter, r: Rng, steps: AugmentStep[]): void {
+  if (r.next() >= (j.p ?? 1)) return;
+  const order = shuffle([0, 1, 2, 3], r);
+  const ranges = [factorRange(j.brightness, false), factorRange(j.contrast, false), factorRange(j.saturation, false), factorRange(j.hue, true)];
+  // Drawn in torchvision's order (b, c, s, h), applied in the permutation's.
+  const factors = ranges.map((range) => (range ? range[0] + r.next() * (range[1] - range[0]) : undefined));
+  const ops: ColourOp[] = ["brightness", "contrast", "saturation", "hue"];
+  for (const i of order) if (factors[i] !== undefined) steps.push({ op: ops[i], factor: factors[i]! });
+}
+
+/** TrivialAugmentWide's magnitudes, 31 bins (torchvision's _augmentation_space). */
+function trivialStep(ops: readonly TrivialOp[], r: Rng, steps: AugmentStep[]): void {
+  const op = ops[r.int(ops.length)], bin = r.int(31);
+  const signed = (m: number) => (r.int(2) ? -m : m);
+  switch (op) {
+    case "brightness":
+    case "contrast":
+      return void steps.push({ op, factor: 1 + signed((0.99 * bin) / 30) });
+    case "color":
+      return void steps.push({ op: "saturation", factor: 1 + signed((0.99 * bin) / 30) });
+    case "posterize":
+      return void steps.push({ op, factor: 8 - roundHalfEven(bin / 5) });
+    case "solarize":
+      return void steps.push({ op, factor: 1 - bin / 30 });
+  }
+}
+
+function eraseBox(e: Erasing, r: Rng, W: number, H: number): EraseBox | undefined {
+  if (r.next() >= (e.p ?? 0.5)) return undefined;
+  const [s0, s1] = e.scale ?? [0.02, 0.33];
+  const [r0, r1] = e.ratio ?? [0.3, 3.3];
+  const lo = Math.log(r0), hi = Math.log(r1);
+  const v = e.value ?? 0;
+  const value = typeof v === "number" ? [v, v, v] : [...v];
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const area = W * H * (s0 + r.next() * (s1 - s0));
+    const aspect = Math.exp(lo + r.next() * (hi - lo));
+    const h = roundHalfEven(Math.sqrt(area * aspect));
+    const w = roundHalfEven(Math.sqrt(area / aspect));
+    if (!(h < H && w < W)) continue;
+    const y = r.int(H - h + 1), x = r.int(W - w + 1);
+    return { x, y, w, h, value };
+  }
+  return undefined;
+}
+
+/** The grey a contrast or saturation step blends towards: torchvision's rgb_to_grayscale. */
+const GREY = [0.2989, 0.587, 0.114] as const;
+
+/**
+ * Runs `plan` on one image of a tensor in place: `data` holds its values in [0, 1] (the
+ * resampled crop / 255) from `base`, C channels of W·H in `layout`; the ops run in order, then
+ * (v − mean) / std per channel, then the erase. The CPU's executor (tensor.ts); the GPU's is
+ * shaders/preprocess/augment.wgsl.
+ */
+export function applyAugment(
+  data: Float32Array, base: number, W: number, H: number, C: number, layout: "nchw" | "nhwc",
+  plan: AugmentPlan | undefined, mean: readonly number[], std: readonly number[],
+): void {
+  const n = W * H;
+  // Channel c of pixel k lives at base + k·ks + c·cs.
+  const ks = layout === "nchw" ? 1 : C, cs = layout === "nchw" ? n : 1;
+  const px = new Float64Array(n * 3);
+  for (let k = 0; k < n; k++) for (let c = 0; c < 3; c++) px[k * 3 + c] = data[base + k * ks + (C === 1 ? 0 : c) * cs];
+  for (const s of plan?.steps ?? []) runStep(px, n, C, s);
+  for (let k = 0; k < n; k++) for (let c = 0; c < C; c++) data[base + k * ks + c * cs] = (px[k * 3 + c] - (mean[c] ?? 0)) / (std[c] ?? 1);
+  const e = plan?.erase;
+  if (!e) return;
+  for (let y = e.y; y < e.y + e.h; y++) {
+    for (let x = e.x; x < e.x + e.w; x++) for (let c = 0; c < C; c++) data[base + (y * W + x) * ks + c * cs] = e.value[c];
+  }
+}
+
+/** One op over every pixel (r, g, b; one channel repeated in all three). */
+function runStep(px: Float64Array, n: number, C: number, s: AugmentStep): void {
+  const f = s.factor, clamp = (x: number) => Math.min(1, Math.max(0, x));
+  const grey = (k: number) => (C === 1 ? px[k * 3] : GREY[0] * px[k * 3] + GREY[1] * px[k * 3 + 1] + GREY[2] * px[k * 3 + 2]);
+  const each = (fn: (v: number, k: number) => number) => {
+    for (let k = 0; k < n; k++) for (let c = 0; c < 3; c++) px[k * 3 + c] = fn(px[k * 3 + c], k);
+  };
+  switch (s.op) {
+    case "brightness":
+      return each((v) => clamp(f * v));
+    case "contrast": {
+      let sum = 0;
+      for (let k = 0; k < n; k++) sum += grey(k);
+      const m = sum / n;
+      return each((v) => clamp(f * v + (1 - f) * m));
+    }
+    case "saturation":
+      if (C === 1) return;
+      for (let k = 0; k < n; k++) {
+        const g = grey(k);
+        for (let c = 0; c < 3; c++) px[k * 3 + c] = clamp(f * px[k * 3 + c] + (1 - f) * g);
+      }
+      return;
+    case "hue":
+      if (C === 1) return;
+      for (let k = 0; k < n; k++) shiftHue(px, k * 3, f);
+      return;
+    case "solarize":
+      return each((v) => (v >= f ? 1 - v : v));
+    case "posterize": {
+      const levels = 2 ** f;
+      return each((v) => Math.min(Math.max(Math.floor(v * levels), 0), levels - 1) / levels);
+    }
+  }
+}
+
+/** torchvision's adjust_hue on one pixel: its _rgb2hsv, h shifted mod 1, its _hsv2rgb. */
+function shiftHue(px: Float64Array, at: number, f: number): void {
+  const r = px[at], g = px[at + 1], b = px[at + 2];
+  const max = Math.max(r, g, b), min = Math.min(r, g, b), chroma = max - min, flat = max === min;
+  const s = chroma / (flat ? 1 : max), d = flat ? 1 : chroma;
+  const rc = (max - r) / d, gc = (max - g) / d, bc = (max - b) / d;
+  let h = max === r ? bc - gc : max === g ? 2 + rc - bc : 4 + gc - rc;
+  h = (h / 6 + 1) % 1;
+  h = (((h + f) % 1) + 1) % 1;
+  const i = Math.floor(h * 6), fr = h * 6 - i;
+  const p = Math.min(1, Math.max(0, max * (1 - s))), q = Math.min(1, Math.max(0, max * (1 - s * fr))), t = Math.min(1, Math.max(0, max * (1 - s * (1 - fr))));
+  const rgb = [[max, t, p], [q, max, p], [p, max, t], [p, q, max], [t, p, max], [max, p, q]][i % 6];
+  px[at] = rgb[0];
+  px[at + 1] = rgb[1];
+  px[at + 2] = rgb[2];
+}

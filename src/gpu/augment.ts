@@ -1,0 +1,86 @@
+/**
+ * Owner of shaders/preprocess/augment.wgsl: the preprocessing pass of a batch whose plans carry
+ * augmentations (src/decode/augment.ts draws them; its NOTE [ Augmentations ] says what each op
+ * does). The colour ops and the erase are fused into the pass that samples and normalizes; a
+ * contrast step, which blends towards its image's mean, costs one reduction dispatch before it
+ * (per contrast step of the longest chain: at most two).
+ */
+import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
+import sampleCode from "../../shaders/preprocess/sample.wgsl" with { type: "text" };
+import code from "../../shaders/preprocess/augment.wgsl" with { type: "text" };
+import { type AugmentPlan, MAX_MEANS, MAX_STEPS, OP_CODES } from "../decode/augment.ts";
+import type { ImagePlan } from "../decode/crop.ts";
+import { Kernel } from "./kernel.ts";
+
+const BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage", "storage"] as const;
+const source = recordCode + sampleCode + code;
+const mainKernel = new Kernel({ name: "preprocess/augment", code: source, bindings: BINDINGS });
+const meanKernel = new Kernel({ name: "preprocess/augment.grey_mean", code: source, entryPoint: "grey_mean", bindings: BINDINGS });
+
+/** Words of one image's entry in the augmentation table (augment.wgsl's AUG_WORDS). */
+export const AUG_WORDS = 16;
+/** Bytes of the per-image grey means (augment.wgsl's MEANS per image). */
+export function meanBytes(n: number): number {
+  return n * MAX_MEANS * 4;
+}
+
+/** Whether any plan of the batch augments. */
+export function augments(plans: readonly ImagePlan[]): boolean {
+  return plans.some((p) => p.augment !== undefined);
+}
+
+/** Bytes of a batch's augmentation table. */
+export function augmentBytes(n: number): number {
+  return n * AUG_WORDS * 4;
+}
+
+/** Writes each plan's steps and erased box into `dst` (augmentBytes(n) bytes), as augment.wgsl reads them. */
+export function packAugment(dst: Uint8Array, plans: readonly ImagePlan[]): void {
+  const words = new Uint32Array(dst.buffer, dst.byteOffset, plans.length * AUG_WORDS);
+  const floats = new Float32Array(dst.buffer, dst.byteOffset, plans.length * AUG_WORDS);
+  words.fill(0);
+  plans.forEach((p, i) => writeEntry(words, floats, i * AUG_WORDS, p.augment));
+}
+
+function writeEntry(words: Uint32Array, floats: Float32Array, at: number, a: AugmentPlan | undefined): void {
+  if (!a) return;
+  if (a.steps.length > MAX_STEPS) throw new RangeError(`an augmentation chain has ${a.steps.length} steps, more than ${MAX_STEPS}`);
+  let codes = 0;
+  a.steps.forEach((s, k) => {
+    codes |= OP_CODES[s.op] << (4 * k);
+    floats[at + 2 + k] = s.factor;
+  });
+  words[at] = a.steps.length;
+  words[at + 1] = codes >>> 0;
+  const e = a.erase;
+  if (e) {
+    words.set([e.x, e.y, e.w, e.h], at + 9);
+    floats.set(e.value.slice(0, 3), at + 13);
+  }
+}
+
+/** Contrast steps of the longest chain: how many mean dispatches the batch needs. */
+export function meanPasses(plans: readonly ImagePlan[]): number {
+  let most = 0;
+  for (const p of plans) most = Math.max(most, p.augment?.steps.filter((s) => s.op === "contrast").length ?? 0);
+  return most;
+}
+
+/**
+ * Records the augmented pass over `count` packed images: the mean dispatches the plans' contrast
+ * steps need, then the pass itself. `params` holds the output size and scale 1 / std, bias
+ * −mean / std; `constants` are the preprocessing kernel's.
+ */
+export async function encodeAugmented(
+  device: GPUDevice, encoder: GPUCommandEncoder, buffers: { params: GPUBuffer; input: GPUBuffer; output: GPUBuffer; table: GPUBuffer; means: GPUBuffer },
+  count: number, pixels: number, passes: number, constants: Record<string, number>,
+): Promise<void> {
+  const bound = [buffers.params, buffers.input, buffers.output, buffers.table, buffers.means];
+  for (let slot = 0; slot < passes; slot++) await meanKernel.encode(device, encoder, bound, [1, count], { ...constants, SLOT: slot });
+  await mainKernel.encode(device, encoder, bound, [Math.ceil(pixels / 64), count], constants);
+}
+
+/** The augmented pass's pipelines for these constants, compiled ahead of the first batch. */
+export function compileAugmented(device: GPUDevice, constants: Record<string, number>): Promise<unknown> {
+  return Promise.all([mainKernel.compile(device, constants), meanKernel.compile(device, { ...constants, SLOT: 0 }), meanKernel.compile(device, { ...constants, SLOT: 1 })]);
+}
