@@ -60,6 +60,8 @@ export { createPngDecoder } from "./decode/png.ts";
 export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
 export type { PreprocessedBatch, PreprocessedMasks, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export { parseAugment } from "./decode/augment.ts";
+export type { AugmentOptions } from "./decode/augment.ts";
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
 export { frameFromStats, startDashboard } from "./observe/dashboard.ts";

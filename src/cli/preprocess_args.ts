@@ -7,9 +7,11 @@ import type { CropPolicy } from "../gpu/pack.ts";
 import type { PreprocessOptions } from "../gpu/preprocess.ts";
 import { FASHION_MNIST_MEAN, FASHION_MNIST_STD } from "../dataset/fashion_mnist.ts";
 import { listOption, numberOption, usageError } from "./args.ts";
+import { parseAugment } from "../decode/augment.ts";
+import { CassetteError } from "../errors.ts";
 
 /** Valued flags that only mean something with --preprocess. */
-export const PREPROCESS_VALUED = ["size", "crop", "scale", "ratio", "resize", "flip", "mean", "std", "layout", "dump", "device"];
+export const PREPROCESS_VALUED = ["size", "crop", "scale", "ratio", "resize", "flip", "augment", "mean", "std", "layout", "dump", "device"];
 /** Plain flags of --preprocess. */
 export const PREPROCESS_FLAGS = ["preprocess", "readback"];
 
@@ -31,6 +33,13 @@ export const preprocessHelp = `  --preprocess         decode (implies --decode),
     --resize N         center: the shorter side scaled to N first (default: the shorter output side)
     --flip P           probability of a left-right mirror per image (default 0). Crops
                        and flips are drawn from (--seed, epoch, sample id), as in training
+    --augment POLICY   per-sample colour ops and erasing in the same pass, drawn from
+                       (--seed, epoch, sample id) too: comma-separated terms of trivial
+                       (TrivialAugment: identity, brightness, color, contrast, posterize,
+                       solarize), brightness|contrast|saturation|hue=V or LO:HI (ColorJitter),
+                       jitter=V (brightness, contrast and saturation V), solarize=P,
+                       posterize=P, erase=P (RandomErasing), or photos (trivial,erase=0.25).
+                       E.g. --augment trivial,erase=0.25 or --augment jitter=0.4,hue=0.1
     --mean M[,M,M] --std S[,S,S]   per output channel, in 0..1 units; default with --grey
                        Fashion-MNIST's 0.286 / 0.353, else ImageNet's 0.485,0.456,0.406 /
                        0.229,0.224,0.225 (train.ts's); --mean 0 --std 1 leaves pixels / 255
@@ -86,13 +95,25 @@ export function preprocessRequest(options: Map<string, string | true>, grey: boo
   if (std.length !== channels) bad(`--std must have ${perChannel}: current value is ${std.join(",")}`);
   if (std.some((s) => !(s > 0))) bad(`--std must be > 0 in every channel: current value is ${std.join(",")}`);
 
+  const policy = options.get("augment");
+  let augment;
+  if (policy !== undefined) {
+    if (typeof policy !== "string" || policy === "") bad("--augment needs a policy, e.g. trivial or jitter=0.4,erase=0.25");
+    try {
+      augment = parseAugment(policy as string);
+    } catch (e) {
+      if (e instanceof CassetteError) bad(`--augment: ${e.message}`);
+      throw e;
+    }
+  }
+
   const dump = options.get("dump");
   if (dump === "") bad("--dump needs a file name");
   const device = (options.get("device") ?? "gpu") as "gpu" | "cpu";
   if (device !== "gpu" && device !== "cpu") bad(`--device must be gpu or cpu: current value is ${device}`);
   if (device === "cpu" && options.has("readback")) bad("--readback needs --device gpu: a tensor made on the CPU is in host memory already");
   return {
-    options: { width, height, channels, layout, crop, flip, mean, std, seed: seed ?? 0 },
+    options: { width, height, channels, layout, crop, flip, mean, std, seed: seed ?? 0, ...(augment && { augment }) },
     device,
     readback: options.has("readback"),
     dump: typeof dump === "string" ? dump : undefined,

@@ -355,3 +355,63 @@ function shiftHue(px: Float64Array, at: number, f: number): void {
   px[at + 1] = rgb[1];
   px[at + 2] = rgb[2];
 }
+
+/** The presets `--augment` names: `photos`, TrivialAugment with random erasing at 0.25 (timm's recipe for ImageNet). */
+const PRESETS: Readonly<Record<string, string>> = { photos: "trivial,erase=0.25", none: "" };
+
+/**
+ * Augmentation options from a policy as `--augment` writes it: comma-separated ops and
+ * magnitudes, e.g. `trivial,erase=0.25` or `brightness=0.4,contrast=0.4,saturation=0.4,hue=0.1`.
+ *   trivial                  TrivialAugment over TRIVIAL_OPS
+ *   brightness|contrast|saturation|hue=V or LO:HI   ColorJitter's factor (V as torchvision reads it)
+ *   jitter=V                 brightness, contrast and saturation V each
+ *   solarize=P               RandomSolarize(0.5, p=P);  posterize=P: RandomPosterize(4, p=P)
+ *   erase=P                  RandomErasing(p=P)
+ *   photos                   trivial,erase=0.25;  none: nothing
+ * A bad term throws ERR_INVALID_OPTION naming it.
+ *
+ * @example
+ * ```ts
+ * import { parseAugment } from "cassette/decode";
+ * console.log(JSON.stringify(parseAugment("hue=0.1,erase=0.25"))); // {"jitter":{"hue":0.1},"erase":{"p":0.25}}
+ * ```
+ */
+export function parseAugment(spec: string): AugmentOptions {
+  const o: AugmentOptions = {};
+  const bad = (term: string, why: string): never => {
+    throw new CassetteError("ERR_INVALID_OPTION", `Cannot read the augmentation policy as its term '${term}' ${why}: current value is ${JSON.stringify(spec)}`);
+  };
+  const terms = spec.split(",").map((t) => t.trim()).filter((t) => t !== "").flatMap((t) => (t in PRESETS ? PRESETS[t].split(",").filter(Boolean) : [t]));
+  for (const term of terms) {
+    const [name, value, ...extra] = term.split("=");
+    if (extra.length) bad(term, "has more than one '='");
+    const number = (): number => {
+      const x = Number(value);
+      if (value === undefined || value === "" || !Number.isFinite(x)) bad(term, "needs a number after '='");
+      return x;
+    };
+    const range = (): FactorRange => {
+      if (value?.includes(":")) {
+        const [lo, hi] = value.split(":").map(Number);
+        if (!(Number.isFinite(lo) && Number.isFinite(hi))) bad(term, "needs V or LO:HI after '='");
+        return [lo, hi];
+      }
+      return number();
+    };
+    if (name === "trivial") {
+      if (value !== undefined) bad(term, "takes no value");
+      o.trivial = true;
+    } else if (name === "brightness" || name === "contrast" || name === "saturation" || name === "hue") {
+      o.jitter = { ...o.jitter, [name]: range() };
+    } else if (name === "jitter") {
+      const v = number();
+      o.jitter = { ...o.jitter, brightness: v, contrast: v, saturation: v };
+    } else if (name === "solarize" || name === "posterize" || name === "erase") {
+      o[name] = { p: number() };
+    } else {
+      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, ${Object.keys(PRESETS).join(", ")})`);
+    }
+  }
+  checkAugment(o, "use the augmentation policy", 3);
+  return o;
+}

@@ -25,6 +25,8 @@ export type { TransformContext, TransformFn, TransformInput, TransformModule } f
 export { randomCropBox, resizeBilinear } from "./crop.ts";
 export type { CropBox } from "./crop.ts";
 export { cpuTensor, planBatch } from "./tensor.ts";
+export { drawAugment, parseAugment, TRIVIAL_OPS } from "./augment.ts";
+export type { AugmentOptions, AugmentPlan, AugmentStep, ColourJitter, ColourOp, EraseBox, Erasing, FactorRange, TrivialOp } from "./augment.ts";
 export type { BatchPlanOptions, CpuTensor, PackedImages, PlannedShape, TensorImage, TensorOptions } from "./tensor.ts";
 
 /**

@@ -9,6 +9,7 @@ export { createPreprocessor, Preprocessor } from "./preprocess.ts";
 export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./preprocess.ts";
 export { planImage, planRegion } from "./pack.ts";
 export type { CropPolicy, DecodedImage, FrameBox, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";
+export type { AugmentOptions, AugmentPlan } from "../decode/augment.ts";
 export { decodePlanned } from "./decode_planned.ts";
 export type { PlannedDecodeOptions } from "./decode_planned.ts";
 export type { GpuBackend } from "../../runtime-adapters/index.ts";

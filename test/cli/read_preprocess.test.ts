@@ -171,6 +171,34 @@ test("read --preprocess --device cpu, with no WebGPU driver: the tensor the GPU 
   assert.ok(worst <= 1e-5, `the CPU's tensor vs the GPU's: ${worst}`);
 }, { timeoutMs: 180_000 });
 
+test("read --preprocess --augment: the GPU's tensor is the training path's with the same policy, the CPU's within 1e-4", async () => {
+  await ready;
+  const policy = "trivial,jitter=0.4,hue=0.1,erase=0.5";
+  const dumps: Float32Array[] = [];
+  let ids: string[] = [];
+  for (const device of ["gpu", "cpu"]) {
+    const dump = join(dir, `augment-${device}.npy`);
+    const r = cassette(
+      "read", "--store", STORE, "--dataset", DATASET, "--preprocess", "--device", device, "--size", "20x16", "--crop", "random-resized",
+      "--scale", "0.3,1", "--flip", "0.5", "--augment", policy, "--seed", "7", "--workers", "0", "--order", "strict", "--batch", "48", "--dump", dump, "--json",
+    );
+    assert.is(r.code, 0, r.err);
+    const p = JSON.parse(r.out).preprocess;
+    if (device === "cpu") assert.equal(p.dump.ids, ids, "the same first batch");
+    ids = p.dump.ids;
+    dumps.push(readNpy(dump).data);
+  }
+  const o: PreprocessOptions = { ...RGB_CROPS, augment: { trivial: true, jitter: { brightness: 0.4, contrast: 0.4, saturation: 0.4, hue: 0.1 }, erase: { p: 0.5 } } };
+  const want = await trainingTensor(ids, o, false);
+  assertSame(dumps[0], want.x, "the CLI's augmented tensor vs loaderBatches'");
+  let worst = 0;
+  for (let i = 0; i < want.x.length; i++) worst = Math.max(worst, Math.abs(dumps[1][i] - want.x[i]));
+  assert.ok(worst <= 1e-4, `the CPU's augmented tensor vs the GPU's: ${worst}`);
+  // Augmented: not the tensor without the policy.
+  const plain = await trainingTensor(ids, RGB_CROPS, false);
+  assert.ok(want.x.some((v, i) => Math.abs(v - plain.x[i]) > 0.1), "the policy changed the tensor");
+}, { timeoutMs: 180_000 });
+
 test("read --preprocess --decode hybrid: the JPEGs finished on the GPU from their DCT blocks, the training path's tensor exactly; auto on a CPU driver decodes on the CPU", async () => {
   await ready;
   for (const workers of ["0", "2"]) {
@@ -204,6 +232,9 @@ test("read --preprocess: bad values exit 2 naming the flag", () => {
     [["--preprocess", "--size", "28", "--device", "tpu"], /--device must be gpu or cpu: current value is tpu/],
     [["--preprocess", "--size", "28", "--device", "cpu", "--readback"], /--readback needs --device gpu/],
     [["--device", "cpu"], /--device needs --preprocess/],
+    [["--preprocess", "--size", "28", "--augment", "trivial,blur=3"], /--augment: .*term 'blur=3' is not an op/],
+    [["--preprocess", "--size", "28", "--augment", "hue=0.9"], /--augment: .*'augment\.jitter\.hue' must be a number from 0 to 0\.5/],
+    [["--augment", "trivial"], /--augment needs --preprocess/],
     [["--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
     [["--preprocess", "--size", "28", "--device", "cpu", "--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
     [["--preprocess", "--size", "28", "--decode=gpu"], /--decode takes cpu, hybrid or auto \(or nothing: cpu\): current value is gpu/],
