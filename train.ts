@@ -34,6 +34,7 @@ import { lineChart } from "./src/observe/svg.ts";
 import { Loader } from "./src/loader.ts";
 import { deviceInfo, requestDevice } from "./src/gpu/device.ts";
 import type { Sequential, TrainBatch } from "./src/train/model.ts";
+import type { AugmentOptions } from "./src/decode/augment.ts";
 import { carried, type EpochCarry, fit, type EpochReport } from "./src/train/fit.ts";
 import { loaderBatches, type LoaderTrainBatch, pixelsOf } from "./src/train/loader_batches.ts";
 import { epochPlan } from "./src/plan/epoch.ts";
@@ -49,6 +50,7 @@ import { type Dashboard, type DashboardFrame, frameFromStats, startDashboard } f
 // Static imports would load before this line runs, hence `await import`.
 if (runtime.name === "node") await import("./runtime-adapters/node_hooks.mjs");
 const { createPreprocessor } = await import("./src/gpu/preprocess.ts");
+const { parseAugment } = await import("./src/decode/augment.ts");
 const { createModel } = await import("./src/train/model.ts");
 const { inputNormalization } = await import("./src/train/predict.ts");
 const { MODELS } = await import("./src/train/models.ts");
@@ -87,6 +89,12 @@ them (the model line says its size).
   --epochs E          epochs to train
   --batch B           images per training step (default 128)
   --lr LR             Adam's learning rate (default 0.001)
+  --augment POLICY    augment the training samples (never the test split's) in the GPU
+                      preprocessing pass, drawn per sample from (--seed, epoch, sample id):
+                      comma-separated terms of trivial (TrivialAugment's colour ops),
+                      brightness|contrast|saturation|hue=V or LO:HI (ColorJitter), jitter=V,
+                      solarize=P, posterize=P, erase=P (RandomErasing), or photos
+                      (trivial,erase=0.25); see cassette read --help. Default: none
   --seed S            seeds the weights, the shuffles and the loader's plan (default 0)
   --limit N           train on the first N training samples (and test on the first N test samples)
   --order ORDER       ready (default: batches from whatever arrived first) or strict (plan order)
@@ -149,7 +157,7 @@ them (the model line says its size).
   -h, --help          this text`;
 
 const OPTIONS = [
-  "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "seed", "limit", "order",
+  "store", "dataset", "idx", "split", "model", "epochs", "batch", "lr", "augment", "seed", "limit", "order",
   "prefetch", "latency-ms", "jitter-ms", "workers", "out", "save", "backend", "on-error",
   "checkpoint", "every", "resume", "trace-ids", "dashboard", "dashboard-host", "transform", "transform-options", "decode",
 ];
@@ -170,6 +178,8 @@ interface Run {
   epochs?: number;
   batch: number;
   lr: number;
+  /** Augmentations of the training samples (--augment). */
+  augment?: AugmentOptions;
   seed: number;
   limit?: number;
   order: "ready" | "strict";
@@ -217,6 +227,8 @@ function options(): Run | undefined {
   const decode = str("decode") ?? "auto";
   if (decode !== "cpu" && decode !== "hybrid" && decode !== "auto") bad(`'--decode' must be cpu, hybrid or auto: current value is ${decode}`);
   if (decode === "hybrid" && (o.has("transform") || o.has("no-io"))) bad(`'--decode hybrid' leaves JPEGs as DCT blocks for the GPU pass, and ${o.has("no-io") ? "--no-io holds pixels" : "--transform takes pixels"}: give --decode cpu`);
+  const augment = augmentOption(str("augment"));
+  if (augment && o.has("no-io")) bad("'--augment' runs in the preprocessing pass, which --no-io skips (it trains on the pixels held on the GPU): give one or the other");
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   return {
     json: o.has("json"),
@@ -228,6 +240,7 @@ function options(): Run | undefined {
     epochs: o.has("epochs") ? int("epochs", str("epochs"), 1) : undefined,
     batch: int("batch", str("batch") ?? "128", 1),
     lr,
+    augment,
     seed: int("seed", str("seed") ?? "0", 0),
     limit: o.has("limit") ? int("limit", str("limit"), 1) : undefined,
     order,
@@ -265,6 +278,16 @@ function transformOption(module: string | undefined, options: string | undefined
   }
 }
 
+function augmentOption(policy: string | undefined): AugmentOptions | undefined {
+  if (policy === undefined) return undefined;
+  try {
+    const o = parseAugment(policy);
+    return Object.keys(o).length ? o : undefined;
+  } catch (e) {
+    return bad(`'--augment': ${(e as Error).message}`);
+  }
+}
+
 function dashboardOption(port: string | undefined, host: string | undefined): Run["dashboard"] {
   if (port === undefined) {
     if (host !== undefined) bad("'--dashboard-host' needs --dashboard");
@@ -276,7 +299,7 @@ function dashboardOption(port: string | undefined, host: string | undefined): Ru
 /** The Run fields a checkpoint records, by option name. */
 const RECORDED: Record<string, keyof Run> = {
   store: "address", dataset: "dataset", idx: "idx", split: "split", model: "model", epochs: "epochs", batch: "batch", lr: "lr",
-  seed: "seed", limit: "limit", order: "order", prefetch: "prefetch", "latency-ms": "latencyMs", "jitter-ms": "jitterMs",
+  augment: "augment", seed: "seed", limit: "limit", order: "order", prefetch: "prefetch", "latency-ms": "latencyMs", "jitter-ms": "jitterMs",
   workers: "workers", out: "out", save: "save", backend: "backend", "on-error": "onError", "no-io": "noIo",
   transform: "transform", "transform-options": "transform",
 };
@@ -344,6 +367,8 @@ async function main(): Promise<number> {
     const [C, H, W] = setup.input;
     const normalize = inputNormalization(C === 1 ? 1 : 3);
     const pre = await createPreprocessor(device, { width: W, height: H, channels: C === 1 ? 1 : 3, ...normalize });
+    // The training samples' pass, with the augmentations when asked for; the test split's never augments.
+    const trainPre = run.augment ? await createPreprocessor(device, { ...pre.options, seed: run.seed, augment: run.augment }) : pre;
     const model = createModel(device, setup.modelName, { seed: run.seed, optimizer: { kind: "adam", lr: run.lr } });
     model.normalize = normalize; // into the weights' header: predict normalizes as this run did
     if (resume) await restoreCheckpoint(model, resume);
@@ -354,7 +379,7 @@ async function main(): Promise<number> {
     const batches = run.noIo
       ? await heldOnGpu(run, setup, device, loader, train, test, evalBatch, model.classes, held, log)
       : {
-        train: (e: number) => loop.counted(loaderBatches(trainLoader, pre, e, { classes: model.classes, readAhead: e + 1 < setup.epochs }), e),
+        train: (e: number) => loop.counted(loaderBatches(trainLoader, trainPre, e, { classes: model.classes, readAhead: e + 1 < setup.epochs }), e),
         test: testLoader && (() => loaderBatches(testLoader, pre, 0, { classes: model.classes })),
       };
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
@@ -377,6 +402,7 @@ async function main(): Promise<number> {
     await model.destroy();
     for (const d of held.gpuData ?? []) await d.destroy();
     pre.destroy();
+    if (trainPre !== pre) trainPre.destroy();
     summary(run, setup, { store, ing, ingestSeconds: ingested.seconds, train, test, resume, reports, seconds, loader: run.noIo ? undefined : trainLoader.stats() });
     return 0;
   } finally {
@@ -738,6 +764,7 @@ function summary(
     latencyMs: run.latencyMs,
     batch: run.batch,
     lr: run.lr,
+    augment: run.augment,
     seed: run.seed,
     resumedFrom: resume ? { path: resume.path, epoch: resume.run.epoch + 1, step: resume.run.step, trained: resume.run.loader.handed } : undefined,
     trainSamples: r.train.length,
