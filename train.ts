@@ -91,9 +91,10 @@ them (the model line says its size).
   --lr LR             Adam's learning rate (default 0.001)
   --augment POLICY    augment the training samples (never the test split's) in the GPU
                       preprocessing pass, drawn per sample from (--seed, epoch, sample id):
-                      comma-separated terms of trivial (TrivialAugment's colour ops),
-                      brightness|contrast|saturation|hue=V or LO:HI (ColorJitter), jitter=V,
-                      solarize=P, posterize=P, erase=P (RandomErasing), or photos
+                      comma-separated terms of trivial (TrivialAugment), brightness|contrast|
+                      saturation|hue=V or LO:HI (ColorJitter), jitter=V, solarize=P,
+                      posterize=P, erase=P (RandomErasing), rotate=D, degrees=D, translate=F,
+                      scale=LO:HI, shear=S (RandomAffine), fill=V, or photos
                       (trivial,erase=0.25); see cassette read --help. Default: none
   --seed S            seeds the weights, the shuffles and the loader's plan (default 0)
   --limit N           train on the first N training samples (and test on the first N test samples)

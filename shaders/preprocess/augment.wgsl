@@ -1,7 +1,9 @@
-// augment: the preprocessing pass with each sample's colour ops and erased box (planned on the
-// CPU by src/decode/augment.ts, whose NOTE [ Augmentations ] defines every op against
-// torchvision's; owner src/gpu/augment.ts). Per output pixel: sample.wgsl's sample (crop,
-// mirror, resample) / 255, the ops in the sample's order, (v - mean) / std, then the erased box.
+// augment: the preprocessing pass with each sample's geometric ops, colour ops and erased box
+// (planned on the CPU by src/decode/augment.ts, whose NOTE [ Augmentations ] defines every op
+// against torchvision's; owner src/gpu/augment.ts). Per output pixel: its position mapped back
+// through the geometric ops (fill where it leaves the image), then sample.wgsl's crop, mirror
+// and resampling there, / 255, the colour ops in the sample's order, (v - mean) / std, then the
+// erased box.
 // A contrast step blends towards its image's grey mean at that point of the chain: the mean
 // is a reduction over the whole image, so `grey_mean` computes it first, one dispatch per
 // contrast step (SLOT), each resampling the image and running the steps before it.
@@ -9,14 +11,14 @@
 // Bindings: sample.wgsl's (params: here scale = 1 / std, bias = -mean / std; src; dst), then
 //   3  storage, read    aug: array<u32>    AUG_WORDS words per image:
 //        0 steps (≤ 7), 1 op codes (4 bits a step, step 0 lowest), 2-8 factors (f32),
-//        9-12 erased box x, y, w, h (output pixels; w = 0: none), 13-15 erase values (f32)
+//        9-12 erased box x, y, w, h (output pixels; w = 0: none), 13-15 erase values (f32),
+//        16-31 the geometric ops and fill (shaders/preprocess/warp.wgsl, put before this text)
 //   4  storage, rw      means: array<f32>  MEANS per image: the grey mean of each contrast step
 // Entry points:
 //   grey_mean  (1, batch, 1) workgroups of 256: image b's mean for its SLOT-th contrast step
 //   main       (ceil(outW·outH / 64), batch, 1) workgroups of 64, as crop_resize_normalize's
 
 override SLOT: u32 = 0u;
-const AUG_WORDS: u32 = 16u;
 const MEANS: u32 = 2u;
 const OP_BRIGHTNESS: u32 = 1u;
 const OP_CONTRAST: u32 = 2u;
@@ -25,7 +27,6 @@ const OP_HUE: u32 = 4u;
 const OP_SOLARIZE: u32 = 5u;
 const OP_POSTERIZE: u32 = 6u;
 
-@group(0) @binding(3) var<storage, read> aug: array<u32>;
 @group(0) @binding(4) var<storage, read_write> means: array<f32>;
 
 // torchvision's rgb_to_grayscale; one output channel is its own grey.
@@ -118,9 +119,27 @@ fn steps(b: u32, v0: vec3<f32>, count: u32) -> vec3<f32> {
   return v;
 }
 
-// The sample of output pixel `pixel` in [0, 1], as the tensor's channels hold it.
+// The sample of output pixel `pixel` in [0, 1], as the tensor's channels hold it: through the
+// geometric ops, last first, back to a position in the crop, or the fill where one leaves it.
 fn unit(b: u32, pixel: u32) -> vec3<f32> {
-  return outChannels(b, sample(b, pixel)) / 255.0;
+  let base = b * AUG_WORDS;
+  if (aug[base + 16u] == 0u) {
+    return outChannels(b, sample(b, pixel)) / 255.0;
+  }
+  let back = warpBack(b, pixel, params.outW, params.outH);
+  if (back.z == 0.0) {
+    return vec3<f32>(word(base + 29u), word(base + 30u), word(base + 31u));
+  }
+  let size = vec2<f32>(f32(params.outW), f32(params.outH));
+  var q = back.xy;
+  let r = record(b);
+  if (r.mirror) {
+    q.x = size.x - 1.0 - q.x;
+  }
+  let s = r.crop.zw / size;
+  let ax = axisAt(r.crop.x + (q.x + 0.5) * s.x - 0.5, s.x, r.width, r.origin.x);
+  let ay = axisAt(r.crop.y + (q.y + 0.5) * s.y - 0.5, s.y, r.height, r.origin.y);
+  return outChannels(b, gather(r, ax, ay)) / 255.0;
 }
 
 var<workgroup> partial: array<f32, 256>;

@@ -52,7 +52,11 @@ struct Axis {
 
 fn axis(o: u32, crop0: f32, cropLen: f32, outLen: u32, n: u32, origin: u32) -> Axis {
   let s = cropLen / f32(outLen);
-  let t = crop0 + (f32(o) + 0.5) * s - 0.5;
+  return axisAt(crop0 + (f32(o) + 0.5) * s - 0.5, s, n, origin);
+}
+
+// The taps around source position t (in the frame's pixels) for a shrink factor s.
+fn axisAt(t: f32, s: f32, n: u32, origin: u32) -> Axis {
   let r = select(1.0, s, s > ANTIALIAS_ABOVE);
   let first = i32(origin);
   let last = first + i32(n) - 1;
@@ -76,24 +80,23 @@ fn weight(j: i32, a: Axis) -> f32 {
 // record says: r, g, b in 0..255 (a grey source repeated in all three).
 fn sample(b: u32, pixel: u32) -> vec3<f32> {
   let outW = params.outW;
-  let outH = params.outH;
   let r = record(b); // shaders/preprocess/record.wgsl
-  let offset = r.offset;
-  let width = r.width;
-  let height = r.height;
-  let crop = r.crop;
-  let channels = r.channels;
-
   let oy = pixel / outW;
   var ox = pixel % outW;
   if (r.mirror) {
     ox = outW - 1u - ox;
   }
-  let ax = axis(ox, crop.x, crop.z, outW, width, r.origin.x);
-  let ay = axis(oy, crop.y, crop.w, outH, height, r.origin.y);
+  let ax = axis(ox, r.crop.x, r.crop.z, outW, r.width, r.origin.x);
+  let ay = axis(oy, r.crop.y, r.crop.w, params.outH, r.height, r.origin.y);
+  return gather(r, ax, ay);
+}
+
+// The weighted sum of image r's taps ax × ay (weights renormalized): r, g, b in 0..255.
+fn gather(r: Record, ax: Axis, ay: Axis) -> vec3<f32> {
+  let width = r.width;
+  let channels = r.channels;
   let x0 = i32(r.origin.x);
   let y0 = i32(r.origin.y);
-
   var acc = vec3<f32>(0.0);
   var wsumY = 0.0;
   var wsumX = 0.0;
@@ -103,7 +106,7 @@ fn sample(b: u32, pixel: u32) -> vec3<f32> {
   for (var y = ay.lo; y <= ay.hi; y = y + 1) {
     let wy = weight(y, ay);
     wsumY = wsumY + wy;
-    let row = offset + u32(y - y0) * width * channels;
+    let row = r.offset + u32(y - y0) * width * channels;
     var line = vec3<f32>(0.0);
     for (var x = ax.lo; x <= ax.hi; x = x + 1) {
       let wx = weight(x, ax);

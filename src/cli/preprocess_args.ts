@@ -33,13 +33,15 @@ export const preprocessHelp = `  --preprocess         decode (implies --decode),
     --resize N         center: the shorter side scaled to N first (default: the shorter output side)
     --flip P           probability of a left-right mirror per image (default 0). Crops
                        and flips are drawn from (--seed, epoch, sample id), as in training
-    --augment POLICY   per-sample colour ops and erasing in the same pass, drawn from
-                       (--seed, epoch, sample id) too: comma-separated terms of trivial
-                       (TrivialAugment: identity, brightness, color, contrast, posterize,
-                       solarize), brightness|contrast|saturation|hue=V or LO:HI (ColorJitter),
-                       jitter=V (brightness, contrast and saturation V), solarize=P,
-                       posterize=P, erase=P (RandomErasing), or photos (trivial,erase=0.25).
-                       E.g. --augment trivial,erase=0.25 or --augment jitter=0.4,hue=0.1
+    --augment POLICY   per-sample geometric and colour ops and erasing in the same pass, drawn
+                       from (--seed, epoch, sample id) too: comma-separated terms of trivial
+                       (TrivialAugment: identity, shear, translate, rotate, brightness, color,
+                       contrast, posterize, solarize), brightness|contrast|saturation|hue=V or
+                       LO:HI (ColorJitter), jitter=V (brightness, contrast and saturation V),
+                       solarize=P, posterize=P, erase=P (RandomErasing), rotate=D
+                       (RandomRotation), degrees=D, translate=F, scale=LO:HI, shear=S
+                       (RandomAffine), fill=V (what they bring in, 0..1), or photos
+                       (trivial,erase=0.25). E.g. --augment photos or jitter=0.4,degrees=15
     --mean M[,M,M] --std S[,S,S]   per output channel, in 0..1 units; default with --grey
                        Fashion-MNIST's 0.286 / 0.353, else ImageNet's 0.485,0.456,0.406 /
                        0.229,0.224,0.225 (train.ts's); --mean 0 --std 1 leaves pixels / 255

@@ -7,9 +7,16 @@
  *
  * NOTE [ Augmentations ]
  * Each op is torchvision's on a float image in [0, 1] (its tensor path: no rounding to 8 bits
- * between ops), applied to the resampled crop, in this order: the policy's op (TrivialAugment),
- * the colour jitter's four in their drawn order, solarize, posterize; then Normalize; then
- * random erasing on the normalized tensor (where torchvision's recipes put RandomErasing).
+ * between ops), applied to the resampled crop, in this order: the geometric ops (the policy's,
+ * then RandomAffine's or RandomRotation's), the policy's colour op (TrivialAugment), the colour
+ * jitter's four in their drawn order, solarize, posterize; then Normalize; then random erasing
+ * on the normalized tensor (where torchvision's recipes put RandomErasing).
+ *   affine         torchvision's affine on the crop (its _get_inverse_affine_matrix: angle
+ *                  clockwise in degrees, translate in output pixels, scale, shear in degrees,
+ *                  about the centre; rotate(a) is affine(−a): counter-clockwise): each output
+ *                  pixel's position mapped back through the ops; one that falls outside the
+ *                  crop (at or past half a pixel beyond its edge pixels, as nearest sampling
+ *                  finds it) gets `fill` (default 0, black; in [0, 1], before the colour ops).
  *   brightness f   v ← clamp(f·v, 0, 1)                                  adjust_brightness
  *   contrast f     v ← clamp(f·v + (1 − f)·m, 0, 1), m the mean over the image of the grey
  *                  0.2989 r + 0.587 g + 0.114 b (one channel: its mean)  adjust_contrast
@@ -27,17 +34,23 @@
  *   4  TrivialAugmentWide: an op uniform among TRIVIAL_OPS, a magnitude bin uniform in 0…30,
  *      and for signed ops a sign
  *   5  RandomSolarize, 6 RandomPosterize: applied with probability p (default 0.5)
+ *   8  RandomAffine.get_params: applied with probability p (default 1): angle, then translation
+ *      (whole pixels, rounded half to even), scale, shear x, shear y; 9 RandomRotation: the angle
  *   7  RandomErasing.get_params on the output size: applied with probability p (default 0.5),
  *      up to ten tries of an area share uniform in `scale` and an aspect (h / w) log-uniform in
  *      `ratio`, sides rounded half to even; the first that fits (h < H, w < W) placed uniformly.
  *      A side of 0 erases nothing.
  * What differs from torchvision, and why:
+ *   - a geometric op is fused into the crop's resampling: each output pixel samples the source
+ *     once, at its mapped position, with the pass's filter (bilinear; antialiased when the crop
+ *     shrinks), where torchvision resizes first and then resamples the result (nearest by
+ *     default): one interpolation instead of two
  *   - the ops act on the resampled crop in f32 (the GPU) or f64 (the CPU), not on 8-bit PIL
  *     images: no rounding between ops; results agree with the f64 reference within 1e-3 after
  *     normalization (test/gpu/augment.test.ts)
- *   - TrivialAugment chooses among the ops built so far (TRIVIAL_OPS): identity, brightness,
- *     color (saturation), contrast, posterize and solarize; its geometric ops, sharpness,
- *     autocontrast and equalize are not yet here
+ *   - TrivialAugment chooses among the ops built so far (TRIVIAL_OPS): identity, shear x and y,
+ *     translate x and y, rotate, brightness, color (saturation), contrast, posterize and
+ *     solarize; sharpness, autocontrast and equalize are not yet here
  *   - random erasing fills with a constant, not per-pixel noise (`value="random"`)
  *   - the random numbers are cassette's seeded stream (src/plan/rng.ts), not torch's generator:
  *     the same distributions, not the same draws
@@ -85,7 +98,9 @@ export interface Erasing {
 }
 
 /** The ops TrivialAugment chooses among, each with its magnitudes (torchvision's TrivialAugmentWide, 31 bins). */
-export const TRIVIAL_OPS = ["identity", "brightness", "color", "contrast", "posterize", "solarize"] as const;
+export const TRIVIAL_OPS = [
+  "identity", "shearX", "shearY", "translateX", "translateY", "rotate", "brightness", "color", "contrast", "posterize", "solarize",
+] as const;
 
 /** A TrivialAugmentWide op name. */
 export type TrivialOp = (typeof TRIVIAL_OPS)[number];
@@ -102,7 +117,34 @@ export interface AugmentOptions {
   posterize?: { p?: number; bits?: number };
   /** Random erasing. */
   erase?: Erasing;
+  /** torchvision's RandomAffine. */
+  affine?: RandomAffine;
+  /** torchvision's RandomRotation: the angle's range in degrees, counter-clockwise (a number d: [−d, d]). */
+  rotate?: FactorRange;
+  /** What a geometric op brings in from outside the image, in [0, 1] (one value, or one per output channel; default 0). */
+  fill?: number | readonly number[];
 }
+
+/** torchvision's RandomAffine: the parameters drawn per sample from these ranges. */
+export interface RandomAffine {
+  /** Angle range in degrees, clockwise (a number d: [−d, d]). */
+  degrees?: FactorRange;
+  /** Largest shift as a share of the width and of the height. */
+  translate?: readonly [number, number];
+  /** Scale range. */
+  scale?: readonly [number, number];
+  /** Shear in degrees: s ([−s, s] along x), [lo, hi] along x, or [xlo, xhi, ylo, yhi]. */
+  shear?: number | readonly [number, number] | readonly [number, number, number, number];
+  /** Probability per sample (default 1). */
+  p?: number;
+}
+
+/**
+ * One geometric op as the sampler runs it: torchvision's inverse affine matrix [a, b, c, d, e, f],
+ * which maps an output pixel's centre (x, y), measured from the image's centre, to the position
+ * it is taken from: (a·x + b·y + c, d·x + e·y + f).
+ */
+export type Warp = [number, number, number, number, number, number];
 
 /** A per-pixel colour op of a sample's chain. */
 export type ColourOp = "brightness" | "contrast" | "saturation" | "hue" | "solarize" | "posterize";
@@ -132,8 +174,10 @@ export interface EraseBox {
   value: number[];
 }
 
-/** What is done to one sample after resampling: its colour ops in order, and its erased box. */
+/** What is done to one sample: its geometric ops, its colour ops in order, and its erased box. */
 export interface AugmentPlan {
+  /** Geometric ops, applied in this order (at most MAX_WARPS), and what they bring in from outside. */
+  warp?: { ops: Warp[]; fill: number[] };
   /** Colour ops, applied in this order. */
   steps: AugmentStep[];
   /** The erased box, if any. */
@@ -144,10 +188,12 @@ export interface AugmentPlan {
 export const MAX_STEPS = 7;
 /** Most contrast steps in one chain (the policy's and the jitter's): each needs its image's mean. */
 export const MAX_MEANS = 2;
+/** Most geometric ops in one sample's chain: the policy's and RandomAffine's or RandomRotation's. */
+export const MAX_WARPS = 2;
 
 /** Whether the options ask for any augmentation (and so need sample ids). */
 export function hasAugment(o: AugmentOptions | undefined): boolean {
-  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase);
+  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase || !!o.affine || o.rotate !== undefined);
 }
 
 /** [lo, hi] of a jitter factor (torchvision's ColorJitter._check_input); undefined when it is the identity. */
@@ -168,7 +214,7 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as ${why}: current value is ${JSON.stringify(value)}`);
   };
   if (typeof o !== "object" || o === null) bad("'augment' must be an object", o);
-  const known = ["trivial", "jitter", "solarize", "posterize", "erase"];
+  const known = ["trivial", "jitter", "solarize", "posterize", "erase", "affine", "rotate", "fill"];
   for (const k of Object.keys(o)) if (!known.includes(k)) bad(`'augment' has no option '${k}' (it has ${known.join(", ")})`, k);
   const prob = (name: string, p: unknown) => p !== undefined && !(typeof p === "number" && p >= 0 && p <= 1) && bad(`'${name}' must be a probability from 0 to 1`, p);
   const pair = (name: string, r: unknown, ok: (lo: number, hi: number) => boolean, rule: string) => {
@@ -212,6 +258,30 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
       (Array.isArray(v) && v.length === channels && v.every((x) => typeof x === "number" && Number.isFinite(x)));
     if (!okValue) bad(`'augment.erase.value' must be a number or ${channels} numbers (one per output channel)`, v);
   }
+  if (o.affine && o.rotate !== undefined) bad("'augment.rotate' and 'augment.affine' are one op: give the rotation as 'augment.affine.degrees'", o.rotate);
+  const degrees = (name: string, d: unknown) => {
+    if (typeof d === "number") !(d >= 0 && d <= 360) && bad(`'${name}' must be a number of degrees from 0 to 360`, d);
+    else pair(name, d, (lo, hi) => lo >= -360 && hi <= 360, "−360 ≤ lo ≤ hi ≤ 360");
+  };
+  degrees("augment.rotate", o.rotate);
+  const a = o.affine;
+  if (a !== undefined) {
+    if (typeof a !== "object" || a === null) bad("'augment.affine' must be an object", a);
+    degrees("augment.affine.degrees", a.degrees);
+    const t = a.translate;
+    if (t !== undefined && !(Array.isArray(t) && t.length === 2 && t.every((x) => typeof x === "number" && x >= 0 && x <= 1))) bad("'augment.affine.translate' must be [x, y], shares of the width and height from 0 to 1", t);
+    pair("augment.affine.scale", a.scale, (lo) => lo > 0, "0 < lo ≤ hi");
+    const sh = a.shear;
+    if (typeof sh === "number") !(sh >= 0 && sh < 90) && bad("'augment.affine.shear' must be degrees from 0 to 90", sh);
+    else if (sh !== undefined && !(Array.isArray(sh) && (sh.length === 2 || sh.length === 4) && sh.every((x) => typeof x === "number" && x > -90 && x < 90) && sh[0] <= sh[1] && (sh.length === 2 || sh[2] <= sh[3]))) {
+      bad("'augment.affine.shear' must be s, [lo, hi] or [xlo, xhi, ylo, yhi] in degrees within (−90, 90)", sh);
+    }
+    prob("augment.affine.p", a.p);
+  }
+  const f = o.fill;
+  const okFill = f === undefined || (typeof f === "number" && f >= 0 && f <= 1) ||
+    (Array.isArray(f) && f.length === channels && f.every((x) => typeof x === "number" && x >= 0 && x <= 1));
+  if (!okFill) bad(`'augment.fill' must be a number from 0 to 1 or ${channels} of them (one per output channel)`, f);
 }
 
 /**
@@ -220,14 +290,63 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
  * size (erasing is drawn on it). Undefined when nothing applies.
  */
 export function drawAugment(o: AugmentOptions, seed: number, epoch: number, key: number, outW: number, outH: number): AugmentPlan | undefined {
-  const steps: AugmentStep[] = [];
-  if (o.trivial) trivialStep(o.trivial === true ? TRIVIAL_OPS : o.trivial.ops ?? TRIVIAL_OPS, rng(seed, epoch, key, 4), steps);
+  const steps: AugmentStep[] = [], warps: Warp[] = [];
+  if (o.trivial) trivialStep(o.trivial === true ? TRIVIAL_OPS : o.trivial.ops ?? TRIVIAL_OPS, rng(seed, epoch, key, 4), steps, warps, outW, outH);
+  if (o.affine) affineWarp(o.affine, rng(seed, epoch, key, 8), outW, outH, warps);
+  if (o.rotate !== undefined) {
+    const [lo, hi] = typeof o.rotate === "number" ? [-o.rotate, o.rotate] : o.rotate;
+    warps.push(inverseAffine(-(lo + rng(seed, epoch, key, 9).next() * (hi - lo)), [0, 0], 1, [0, 0]));
+  }
   if (o.jitter) jitterSteps(o.jitter, rng(seed, epoch, key, 3), steps);
   if (o.solarize && rng(seed, epoch, key, 5).next() < (o.solarize.p ?? 0.5)) steps.push({ op: "solarize", factor: o.solarize.threshold ?? 0.5 });
   if (o.posterize && rng(seed, epoch, key, 6).next() < (o.posterize.p ?? 0.5)) steps.push({ op: "posterize", factor: o.posterize.bits ?? 4 });
   const erase = o.erase ? eraseBox(o.erase, rng(seed, epoch, key, 7), outW, outH) : undefined;
-  if (steps.length === 0 && !erase) return undefined;
-  return erase ? { steps, erase } : { steps };
+  if (steps.length === 0 && !erase && warps.length === 0) return undefined;
+  const plan: AugmentPlan = { steps };
+  if (warps.length) {
+    const f = o.fill ?? 0;
+    plan.warp = { ops: warps, fill: typeof f === "number" ? [f, f, f] : [...f] };
+  }
+  if (erase) plan.erase = erase;
+  return plan;
+}
+
+/**
+ * torchvision's _get_inverse_affine_matrix: the matrix that takes an output pixel (from the
+ * centre) to where affine(angle, translate, scale, shear) about `center` (from the centre)
+ * takes it from. Angles and shears in degrees; the angle clockwise.
+ */
+export function inverseAffine(angle: number, translate: readonly [number, number], scale: number, shear: readonly [number, number], center: readonly [number, number] = [0, 0]): Warp {
+  const rad = Math.PI / 180;
+  const rot = angle * rad, sx = shear[0] * rad, sy = shear[1] * rad;
+  const [cx, cy] = center, [tx, ty] = translate;
+  // The rotation and shear, without the scale (determinant 1), then its inverse over the scale.
+  const a = Math.cos(rot - sy) / Math.cos(sy);
+  const b = (-Math.cos(rot - sy) * Math.tan(sx)) / Math.cos(sy) - Math.sin(rot);
+  const c = Math.sin(rot - sy) / Math.cos(sy);
+  const d = (-Math.sin(rot - sy) * Math.tan(sx)) / Math.cos(sy) + Math.cos(rot);
+  const m: Warp = [d / scale, -b / scale, 0, -c / scale, a / scale, 0];
+  m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx;
+  m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy;
+  return m;
+}
+
+/** RandomAffine.get_params on a W × H image, as one warp. */
+function affineWarp(a: RandomAffine, r: Rng, W: number, H: number, warps: Warp[]): void {
+  if (r.next() >= (a.p ?? 1)) return;
+  const uniform = (lo: number, hi: number) => lo + r.next() * (hi - lo);
+  const [d0, d1] = a.degrees === undefined ? [0, 0] : typeof a.degrees === "number" ? [-a.degrees, a.degrees] : a.degrees;
+  const angle = uniform(d0, d1);
+  let tx = 0, ty = 0;
+  if (a.translate) {
+    const mx = a.translate[0] * W, my = a.translate[1] * H;
+    tx = roundHalfEven(uniform(-mx, mx));
+    ty = roundHalfEven(uniform(-my, my));
+  }
+  const scale = a.scale ? uniform(a.scale[0], a.scale[1]) : 1;
+  const sh = a.shear === undefined ? undefined : typeof a.shear === "number" ? [-a.shear, a.shear] : a.shear;
+  const shx = sh ? uniform(sh[0], sh[1]) : 0, shy = sh && sh.length === 4 ? uniform(sh[2], sh[3]) : 0;
+  warps.push(inverseAffine(angle, [tx, ty], scale, [shx, shy]));
 }
 
 function jitterSteps(j: ColourJitter, r: Rng, steps: AugmentStep[]): void {
@@ -240,11 +359,26 @@ function jitterSteps(j: ColourJitter, r: Rng, steps: AugmentStep[]): void {
   for (const i of order) if (factors[i] !== undefined) steps.push({ op: ops[i], factor: factors[i]! });
 }
 
-/** TrivialAugmentWide's magnitudes, 31 bins (torchvision's _augmentation_space). */
-function trivialStep(ops: readonly TrivialOp[], r: Rng, steps: AugmentStep[]): void {
+/**
+ * TrivialAugmentWide's magnitudes, 31 bins (torchvision's _augmentation_space), and its
+ * _apply_op: shears about the top-left corner by atan(m) in degrees, translations by whole
+ * pixels, rotations counter-clockwise.
+ */
+function trivialStep(ops: readonly TrivialOp[], r: Rng, steps: AugmentStep[], warps: Warp[], W: number, H: number): void {
   const op = ops[r.int(ops.length)], bin = r.int(31);
   const signed = (m: number) => (r.int(2) ? -m : m);
+  const corner: [number, number] = [-W / 2, -H / 2];
   switch (op) {
+    case "shearX":
+      return void warps.push(inverseAffine(0, [0, 0], 1, [Math.atan(signed((0.99 * bin) / 30)) * (180 / Math.PI), 0], corner));
+    case "shearY":
+      return void warps.push(inverseAffine(0, [0, 0], 1, [0, Math.atan(signed((0.99 * bin) / 30)) * (180 / Math.PI)], corner));
+    case "translateX":
+      return void warps.push(inverseAffine(0, [Math.trunc(signed((32 * bin) / 30)), 0], 1, [0, 0]));
+    case "translateY":
+      return void warps.push(inverseAffine(0, [0, Math.trunc(signed((32 * bin) / 30))], 1, [0, 0]));
+    case "rotate":
+      return void warps.push(inverseAffine(-signed((135 * bin) / 30), [0, 0], 1, [0, 0]));
     case "brightness":
     case "contrast":
       return void steps.push({ op, factor: 1 + signed((0.99 * bin) / 30) });
@@ -367,6 +501,9 @@ const PRESETS: Readonly<Record<string, string>> = { photos: "trivial,erase=0.25"
  *   jitter=V                 brightness, contrast and saturation V each
  *   solarize=P               RandomSolarize(0.5, p=P);  posterize=P: RandomPosterize(4, p=P)
  *   erase=P                  RandomErasing(p=P)
+ *   rotate=D or LO:HI        RandomRotation(D)
+ *   degrees=D, translate=F, scale=LO:HI, shear=S    RandomAffine's (any of them makes one)
+ *   fill=V                   what the geometric ops bring in from outside, in [0, 1]
  *   photos                   trivial,erase=0.25;  none: nothing
  * A bad term throws ERR_INVALID_OPTION naming it.
  *
@@ -408,8 +545,20 @@ export function parseAugment(spec: string): AugmentOptions {
       o.jitter = { ...o.jitter, brightness: v, contrast: v, saturation: v };
     } else if (name === "solarize" || name === "posterize" || name === "erase") {
       o[name] = { p: number() };
+    } else if (name === "rotate") {
+      o.rotate = range();
+    } else if (name === "degrees" || name === "shear") {
+      o.affine = { ...o.affine, [name]: range() };
+    } else if (name === "translate") {
+      const v = number();
+      o.affine = { ...o.affine, translate: [v, v] };
+    } else if (name === "scale") {
+      const r = range();
+      o.affine = { ...o.affine, scale: typeof r === "number" ? [1 - r, 1 + r] : r };
+    } else if (name === "fill") {
+      o.fill = number();
     } else {
-      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, ${Object.keys(PRESETS).join(", ")})`);
+      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, rotate, degrees, translate, scale, shear, fill, ${Object.keys(PRESETS).join(", ")})`);
     }
   }
   checkAugment(o, "use the augmentation policy", 3);

@@ -271,10 +271,12 @@ export interface FrameBox {
  * whole image. A box wholly outside the image reads the nearest edge pixel, which it keeps.
  */
 export function planRegion(
-  plan: { x: number; y: number; w: number; h: number }, width: number, height: number, outW: number, outH: number, antialiasAbove = 2,
+  plan: { x: number; y: number; w: number; h: number; augment?: AugmentPlan }, width: number, height: number, outW: number, outH: number, antialiasAbove = 2,
 ): { x: number; y: number; width: number; height: number } {
-  const [x0, x1] = taps(plan.x, plan.w, outW, width, antialiasAbove);
-  const [y0, y1] = taps(plan.y, plan.h, outH, height, antialiasAbove);
+  // A geometric op samples anywhere in the crop, up to half a pixel past its edge pixels.
+  const warped = !!plan.augment?.warp;
+  const [x0, x1] = taps(plan.x, plan.w, outW, width, antialiasAbove, warped);
+  const [y0, y1] = taps(plan.y, plan.h, outH, height, antialiasAbove, warped);
   return { x: x0, y: y0, width: x1 - x0 + 1, height: y1 - y0 + 1 };
 }
 
@@ -324,9 +326,9 @@ export function planFor(options: DecodeOptions | undefined, bytes: Uint8Array, e
 }
 
 /** First and last pixel one axis's resampling reads (see planRegion), within [0, n − 1]. */
-function taps(start: number, len: number, outLen: number, n: number, antialiasAbove: number): [number, number] {
+function taps(start: number, len: number, outLen: number, n: number, antialiasAbove: number, warped: boolean): [number, number] {
   const s = len / outLen, r = s > antialiasAbove ? s : 1;
-  const first = start + 0.5 * s - 0.5, last = start + (outLen - 0.5) * s - 0.5;
+  const first = warped ? start - 0.5 : start + 0.5 * s - 0.5, last = warped ? start + len - 0.5 : start + (outLen - 0.5) * s - 0.5;
   // The taps run from floor(first − r) + 1 to ceil(last + r) − 1; one more each side.
   const lo = Math.min(Math.max(Math.floor(first - r), 0), n - 1);
   const hi = Math.max(Math.min(Math.ceil(last + r), n - 1), 0);

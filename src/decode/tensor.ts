@@ -227,7 +227,8 @@ export function cpuTensor(
   const mean = options.mean ?? [], std = options.std ?? [];
   for (let i = 0; i < n; i++) {
     const base = i * C * W * H, aug = plans[i].augment;
-    resampleOne(list[i], plans[i], W, H, C, layout, aa, aug ? raw : norm, data, base);
+    if (aug?.warp) resampleWarped(list[i], plans[i], W, H, C, layout, aa, data, base);
+    else resampleOne(list[i], plans[i], W, H, C, layout, aa, aug ? raw : norm, data, base);
     if (aug) applyAugment(data, base, W, H, C, layout, aug, mean, std);
   }
   return { data, shape: layout === "nchw" ? [n, C, H, W] : [n, H, W, C], layout, plans };
@@ -327,6 +328,59 @@ function resampleOne(
   m.across(src, stride, ic, rows, xt.lo, xt.count, xt.start, xt.w, W, mid);
   m.down(mid, W, yt.lo, yt.count, yt.start, yt.w, H, rowLo, out, C, layout === "nhwc" ? 1 : 0, ic === 1 ? 1 : 0, nm, acc);
   dst.set(new Float32Array(m.memory.buffer, out, size), base);
+}
+
+/**
+ * One image whose plan has geometric ops (augment.ts) into `dst` at `base`, as values in [0, 1]:
+ * each output pixel mapped back through the ops, last first (the fill where it leaves the
+ * image), mirrored, then sampled at its own position with the kernel's taps and weights
+ * (augment.wgsl's `unit`). Not separable, so in plain code, pixel by pixel.
+ */
+function resampleWarped(img: TensorImage, p: ImagePlan, W: number, H: number, C: number, layout: "nchw" | "nhwc", aa: number, dst: Float32Array, base: number): void {
+  const warp = p.augment!.warp!;
+  const ic = img.channels, data = img.data, off = img.offset ?? 0;
+  const ox0 = img.frame?.x ?? 0, oy0 = img.frame?.y ?? 0;
+  const sx = p.w / W, sy = p.h / H, rx = sx > aa ? sx : 1, ry = sy > aa ? sy : 1;
+  const cx = W / 2 - 0.5, cy = H / 2 - 0.5;
+  const put = (k: number, c: number, v: number) => (dst[base + (layout === "nchw" ? c * W * H + k : k * C + c)] = v);
+  // Taps [lo, hi] around t with support r; wholly outside the image: the nearest edge pixel alone.
+  const span = (t: number, r: number, first: number, last: number): [number, number, number, number] => {
+    const lo = Math.max(Math.floor(t - r) + 1, first), hi = Math.min(Math.ceil(t + r) - 1, last);
+    if (lo <= hi) return [lo, hi, t, r];
+    const j = Math.min(Math.max(Math.round(t), first), last);
+    return [j, j, j, 1];
+  };
+  const rgb = [0, 0, 0];
+  for (let k = 0; k < W * H; k++) {
+    let qx = k % W, qy = Math.floor(k / W), inside = true;
+    for (let i = warp.ops.length - 1; i >= 0 && inside; i--) {
+      const [a, b, c, d, e, f] = warp.ops[i], x = qx - cx, y = qy - cy;
+      qx = a * x + b * y + c + cx;
+      qy = d * x + e * y + f + cy;
+      inside = qx >= -0.5 && qx < W - 0.5 && qy >= -0.5 && qy < H - 0.5;
+    }
+    if (!inside) {
+      for (let ch = 0; ch < C; ch++) put(k, ch, warp.fill[ch]);
+      continue;
+    }
+    if (p.mirror) qx = W - 1 - qx;
+    const [xl, xh, tx, wrx] = span(p.x + (qx + 0.5) * sx - 0.5, rx, ox0, ox0 + img.width - 1);
+    const [yl, yh, ty, wry] = span(p.y + (qy + 0.5) * sy - 0.5, ry, oy0, oy0 + img.height - 1);
+    rgb[0] = rgb[1] = rgb[2] = 0;
+    let sumX = 0, sumY = 0;
+    for (let x = xl; x <= xh; x++) sumX += Math.max(0, 1 - Math.abs(x - tx) / wrx);
+    for (let y = yl; y <= yh; y++) {
+      const wy = Math.max(0, 1 - Math.abs(y - ty) / wry);
+      sumY += wy;
+      for (let x = xl; x <= xh; x++) {
+        const w = wy * Math.max(0, 1 - Math.abs(x - tx) / wrx), at = off + ((y - oy0) * img.width + (x - ox0)) * ic;
+        for (let ch = 0; ch < 3; ch++) rgb[ch] += w * data[at + (ic === 1 ? 0 : ch)];
+      }
+    }
+    const norm = 255 * sumX * sumY;
+    if (C === 1) put(k, 0, (ic === 1 ? rgb[0] : 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / norm);
+    else for (let ch = 0; ch < 3; ch++) put(k, ch, rgb[ch] / norm);
+  }
 }
 
 /** Room in the resampler's memory for one axis's taps. */

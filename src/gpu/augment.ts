@@ -7,18 +7,19 @@
  */
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import sampleCode from "../../shaders/preprocess/sample.wgsl" with { type: "text" };
+import warpCode from "../../shaders/preprocess/warp.wgsl" with { type: "text" };
 import code from "../../shaders/preprocess/augment.wgsl" with { type: "text" };
-import { type AugmentPlan, MAX_MEANS, MAX_STEPS, OP_CODES } from "../decode/augment.ts";
+import { type AugmentPlan, MAX_MEANS, MAX_STEPS, MAX_WARPS, OP_CODES } from "../decode/augment.ts";
 import type { ImagePlan } from "../decode/crop.ts";
 import { Kernel } from "./kernel.ts";
 
 const BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage", "storage"] as const;
-const source = recordCode + sampleCode + code;
+const source = recordCode + sampleCode + warpCode + code;
 const mainKernel = new Kernel({ name: "preprocess/augment", code: source, bindings: BINDINGS });
 const meanKernel = new Kernel({ name: "preprocess/augment.grey_mean", code: source, entryPoint: "grey_mean", bindings: BINDINGS });
 
-/** Words of one image's entry in the augmentation table (augment.wgsl's AUG_WORDS). */
-export const AUG_WORDS = 16;
+/** Words of one image's entry in the augmentation table (warp.wgsl's AUG_WORDS). */
+export const AUG_WORDS = 32;
 /** Bytes of the per-image grey means (augment.wgsl's MEANS per image). */
 export function meanBytes(n: number): number {
   return n * MAX_MEANS * 4;
@@ -56,6 +57,13 @@ function writeEntry(words: Uint32Array, floats: Float32Array, at: number, a: Aug
   if (e) {
     words.set([e.x, e.y, e.w, e.h], at + 9);
     floats.set(e.value.slice(0, 3), at + 13);
+  }
+  const w = a.warp;
+  if (w && w.ops.length) {
+    if (w.ops.length > MAX_WARPS) throw new RangeError(`an augmentation has ${w.ops.length} geometric ops, more than ${MAX_WARPS}`);
+    words[at + 16] = w.ops.length;
+    w.ops.forEach((m, k) => floats.set(m, at + 17 + 6 * k));
+    floats.set(w.fill.slice(0, 3), at + 29);
   }
 }
 

@@ -7,6 +7,7 @@
 import code from "../../shaders/preprocess/crop_resize_normalize.wgsl" with { type: "text" };
 import maskCode from "../../shaders/preprocess/mask_nearest.wgsl" with { type: "text" };
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
+import warpCode from "../../shaders/preprocess/warp.wgsl" with { type: "text" };
 import sampleCode from "../../shaders/preprocess/sample.wgsl" with { type: "text" };
 import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
@@ -28,8 +29,8 @@ const kernel = new Kernel({
 });
 const maskKernel = new Kernel({
   name: "preprocess/mask_nearest",
-  code: recordCode + maskCode,
-  bindings: ["uniform", "read-only-storage", "storage"],
+  code: recordCode + warpCode + maskCode,
+  bindings: ["uniform", "read-only-storage", "storage", "read-only-storage"],
 });
 const WORKGROUP = 64;
 
@@ -227,10 +228,12 @@ export class Preprocessor {
     const maskPack = masks ? packLayout(masks) : undefined;
     const maskAt = Math.ceil(afterCoef / 256) * 256;
     const afterMasks = maskPack ? maskAt + maskPack.bytes : afterCoef;
-    // The augmentation table too, when any image of the batch has ops or an erase.
+    // The augmentation table too, when any image of the batch has ops or an erase, or masks
+    // come (their kernel reads the geometric ops there).
     const augmented = augments(plans);
+    const withTable = augmented || !!maskPack;
     const augAt = Math.ceil(afterMasks / 256) * 256;
-    const upload = augmented ? augAt + augmentBytes(n) : afterMasks;
+    const upload = withTable ? augAt + augmentBytes(n) : afterMasks;
 
     const slot = await this.#ring.acquire(upload);
     try {
@@ -238,7 +241,7 @@ export class Preprocessor {
       else packImages(slot.bytes, pixels, plans, pack);
       if (coef) coef.write(slot.bytes.subarray(coefAt));
       if (maskPack) packImages(slot.bytes.subarray(maskAt), masks!, maskPlans!, maskPack);
-      if (augmented) packAugment(slot.bytes.subarray(augAt), plans);
+      if (withTable) packAugment(slot.bytes.subarray(augAt), plans);
       const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
       if (run.output && run.output.size < outBytes) {
         throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess into 'output' as the batch needs ${outBytes} bytes: current value is ${run.output.size}`);
@@ -258,7 +261,7 @@ export class Preprocessor {
         copies.push({ from: maskAt, to: maskIn, bytes: maskPack.bytes });
       }
       let augTable: GPUBuffer | undefined;
-      if (augmented) {
+      if (withTable) {
         augTable = slot.target("augment", augmentBytes(n), GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
         copies.push({ from: augAt, to: augTable, bytes: augmentBytes(n) });
       }
@@ -267,12 +270,12 @@ export class Preprocessor {
         const planes = slot.target("planes", coef.planeBytes, GPUBufferUsage.STORAGE);
         await encodeCoefficients(this.device, encoder, coef, coefBuf!, planes, input);
       }
-      if (augTable) {
+      if (augmented) {
         const means = slot.target("means", meanBytes(n), GPUBufferUsage.STORAGE);
         this.#checkGroups();
-        await encodeAugmented(this.device, encoder, { params: this.#augmentParams!, input, output, table: augTable, means }, n, W * H, meanPasses(plans), this.#constants);
+        await encodeAugmented(this.device, encoder, { params: this.#augmentParams!, input, output, table: augTable!, means }, n, W * H, meanPasses(plans), this.#constants);
       } else await this.encode(encoder, input, output, n);
-      if (maskIn) await maskKernel.encode(this.device, encoder, [this.#params, maskIn, maskOut!], [Math.ceil((W * H) / WORKGROUP), n]);
+      if (maskIn) await maskKernel.encode(this.device, encoder, [this.#params, maskIn, maskOut!, augTable!], [Math.ceil((W * H) / WORKGROUP), n]);
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
       const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];

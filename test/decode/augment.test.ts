@@ -68,10 +68,11 @@ test("TrivialAugment picks one op of its list uniformly, with TrivialAugmentWide
   for (let i = 0; i < n; i++) {
     const a = drawAugment({ trivial: true }, seed, 2, i, 8, 8);
     const s = a?.steps[0];
-    const name = s?.op ?? "identity";
+    const name = s?.op ?? (a?.warp ? "geometric" : "identity");
     counts.set(name, (counts.get(name) ?? 0) + 1);
     if (!s) continue;
     assert.equal(a!.steps.length, 1);
+    assert.is(a!.warp, undefined);
     if (s.op === "posterize") assert.ok(Number.isInteger(s.factor) && s.factor >= 2 && s.factor <= 8);
     else if (s.op === "solarize") assert.ok(s.factor >= 0 && s.factor <= 1 && Number.isInteger(Math.round(s.factor * 30 * 1e6) / 1e6));
     else {
@@ -79,8 +80,9 @@ test("TrivialAugment picks one op of its list uniformly, with TrivialAugmentWide
       assert.ok(m <= 0.99 + 1e-12 && Math.abs((m / 0.99) * 30 - Math.round((m / 0.99) * 30)) < 1e-9, `${s.op} ${s.factor}`);
     }
   }
-  assert.equal([...counts.keys()].sort(), ["brightness", "contrast", "identity", "posterize", "saturation", "solarize"]);
-  for (const [k, c] of counts) assert.ok(Math.abs(c / n - 1 / 6) < 0.03, `${k}: ${c / n} (seed ${seed})`);
+  assert.equal([...counts.keys()].sort(), ["brightness", "contrast", "geometric", "identity", "posterize", "saturation", "solarize"]);
+  // Eleven ops, five of them geometric (shear x, y, translate x, y, rotate).
+  for (const [k, c] of counts) assert.ok(Math.abs(c / n - (k === "geometric" ? 5 : 1) / 11) < 0.03, `${k}: ${c / n} (seed ${seed})`);
   const only = drawAugment({ trivial: { ops: ["solarize"] } }, seed, 0, 5, 8, 8);
   assert.is(only?.steps[0].op, "solarize");
 });
@@ -115,7 +117,11 @@ test("bad options are named, with their value", () => {
     [{ erase: { p: 2 } }, /augment\.erase\.p' must be a probability/],
     [{ erase: { value: [1, 2] } }, /augment\.erase\.value' must be a number or 3 numbers/],
     [{ posterize: { bits: 9 } }, /augment\.posterize\.bits'/],
-    [{ trivial: { ops: ["rotate" as "identity"] } }, /augment\.trivial\.ops' must name some of identity, brightness/],
+    [{ trivial: { ops: ["sharpness" as "identity"] } }, /augment\.trivial\.ops' must name some of identity, shearX/],
+    [{ rotate: 30, affine: { degrees: 10 } }, /'augment\.rotate' and 'augment\.affine' are one op/],
+    [{ affine: { shear: [10, 5] } }, /augment\.affine\.shear' must be s, \[lo, hi\]/],
+    [{ affine: { translate: [0.5, 2] } }, /augment\.affine\.translate' must be \[x, y\]/],
+    [{ fill: 2 }, /augment\.fill' must be a number from 0 to 1/],
     [{ blur: 1 } as unknown as AugmentOptions, /'augment' has no option 'blur'/],
   ];
   for (const [o, re] of cases) {
@@ -128,6 +134,41 @@ test("bad options are named, with their value", () => {
     }
   }
   checkAugment(FULL, "create a preprocessor", 3);
+});
+
+test("geometric draws: TrivialAugment's magnitudes as torchvision's matrices, RandomAffine's ranges", () => {
+  const seed = freshSeed();
+  for (let i = 0; i < 500; i++) {
+    const a = drawAugment({ trivial: { ops: ["rotate", "translateX", "shearY"] } }, seed, 0, i, 40, 30)!;
+    const [m0, m1, m2, m3, m4, m5] = a.warp!.ops[0];
+    assert.equal(a.warp!.fill, [0, 0, 0]);
+    const det = m0 * m4 - m1 * m3;
+    assert.ok(Math.abs(det - 1) < 1e-9, `area kept: det ${det}`);
+    if (m1 === 0 && m3 === 0 && m0 === 1 && m4 === 1) {
+      // A translation along x: whole pixels up to 32, none along y.
+      assert.ok(Number.isInteger(m2) && Math.abs(m2) <= 32 && m5 === 0, `${m2} ${m5}`);
+    } else if (m0 === 1 && m1 === 0 && m4 === 1) {
+      // A shear along y about the top-left corner: the corner (−20, −15 from the centre) stays.
+      assert.ok(Math.abs(m3 * -20 + m4 * -15 + m5 - -15) < 1e-9, "corner kept");
+      assert.ok(Math.abs(m3) <= 0.99 + 1e-12);
+    } else {
+      // A rotation about the centre by at most 135°.
+      assert.ok(Math.abs(m2) < 1e-9 && Math.abs(m5) < 1e-9 && Math.abs(m0 - m4) < 1e-12 && Math.abs(m1 + m3) < 1e-12);
+      assert.ok(Math.acos(Math.max(-1, Math.min(1, m0))) <= (135 * Math.PI) / 180 + 1e-9);
+    }
+  }
+  for (let i = 0; i < 300; i++) {
+    const a = drawAugment({ affine: { degrees: [10, 20], scale: [0.5, 0.8], translate: [0.1, 0.2] }, fill: [0.1, 0.2, 0.3] }, seed, 0, i, 50, 40)!;
+    const [m0, m1, m2, m3, m4, m5] = a.warp!.ops[0];
+    const det = m0 * m4 - m1 * m3, scale = 1 / Math.sqrt(det);
+    assert.ok(scale >= 0.5 - 1e-9 && scale <= 0.8 + 1e-9, `scale ${scale}`);
+    const angle = (Math.atan2(m1, m0) * 180) / Math.PI; // the inverse of R(θ) is [cos θ, sin θ; −sin θ, cos θ]
+    assert.ok(angle >= 10 - 1e-6 && angle <= 20 + 1e-6, `angle ${angle}`);
+    // The inverse's shift is −M·t: the drawn translation is whole pixels within 10 % and 20 %.
+    const tx = -(m4 * m2 - m1 * m5) / det, ty = -(-m3 * m2 + m0 * m5) / det;
+    assert.ok(Math.abs(tx - Math.round(tx)) < 1e-9 && Math.abs(tx) <= 5 + 1e-9 && Math.abs(ty - Math.round(ty)) < 1e-9 && Math.abs(ty) <= 8 + 1e-9, `${tx} ${ty}`);
+    assert.equal(a.warp!.fill, [0.1, 0.2, 0.3]);
+  }
 });
 
 test("a seed's draws are spread: brightness factors fill their range", () => {

@@ -108,3 +108,96 @@ export function augmentRef(img: Planes, W: number, plan: AugmentPlan | undefined
   }
   return { planes: out, near };
 }
+
+/** A 3×3 matrix, row-major, acting on (x, y, 1). */
+export type M3 = number[];
+const mul = (a: M3, b: M3): M3 => Array.from({ length: 9 }, (_, k) => a[Math.floor(k / 3) * 3] * b[k % 3] + a[Math.floor(k / 3) * 3 + 1] * b[3 + (k % 3)] + a[Math.floor(k / 3) * 3 + 2] * b[6 + (k % 3)]);
+const translate = (x: number, y: number): M3 => [1, 0, x, 0, 1, y, 0, 0, 1];
+
+/** The inverse of a 3×3 matrix, by cofactors. */
+export function invert(m: M3): M3 {
+  const [a, b, c, d, e, f, g, h, i] = m;
+  const A = e * i - f * h, B = -(d * i - f * g), C = d * h - e * g;
+  const det = a * A + b * B + c * C;
+  return [A, -(b * i - c * h), b * f - c * e, B, a * i - c * g, -(a * f - c * d), C, -(a * h - b * g), a * e - b * d].map((x) => x / det);
+}
+
+/**
+ * torchvision's affine as a forward map of pixel positions measured from the image's centre
+ * (y down): about `center`, shear x then shear y, scale, rotation by `angle` degrees clockwise,
+ * then the translation; its docs' RSS = R(a)·S(s)·SHy(sy)·SHx(sx).
+ */
+export function affineForward(angle: number, shift: readonly [number, number], scale: number, shear: readonly [number, number], center: readonly [number, number] = [0, 0]): M3 {
+  const rad = Math.PI / 180;
+  const a = angle * rad;
+  const R = [Math.cos(a), -Math.sin(a), 0, Math.sin(a), Math.cos(a), 0, 0, 0, 1];
+  const S = [scale, 0, 0, 0, scale, 0, 0, 0, 1];
+  const shy = [1, 0, 0, -Math.tan(shear[1] * rad), 1, 0, 0, 0, 1];
+  const shx = [1, -Math.tan(shear[0] * rad), 0, 0, 1, 0, 0, 0, 1];
+  const rss = mul(mul(mul(R, S), shy), shx);
+  return mul(mul(translate(center[0] + shift[0], center[1] + shift[1]), rss), translate(-center[0], -center[1]));
+}
+
+/** Where output pixel (x, y) is taken from under a forward map, in pixel indices of a W × H image. */
+export function sourceOf(forward: M3, x: number, y: number, W: number, H: number): [number, number] {
+  const inv = invert(forward);
+  const cx = x - (W - 1) / 2, cy = y - (H - 1) / 2;
+  return [inv[0] * cx + inv[1] * cy + inv[2] + (W - 1) / 2, inv[3] * cx + inv[4] * cy + inv[5] + (H - 1) / 2];
+}
+
+/** Source taps and weights (summing to 1) around position t with shrink s: the triangle filter of test/reference/preprocess.ts at any t. */
+function tapsAt(t: number, s: number, n: number, above: number): Array<[number, number]> {
+  const r = s > above ? s : 1;
+  const out: Array<[number, number]> = [];
+  for (let j = Math.max(0, Math.floor(t - r) + 1); j <= Math.min(n - 1, Math.ceil(t + r) - 1); j++) {
+    const w = 1 - Math.abs(j - t) / r;
+    if (w > 0) out.push([j, w]);
+  }
+  if (out.length === 0) out.push([Math.min(n - 1, Math.max(0, Math.round(t))), 1]);
+  const sum = out.reduce((acc, [, w]) => acc + w, 0);
+  return out.map(([j, w]) => [j, w / sum]);
+}
+
+/**
+ * The crop resized to W × H, mirrored, then each geometric op's forward map in turn (fill where a
+ * pixel comes from outside), as planes in [0, 1]: the resized crop evaluated at the one
+ * position each output pixel comes from. `near` gets the pixels whose position is within 1e-3
+ * of an edge of the image at some op, where f32 and f64 may fill differently.
+ */
+export function warpedRef(
+  img: { width: number; height: number; channels: number; data: Uint8Array }, plan: { x: number; y: number; w: number; h: number; mirror: boolean },
+  forwards: readonly M3[], fill: readonly number[], W: number, H: number, C: number, above = 2,
+): { planes: Planes; near: Set<number> } {
+  const planes: Planes = Array.from({ length: C }, () => new Array<number>(W * H).fill(0));
+  const near = new Set<number>();
+  const sx = plan.w / W, sy = plan.h / H;
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      const k = y * W + x;
+      let q: [number, number] = [x, y], outside = false;
+      for (let i = forwards.length - 1; i >= 0 && !outside; i--) {
+        q = sourceOf(forwards[i], q[0], q[1], W, H);
+        const edge = Math.min(Math.abs(q[0] + 0.5), Math.abs(q[0] - (W - 0.5)), Math.abs(q[1] + 0.5), Math.abs(q[1] - (H - 0.5)));
+        if (edge < 1e-3) near.add(k);
+        outside = q[0] < -0.5 || q[0] >= W - 0.5 || q[1] < -0.5 || q[1] >= H - 0.5;
+      }
+      if (outside) {
+        for (let c = 0; c < C; c++) planes[c][k] = fill[c];
+        continue;
+      }
+      const u = plan.mirror ? W - 1 - q[0] : q[0];
+      const xs = tapsAt(plan.x + (u + 0.5) * sx - 0.5, sx, img.width, above);
+      const ys = tapsAt(plan.y + (q[1] + 0.5) * sy - 0.5, sy, img.height, above);
+      const rgb = [0, 0, 0];
+      for (const [j, wy] of ys) {
+        for (const [i, wx] of xs) {
+          const at = (j * img.width + i) * img.channels;
+          for (let c = 0; c < 3; c++) rgb[c] += wy * wx * img.data[at + (img.channels === 1 ? 0 : c)];
+        }
+      }
+      if (C === 1) planes[0][k] = (img.channels === 1 ? rgb[0] : 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255;
+      else for (let c = 0; c < 3; c++) planes[c][k] = rgb[c] / 255;
+    }
+  }
+  return { planes, near };
+}
