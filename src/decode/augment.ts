@@ -67,6 +67,7 @@
 import { CassetteError } from "../errors.ts";
 import { type Rng, rng, shuffle } from "../plan/rng.ts";
 import { roundHalfEven } from "../util/round.ts";
+import { checkMix, type MixOptions } from "./mix.ts";
 
 /** A factor's range: [lo, hi], or v for torchvision's [max(0, 1 − v), 1 + v] (hue: [−v, v]). */
 export type FactorRange = number | readonly [number, number];
@@ -123,6 +124,11 @@ export interface AugmentOptions {
   rotate?: FactorRange;
   /** What a geometric op brings in from outside the image, in [0, 1] (one value, or one per output channel; default 0). */
   fill?: number | readonly number[];
+  /**
+   * MixUp and CutMix, once a batch (src/decode/mix.ts): a run given the batch's `labels` and
+   * `classes` mixes its tensor and returns the mixed `targets`.
+   */
+  mix?: MixOptions;
 }
 
 /** torchvision's RandomAffine: the parameters drawn per sample from these ranges. */
@@ -193,7 +199,7 @@ export const MAX_WARPS = 2;
 
 /** Whether the options ask for any augmentation (and so need sample ids). */
 export function hasAugment(o: AugmentOptions | undefined): boolean {
-  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase || !!o.affine || o.rotate !== undefined);
+  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase || !!o.affine || o.rotate !== undefined || !!o.mix);
 }
 
 /** [lo, hi] of a jitter factor (torchvision's ColorJitter._check_input); undefined when it is the identity. */
@@ -214,7 +220,7 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as ${why}: current value is ${JSON.stringify(value)}`);
   };
   if (typeof o !== "object" || o === null) bad("'augment' must be an object", o);
-  const known = ["trivial", "jitter", "solarize", "posterize", "erase", "affine", "rotate", "fill"];
+  const known = ["trivial", "jitter", "solarize", "posterize", "erase", "affine", "rotate", "fill", "mix"];
   for (const k of Object.keys(o)) if (!known.includes(k)) bad(`'augment' has no option '${k}' (it has ${known.join(", ")})`, k);
   const prob = (name: string, p: unknown) => p !== undefined && !(typeof p === "number" && p >= 0 && p <= 1) && bad(`'${name}' must be a probability from 0 to 1`, p);
   const pair = (name: string, r: unknown, ok: (lo: number, hi: number) => boolean, rule: string) => {
@@ -282,6 +288,7 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
   const okFill = f === undefined || (typeof f === "number" && f >= 0 && f <= 1) ||
     (Array.isArray(f) && f.length === channels && f.every((x) => typeof x === "number" && x >= 0 && x <= 1));
   if (!okFill) bad(`'augment.fill' must be a number from 0 to 1 or ${channels} of them (one per output channel)`, f);
+  checkMix(o.mix, what);
 }
 
 /**
@@ -504,6 +511,7 @@ const PRESETS: Readonly<Record<string, string>> = { photos: "trivial,erase=0.25"
  *   rotate=D or LO:HI        RandomRotation(D)
  *   degrees=D, translate=F, scale=LO:HI, shear=S    RandomAffine's (any of them makes one)
  *   fill=V                   what the geometric ops bring in from outside, in [0, 1]
+ *   mixup[=A], cutmix[=A]    MixUp, CutMix, Beta(A, A) (default A 1); both: each batch one of them
  *   photos                   trivial,erase=0.25;  none: nothing
  * A bad term throws ERR_INVALID_OPTION naming it.
  *
@@ -557,8 +565,10 @@ export function parseAugment(spec: string): AugmentOptions {
       o.affine = { ...o.affine, scale: typeof r === "number" ? [1 - r, 1 + r] : r };
     } else if (name === "fill") {
       o.fill = number();
+    } else if (name === "mixup" || name === "cutmix") {
+      o.mix = { ...o.mix, [name]: value === undefined ? {} : { alpha: number() } };
     } else {
-      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, rotate, degrees, translate, scale, shear, fill, ${Object.keys(PRESETS).join(", ")})`);
+      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, rotate, degrees, translate, scale, shear, fill, mixup, cutmix, ${Object.keys(PRESETS).join(", ")})`);
     }
   }
   checkAugment(o, "use the augmentation policy", 3);

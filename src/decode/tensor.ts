@@ -27,6 +27,7 @@ import { readDct } from "./dct.ts";
 import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
 import { type TensorExports, tensorWasm } from "./tensor_module.ts";
 import { applyAugment, checkAugment } from "./augment.ts";
+import { batchMix, type MixPlan, mixTensor } from "./mix.ts";
 
 /** What becomes of each image: output size, crop and flip (PlanOptions), channels, layout, normalization, antialiasing. */
 export interface TensorOptions extends PlanOptions {
@@ -48,6 +49,10 @@ export interface BatchPlanOptions {
   epoch?: number;
   /** One id per image (sample UUIDs); required when the policy is random. */
   ids?: readonly SampleKey[];
+  /** One class per image: with `augment.mix`, the batch is mixed and its targets come out. */
+  labels?: ArrayLike<number>;
+  /** How many classes (the targets' width), with `labels`. */
+  classes?: number;
 }
 
 /** An image's shape, and its frame where it is a box of a larger image (a planned decode). */
@@ -185,6 +190,10 @@ export interface CpuTensor {
   layout: "nchw" | "nhwc";
   /** What was done to each image (boxes in the frame's pixels). */
   plans: ImagePlan[];
+  /** With `augment.mix` and the batch's labels: how the batch was mixed. */
+  mix?: MixPlan;
+  /** With `augment.mix`: the mixed labels, n × classes. */
+  targets?: Float32Array<ArrayBuffer>;
 }
 
 /** The images of a list or of a table, one at a time, without copying pixels. */
@@ -213,6 +222,7 @@ export function cpuTensor(
   const data = out ?? new Float32Array(size);
   list.forEach(checkImage);
   const plans = planBatch(list, options, run);
+  const mixed = batchMix(options, run, n);
   // Per channel: scale (lanes 0-3), then bias (lanes 4-7), as wasm/tensor's `down` reads them.
   const norm = new Float32Array(8);
   for (let c = 0; c < C; c++) {
@@ -231,7 +241,10 @@ export function cpuTensor(
     else resampleOne(list[i], plans[i], W, H, C, layout, aa, aug ? raw : norm, data, base);
     if (aug) applyAugment(data, base, W, H, C, layout, aug, mean, std);
   }
-  return { data, shape: layout === "nchw" ? [n, C, H, W] : [n, H, W, C], layout, plans };
+  const shape: [number, number, number, number] = layout === "nchw" ? [n, C, H, W] : [n, H, W, C];
+  if (!mixed) return { data, shape, layout, plans };
+  mixTensor(mixed.plan, data.subarray(0, size), shape, layout);
+  return { data, shape, layout, plans, mix: mixed.plan, targets: mixed.targets };
 }
 
 /** Image `i`'s shape and bytes, named when wrong (the GPU's packing says the same: src/gpu/pack.ts). */

@@ -21,6 +21,8 @@ import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoef
 import type { JpegCoefficients } from "./idct.ts";
 import { augmentBytes, augments, compileAugmented, encodeAugmented, meanBytes, meanPasses, packAugment } from "./augment.ts";
 import { hasAugment } from "../decode/augment.ts";
+import { batchMix, type MixPlan } from "../decode/mix.ts";
+import { encodeMix } from "./mix.ts";
 
 const kernel = new Kernel({
   name: "preprocess/crop_resize_normalize",
@@ -87,6 +89,10 @@ export interface PreprocessedBatch {
   uploadBytes: number;
   /** With `PreprocessRunOptions.masks`: the masks, cropped and flipped as the images were. */
   masks?: PreprocessedMasks;
+  /** With `augment.mix` and the run's `labels`: how the batch was mixed (src/decode/mix.ts). */
+  mix?: MixPlan;
+  /** With `augment.mix`: the mixed labels, n × classes, on the CPU. */
+  targets?: Float32Array<ArrayBuffer>;
 }
 
 /**
@@ -217,6 +223,8 @@ export class Preprocessor {
       : list.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
     if (table && run.masks) throw new CassetteError("ERR_UNSUPPORTED", "Cannot preprocess masks with a table of images: give the images as a list");
     const plans = this.plan(pixels, run);
+    const mixed = batchMix(this.options, run, n);
+    if (mixed && run.masks) throw new CassetteError("ERR_UNSUPPORTED", "Cannot mix a batch that has masks (augment.mix): MixUp and CutMix blend images, and a mask's classes cannot blend");
     const pack = table ? tableLayout(table) : packLayout(pixels);
     const coef = table ? undefined : planCoefficients(list, pack);
     const coefAt = Math.ceil(pack.bytes / 256) * 256;
@@ -275,6 +283,11 @@ export class Preprocessor {
         this.#checkGroups();
         await encodeAugmented(this.device, encoder, { params: this.#augmentParams!, input, output, table: augTable!, means }, n, W * H, meanPasses(plans), this.#constants);
       } else await this.encode(encoder, input, output, n);
+      if (mixed && mixed.plan.kind !== "none") {
+        const scratch = slot.target("mix-scratch", outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+        const params = slot.target("mix-params", 48, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+        await encodeMix(this.device, encoder, mixed.plan, { n, channels: C, height: H, width: W, layout }, output, scratch, params);
+      }
       if (maskIn) await maskKernel.encode(this.device, encoder, [this.#params, maskIn, maskOut!, augTable!], [Math.ceil((W * H) / WORKGROUP), n]);
       this.device.queue.submit([encoder.finish()]);
       this.#ring.submitted(slot);
@@ -282,6 +295,7 @@ export class Preprocessor {
       const uploaded = copies.reduce((a, c) => a + c.bytes, 0);
       const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans, uploadBytes: uploaded };
       if (maskOut) out.masks = { buffer: maskOut, shape: [n, H, W], bytes: n * W * H * 4, plans: maskPlans! };
+      if (mixed) Object.assign(out, { mix: mixed.plan, targets: mixed.targets });
       return out;
     } catch (e) {
       this.#ring.abandon(slot);
