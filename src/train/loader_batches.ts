@@ -96,10 +96,17 @@ async function* preprocessed(loader: Loader<DecodedImage> | Loader<Sample>, pre:
     }
     // A batch of read workers' packets has its images in one buffer: one copy into the upload,
     // then the buffer goes back to its worker (Batch.release).
-    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => framed(imageOf(item, b.ids[i]), b.images, i)), { epoch, ids: b.ids, masks: b.masks });
+    // A preprocessor that mixes batches (augment.mix) takes the labels, and the loss the mix.
+    const mixing = !!pre.options.augment?.mix;
+    if (mixing && o.classes === undefined) throw new CassetteError("ERR_INVALID_OPTION", "Cannot mix batches (augment.mix) without 'classes': give the model's class count");
+    const run = { epoch, ids: b.ids, masks: b.masks, ...(mixing && { labels: b.labels, classes: o.classes }) };
+    const x = await pre.run(b.images && !b.masks ? imagesOf(b.images, b.ids) : b.items.map((item, i) => framed(imageOf(item, b.ids[i]), b.images, i)), run);
     b.release?.();
     const out: LoaderTrainBatch = { x: x.buffer, labels: b.labels, n: b.ids.length, ids: b.ids };
-    if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
+    if (x.mix && x.mix.kind !== "none") out.mix = { lambda: x.mix.lambda };
+    // Mixed targets replace the batch's; otherwise multi-label or float labels pass as they came.
+    if (x.targets) Object.assign(out, { targets: x.targets, targetWidth: o.classes });
+    else if (b.targets) Object.assign(out, { targets: b.targets, targetWidth: b.targetWidth });
     if (x.masks) out.masks = x.masks;
     yield out;
   }

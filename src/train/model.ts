@@ -19,7 +19,7 @@ import { Optimizer } from "./optim.ts";
 import type { OptimizerSpec } from "./optim.ts";
 import { Program } from "./program.ts";
 import type { Dispatch } from "./program.ts";
-import { softmaxXent } from "./ops/softmax_xent.ts";
+import { packLabels, softmaxXent } from "./ops/softmax_xent.ts";
 import { createTensor, Tensor, TensorArena } from "./tensor.ts";
 import { decodeWeights, encodeWeights, type WeightHeader } from "./weights.ts";
 import { modelSpec } from "./models.ts";
@@ -43,6 +43,11 @@ export interface TrainBatch {
   labelsOffset?: number;
   /** Samples in the batch. */
   n: number;
+  /**
+   * A mixed batch (MixUp or CutMix, src/decode/mix.ts): each row's target is `lambda` of its
+   * label and 1 − `lambda` of the row before's (the first row's: the last's). Labels on the CPU only.
+   */
+  mix?: { lambda: number };
 }
 
 /** Loss (mean per sample) and accuracy over the samples summed since the last reset. */
@@ -197,7 +202,7 @@ export class Sequential {
   async #build(B: number): Promise<BatchPlan> {
     const device = this.device;
     const input = createTensor(device, [B, ...this.spec.input], "model/input");
-    const labels = createTensor(device, [B], "model/labels", "u32");
+    const labels = createTensor(device, [2 * B + 1], "model/labels", "u32"); // packLabels' layout
     const owned = [input, labels];
     const layers: LayerPlan[] = [];
     let x = input;
@@ -248,9 +253,13 @@ export class Sequential {
     encoder.copyBufferToBuffer(b.x, xOffset, plan.input.buffer, 0, bytes);
     if (b.labels instanceof Int32Array || b.labels instanceof Uint32Array) {
       if (b.labels.length < b.n) throw new CassetteError("ERR_INVALID_OPTION", `Cannot take a batch of ${b.n} samples as 'labels' has ${b.labels.length}`);
-      this.device.queue.writeBuffer(plan.labels.buffer, 0, b.labels.buffer, b.labels.byteOffset, b.n * 4);
+      this.device.queue.writeBuffer(plan.labels.buffer, 0, packLabels(b.labels, b.n, b.mix?.lambda));
     } else {
+      if (b.mix) throw new CassetteError("ERR_UNSUPPORTED", "Cannot take a mixed batch whose labels are on the GPU: give them as an Int32Array");
+      // The labels twice (each row its own other label), then λ = 1.
       encoder.copyBufferToBuffer(b.labels, b.labelsOffset ?? 0, plan.labels.buffer, 0, b.n * 4);
+      encoder.copyBufferToBuffer(b.labels, b.labelsOffset ?? 0, plan.labels.buffer, b.n * 4, b.n * 4);
+      this.device.queue.writeBuffer(plan.labels.buffer, b.n * 8, Float32Array.of(1));
     }
   }
 

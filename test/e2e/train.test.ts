@@ -115,6 +115,27 @@ test("strict order through the loader (decoding in this thread, or reading and d
   }
 }, { timeoutMs: 400_000 });
 
+test("train.ts --augment: the training samples augmented and mixed (the loss changes), the same seed the same run; with --no-io, or a bad policy, refused by name", () => {
+  const common = ["--store", store, "--limit", String(LIMIT), "--batch", String(BATCH), "--epochs", "2", "--model", "mlp", "--seed", "5", "--order", "strict", "--workers", "0", "--json"];
+  const policy = "photos,jitter=0.3,mixup=0.4,cutmix";
+  const plain = train(...common, "--out", join(dir, "aug0"));
+  const a = train(...common, "--augment", policy, "--out", join(dir, "aug1"));
+  const b = train(...common, "--augment", policy, "--out", join(dir, "aug2"));
+  assert.equal(a.augment, { trivial: true, erase: { p: 0.25 }, jitter: { brightness: 0.3, contrast: 0.3, saturation: 0.3 }, mix: { mixup: { alpha: 0.4 }, cutmix: {} } });
+  for (let e = 0; e < 2; e++) {
+    assert.is(a.epochs[e].loss, b.epochs[e].loss, `epoch ${e + 1}: seeded draws, the same losses`);
+    assert.is(a.epochs[e].testAccuracy, b.epochs[e].testAccuracy);
+    assert.ok(Math.abs(a.epochs[e].loss - plain.epochs[e].loss) > 1e-3, `epoch ${e + 1}: augmented ${a.epochs[e].loss} vs plain ${plain.epochs[e].loss}`);
+    assert.ok(a.epochs[e].testAccuracy > 0.3, `still learns: ${a.epochs[e].testAccuracy}`);
+  }
+  const r = spawnTrain(["--store", store, "--augment", "trivial", "--no-io", "--out", join(dir, "bad")]);
+  assert.is(r.status, 2, r.stderr);
+  assert.match(r.stderr, /'--augment' runs in the preprocessing pass, which --no-io skips/);
+  const bad = spawnTrain(["--store", store, "--augment", "mixup=-1", "--out", join(dir, "bad")]);
+  assert.is(bad.status, 2, bad.stderr);
+  assert.match(bad.stderr, /mix\.mixup\.alpha' must be a number > 0/);
+}, { timeoutMs: 400_000 });
+
 test("train.ts --save writes weights, and bad options fail with an error that names them", () => {
   const weights = join(dir, "mlp.weights");
   train("--store", store, "--limit", "128", "--batch", "64", "--epochs", "1", "--model", "mlp", "--save", weights, "--out", join(dir, "save"), "--json");
