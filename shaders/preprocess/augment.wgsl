@@ -13,13 +13,16 @@
 //        0 steps (≤ 7), 1 op codes (4 bits a step, step 0 lowest), 2-8 factors (f32),
 //        9-12 erased box x, y, w, h (output pixels; w = 0: none), 13-15 erase values (f32),
 //        16-31 the geometric ops and fill (shaders/preprocess/warp.wgsl, put before this text)
-//   4  storage, rw      means: array<f32>  MEANS per image: the grey mean of each contrast step
+//   4  storage, rw      means: array<f32>  MEANS × PARTS per image: for each contrast step, the
+//        sums of grey over PARTS slices of the image (their total / pixels is the mean)
 // Entry points:
-//   grey_mean  (1, batch, 1) workgroups of 256: image b's mean for its SLOT-th contrast step
+//   grey_mean  (PARTS, batch, 1) workgroups of 256: a slice of image b's sum for its SLOT-th
+//              contrast step (PARTS workgroups an image, so that a batch fills a large GPU)
 //   main       (ceil(outW·outH / 64), batch, 1) workgroups of 64, as crop_resize_normalize's
 
 override SLOT: u32 = 0u;
 const MEANS: u32 = 2u;
+const PARTS: u32 = 16u;
 const OP_BRIGHTNESS: u32 = 1u;
 const OP_CONTRAST: u32 = 2u;
 const OP_SATURATION: u32 = 3u;
@@ -111,7 +114,7 @@ fn steps(b: u32, v0: vec3<f32>, count: u32) -> vec3<f32> {
     let op = (codes >> (4u * i)) & 0xfu;
     var mean = 0.0;
     if (op == OP_CONTRAST) {
-      mean = means[b * MEANS + slot];
+      mean = meanOf(b, slot);
       slot = slot + 1u;
     }
     v = applyOp(v, op, bitcast<f32>(aug[base + 2u + i]), mean);
@@ -142,6 +145,16 @@ fn unit(b: u32, pixel: u32) -> vec3<f32> {
   return outChannels(b, gather(r, ax, ay)) / 255.0;
 }
 
+// Image b's grey mean at its slot-th contrast step: the slices' sums, added in a fixed order.
+fn meanOf(b: u32, slot: u32) -> f32 {
+  let at = (b * MEANS + slot) * PARTS;
+  var sum = 0.0;
+  for (var g = 0u; g < PARTS; g = g + 1u) {
+    sum = sum + means[at + g];
+  }
+  return sum / f32(params.outW * params.outH);
+}
+
 var<workgroup> partial: array<f32, 256>;
 
 @compute @workgroup_size(256)
@@ -164,7 +177,7 @@ fn grey_mean(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
   let n = params.outW * params.outH;
   var sum = 0.0;
   if (at < count) {
-    for (var p = lid.x; p < n; p = p + 256u) {
+    for (var p = wid.x * 256u + lid.x; p < n; p = p + 256u * PARTS) {
       sum = sum + grey(steps(b, unit(b, p), at));
     }
   }
@@ -177,7 +190,7 @@ fn grey_mean(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
     workgroupBarrier();
   }
   if (lid.x == 0u && at < count) {
-    means[b * MEANS + SLOT] = partial[0] / f32(n);
+    means[(b * MEANS + SLOT) * PARTS + wid.x] = partial[0];
   }
 }
 

@@ -433,10 +433,25 @@ export function applyAugment(
   const n = W * H;
   // Channel c of pixel k lives at base + k·ks + c·cs.
   const ks = layout === "nchw" ? 1 : C, cs = layout === "nchw" ? n : 1;
-  const px = new Float64Array(n * 3);
-  for (let k = 0; k < n; k++) for (let c = 0; c < 3; c++) px[k * 3 + c] = data[base + k * ks + (C === 1 ? 0 : c) * cs];
-  for (const s of plan?.steps ?? []) runStep(px, n, C, s);
-  for (let k = 0; k < n; k++) for (let c = 0; c < C; c++) data[base + k * ks + c * cs] = (px[k * 3 + c] - (mean[c] ?? 0)) / (std[c] ?? 1);
+  const steps = plan?.steps ?? [];
+  if (steps.length) {
+    // The ops read a pixel's channels together: interleaved, in f64, one channel repeated.
+    const px = new Float64Array(n * 3);
+    for (let c = 0; c < 3; c++) {
+      const from = base + (C === 1 ? 0 : c) * cs;
+      for (let k = 0, at = from; k < n; k++, at += ks) px[k * 3 + c] = data[at];
+    }
+    for (const s of steps) runStep(px, n, C, s);
+    for (let c = 0; c < C; c++) {
+      const m = mean[c] ?? 0, d = std[c] ?? 1;
+      for (let k = 0, at = base + c * cs; k < n; k++, at += ks) data[at] = (px[k * 3 + c] - m) / d;
+    }
+  } else {
+    for (let c = 0; c < C; c++) {
+      const m = mean[c] ?? 0, d = std[c] ?? 1;
+      for (let k = 0, at = base + c * cs; k < n; k++, at += ks) data[at] = (data[at] - m) / d;
+    }
+  }
   const e = plan?.erase;
   if (!e) return;
   for (let y = e.y; y < e.y + e.h; y++) {
@@ -444,38 +459,41 @@ export function applyAugment(
   }
 }
 
-/** One op over every pixel (r, g, b; one channel repeated in all three). */
+/** One op over every pixel (r, g, b; one channel repeated in all three), loops written out per op. */
 function runStep(px: Float64Array, n: number, C: number, s: AugmentStep): void {
-  const f = s.factor, clamp = (x: number) => Math.min(1, Math.max(0, x));
-  const grey = (k: number) => (C === 1 ? px[k * 3] : GREY[0] * px[k * 3] + GREY[1] * px[k * 3 + 1] + GREY[2] * px[k * 3 + 2]);
-  const each = (fn: (v: number, k: number) => number) => {
-    for (let k = 0; k < n; k++) for (let c = 0; c < 3; c++) px[k * 3 + c] = fn(px[k * 3 + c], k);
-  };
+  const f = s.factor, len = n * 3;
+  const [gr, gg, gb] = C === 1 ? [1, 0, 0] : GREY;
   switch (s.op) {
     case "brightness":
-      return each((v) => clamp(f * v));
+      for (let i = 0; i < len; i++) px[i] = Math.min(1, Math.max(0, f * px[i]));
+      return;
     case "contrast": {
       let sum = 0;
-      for (let k = 0; k < n; k++) sum += grey(k);
-      const m = sum / n;
-      return each((v) => clamp(f * v + (1 - f) * m));
+      for (let i = 0; i < len; i += 3) sum += gr * px[i] + gg * px[i + 1] + gb * px[i + 2];
+      const m = (1 - f) * (sum / n);
+      for (let i = 0; i < len; i++) px[i] = Math.min(1, Math.max(0, f * px[i] + m));
+      return;
     }
     case "saturation":
       if (C === 1) return;
-      for (let k = 0; k < n; k++) {
-        const g = grey(k);
-        for (let c = 0; c < 3; c++) px[k * 3 + c] = clamp(f * px[k * 3 + c] + (1 - f) * g);
+      for (let i = 0; i < len; i += 3) {
+        const g = (1 - f) * (gr * px[i] + gg * px[i + 1] + gb * px[i + 2]);
+        px[i] = Math.min(1, Math.max(0, f * px[i] + g));
+        px[i + 1] = Math.min(1, Math.max(0, f * px[i + 1] + g));
+        px[i + 2] = Math.min(1, Math.max(0, f * px[i + 2] + g));
       }
       return;
     case "hue":
       if (C === 1) return;
-      for (let k = 0; k < n; k++) shiftHue(px, k * 3, f);
+      for (let i = 0; i < len; i += 3) shiftHue(px, i, f);
       return;
     case "solarize":
-      return each((v) => (v >= f ? 1 - v : v));
+      for (let i = 0; i < len; i++) if (px[i] >= f) px[i] = 1 - px[i];
+      return;
     case "posterize": {
       const levels = 2 ** f;
-      return each((v) => Math.min(Math.max(Math.floor(v * levels), 0), levels - 1) / levels);
+      for (let i = 0; i < len; i++) px[i] = Math.min(Math.max(Math.floor(px[i] * levels), 0), levels - 1) / levels;
+      return;
     }
   }
 }
@@ -491,10 +509,10 @@ function shiftHue(px: Float64Array, at: number, f: number): void {
   h = (((h + f) % 1) + 1) % 1;
   const i = Math.floor(h * 6), fr = h * 6 - i;
   const p = Math.min(1, Math.max(0, max * (1 - s))), q = Math.min(1, Math.max(0, max * (1 - s * fr))), t = Math.min(1, Math.max(0, max * (1 - s * (1 - fr))));
-  const rgb = [[max, t, p], [q, max, p], [p, max, t], [p, q, max], [t, p, max], [max, p, q]][i % 6];
-  px[at] = rgb[0];
-  px[at + 1] = rgb[1];
-  px[at + 2] = rgb[2];
+  const k = i % 6;
+  px[at] = k === 0 || k === 5 ? max : k === 1 ? q : k === 4 ? t : p;
+  px[at + 1] = k === 1 || k === 2 ? max : k === 0 ? t : k === 3 ? q : p;
+  px[at + 2] = k === 3 || k === 4 ? max : k === 2 ? t : k === 5 ? q : p;
 }
 
 /** The presets `--augment` names: `photos`, TrivialAugment with random erasing at 0.25 (timm's recipe for ImageNet). */

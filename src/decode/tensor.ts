@@ -351,48 +351,49 @@ function resampleOne(
  */
 function resampleWarped(img: TensorImage, p: ImagePlan, W: number, H: number, C: number, layout: "nchw" | "nhwc", aa: number, dst: Float32Array, base: number): void {
   const warp = p.augment!.warp!;
-  const ic = img.channels, data = img.data, off = img.offset ?? 0;
-  const ox0 = img.frame?.x ?? 0, oy0 = img.frame?.y ?? 0;
+  const ops = Float64Array.from(warp.ops.flat()), count = warp.ops.length;
+  const ic = img.channels, data = img.data, off = img.offset ?? 0, iw = img.width;
+  const xFirst = img.frame?.x ?? 0, yFirst = img.frame?.y ?? 0, xLast = xFirst + iw - 1, yLast = yFirst + img.height - 1;
   const sx = p.w / W, sy = p.h / H, rx = sx > aa ? sx : 1, ry = sy > aa ? sy : 1;
   const cx = W / 2 - 0.5, cy = H / 2 - 0.5;
-  const put = (k: number, c: number, v: number) => (dst[base + (layout === "nchw" ? c * W * H + k : k * C + c)] = v);
-  // Taps [lo, hi] around t with support r; wholly outside the image: the nearest edge pixel alone.
-  const span = (t: number, r: number, first: number, last: number): [number, number, number, number] => {
-    const lo = Math.max(Math.floor(t - r) + 1, first), hi = Math.min(Math.ceil(t + r) - 1, last);
-    if (lo <= hi) return [lo, hi, t, r];
-    const j = Math.min(Math.max(Math.round(t), first), last);
-    return [j, j, j, 1];
-  };
-  const rgb = [0, 0, 0];
+  const ks = layout === "nchw" ? 1 : C, cs = layout === "nchw" ? W * H : 1;
   for (let k = 0; k < W * H; k++) {
-    let qx = k % W, qy = Math.floor(k / W), inside = true;
-    for (let i = warp.ops.length - 1; i >= 0 && inside; i--) {
-      const [a, b, c, d, e, f] = warp.ops[i], x = qx - cx, y = qy - cy;
-      qx = a * x + b * y + c + cx;
-      qy = d * x + e * y + f + cy;
+    let qx = k % W, qy = (k - qx) / W, inside = true;
+    for (let i = count - 1; i >= 0 && inside; i--) {
+      const m = i * 6, x = qx - cx, y = qy - cy;
+      qx = ops[m] * x + ops[m + 1] * y + ops[m + 2] + cx;
+      qy = ops[m + 3] * x + ops[m + 4] * y + ops[m + 5] + cy;
       inside = qx >= -0.5 && qx < W - 0.5 && qy >= -0.5 && qy < H - 0.5;
     }
+    const at = base + k * ks;
     if (!inside) {
-      for (let ch = 0; ch < C; ch++) put(k, ch, warp.fill[ch]);
+      for (let ch = 0; ch < C; ch++) dst[at + ch * cs] = warp.fill[ch];
       continue;
     }
     if (p.mirror) qx = W - 1 - qx;
-    const [xl, xh, tx, wrx] = span(p.x + (qx + 0.5) * sx - 0.5, rx, ox0, ox0 + img.width - 1);
-    const [yl, yh, ty, wry] = span(p.y + (qy + 0.5) * sy - 0.5, ry, oy0, oy0 + img.height - 1);
-    rgb[0] = rgb[1] = rgb[2] = 0;
-    let sumX = 0, sumY = 0;
+    // The kernel's taps (sample.wgsl's axisAt): |j − t| < r within the pixels held, else the nearest edge pixel alone.
+    let tx = p.x + (qx + 0.5) * sx - 0.5, wrx = rx;
+    let xl = Math.max(Math.floor(tx - rx) + 1, xFirst), xh = Math.min(Math.ceil(tx + rx) - 1, xLast);
+    if (xl > xh) (xl = xh = tx = Math.min(Math.max(Math.round(tx), xFirst), xLast)), (wrx = 1);
+    let ty = p.y + (qy + 0.5) * sy - 0.5, wry = ry;
+    let yl = Math.max(Math.floor(ty - ry) + 1, yFirst), yh = Math.min(Math.ceil(ty + ry) - 1, yLast);
+    if (yl > yh) (yl = yh = ty = Math.min(Math.max(Math.round(ty), yFirst), yLast)), (wry = 1);
+    let r = 0, g = 0, b = 0, sumX = 0, sumY = 0;
     for (let x = xl; x <= xh; x++) sumX += Math.max(0, 1 - Math.abs(x - tx) / wrx);
     for (let y = yl; y <= yh; y++) {
       const wy = Math.max(0, 1 - Math.abs(y - ty) / wry);
       sumY += wy;
-      for (let x = xl; x <= xh; x++) {
-        const w = wy * Math.max(0, 1 - Math.abs(x - tx) / wrx), at = off + ((y - oy0) * img.width + (x - ox0)) * ic;
-        for (let ch = 0; ch < 3; ch++) rgb[ch] += w * data[at + (ic === 1 ? 0 : ch)];
+      let src = off + ((y - yFirst) * iw + (xl - xFirst)) * ic;
+      for (let x = xl; x <= xh; x++, src += ic) {
+        const w = wy * Math.max(0, 1 - Math.abs(x - tx) / wrx);
+        r += w * data[src];
+        if (ic !== 1) (g += w * data[src + 1]), (b += w * data[src + 2]);
       }
     }
     const norm = 255 * sumX * sumY;
-    if (C === 1) put(k, 0, (ic === 1 ? rgb[0] : 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / norm);
-    else for (let ch = 0; ch < 3; ch++) put(k, ch, rgb[ch] / norm);
+    if (ic === 1) g = b = r;
+    if (C === 1) dst[at] = (ic === 1 ? r : 0.299 * r + 0.587 * g + 0.114 * b) / norm;
+    else (dst[at] = r / norm), (dst[at + cs] = g / norm), (dst[at + 2 * cs] = b / norm);
   }
 }
 

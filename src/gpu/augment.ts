@@ -20,9 +20,11 @@ const meanKernel = new Kernel({ name: "preprocess/augment.grey_mean", code: sour
 
 /** Words of one image's entry in the augmentation table (warp.wgsl's AUG_WORDS). */
 export const AUG_WORDS = 32;
-/** Bytes of the per-image grey means (augment.wgsl's MEANS per image). */
+/** Workgroups that sum one image's grey for a contrast step (augment.wgsl's PARTS). */
+const PARTS = 16;
+/** Bytes of the per-image grey sums (augment.wgsl's MEANS × PARTS per image). */
 export function meanBytes(n: number): number {
-  return n * MAX_MEANS * 4;
+  return n * MAX_MEANS * PARTS * 4;
 }
 
 /** Whether any plan of the batch augments. */
@@ -84,7 +86,7 @@ export async function encodeAugmented(
   count: number, pixels: number, passes: number, constants: Record<string, number>,
 ): Promise<void> {
   const bound = [buffers.params, buffers.input, buffers.output, buffers.table, buffers.means];
-  for (let slot = 0; slot < passes; slot++) await meanKernel.encode(device, encoder, bound, [1, count], { ...constants, SLOT: slot });
+  for (let slot = 0; slot < passes; slot++) await meanKernel.encode(device, encoder, bound, [PARTS, count], { ...constants, SLOT: slot });
   await mainKernel.encode(device, encoder, bound, [Math.ceil(pixels / 64), count], constants);
 }
 
