@@ -107,6 +107,7 @@ export function preprocessRequest(options: Map<string, string | true>, grey: boo
       if (e instanceof CassetteError) bad(`--augment: ${e.message}`);
       throw e;
     }
+    if (augment.mix) bad(`--augment's mixup and cutmix mix a batch's labels into the targets a model trains on: train.ts --augment takes them: current value is ${policy}`);
   }
 
   const dump = options.get("dump");

@@ -27,7 +27,9 @@
  */
 import { CassetteError } from "../errors.ts";
 import { hash32, type Rng, rng } from "../plan/rng.ts";
-import type { SampleKey } from "./crop.ts";
+
+/** A sample id (crop.ts's SampleKey; declared here, since crop.ts reaches this file through augment.ts). */
+type SampleKey = string | number;
 
 /** Batch-level mixing: MixUp, CutMix, or each batch one of them. */
 export interface MixOptions {

@@ -235,6 +235,7 @@ test("read --preprocess: bad values exit 2 naming the flag", () => {
     [["--preprocess", "--size", "28", "--augment", "trivial,blur=3"], /--augment: .*term 'blur=3' is not an op/],
     [["--preprocess", "--size", "28", "--augment", "hue=0.9"], /--augment: .*'augment\.jitter\.hue' must be a number from 0 to 0\.5/],
     [["--augment", "trivial"], /--augment needs --preprocess/],
+    [["--preprocess", "--size", "28", "--augment", "trivial,mixup"], /--augment's mixup and cutmix mix a batch's labels .* train\.ts --augment takes them/],
     [["--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
     [["--preprocess", "--size", "28", "--device", "cpu", "--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
     [["--preprocess", "--size", "28", "--decode=gpu"], /--decode takes cpu, hybrid or auto \(or nothing: cpu\): current value is gpu/],

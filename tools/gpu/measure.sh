@@ -7,7 +7,8 @@
 # Cassandra (what the feeding thread pays a sample, packets against sample by sample). Everything lands in $OUT
 # (the run tool's folder that comes back; default .tmp/gpu-out): nvidia-smi.txt, probe.json,
 # train_io.txt (the tables, printed model by model), read_workers.txt, hybrid.txt (the hybrid
-# JPEG decode against the CPU decode, bench/hybrid.bench.ts), and Cassandra's log if it fails.
+# JPEG decode against the CPU decode, bench/hybrid.bench.ts), augment.txt (the augmented
+# preprocessing pass against the plain one, bench/augment.bench.ts), and Cassandra's log if it fails.
 #
 #   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2 --limit 60000
 #
@@ -42,6 +43,13 @@ hybrid_s=${CASSETTE_GPU_HYBRID_S:-60}
 if [ "$hybrid_s" -gt 0 ] && [ -f bench/jpeg/data/.done ]; then
   timeout "$hybrid_s" bun bench/hybrid.bench.ts --quick --copies 100 > "$OUT/hybrid.txt" 2>&1 \
     || echo "gpu measure: the hybrid benchmark failed or ran out of its ${hybrid_s} s (see $OUT/hybrid.txt)" >&2
+fi
+# The augmented pass (issue 41): a full policy's pass against the plain one, a batch of 64 photos'
+# sizes to 224² (target ≥ 0.8×); 0 skips it.
+augment_s=${CASSETTE_GPU_AUGMENT_S:-45}
+if [ "$augment_s" -gt 0 ]; then
+  timeout "$augment_s" bun bench/augment.bench.ts --batch 64 --rounds 5 > "$OUT/augment.txt" 2>&1 \
+    || echo "gpu measure: the augment benchmark failed or ran out of its ${augment_s} s (see $OUT/augment.txt)" >&2
 fi
 budget=$(( ${CASSETTE_GPU_BUDGET_S:-540} - read_s - (SECONDS - t0) ))
 timeout "$budget" bun bench/train_io.bench.ts "${idx[@]}" "$@" > "$OUT/train_io.txt" 2>&1
