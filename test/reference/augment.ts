@@ -9,6 +9,7 @@
  * near their edge: there f32 and f64 may land on either side, and a test allows a whole step.
  */
 import type { AugmentPlan, AugmentStep } from "../../src/decode/augment.ts";
+import { tapsAt } from "./preprocess.ts";
 
 /** A float image, channel-major: planes[c][y·W + x] in [0, 1]. */
 export type Planes = number[][];
@@ -143,19 +144,6 @@ export function sourceOf(forward: M3, x: number, y: number, W: number, H: number
   const inv = invert(forward);
   const cx = x - (W - 1) / 2, cy = y - (H - 1) / 2;
   return [inv[0] * cx + inv[1] * cy + inv[2] + (W - 1) / 2, inv[3] * cx + inv[4] * cy + inv[5] + (H - 1) / 2];
-}
-
-/** Source taps and weights (summing to 1) around position t with shrink s: the triangle filter of test/reference/preprocess.ts at any t. */
-function tapsAt(t: number, s: number, n: number, above: number): Array<[number, number]> {
-  const r = s > above ? s : 1;
-  const out: Array<[number, number]> = [];
-  for (let j = Math.max(0, Math.floor(t - r) + 1); j <= Math.min(n - 1, Math.ceil(t + r) - 1); j++) {
-    const w = 1 - Math.abs(j - t) / r;
-    if (w > 0) out.push([j, w]);
-  }
-  if (out.length === 0) out.push([Math.min(n - 1, Math.max(0, Math.round(t))), 1]);
-  const sum = out.reduce((acc, [, w]) => acc + w, 0);
-  return out.map(([j, w]) => [j, w / sum]);
 }
 
 /**

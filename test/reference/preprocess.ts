@@ -18,7 +18,15 @@ export interface RefOptions {
 /** Source taps and weights (summing to 1) for output index o along one axis. */
 export function taps(o: number, crop0: number, cropLen: number, outLen: number, n: number, above = 2): Array<[number, number]> {
   const s = cropLen / outLen;
-  const t = crop0 + (o + 0.5) * s - 0.5;
+  return tapsAt(crop0 + (o + 0.5) * s - 0.5, s, n, above);
+}
+
+/**
+ * Source taps and weights (summing to 1) around source position t for a shrink factor s: PIL's
+ * triangle filter of support r = 1, or s past `above`, within [0, n − 1]; none there: the
+ * nearest edge pixel.
+ */
+export function tapsAt(t: number, s: number, n: number, above = 2): Array<[number, number]> {
   const r = s > above ? s : 1;
   const out: Array<[number, number]> = [];
   for (let j = Math.max(0, Math.floor(t - r) + 1); j <= Math.min(n - 1, Math.ceil(t + r) - 1); j++) {
