@@ -501,12 +501,16 @@ function runStep(px: Float64Array, n: number, C: number, s: AugmentStep): void {
 /** torchvision's adjust_hue on one pixel: its _rgb2hsv, h shifted mod 1, its _hsv2rgb. */
 function shiftHue(px: Float64Array, at: number, f: number): void {
   const r = px[at], g = px[at + 1], b = px[at + 2];
-  const max = Math.max(r, g, b), min = Math.min(r, g, b), chroma = max - min, flat = max === min;
+  const max = r > g ? (r > b ? r : b) : (g > b ? g : b), min = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  const chroma = max - min, flat = max === min;
   const s = chroma / (flat ? 1 : max), d = flat ? 1 : chroma;
   const rc = (max - r) / d, gc = (max - g) / d, bc = (max - b) / d;
   let h = max === r ? bc - gc : max === g ? 2 + rc - bc : 4 + gc - rc;
-  h = (h / 6 + 1) % 1;
-  h = (((h + f) % 1) + 1) % 1;
+  // fmod(h / 6 + 1, 1), then (h + f) mod 1, as x − ⌊x⌋ (both positive there; % is slow on floats).
+  h = h / 6 + 1;
+  h -= Math.floor(h);
+  h += f;
+  h -= Math.floor(h);
   const i = Math.floor(h * 6), fr = h * 6 - i;
   const p = Math.min(1, Math.max(0, max * (1 - s))), q = Math.min(1, Math.max(0, max * (1 - s * fr))), t = Math.min(1, Math.max(0, max * (1 - s * (1 - fr))));
   const k = i % 6;
