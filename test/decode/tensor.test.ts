@@ -130,7 +130,7 @@ test("cpuTensor's errors name the option or the image, and the value", () => {
   expect(() => cpuTensor([img], { width: 4, height: 4, crop: { kind: "random-resized", scale: [0.5, 0.1] } }), /'crop.scale'/);
 });
 
-test("a Loader's batches with decode: { plan }, read in 2 read workers, in a decode pool or in its thread, each decoding only the box, give each sample the same tensor as the whole image's", async () => {
+test("a Loader's batches with decode: { plan }, read in 2 read workers, in a decode pool or in its thread, each decoding only the box, give each sample the same tensor as the whole image's, augmentations (warps too) included", async () => {
   const { mkdtempSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
@@ -142,7 +142,9 @@ test("a Loader's batches with decode: { plan }, read in 2 read workers, in a dec
     const { store, ids } = await fashionMnistStore(path, "fm", 40);
     await store.close();
     const seed = freshSeed();
-    const o: TensorOptions = { width: 20, height: 18, channels: 3, crop: { kind: "random-resized", scale: [0.2, 1] }, flip: 0.5, seed, mean: [0.5, 0.4, 0.3], std: [0.2, 0.3, 0.4] };
+    // TrivialAugment's warps widen the box a plan reads to its crop's edge (crop.ts planRegion).
+    const augment = { trivial: { ops: ["identity", "rotate", "shearX", "translateY"] as const }, jitter: { brightness: 0.3, hue: 0.1 }, erase: { p: 0.5 } };
+    const o: TensorOptions = { width: 20, height: 18, channels: 3, crop: { kind: "random-resized", scale: [0.2, 1] }, flip: 0.5, seed, mean: [0.5, 0.4, 0.3], std: [0.2, 0.3, 0.4], augment };
     const per = 3 * 20 * 18;
     const reads = { "read workers": { workers: 2 }, "a decode pool": { workers: 0, decodeWorkers: 2 }, "its thread": { workers: 0, decodeWorkers: 0 } };
     const byRead = new Map<string, Map<string, Float32Array>>();
@@ -170,6 +172,7 @@ test("a Loader's batches with decode: { plan }, read in 2 read workers, in a dec
     const rows = await reader.get("fm", ids);
     await reader.close();
     const whole = cpuTensor(rows.map((r) => jpeg.decode(r.data)), o, { epoch: 1, ids });
+    assert.ok(whole.plans.some((p) => p.augment?.warp) && whole.plans.some((p) => !p.augment?.warp), "warped samples and others");
     ids.forEach((id, k) => {
       const want = whole.data.subarray(k * per, (k + 1) * per);
       for (const [name, got] of byRead) {
