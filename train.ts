@@ -94,7 +94,7 @@ them (the model line says its size).
                       comma-separated terms of trivial (TrivialAugment), brightness|contrast|
                       saturation|hue=V or LO:HI (ColorJitter), jitter=V, solarize=P,
                       posterize=P, erase=P (RandomErasing), rotate=D, degrees=D, translate=F,
-                      scale=LO:HI, shear=S (RandomAffine), fill=V, mixup[=A] and
+                      scale=LO:HI, shear=S (RandomAffine), fill=V, blur=K, mixup[=A] and
                       cutmix[=A] (once a batch, Beta(A, A); the loss takes the mixed labels),
                       or photos (trivial,erase=0.25); see cassette read --help. Default: none
   --seed S            seeds the weights, the shuffles and the loader's plan (default 0)

@@ -208,7 +208,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let y = pixel / outW;
   let ex = aug[base + 9u];
   let ey = aug[base + 10u];
-  if (x >= ex && x < ex + aug[base + 11u] && y >= ey && y < ey + aug[base + 12u]) {
+  // A blurred image's box is erased after the blur (blur.wgsl).
+  let blurs = bitcast<f32>(aug[base + 32u]) > 0.0;
+  if (!blurs && x >= ex && x < ex + aug[base + 11u] && y >= ey && y < ey + aug[base + 12u]) {
     v = vec3<f32>(bitcast<f32>(aug[base + 13u]), bitcast<f32>(aug[base + 14u]), bitcast<f32>(aug[base + 15u]));
   }
   put(b, pixel, v);

@@ -5,9 +5,9 @@
 //   3  storage, read    aug: array<u32>    AUG_WORDS words per image (src/gpu/augment.ts
 //        writes them; augment.wgsl lists the colour words): 16 geometric ops (≤ 2), 17-22
 //        and 23-28 their inverse matrices (f32, torchvision's [a, b, c, d, e, f], from the
-//        image's centre), 29-31 the fill (f32, in [0, 1])
+//        image's centre), 29-31 the fill (f32, in [0, 1]); 32-33 the blur (blur.wgsl)
 
-const AUG_WORDS: u32 = 32u;
+const AUG_WORDS: u32 = 40u;
 
 @group(0) @binding(3) var<storage, read> aug: array<u32>;
 

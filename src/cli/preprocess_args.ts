@@ -40,7 +40,8 @@ export const preprocessHelp = `  --preprocess         decode (implies --decode),
                        LO:HI (ColorJitter), jitter=V (brightness, contrast and saturation V),
                        solarize=P, posterize=P, erase=P (RandomErasing), rotate=D
                        (RandomRotation), degrees=D, translate=F, scale=LO:HI, shear=S
-                       (RandomAffine), fill=V (what they bring in, 0..1), or photos
+                       (RandomAffine), fill=V (what they bring in, 0..1), blur=K
+                       (GaussianBlur, K taps, σ in 0.1..2), or photos
                        (trivial,erase=0.25). E.g. --augment photos or jitter=0.4,degrees=15
     --mean M[,M,M] --std S[,S,S]   per output channel, in 0..1 units; default with --grey
                        Fashion-MNIST's 0.286 / 0.353, else ImageNet's 0.485,0.456,0.406 /

@@ -26,6 +26,8 @@
  *                  one channel: unchanged                                adjust_hue
  *   solarize t     v ← 1 − v where v ≥ t                                 solarize (float)
  *   posterize b    v ← min(⌊v·2^b⌋, 2^b − 1) / 2^b                       v2 posterize (float)
+ *   blur k σ       after the colour ops: a k-tap Gaussian, w_i ∝ exp(−½·((i − (k−1)/2) / σ)²),
+ *                  along rows then columns, the image extended by reflection  gaussian_blur
  *   erase          a box of the normalized tensor set to `value` (default 0, the mean colour)
  * Draws, each from its own stream so that one option never moves another's draws (and the
  * crops stay those of the same seed without augmentation: streams 1 and 2 are crop.ts's):
@@ -36,6 +38,7 @@
  *   5  RandomSolarize, 6 RandomPosterize: applied with probability p (default 0.5)
  *   8  RandomAffine.get_params: applied with probability p (default 1): angle, then translation
  *      (whole pixels, rounded half to even), scale, shear x, shear y; 9 RandomRotation: the angle
+ *   11 GaussianBlur.get_params: applied with probability p (default 1), σ uniform in `sigma`
  *   7  RandomErasing.get_params on the output size: applied with probability p (default 0.5),
  *      up to ten tries of an area share uniform in `scale` and an aspect (h / w) log-uniform in
  *      `ratio`, sides rounded half to even; the first that fits (h < H, w < W) placed uniformly.
@@ -52,6 +55,7 @@
  *     translate x and y, rotate, brightness, color (saturation), contrast, posterize and
  *     solarize; sharpness, autocontrast and equalize are not yet here
  *   - random erasing fills with a constant, not per-pixel noise (`value="random"`)
+ *   - a blur kernel wider than the image reflects again where torch's padding refuses it
  *   - the random numbers are cassette's seeded stream (src/plan/rng.ts), not torch's generator:
  *     the same distributions, not the same draws
  *
@@ -124,6 +128,8 @@ export interface AugmentOptions {
   rotate?: FactorRange;
   /** What a geometric op brings in from outside the image, in [0, 1] (one value, or one per output channel; default 0). */
   fill?: number | readonly number[];
+  /** torchvision's GaussianBlur: `kernel` taps (odd), σ drawn uniformly from `sigma` (default [0.1, 2]), with probability p (default 1). */
+  blur?: { kernel: number; sigma?: readonly [number, number]; p?: number };
   /**
    * MixUp and CutMix, once a batch (src/decode/mix.ts): a run given the batch's `labels` and
    * `classes` mixes its tensor and returns the mixed `targets`.
@@ -188,6 +194,8 @@ export interface AugmentPlan {
   steps: AugmentStep[];
   /** The erased box, if any. */
   erase?: EraseBox;
+  /** The Gaussian blur after the colour ops, if any: its taps and σ. */
+  blur?: { kernel: number; sigma: number };
 }
 
 /** Most ops in one sample's chain: a policy op, the jitter's four, solarize, posterize. */
@@ -199,7 +207,7 @@ export const MAX_WARPS = 2;
 
 /** Whether the options ask for any augmentation (and so need sample ids). */
 export function hasAugment(o: AugmentOptions | undefined): boolean {
-  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase || !!o.affine || o.rotate !== undefined || !!o.mix);
+  return !!o && (!!o.trivial || !!o.jitter || !!o.solarize || !!o.posterize || !!o.erase || !!o.affine || o.rotate !== undefined || !!o.mix || !!o.blur);
 }
 
 /** [lo, hi] of a jitter factor (torchvision's ColorJitter._check_input); undefined when it is the identity. */
@@ -220,7 +228,7 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as ${why}: current value is ${JSON.stringify(value)}`);
   };
   if (typeof o !== "object" || o === null) bad("'augment' must be an object", o);
-  const known = ["trivial", "jitter", "solarize", "posterize", "erase", "affine", "rotate", "fill", "mix"];
+  const known = ["trivial", "jitter", "solarize", "posterize", "erase", "affine", "rotate", "fill", "mix", "blur"];
   for (const k of Object.keys(o)) if (!known.includes(k)) bad(`'augment' has no option '${k}' (it has ${known.join(", ")})`, k);
   const prob = (name: string, p: unknown) => p !== undefined && !(typeof p === "number" && p >= 0 && p <= 1) && bad(`'${name}' must be a probability from 0 to 1`, p);
   const pair = (name: string, r: unknown, ok: (lo: number, hi: number) => boolean, rule: string) => {
@@ -288,6 +296,14 @@ export function checkAugment(o: AugmentOptions | undefined, what: string, channe
   const okFill = f === undefined || (typeof f === "number" && f >= 0 && f <= 1) ||
     (Array.isArray(f) && f.length === channels && f.every((x) => typeof x === "number" && x >= 0 && x <= 1));
   if (!okFill) bad(`'augment.fill' must be a number from 0 to 1 or ${channels} of them (one per output channel)`, f);
+  const bl = o.blur;
+  if (bl !== undefined) {
+    if (typeof bl !== "object" || bl === null || !(Number.isInteger(bl.kernel) && bl.kernel >= 1 && bl.kernel % 2 === 1 && bl.kernel <= 255)) {
+      bad("'augment.blur.kernel' must be an odd whole number of taps from 1 to 255", bl?.kernel);
+    }
+    pair("augment.blur.sigma", bl.sigma, (lo) => lo > 0, "0 < lo ≤ hi");
+    prob("augment.blur.p", bl.p);
+  }
   checkMix(o.mix, what);
 }
 
@@ -308,8 +324,15 @@ export function drawAugment(o: AugmentOptions, seed: number, epoch: number, key:
   if (o.solarize && rng(seed, epoch, key, 5).next() < (o.solarize.p ?? 0.5)) steps.push({ op: "solarize", factor: o.solarize.threshold ?? 0.5 });
   if (o.posterize && rng(seed, epoch, key, 6).next() < (o.posterize.p ?? 0.5)) steps.push({ op: "posterize", factor: o.posterize.bits ?? 4 });
   const erase = o.erase ? eraseBox(o.erase, rng(seed, epoch, key, 7), outW, outH) : undefined;
-  if (steps.length === 0 && !erase && warps.length === 0) return undefined;
+  let blur: AugmentPlan["blur"];
+  if (o.blur) {
+    const r = rng(seed, epoch, key, 11);
+    const [lo, hi] = o.blur.sigma ?? [0.1, 2];
+    if (r.next() < (o.blur.p ?? 1)) blur = { kernel: o.blur.kernel, sigma: lo + r.next() * (hi - lo) };
+  }
+  if (steps.length === 0 && !erase && warps.length === 0 && !blur) return undefined;
   const plan: AugmentPlan = { steps };
+  if (blur) plan.blur = blur;
   if (warps.length) {
     const f = o.fill ?? 0;
     plan.warp = { ops: warps, fill: typeof f === "number" ? [f, f, f] : [...f] };
@@ -434,7 +457,7 @@ export function applyAugment(
   // Channel c of pixel k lives at base + k·ks + c·cs.
   const ks = layout === "nchw" ? 1 : C, cs = layout === "nchw" ? n : 1;
   const steps = plan?.steps ?? [];
-  if (steps.length) {
+  if (steps.length || plan?.blur) {
     // The ops read a pixel's channels together: interleaved, in f64, one channel repeated.
     const px = new Float64Array(n * 3);
     for (let c = 0; c < 3; c++) {
@@ -442,6 +465,7 @@ export function applyAugment(
       for (let k = 0, at = from; k < n; k++, at += ks) px[k * 3 + c] = data[at];
     }
     for (const s of steps) runStep(px, n, C, s);
+    if (plan?.blur) blurPixels(px, W, H, plan.blur.kernel, plan.blur.sigma);
     for (let c = 0; c < C; c++) {
       const m = mean[c] ?? 0, d = std[c] ?? 1;
       for (let k = 0, at = base + c * cs; k < n; k++, at += ks) data[at] = (px[k * 3 + c] - m) / d;
@@ -456,6 +480,47 @@ export function applyAugment(
   if (!e) return;
   for (let y = e.y; y < e.y + e.h; y++) {
     for (let x = e.x; x < e.x + e.w; x++) for (let c = 0; c < C; c++) data[base + (y * W + x) * ks + c * cs] = e.value[c];
+  }
+}
+
+/** GaussianBlur over interleaved r, g, b: rows, then columns, reflected at the edges (torch's "reflect"). */
+function blurPixels(px: Float64Array, W: number, H: number, k: number, sigma: number): void {
+  const w = new Float64Array(k), mid = (k - 1) / 2;
+  let sum = 0;
+  for (let i = 0; i < k; i++) sum += w[i] = Math.exp(-0.5 * ((i - mid) / sigma) ** 2);
+  for (let i = 0; i < k; i++) w[i] /= sum;
+  const reflect = (i: number, n: number) => {
+    if (n === 1) return 0;
+    const period = 2 * (n - 1);
+    const j = ((i % period) + period) % period;
+    return j >= n ? period - j : j;
+  };
+  const tmp = new Float64Array(px.length);
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      let r = 0, g = 0, b = 0;
+      for (let i = 0; i < k; i++) {
+        const at = (y * W + reflect(x + i - mid, W)) * 3;
+        r += w[i] * px[at];
+        g += w[i] * px[at + 1];
+        b += w[i] * px[at + 2];
+      }
+      const o = (y * W + x) * 3;
+      tmp[o] = r, tmp[o + 1] = g, tmp[o + 2] = b;
+    }
+  }
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      let r = 0, g = 0, b = 0;
+      for (let i = 0; i < k; i++) {
+        const at = (reflect(y + i - mid, H) * W + x) * 3;
+        r += w[i] * tmp[at];
+        g += w[i] * tmp[at + 1];
+        b += w[i] * tmp[at + 2];
+      }
+      const o = (y * W + x) * 3;
+      px[o] = r, px[o + 1] = g, px[o + 2] = b;
+    }
   }
 }
 
@@ -533,6 +598,7 @@ const PRESETS: Readonly<Record<string, string>> = { photos: "trivial,erase=0.25"
  *   rotate=D or LO:HI        RandomRotation(D)
  *   degrees=D, translate=F, scale=LO:HI, shear=S    RandomAffine's (any of them makes one)
  *   fill=V                   what the geometric ops bring in from outside, in [0, 1]
+ *   blur=K                   GaussianBlur(K, σ in [0.1, 2])
  *   mixup[=A], cutmix[=A]    MixUp, CutMix, Beta(A, A) (default A 1); both: each batch one of them
  *   photos                   trivial,erase=0.25;  none: nothing
  * A bad term throws ERR_INVALID_OPTION naming it.
@@ -587,10 +653,12 @@ export function parseAugment(spec: string): AugmentOptions {
       o.affine = { ...o.affine, scale: typeof r === "number" ? [1 - r, 1 + r] : r };
     } else if (name === "fill") {
       o.fill = number();
+    } else if (name === "blur") {
+      o.blur = { kernel: number() };
     } else if (name === "mixup" || name === "cutmix") {
       o.mix = { ...o.mix, [name]: value === undefined ? {} : { alpha: number() } };
     } else {
-      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, rotate, degrees, translate, scale, shear, fill, mixup, cutmix, ${Object.keys(PRESETS).join(", ")})`);
+      bad(term, `is not an op (there are trivial, brightness, contrast, saturation, hue, jitter, solarize, posterize, erase, rotate, degrees, translate, scale, shear, fill, blur, mixup, cutmix, ${Object.keys(PRESETS).join(", ")})`);
     }
   }
   checkAugment(o, "use the augmentation policy", 3);

@@ -9,17 +9,21 @@ import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text
 import sampleCode from "../../shaders/preprocess/sample.wgsl" with { type: "text" };
 import warpCode from "../../shaders/preprocess/warp.wgsl" with { type: "text" };
 import code from "../../shaders/preprocess/augment.wgsl" with { type: "text" };
+import blurCode from "../../shaders/preprocess/blur.wgsl" with { type: "text" };
 import { type AugmentPlan, MAX_MEANS, MAX_STEPS, MAX_WARPS, OP_CODES } from "../decode/augment.ts";
 import type { ImagePlan } from "../decode/crop.ts";
-import { Kernel } from "./kernel.ts";
+import { grid, Kernel } from "./kernel.ts";
 
 const BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage", "storage"] as const;
 const source = recordCode + sampleCode + warpCode + code;
 const mainKernel = new Kernel({ name: "preprocess/augment", code: source, bindings: BINDINGS });
 const meanKernel = new Kernel({ name: "preprocess/augment.grey_mean", code: source, entryPoint: "grey_mean", bindings: BINDINGS });
+const BLUR_BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage"] as const;
+const blurAcross = new Kernel({ name: "preprocess/blur.across", code: warpCode + blurCode, entryPoint: "across", bindings: BLUR_BINDINGS });
+const blurDown = new Kernel({ name: "preprocess/blur.down", code: warpCode + blurCode, entryPoint: "down", bindings: BLUR_BINDINGS });
 
 /** Words of one image's entry in the augmentation table (warp.wgsl's AUG_WORDS). */
-export const AUG_WORDS = 32;
+export const AUG_WORDS = 40;
 /** Workgroups that sum one image's grey for a contrast step (augment.wgsl's PARTS). */
 const PARTS = 16;
 /** Bytes of the per-image grey sums (augment.wgsl's MEANS × PARTS per image). */
@@ -47,6 +51,10 @@ export function packAugment(dst: Uint8Array, plans: readonly ImagePlan[]): void 
 
 function writeEntry(words: Uint32Array, floats: Float32Array, at: number, a: AugmentPlan | undefined): void {
   if (!a) return;
+  if (a.blur) {
+    floats[at + 32] = a.blur.sigma;
+    words[at + 33] = a.blur.kernel;
+  }
   if (a.steps.length > MAX_STEPS) throw new RangeError(`an augmentation chain has ${a.steps.length} steps, more than ${MAX_STEPS}`);
   let codes = 0;
   a.steps.forEach((s, k) => {
@@ -88,6 +96,27 @@ export async function encodeAugmented(
   const bound = [buffers.params, buffers.input, buffers.output, buffers.table, buffers.means];
   for (let slot = 0; slot < passes; slot++) await meanKernel.encode(device, encoder, bound, [PARTS, count], { ...constants, SLOT: slot });
   await mainKernel.encode(device, encoder, bound, [Math.ceil(pixels / 64), count], constants);
+}
+
+/** Whether any plan of the batch blurs. */
+export function blurs(plans: readonly ImagePlan[]): boolean {
+  return plans.some((p) => p.augment?.blur !== undefined);
+}
+
+/**
+ * Records the blur of the batch's blurring images over the augmented tensor `output` (n images
+ * of `channels` × `height` × `width` in `layout`): rows into `scratch` (as large), then columns
+ * back, with their erased boxes. `params` is a 32-byte uniform buffer.
+ */
+export async function encodeBlur(
+  device: GPUDevice, encoder: GPUCommandEncoder, s: { n: number; channels: number; height: number; width: number; layout: "nchw" | "nhwc" },
+  buffers: { output: GPUBuffer; scratch: GPUBuffer; table: GPUBuffer; params: GPUBuffer },
+): Promise<void> {
+  const groups = grid(s.n * s.channels * s.height * s.width, 64);
+  device.queue.writeBuffer(buffers.params, 0, Uint32Array.of(s.n, s.channels, s.height, s.width, groups[0] * 64, 0, 0, 0));
+  const constants = { NCHW: s.layout === "nchw" ? 1 : 0 };
+  await blurAcross.encode(device, encoder, [buffers.params, buffers.output, buffers.scratch, buffers.table], groups, constants);
+  await blurDown.encode(device, encoder, [buffers.params, buffers.scratch, buffers.output, buffers.table], groups, constants);
 }
 
 /** The augmented pass's pipelines for these constants, compiled ahead of the first batch. */

@@ -19,7 +19,7 @@ import { type BatchPlanOptions, checkTensorOptions, hasDct, planBatch, type Plan
 import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
-import { augmentBytes, augments, compileAugmented, encodeAugmented, meanBytes, meanPasses, packAugment } from "./augment.ts";
+import { augmentBytes, augments, blurs, compileAugmented, encodeAugmented, encodeBlur, meanBytes, meanPasses, packAugment } from "./augment.ts";
 import { hasAugment } from "../decode/augment.ts";
 import { batchMix, type MixPlan } from "../decode/mix.ts";
 import { encodeMix } from "./mix.ts";
@@ -282,6 +282,11 @@ export class Preprocessor {
         const means = slot.target("means", meanBytes(n), GPUBufferUsage.STORAGE);
         this.#checkGroups();
         await encodeAugmented(this.device, encoder, { params: this.#augmentParams!, input, output, table: augTable!, means }, n, W * H, meanPasses(plans), this.#constants);
+        if (blurs(plans)) {
+          const scratch = slot.target("blur-scratch", outBytes, GPUBufferUsage.STORAGE);
+          const params = slot.target("blur-params", 32, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+          await encodeBlur(this.device, encoder, { n, channels: C, height: H, width: W, layout }, { output, scratch, table: augTable!, params });
+        }
       } else await this.encode(encoder, input, output, n);
       if (mixed && mixed.plan.kind !== "none") {
         const scratch = slot.target("mix-scratch", outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);

@@ -98,6 +98,7 @@ function randomAugment(next: () => number, round: number): AugmentOptions {
     o.affine = { degrees: range(-180, 180), translate: [next() * 0.5, next() * 0.5], scale: range(0.5, 1.5), shear: [...range(-40, 40), ...range(-40, 40)] as [number, number, number, number], p: 0.5 + next() / 2 };
   } else if (next() < 0.5) o.rotate = next() * 180;
   if (next() < 0.5) o.fill = next();
+  if (next() < 0.4) o.blur = { kernel: 2 * randomInt(next, 0, 5) + 1, sigma: range(0.1, 3), p: 0.5 + next() / 2 };
   return o;
 }
 
@@ -282,6 +283,19 @@ test("two geometric ops: a pixel the later op brings in from outside is filled, 
   const augment: AugmentOptions = { trivial: { ops: ["translateX", "translateY"] }, affine: { degrees: [45, 45] }, fill: 0.5 };
   const plans = await check(device, { width: 20, height: 16, seed: 5, mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], augment }, images, seed);
   assert.ok(plans.every((p) => p.augment?.warp?.ops.length === 2));
+});
+
+test("Gaussian blur: kernels of 1 to 23 taps on images smaller and larger than the kernel (reflection at both edges), the erased box written after it", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  for (const [kernel, W, H] of [[1, 6, 5], [3, 9, 7], [7, 4, 3], [23, 30, 26], [5, 1, 9]] as const) {
+    const images = Array.from({ length: 3 }, () => randomImage(next, randomInt(next, 10, 50), randomInt(next, 10, 50), 3));
+    for (const layout of ["nchw", "nhwc"] as const) {
+      const plans = await check(device, { width: W, height: H, layout, seed: 8, mean: [0.4, 0.5, 0.6], std: [0.3, 0.3, 0.3], augment: { jitter: { contrast: 0.5 }, blur: { kernel, sigma: [0.2, 4] }, erase: { p: 0.7, scale: [0.05, 0.3] } } }, images, seed);
+      assert.ok(plans.every((p) => p.augment?.blur?.kernel === kernel));
+    }
+  }
 });
 
 test("a chain with two contrast steps takes two means, each of the image as it reaches that step", async () => {

@@ -102,12 +102,41 @@ function run(img: Planes, steps: readonly AugmentStep[], near: Set<number>): Pla
 export function augmentRef(img: Planes, W: number, plan: AugmentPlan | undefined, mean: readonly number[], std: readonly number[]): { planes: Planes; near: Set<number> } {
   const near = new Set<number>();
   let out = run(img.map((p) => p.slice()), plan?.steps ?? [], near);
+  if (plan?.blur) out = out.map((p) => gaussianBlur2d(p, W, p.length / W, plan.blur!.kernel, plan.blur!.sigma));
   out = out.map((p, c) => p.map((v) => (v - mean[c]) / std[c]));
   const e = plan?.erase;
   if (e) {
     for (let y = e.y; y < e.y + e.h; y++) for (let x = e.x; x < e.x + e.w; x++) out.forEach((p, c) => (p[y * W + x] = e.value[c]));
   }
   return { planes: out, near };
+}
+
+/**
+ * torchvision's gaussian_blur on one plane, as a 2-D convolution: the kernel the outer product of
+ * _get_gaussian_kernel1d (exp(−½·(x/σ)²) at x = −(k−1)/2 … (k−1)/2, normalized) with itself,
+ * the plane padded by reflection (torch.nn.functional.pad's "reflect", the edge not repeated).
+ */
+export function gaussianBlur2d(plane: number[], W: number, H: number, k: number, sigma: number): number[] {
+  const half = (k - 1) / 2;
+  const g = Array.from({ length: k }, (_, i) => Math.exp(-0.5 * ((-half + i) / sigma) ** 2));
+  const total = g.reduce((a, v) => a + v, 0);
+  const k1 = g.map((v) => v / total);
+  const pad = (i: number, n: number): number => {
+    if (n === 1) return 0;
+    while (i < 0 || i >= n) i = i < 0 ? -i : 2 * (n - 1) - i;
+    return i;
+  };
+  const out = new Array<number>(W * H).fill(0);
+  for (let y = 0; y < H; y++) {
+    for (let x = 0; x < W; x++) {
+      let acc = 0;
+      for (let dy = 0; dy < k; dy++) {
+        for (let dx = 0; dx < k; dx++) acc += k1[dy] * k1[dx] * plane[pad(y + dy - half, H) * W + pad(x + dx - half, W)];
+      }
+      out[y * W + x] = acc;
+    }
+  }
+  return out;
 }
 
 /** A 3×3 matrix, row-major, acting on (x, y, 1). */
