@@ -122,7 +122,9 @@ test("bad options are named, with their value", () => {
     [{ affine: { shear: [10, 5] } }, /augment\.affine\.shear' must be s, \[lo, hi\]/],
     [{ affine: { translate: [0.5, 2] } }, /augment\.affine\.translate' must be \[x, y\]/],
     [{ fill: 2 }, /augment\.fill' must be a number from 0 to 1/],
-    [{ blur: 1 } as unknown as AugmentOptions, /'augment' has no option 'blur'/],
+    [{ sharpness: 1 } as unknown as AugmentOptions, /'augment' has no option 'sharpness'/],
+    [{ blur: { kernel: 4 } }, /augment\.blur\.kernel' must be an odd whole number/],
+    [{ blur: { kernel: 3, sigma: [0, 1] } }, /augment\.blur\.sigma' must be \[lo, hi\] with 0 < lo/],
   ];
   for (const [o, re] of cases) {
     try {
