@@ -4,20 +4,24 @@
 // through the geometric ops (fill where it leaves the image), then sample.wgsl's crop, mirror
 // and resampling there, / 255, the colour ops in the sample's order, (v - mean) / std, then the
 // erased box.
-// A contrast step blends towards its image's grey mean at that point of the chain: the mean
-// is a reduction over the whole image, so `grey_mean` computes it first, one dispatch per
-// contrast step (SLOT), each resampling the image and running the steps before it.
+// A contrast step blends towards its image's grey mean at that point of the chain, and an
+// autocontrast step stretches each channel's range there: reductions over the whole image, so
+// `stats` computes them first, one dispatch per such step (SLOT), each resampling the image and
+// running the steps before it. A sharpness step blends with the 3×3 smoothing of the image at
+// that point: the pixel's neighbours are sampled and run through the steps before it too.
 //
 // Bindings: sample.wgsl's (params: here scale = 1 / std, bias = -mean / std; src; dst), then
 //   3  storage, read    aug: array<u32>    AUG_WORDS words per image:
 //        0 steps (≤ 7), 1 op codes (4 bits a step, step 0 lowest), 2-8 factors (f32),
 //        9-12 erased box x, y, w, h (output pixels; w = 0: none), 13-15 erase values (f32),
 //        16-31 the geometric ops and fill (shaders/preprocess/warp.wgsl, put before this text)
-//   4  storage, rw      means: array<f32>  MEANS × PARTS per image: for each contrast step, the
-//        sums of grey over PARTS slices of the image (their total / pixels is the mean)
+//   4  storage, rw      means: array<f32>  MEANS × PARTS × 8 per image: for each contrast or
+//        autocontrast step, over PARTS slices of the image, the sum of grey, each channel's
+//        minimum and maximum (r, g, b), and a word unused
 // Entry points:
-//   grey_mean  (PARTS, batch, 1) workgroups of 256: a slice of image b's sum for its SLOT-th
-//              contrast step (PARTS workgroups an image, so that a batch fills a large GPU)
+//   stats      (PARTS, batch, 1) workgroups of 256: a slice of image b's figures for its SLOT-th
+//              contrast or autocontrast step (PARTS workgroups an image, so that a batch fills a
+//              large GPU)
 //   main       (ceil(outW·outH / 64), batch, 1) workgroups of 64, as crop_resize_normalize's
 
 override SLOT: u32 = 0u;
@@ -29,6 +33,16 @@ const OP_SATURATION: u32 = 3u;
 const OP_HUE: u32 = 4u;
 const OP_SOLARIZE: u32 = 5u;
 const OP_POSTERIZE: u32 = 6u;
+const OP_AUTOCONTRAST: u32 = 7u;
+const OP_SHARPNESS: u32 = 8u;
+const BIG: f32 = 3.0e38;
+
+// An image's figures at a contrast or autocontrast step: its grey mean, each channel's range.
+struct Stats {
+  mean: f32,
+  lo: vec3<f32>,
+  hi: vec3<f32>,
+}
 
 @group(0) @binding(4) var<storage, read_write> means: array<f32>;
 
@@ -79,10 +93,17 @@ fn shiftHue(v: vec3<f32>, f: f32) -> vec3<f32> {
   }
 }
 
-fn applyOp(v: vec3<f32>, op: u32, f: f32, mean: f32) -> vec3<f32> {
+fn applyOp(v: vec3<f32>, op: u32, f: f32, st: Stats) -> vec3<f32> {
   switch (op) {
     case OP_BRIGHTNESS: { return clamp(f * v, vec3<f32>(0.0), vec3<f32>(1.0)); }
-    case OP_CONTRAST: { return blend(v, mean, f); }
+    case OP_CONTRAST: { return blend(v, st.mean, f); }
+    case OP_AUTOCONTRAST: {
+      // torchvision's autocontrast: (v − min) / (max − min) per channel; a flat channel as it is.
+      let flat = st.hi <= st.lo;
+      let lo = select(st.lo, vec3<f32>(0.0), flat);
+      let scale = select(1.0 / (st.hi - st.lo), vec3<f32>(1.0), flat);
+      return clamp((v - lo) * scale, vec3<f32>(0.0), vec3<f32>(1.0));
+    }
     case OP_SATURATION: {
       if (OUT_CHANNELS == 1u) {
         return v;
@@ -104,22 +125,71 @@ fn applyOp(v: vec3<f32>, op: u32, f: f32, mean: f32) -> vec3<f32> {
   }
 }
 
-// Image b's first `count` steps on v; contrast steps take their means in order.
-fn steps(b: u32, v0: vec3<f32>, count: u32) -> vec3<f32> {
-  let base = b * AUG_WORDS;
-  let codes = aug[base + 1u];
+fn isReduction(op: u32) -> bool {
+  return op == OP_CONTRAST || op == OP_AUTOCONTRAST;
+}
+
+fn opAt(b: u32, i: u32) -> u32 {
+  return (aug[b * AUG_WORDS + 1u] >> (4u * i)) & 0xfu;
+}
+
+// Image b's steps [first, to) on v; contrast and autocontrast steps take their figures in order
+// (slots counted from the chain's start). A sharpness step is left to `chain`.
+fn steps(b: u32, v0: vec3<f32>, first: u32, to: u32) -> vec3<f32> {
   var v = v0;
   var slot = 0u;
-  for (var i = 0u; i < count; i = i + 1u) {
-    let op = (codes >> (4u * i)) & 0xfu;
-    var mean = 0.0;
-    if (op == OP_CONTRAST) {
-      mean = meanOf(b, slot);
+  for (var i = 0u; i < first; i = i + 1u) {
+    slot = slot + select(0u, 1u, isReduction(opAt(b, i)));
+  }
+  for (var i = first; i < to; i = i + 1u) {
+    let op = opAt(b, i);
+    var st = Stats(0.0, vec3<f32>(0.0), vec3<f32>(0.0));
+    if (isReduction(op)) {
+      st = statsOf(b, slot);
       slot = slot + 1u;
     }
-    v = applyOp(v, op, bitcast<f32>(aug[base + 2u + i]), mean);
+    v = applyOp(v, op, bitcast<f32>(aug[b * AUG_WORDS + 2u + i]), st);
   }
   return v;
+}
+
+// Output pixel `pixel` of image b after its first `to` steps. A sharpness step among them
+// (TrivialAugment's: at most one a chain) blends the pixel with torchvision's smoothing of the
+// image at that point, (5·centre + its 8 neighbours) / 13, each neighbour sampled and run
+// through the steps before; the border pixels (and images of 2 or fewer rows or columns) are
+// their own smoothing.
+fn chain(b: u32, pixel: u32, to: u32) -> vec3<f32> {
+  var sharp = to;
+  for (var i = 0u; i < to; i = i + 1u) {
+    if (opAt(b, i) == OP_SHARPNESS) {
+      sharp = i;
+    }
+  }
+  let W = params.outW;
+  let x = pixel % W;
+  let y = pixel / W;
+  let inside = sharp < to && x > 0u && y > 0u && x + 1u < W && y + 1u < params.outH;
+  // One loop over the samples it takes (the pixel, or its 3×3), so that the sampler and the
+  // steps are written into the kernel once: a CPU driver compiles every copy.
+  var centre = vec3<f32>(0.0);
+  var sum = vec3<f32>(0.0);
+  for (var k = 0u; k < select(1u, 9u, inside); k = k + 1u) {
+    let at = select(4u, k, inside);
+    let v = steps(b, unit(b, (y + at / 3u - 1u) * W + x + at % 3u - 1u), 0u, sharp);
+    if (at == 4u) {
+      centre = v;
+    }
+    sum = sum + select(1.0, 5.0, at == 4u) * v;
+  }
+  if (sharp == to) {
+    return centre;
+  }
+  var v = centre;
+  if (inside) {
+    let f = bitcast<f32>(aug[b * AUG_WORDS + 2u + sharp]);
+    v = clamp(f * centre + (1.0 - f) * (sum / 13.0), vec3<f32>(0.0), vec3<f32>(1.0));
+  }
+  return steps(b, v, sharp + 1u, to);
 }
 
 // The sample of output pixel `pixel` in [0, 1], as the tensor's channels hold it: through the
@@ -145,29 +215,34 @@ fn unit(b: u32, pixel: u32) -> vec3<f32> {
   return outChannels(b, gather(r, ax, ay)) / 255.0;
 }
 
-// Image b's grey mean at its slot-th contrast step: the slices' sums, added in a fixed order.
-fn meanOf(b: u32, slot: u32) -> f32 {
-  let at = (b * MEANS + slot) * PARTS;
-  var sum = 0.0;
+// Image b's figures at its slot-th contrast or autocontrast step: the slices' sums, minima and
+// maxima, combined in a fixed order.
+fn statsOf(b: u32, slot: u32) -> Stats {
+  let at = (b * MEANS + slot) * PARTS * 8u;
+  var st = Stats(0.0, vec3<f32>(BIG), vec3<f32>(-BIG));
   for (var g = 0u; g < PARTS; g = g + 1u) {
-    sum = sum + means[at + g];
+    let o = at + g * 8u;
+    st.mean = st.mean + means[o];
+    st.lo = min(st.lo, vec3<f32>(means[o + 1u], means[o + 2u], means[o + 3u]));
+    st.hi = max(st.hi, vec3<f32>(means[o + 4u], means[o + 5u], means[o + 6u]));
   }
-  return sum / f32(params.outW * params.outH);
+  st.mean = st.mean / f32(params.outW * params.outH);
+  return st;
 }
 
 var<workgroup> partial: array<f32, 256>;
+var<workgroup> lows: array<vec3<f32>, 256>;
+var<workgroup> highs: array<vec3<f32>, 256>;
 
 @compute @workgroup_size(256)
-fn grey_mean(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
+fn stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
   let b = wid.y;
-  let base = b * AUG_WORDS;
-  let count = aug[base];
-  let codes = aug[base + 1u];
-  // Which step is this image's SLOT-th contrast (count when it has none).
+  let count = aug[b * AUG_WORDS];
+  // Which step is this image's SLOT-th contrast or autocontrast (count when it has none).
   var at = count;
   var seen = 0u;
   for (var i = 0u; i < count; i = i + 1u) {
-    if (((codes >> (4u * i)) & 0xfu) == OP_CONTRAST) {
+    if (isReduction(opAt(b, i))) {
       if (seen == SLOT && at == count) {
         at = i;
       }
@@ -176,21 +251,37 @@ fn grey_mean(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id
   }
   let n = params.outW * params.outH;
   var sum = 0.0;
+  var lo = vec3<f32>(BIG);
+  var hi = vec3<f32>(-BIG);
   if (at < count) {
     for (var p = wid.x * 256u + lid.x; p < n; p = p + 256u * PARTS) {
-      sum = sum + grey(steps(b, unit(b, p), at));
+      let v = chain(b, p, at);
+      sum = sum + grey(v);
+      lo = min(lo, v);
+      hi = max(hi, v);
     }
   }
   partial[lid.x] = sum;
+  lows[lid.x] = lo;
+  highs[lid.x] = hi;
   workgroupBarrier();
   for (var stride = 128u; stride > 0u; stride = stride >> 1u) {
     if (lid.x < stride) {
       partial[lid.x] = partial[lid.x] + partial[lid.x + stride];
+      lows[lid.x] = min(lows[lid.x], lows[lid.x + stride]);
+      highs[lid.x] = max(highs[lid.x], highs[lid.x + stride]);
     }
     workgroupBarrier();
   }
   if (lid.x == 0u && at < count) {
-    means[(b * MEANS + SLOT) * PARTS + wid.x] = partial[0];
+    let o = ((b * MEANS + SLOT) * PARTS + wid.x) * 8u;
+    means[o] = partial[0];
+    means[o + 1u] = lows[0].x;
+    means[o + 2u] = lows[0].y;
+    means[o + 3u] = lows[0].z;
+    means[o + 4u] = highs[0].x;
+    means[o + 5u] = highs[0].y;
+    means[o + 6u] = highs[0].z;
   }
 }
 
@@ -203,7 +294,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   }
   let b = gid.y;
   let base = b * AUG_WORDS;
-  var v = steps(b, unit(b, pixel), aug[base]) * params.scale.xyz + params.bias.xyz;
+  var v = chain(b, pixel, aug[base]) * params.scale.xyz + params.bias.xyz;
   let x = pixel % outW;
   let y = pixel / outW;
   let ex = aug[base + 9u];

@@ -26,6 +26,11 @@
  *                  one channel: unchanged                                adjust_hue
  *   solarize t     v ← 1 − v where v ≥ t                                 solarize (float)
  *   posterize b    v ← min(⌊v·2^b⌋, 2^b − 1) / 2^b                       v2 posterize (float)
+ *   autocontrast   per channel v ← clamp((v − min) / (max − min), 0, 1) over the image; a flat
+ *                  channel as it is                                      autocontrast
+ *   sharpness f    v ← clamp(f·v + (1 − f)·s, 0, 1), s the image smoothed by [1 1 1; 1 5 1;
+ *                  1 1 1] / 13, its border pixels their own (an image of ≤ 2 rows or columns
+ *                  as it is)                                             adjust_sharpness
  *   blur k σ       after the colour ops: a k-tap Gaussian, w_i ∝ exp(−½·((i − (k−1)/2) / σ)²),
  *                  along rows then columns, the image extended by reflection  gaussian_blur
  *   erase          a box of the normalized tensor set to `value` (default 0, the mean colour)
@@ -51,9 +56,8 @@
  *   - the ops act on the resampled crop in f32 (the GPU) or f64 (the CPU), not on 8-bit PIL
  *     images: no rounding between ops; results agree with the f64 reference within 1e-3 after
  *     normalization (test/gpu/augment.test.ts)
- *   - TrivialAugment chooses among the ops built so far (TRIVIAL_OPS): identity, shear x and y,
- *     translate x and y, rotate, brightness, color (saturation), contrast, posterize and
- *     solarize; sharpness, autocontrast and equalize are not yet here
+ *   - TrivialAugment chooses among the ops built so far (TRIVIAL_OPS): all of TrivialAugmentWide's
+ *     but equalize (a histogram of 8-bit values), 13 of its 14
  *   - random erasing fills with a constant, not per-pixel noise (`value="random"`)
  *   - a blur kernel wider than the image reflects again where torch's padding refuses it
  *   - the random numbers are cassette's seeded stream (src/plan/rng.ts), not torch's generator:
@@ -104,7 +108,8 @@ export interface Erasing {
 
 /** The ops TrivialAugment chooses among, each with its magnitudes (torchvision's TrivialAugmentWide, 31 bins). */
 export const TRIVIAL_OPS = [
-  "identity", "shearX", "shearY", "translateX", "translateY", "rotate", "brightness", "color", "contrast", "posterize", "solarize",
+  "identity", "shearX", "shearY", "translateX", "translateY", "rotate", "brightness", "color", "contrast", "sharpness", "posterize", "solarize",
+  "autoContrast",
 ] as const;
 
 /** A TrivialAugmentWide op name. */
@@ -159,10 +164,10 @@ export interface RandomAffine {
 export type Warp = [number, number, number, number, number, number];
 
 /** A per-pixel colour op of a sample's chain. */
-export type ColourOp = "brightness" | "contrast" | "saturation" | "hue" | "solarize" | "posterize";
+export type ColourOp = "brightness" | "contrast" | "saturation" | "hue" | "solarize" | "posterize" | "autocontrast" | "sharpness";
 
 /** Codes of the ops in the GPU's table (src/gpu/augment.ts), 0 meaning none. */
-export const OP_CODES: Readonly<Record<ColourOp, number>> = { brightness: 1, contrast: 2, saturation: 3, hue: 4, solarize: 5, posterize: 6 };
+export const OP_CODES: Readonly<Record<ColourOp, number>> = { brightness: 1, contrast: 2, saturation: 3, hue: 4, solarize: 5, posterize: 6, autocontrast: 7, sharpness: 8 };
 
 /** One op of a sample's chain and its factor (posterize: bits; solarize: threshold). */
 export interface AugmentStep {
@@ -200,7 +205,7 @@ export interface AugmentPlan {
 
 /** Most ops in one sample's chain: a policy op, the jitter's four, solarize, posterize. */
 export const MAX_STEPS = 7;
-/** Most contrast steps in one chain (the policy's and the jitter's): each needs its image's mean. */
+/** Most contrast or autocontrast steps in one chain (the policy's and the jitter's): each needs figures of its whole image. */
 export const MAX_MEANS = 2;
 /** Most geometric ops in one sample's chain: the policy's and RandomAffine's or RandomRotation's. */
 export const MAX_WARPS = 2;
@@ -414,6 +419,10 @@ function trivialStep(ops: readonly TrivialOp[], r: Rng, steps: AugmentStep[], wa
       return void steps.push({ op, factor: 1 + signed((0.99 * bin) / 30) });
     case "color":
       return void steps.push({ op: "saturation", factor: 1 + signed((0.99 * bin) / 30) });
+    case "sharpness":
+      return void steps.push({ op, factor: 1 + signed((0.99 * bin) / 30) });
+    case "autoContrast":
+      return void steps.push({ op: "autocontrast", factor: 0 });
     case "posterize":
       return void steps.push({ op, factor: 8 - roundHalfEven(bin / 5) });
     case "solarize":
@@ -464,7 +473,7 @@ export function applyAugment(
       const from = base + (C === 1 ? 0 : c) * cs;
       for (let k = 0, at = from; k < n; k++, at += ks) px[k * 3 + c] = data[at];
     }
-    for (const s of steps) runStep(px, n, C, s);
+    for (const s of steps) runStep(px, n, H, C, s);
     if (plan?.blur) blurPixels(px, W, H, plan.blur.kernel, plan.blur.sigma);
     for (let c = 0; c < C; c++) {
       const m = mean[c] ?? 0, d = std[c] ?? 1;
@@ -480,6 +489,22 @@ export function applyAugment(
   if (!e) return;
   for (let y = e.y; y < e.y + e.h; y++) {
     for (let x = e.x; x < e.x + e.w; x++) for (let c = 0; c < C; c++) data[base + (y * W + x) * ks + c * cs] = e.value[c];
+  }
+}
+
+/** adjust_sharpness over interleaved r, g, b: each inside pixel blended with (5·itself + its 8 neighbours) / 13. */
+function sharpen(px: Float64Array, W: number, H: number, f: number): void {
+  if (W <= 2 || H <= 2) return;
+  const src = px.slice();
+  for (let y = 1; y < H - 1; y++) {
+    for (let x = 1; x < W - 1; x++) {
+      for (let c = 0; c < 3; c++) {
+        const at = (y * W + x) * 3 + c;
+        let sum = 4 * src[at];
+        for (let dy = -1; dy <= 1; dy++) for (let dx = -1; dx <= 1; dx++) sum += src[at + (dy * W + dx) * 3];
+        px[at] = Math.min(1, Math.max(0, f * src[at] + (1 - f) * (sum / 13)));
+      }
+    }
   }
 }
 
@@ -525,7 +550,7 @@ function blurPixels(px: Float64Array, W: number, H: number, k: number, sigma: nu
 }
 
 /** One op over every pixel (r, g, b; one channel repeated in all three), loops written out per op. */
-function runStep(px: Float64Array, n: number, C: number, s: AugmentStep): void {
+function runStep(px: Float64Array, n: number, H: number, C: number, s: AugmentStep): void {
   const f = s.factor, len = n * 3;
   const [gr, gg, gb] = C === 1 ? [1, 0, 0] : GREY;
   switch (s.op) {
@@ -555,6 +580,16 @@ function runStep(px: Float64Array, n: number, C: number, s: AugmentStep): void {
     case "solarize":
       for (let i = 0; i < len; i++) if (px[i] >= f) px[i] = 1 - px[i];
       return;
+    case "autocontrast":
+      for (let c = 0; c < 3; c++) {
+        let lo = Infinity, hi = -Infinity;
+        for (let i = c; i < len; i += 3) (lo = Math.min(lo, px[i])), (hi = Math.max(hi, px[i]));
+        const flat = !(hi > lo), from = flat ? 0 : lo, scale = flat ? 1 : 1 / (hi - lo);
+        for (let i = c; i < len; i += 3) px[i] = Math.min(1, Math.max(0, (px[i] - from) * scale));
+      }
+      return;
+    case "sharpness":
+      return sharpen(px, n / H, H, f);
     case "posterize": {
       const levels = 2 ** f;
       for (let i = 0; i < len; i++) px[i] = Math.min(Math.max(Math.floor(px[i] * levels), 0), levels - 1) / levels;

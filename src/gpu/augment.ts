@@ -3,7 +3,7 @@
  * augmentations (src/decode/augment.ts draws them; its NOTE [ Augmentations ] says what each op
  * does). The colour ops and the erase are fused into the pass that samples and normalizes; a
  * contrast step, which blends towards its image's mean, costs one reduction dispatch before it
- * (per contrast step of the longest chain: at most two).
+ * (per contrast or autocontrast step of the longest chain: at most two).
  */
 import recordCode from "../../shaders/preprocess/record.wgsl" with { type: "text" };
 import sampleCode from "../../shaders/preprocess/sample.wgsl" with { type: "text" };
@@ -17,7 +17,7 @@ import { grid, Kernel } from "./kernel.ts";
 const BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage", "storage"] as const;
 const source = recordCode + sampleCode + warpCode + code;
 const mainKernel = new Kernel({ name: "preprocess/augment", code: source, bindings: BINDINGS });
-const meanKernel = new Kernel({ name: "preprocess/augment.grey_mean", code: source, entryPoint: "grey_mean", bindings: BINDINGS });
+const meanKernel = new Kernel({ name: "preprocess/augment.stats", code: source, entryPoint: "stats", bindings: BINDINGS });
 const BLUR_BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage"] as const;
 const blurAcross = new Kernel({ name: "preprocess/blur.across", code: warpCode + blurCode, entryPoint: "across", bindings: BLUR_BINDINGS });
 const blurDown = new Kernel({ name: "preprocess/blur.down", code: warpCode + blurCode, entryPoint: "down", bindings: BLUR_BINDINGS });
@@ -26,9 +26,9 @@ const blurDown = new Kernel({ name: "preprocess/blur.down", code: warpCode + blu
 export const AUG_WORDS = 40;
 /** Workgroups that sum one image's grey for a contrast step (augment.wgsl's PARTS). */
 const PARTS = 16;
-/** Bytes of the per-image grey sums (augment.wgsl's MEANS × PARTS per image). */
+/** Bytes of the per-image figures (augment.wgsl's MEANS × PARTS × 8 per image). */
 export function meanBytes(n: number): number {
-  return n * MAX_MEANS * PARTS * 4;
+  return n * MAX_MEANS * PARTS * 8 * 4;
 }
 
 /** Whether any plan of the batch augments. */
@@ -77,10 +77,10 @@ function writeEntry(words: Uint32Array, floats: Float32Array, at: number, a: Aug
   }
 }
 
-/** Contrast steps of the longest chain: how many mean dispatches the batch needs. */
+/** Contrast and autocontrast steps of the longest chain: how many figure dispatches the batch needs. */
 export function meanPasses(plans: readonly ImagePlan[]): number {
   let most = 0;
-  for (const p of plans) most = Math.max(most, p.augment?.steps.filter((s) => s.op === "contrast").length ?? 0);
+  for (const p of plans) most = Math.max(most, p.augment?.steps.filter((s) => s.op === "contrast" || s.op === "autocontrast").length ?? 0);
   return most;
 }
 

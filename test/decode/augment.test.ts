@@ -74,15 +74,16 @@ test("TrivialAugment picks one op of its list uniformly, with TrivialAugmentWide
     assert.equal(a!.steps.length, 1);
     assert.is(a!.warp, undefined);
     if (s.op === "posterize") assert.ok(Number.isInteger(s.factor) && s.factor >= 2 && s.factor <= 8);
+    else if (s.op === "autocontrast") assert.is(s.factor, 0);
     else if (s.op === "solarize") assert.ok(s.factor >= 0 && s.factor <= 1 && Number.isInteger(Math.round(s.factor * 30 * 1e6) / 1e6));
     else {
       const m = Math.abs(s.factor - 1);
       assert.ok(m <= 0.99 + 1e-12 && Math.abs((m / 0.99) * 30 - Math.round((m / 0.99) * 30)) < 1e-9, `${s.op} ${s.factor}`);
     }
   }
-  assert.equal([...counts.keys()].sort(), ["brightness", "contrast", "geometric", "identity", "posterize", "saturation", "solarize"]);
-  // Eleven ops, five of them geometric (shear x, y, translate x, y, rotate).
-  for (const [k, c] of counts) assert.ok(Math.abs(c / n - (k === "geometric" ? 5 : 1) / 11) < 0.03, `${k}: ${c / n} (seed ${seed})`);
+  assert.equal([...counts.keys()].sort(), ["autocontrast", "brightness", "contrast", "geometric", "identity", "posterize", "saturation", "sharpness", "solarize"]);
+  // Thirteen ops, five of them geometric (shear x, y, translate x, y, rotate).
+  for (const [k, c] of counts) assert.ok(Math.abs(c / n - (k === "geometric" ? 5 : 1) / 13) < 0.03, `${k}: ${c / n} (seed ${seed})`);
   const only = drawAugment({ trivial: { ops: ["solarize"] } }, seed, 0, 5, 8, 8);
   assert.is(only?.steps[0].op, "solarize");
 });
@@ -117,7 +118,7 @@ test("bad options are named, with their value", () => {
     [{ erase: { p: 2 } }, /augment\.erase\.p' must be a probability/],
     [{ erase: { value: [1, 2] } }, /augment\.erase\.value' must be a number or 3 numbers/],
     [{ posterize: { bits: 9 } }, /augment\.posterize\.bits'/],
-    [{ trivial: { ops: ["sharpness" as "identity"] } }, /augment\.trivial\.ops' must name some of identity, shearX/],
+    [{ trivial: { ops: ["equalize" as "identity"] } }, /augment\.trivial\.ops' must name some of identity, shearX/],
     [{ rotate: 30, affine: { degrees: 10 } }, /'augment\.rotate' and 'augment\.affine' are one op/],
     [{ affine: { shear: [10, 5] } }, /augment\.affine\.shear' must be s, \[lo, hi\]/],
     [{ affine: { translate: [0.5, 2] } }, /augment\.affine\.translate' must be \[x, y\]/],

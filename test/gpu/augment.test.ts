@@ -137,11 +137,12 @@ test("each op alone, at its edges: factors 0 and 2, hue ±0.5, solarize at 0 and
     { jitter: { hue: [0.5, 0.5] } }, { jitter: { hue: [-0.5, -0.5] } }, { jitter: { hue: [0.25, 0.25] } },
     { solarize: { p: 1, threshold: 0 } }, { solarize: { p: 1, threshold: 1 } },
     { posterize: { p: 1, bits: 1 } }, { posterize: { p: 1, bits: 8 } },
+    { trivial: { ops: ["autoContrast"] } }, { trivial: { ops: ["sharpness"] } },
   ];
   for (const augment of cases) {
     for (const channels of [1, 3] as const) {
       const plans = await check(device, { width: 9, height: 7, channels, mean: Array(channels).fill(0.5), std: Array(channels).fill(0.25), augment }, images, seed);
-      // Every image got exactly the one op asked for.
+      // Every image got exactly the one op asked for (TrivialAugment's sharpness: possibly of factor 1).
       for (const p of plans) assert.equal(p.augment?.steps.length, 1, JSON.stringify(augment));
     }
   }
@@ -294,6 +295,19 @@ test("Gaussian blur: kernels of 1 to 23 taps on images smaller and larger than t
     for (const layout of ["nchw", "nhwc"] as const) {
       const plans = await check(device, { width: W, height: H, layout, seed: 8, mean: [0.4, 0.5, 0.6], std: [0.3, 0.3, 0.3], augment: { jitter: { contrast: 0.5 }, blur: { kernel, sigma: [0.2, 4] }, erase: { p: 0.7, scale: [0.05, 0.3] } } }, images, seed);
       assert.ok(plans.every((p) => p.augment?.blur?.kernel === kernel));
+    }
+  }
+});
+
+test("sharpness and autocontrast inside a chain: the neighbours run through the steps before, and a contrast after takes the figures of the image as it then is", async () => {
+  const device = await testDevice();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const images = Array.from({ length: 4 }, () => randomImage(next, randomInt(next, 12, 50), randomInt(next, 12, 50), 3));
+  for (const ops of [["sharpness"], ["autoContrast"]] as const) {
+    for (const [W, H] of [[11, 9], [2, 5], [3, 3]] as const) {
+      const augment: AugmentOptions = { trivial: { ops }, jitter: { brightness: [0.5, 1.5], contrast: [0.3, 1.7], hue: 0.2 }, affine: { degrees: 20, p: 0.5 } };
+      await check(device, { width: W, height: H, seed: randomInt(next, 0, 99), mean: [0.5, 0.5, 0.5], std: [0.3, 0.3, 0.3], augment }, images, seed);
     }
   }
 });

@@ -72,14 +72,45 @@ function adjustHue(img: Planes, f: number): Planes {
   return out;
 }
 
+/** torchvision's autocontrast for a float image: each channel's [min, max] stretched to [0, 1] (a flat one left, min 0, scale 1). */
+function autocontrast(img: Planes): Planes {
+  return img.map((p) => {
+    const lo = Math.min(...p), hi = Math.max(...p);
+    const scale = 1 / (hi - lo);
+    const [m, k] = Number.isFinite(scale) ? [lo, scale] : [0, 1];
+    return p.map((v) => Math.min(1, Math.max(0, (v - m) * k)));
+  });
+}
+
+/**
+ * torchvision's adjust_sharpness: the image blended with its "degenerate", the 3×3 kernel
+ * [1 1 1; 1 5 1; 1 1 1] / 13 convolved over the inside (a valid convolution) with the border
+ * kept from the image; images of ≤ 2 rows or columns returned as they are.
+ */
+function adjustSharpness(img: Planes, W: number, f: number): Planes {
+  const H = img[0].length / W;
+  if (W <= 2 || H <= 2) return img;
+  const kernel = [1, 1, 1, 1, 5, 1, 1, 1, 1].map((v) => v / 13);
+  const degenerate = img.map((p) => p.map((v, i) => {
+    const x = i % W, y = Math.floor(i / W);
+    if (x === 0 || y === 0 || x === W - 1 || y === H - 1) return v;
+    let acc = 0;
+    for (let k = 0; k < 9; k++) acc += kernel[k] * p[(y + Math.floor(k / 3) - 1) * W + x + (k % 3) - 1];
+    return acc;
+  }));
+  return blend(img, degenerate, f);
+}
+
 /** Applies `steps` in order; `near` collects the indices (into planes[0]) a discontinuity left near its edge. */
-function run(img: Planes, steps: readonly AugmentStep[], near: Set<number>): Planes {
+function run(img: Planes, W: number, steps: readonly AugmentStep[], near: Set<number>): Planes {
   const EDGE = 1e-4;
   for (const { op, factor: f } of steps) {
     if (op === "brightness") img = adjustBrightness(img, f);
     else if (op === "contrast") img = adjustContrast(img, f);
     else if (op === "saturation") img = adjustSaturation(img, f);
     else if (op === "hue") img = adjustHue(img, f);
+    else if (op === "autocontrast") img = autocontrast(img);
+    else if (op === "sharpness") img = adjustSharpness(img, W, f);
     else if (op === "solarize") {
       img.forEach((p) => p.forEach((v, i) => Math.abs(v - f) < EDGE && near.add(i)));
       img = img.map((p) => p.map((v) => (v >= f ? 1 - v : v)));
@@ -101,7 +132,7 @@ function run(img: Planes, steps: readonly AugmentStep[], near: Set<number>): Pla
  */
 export function augmentRef(img: Planes, W: number, plan: AugmentPlan | undefined, mean: readonly number[], std: readonly number[]): { planes: Planes; near: Set<number> } {
   const near = new Set<number>();
-  let out = run(img.map((p) => p.slice()), plan?.steps ?? [], near);
+  let out = run(img.map((p) => p.slice()), W, plan?.steps ?? [], near);
   if (plan?.blur) out = out.map((p) => gaussianBlur2d(p, W, p.length / W, plan.blur!.kernel, plan.blur!.sigma));
   out = out.map((p, c) => p.map((v) => (v - mean[c]) / std[c]));
   const e = plan?.erase;
