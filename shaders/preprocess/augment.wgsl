@@ -15,18 +15,20 @@
 //        0 steps (≤ 7), 1 op codes (4 bits a step, step 0 lowest), 2-8 factors (f32),
 //        9-12 erased box x, y, w, h (output pixels; w = 0: none), 13-15 erase values (f32),
 //        16-31 the geometric ops and fill (shaders/preprocess/warp.wgsl, put before this text)
-//   4  storage, rw      means: array<f32>  MEANS × PARTS × 8 per image: for each contrast or
-//        autocontrast step, over PARTS slices of the image, the sum of grey, each channel's
+//   4  storage, rw      means: array<f32>  MEANS × (PARTS + 1) × 8 per image: for each contrast
+//        or autocontrast step, over PARTS slices of the image, then over the whole (`combine`
+//        adds them up once, so that a pixel reads one record), the sum of grey, each channel's
 //        minimum and maximum (r, g, b), and a word unused
 // Entry points:
-//   stats      (PARTS, batch, 1) workgroups of 256: a slice of image b's figures for its SLOT-th
-//              contrast or autocontrast step (PARTS workgroups an image, so that a batch fills a
-//              large GPU)
+//   stats      (PARTS / 64, batch, 1) workgroups of 64: one slice of image b's figures for its
+//              SLOT-th contrast or autocontrast step an invocation (PARTS slices an image, so
+//              that a batch fills a large GPU)
+//   combine    (1, batch, 1) workgroups of 1: the slices' figures into the whole image's
 //   main       (ceil(outW·outH / 64), batch, 1) workgroups of 64, as crop_resize_normalize's
 
 override SLOT: u32 = 0u;
 const MEANS: u32 = 2u;
-const PARTS: u32 = 16u;
+const PARTS: u32 = 256u;
 const OP_BRIGHTNESS: u32 = 1u;
 const OP_CONTRAST: u32 = 2u;
 const OP_SATURATION: u32 = 3u;
@@ -215,30 +217,21 @@ fn unit(b: u32, pixel: u32) -> vec3<f32> {
   return outChannels(b, gather(r, ax, ay)) / 255.0;
 }
 
-// Image b's figures at its slot-th contrast or autocontrast step: the slices' sums, minima and
-// maxima, combined in a fixed order.
-fn statsOf(b: u32, slot: u32) -> Stats {
-  let at = (b * MEANS + slot) * PARTS * 8u;
-  var st = Stats(0.0, vec3<f32>(BIG), vec3<f32>(-BIG));
-  for (var g = 0u; g < PARTS; g = g + 1u) {
-    let o = at + g * 8u;
-    st.mean = st.mean + means[o];
-    st.lo = min(st.lo, vec3<f32>(means[o + 1u], means[o + 2u], means[o + 3u]));
-    st.hi = max(st.hi, vec3<f32>(means[o + 4u], means[o + 5u], means[o + 6u]));
-  }
-  st.mean = st.mean / f32(params.outW * params.outH);
-  return st;
+// Where image b's figures for its slot-th contrast or autocontrast step begin: PARTS records of
+// 8 words, then the whole image's.
+fn figuresAt(b: u32, slot: u32) -> u32 {
+  return (b * MEANS + slot) * (PARTS + 1u) * 8u;
 }
 
-var<workgroup> partial: array<f32, 256>;
-var<workgroup> lows: array<vec3<f32>, 256>;
-var<workgroup> highs: array<vec3<f32>, 256>;
+// Image b's figures at its slot-th contrast or autocontrast step (as `combine` wrote them).
+fn statsOf(b: u32, slot: u32) -> Stats {
+  let o = figuresAt(b, slot) + PARTS * 8u;
+  return Stats(means[o], vec3<f32>(means[o + 1u], means[o + 2u], means[o + 3u]), vec3<f32>(means[o + 4u], means[o + 5u], means[o + 6u]));
+}
 
-@compute @workgroup_size(256)
-fn stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-  let b = wid.y;
+// Which step is image b's SLOT-th contrast or autocontrast (its step count when it has none).
+fn reductionAt(b: u32) -> u32 {
   let count = aug[b * AUG_WORDS];
-  // Which step is this image's SLOT-th contrast or autocontrast (count when it has none).
   var at = count;
   var seen = 0u;
   for (var i = 0u; i < count; i = i + 1u) {
@@ -249,40 +242,63 @@ fn stats(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wi
       seen = seen + 1u;
     }
   }
+  return at;
+}
+
+@compute @workgroup_size(1)
+fn combine(@builtin(workgroup_id) wid: vec3<u32>) {
+  let b = wid.y;
+  if (reductionAt(b) >= aug[b * AUG_WORDS]) {
+    return;
+  }
+  let at = figuresAt(b, SLOT);
+  var sum = 0.0;
+  var lo = vec3<f32>(BIG);
+  var hi = vec3<f32>(-BIG);
+  for (var g = 0u; g < PARTS; g = g + 1u) {
+    let o = at + g * 8u;
+    sum = sum + means[o];
+    lo = min(lo, vec3<f32>(means[o + 1u], means[o + 2u], means[o + 3u]));
+    hi = max(hi, vec3<f32>(means[o + 4u], means[o + 5u], means[o + 6u]));
+  }
+  let o = at + PARTS * 8u;
+  means[o] = sum / f32(params.outW * params.outH);
+  means[o + 1u] = lo.x;
+  means[o + 2u] = lo.y;
+  means[o + 3u] = lo.z;
+  means[o + 4u] = hi.x;
+  means[o + 5u] = hi.y;
+  means[o + 6u] = hi.z;
+}
+
+// One invocation a slice (pixels p ≡ slice mod PARTS): no workgroup memory and no barrier,
+// which a CPU driver compiles far faster around the sampler and the steps.
+@compute @workgroup_size(64)
+fn stats(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let b = gid.y;
+  let slice = gid.x;
+  let at = reductionAt(b);
+  if (slice >= PARTS || at >= aug[b * AUG_WORDS]) {
+    return;
+  }
   let n = params.outW * params.outH;
   var sum = 0.0;
   var lo = vec3<f32>(BIG);
   var hi = vec3<f32>(-BIG);
-  if (at < count) {
-    for (var p = wid.x * 256u + lid.x; p < n; p = p + 256u * PARTS) {
-      let v = chain(b, p, at);
-      sum = sum + grey(v);
-      lo = min(lo, v);
-      hi = max(hi, v);
-    }
+  for (var p = slice; p < n; p = p + PARTS) {
+    let v = chain(b, p, at);
+    sum = sum + grey(v);
+    lo = min(lo, v);
+    hi = max(hi, v);
   }
-  partial[lid.x] = sum;
-  lows[lid.x] = lo;
-  highs[lid.x] = hi;
-  workgroupBarrier();
-  for (var stride = 128u; stride > 0u; stride = stride >> 1u) {
-    if (lid.x < stride) {
-      partial[lid.x] = partial[lid.x] + partial[lid.x + stride];
-      lows[lid.x] = min(lows[lid.x], lows[lid.x + stride]);
-      highs[lid.x] = max(highs[lid.x], highs[lid.x + stride]);
-    }
-    workgroupBarrier();
-  }
-  if (lid.x == 0u && at < count) {
-    let o = ((b * MEANS + SLOT) * PARTS + wid.x) * 8u;
-    means[o] = partial[0];
-    means[o + 1u] = lows[0].x;
-    means[o + 2u] = lows[0].y;
-    means[o + 3u] = lows[0].z;
-    means[o + 4u] = highs[0].x;
-    means[o + 5u] = highs[0].y;
-    means[o + 6u] = highs[0].z;
-  }
+  let o = figuresAt(b, SLOT) + slice * 8u;
+  means[o] = sum;
+  means[o + 1u] = lo.x;
+  means[o + 2u] = lo.y;
+  means[o + 3u] = lo.z;
+  means[o + 4u] = hi.x;
+  means[o + 5u] = hi.y;
+  means[o + 6u] = hi.z;
 }
 
 @compute @workgroup_size(64)

@@ -18,17 +18,18 @@ const BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage"
 const source = recordCode + sampleCode + warpCode + code;
 const mainKernel = new Kernel({ name: "preprocess/augment", code: source, bindings: BINDINGS });
 const meanKernel = new Kernel({ name: "preprocess/augment.stats", code: source, entryPoint: "stats", bindings: BINDINGS });
+const combineKernel = new Kernel({ name: "preprocess/augment.combine", code: source, entryPoint: "combine", bindings: BINDINGS });
 const BLUR_BINDINGS = ["uniform", "read-only-storage", "storage", "read-only-storage"] as const;
 const blurAcross = new Kernel({ name: "preprocess/blur.across", code: warpCode + blurCode, entryPoint: "across", bindings: BLUR_BINDINGS });
 const blurDown = new Kernel({ name: "preprocess/blur.down", code: warpCode + blurCode, entryPoint: "down", bindings: BLUR_BINDINGS });
 
 /** Words of one image's entry in the augmentation table (warp.wgsl's AUG_WORDS). */
 export const AUG_WORDS = 40;
-/** Workgroups that sum one image's grey for a contrast step (augment.wgsl's PARTS). */
-const PARTS = 16;
-/** Bytes of the per-image figures (augment.wgsl's MEANS × PARTS × 8 per image). */
+/** Slices of one image's figures for a contrast or autocontrast step (augment.wgsl's PARTS), 64 a workgroup. */
+const PARTS = 256;
+/** Bytes of the per-image figures (augment.wgsl's MEANS × (PARTS + 1) × 8 per image). */
 export function meanBytes(n: number): number {
-  return n * MAX_MEANS * PARTS * 8 * 4;
+  return n * MAX_MEANS * (PARTS + 1) * 8 * 4;
 }
 
 /** Whether any plan of the batch augments. */
@@ -94,7 +95,10 @@ export async function encodeAugmented(
   count: number, pixels: number, passes: number, constants: Record<string, number>,
 ): Promise<void> {
   const bound = [buffers.params, buffers.input, buffers.output, buffers.table, buffers.means];
-  for (let slot = 0; slot < passes; slot++) await meanKernel.encode(device, encoder, bound, [PARTS, count], { ...constants, SLOT: slot });
+  for (let slot = 0; slot < passes; slot++) {
+    await meanKernel.encode(device, encoder, bound, [PARTS / 64, count], { ...constants, SLOT: slot });
+    await combineKernel.encode(device, encoder, bound, [1, count], { ...constants, SLOT: slot });
+  }
   await mainKernel.encode(device, encoder, bound, [Math.ceil(pixels / 64), count], constants);
 }
 
@@ -121,5 +125,5 @@ export async function encodeBlur(
 
 /** The augmented pass's pipelines for these constants, compiled ahead of the first batch. */
 export function compileAugmented(device: GPUDevice, constants: Record<string, number>): Promise<unknown> {
-  return Promise.all([mainKernel.compile(device, constants), meanKernel.compile(device, { ...constants, SLOT: 0 }), meanKernel.compile(device, { ...constants, SLOT: 1 })]);
+  return Promise.all([mainKernel.compile(device, constants), meanKernel.compile(device, { ...constants, SLOT: 0 }), combineKernel.compile(device, { ...constants, SLOT: 0 })]);
 }
