@@ -28,9 +28,6 @@
 import { CassetteError } from "../errors.ts";
 import { hash32, type Rng, rng } from "../plan/rng.ts";
 
-/** A sample id (crop.ts's SampleKey; declared here, since crop.ts reaches this file through augment.ts). */
-type SampleKey = string | number;
-
 /** Batch-level mixing: MixUp, CutMix, or each batch one of them. */
 export interface MixOptions {
   /** MixUp, λ ~ Beta(alpha, alpha) (default alpha 1). */
@@ -100,7 +97,7 @@ function beta(a: number, r: Rng): number {
  * The mixing of one batch of `ids` at `epoch`, a pure function of the options, the seed, the
  * epoch and the batch's first id; `W` × `H` is the tensor's image size (CutMix's box).
  */
-export function drawMix(o: MixOptions, seed: number, epoch: number, ids: readonly SampleKey[], W: number, H: number): MixPlan {
+export function drawMix(o: MixOptions, seed: number, epoch: number, ids: readonly (string | number)[], W: number, H: number): MixPlan {
   const first = ids[0] ?? 0;
   const r = rng(seed, epoch, typeof first === "number" ? first : hash32(first), 10);
   if (ids.length < 2 || r.next() >= (o.p ?? 1)) return { kind: "none", lambda: 1, weight: 1 };
@@ -168,7 +165,7 @@ export function mixTensor(plan: MixPlan, data: Float32Array, shape: readonly [nu
  */
 export function batchMix(
   o: { augment?: { mix?: MixOptions }; seed?: number; width: number; height: number },
-  run: { epoch?: number; ids?: readonly SampleKey[]; labels?: ArrayLike<number>; classes?: number },
+  run: { epoch?: number; ids?: readonly (string | number)[]; labels?: ArrayLike<number>; classes?: number },
   n: number,
 ): { plan: MixPlan; targets: Float32Array<ArrayBuffer> } | undefined {
   const mix = o.augment?.mix;

@@ -232,7 +232,7 @@ test("read --preprocess: bad values exit 2 naming the flag", () => {
     [["--preprocess", "--size", "28", "--device", "tpu"], /--device must be gpu or cpu: current value is tpu/],
     [["--preprocess", "--size", "28", "--device", "cpu", "--readback"], /--readback needs --device gpu/],
     [["--device", "cpu"], /--device needs --preprocess/],
-    [["--preprocess", "--size", "28", "--augment", "trivial,blur=3"], /--augment: .*term 'blur=3' is not an op/],
+    [["--preprocess", "--size", "28", "--augment", "trivial,equalize=3"], /--augment: .*term .equalize=3. is not an op/],
     [["--preprocess", "--size", "28", "--augment", "hue=0.9"], /--augment: .*'augment\.jitter\.hue' must be a number from 0 to 0\.5/],
     [["--augment", "trivial"], /--augment needs --preprocess/],
     [["--preprocess", "--size", "28", "--augment", "trivial,mixup"], /--augment's mixup and cutmix mix a batch's labels .* train\.ts --augment takes them/],
