@@ -47,6 +47,11 @@ function reference(images: DecodedImage[], plans: ImagePlan[], o: PreprocessOpti
     }
     const { planes: out, near } = augmentRef(planes, W, plans[i].augment, o.mean ?? Array(C).fill(0), o.std ?? Array(C).fill(1));
     for (const k of edges) near.add(k);
+    // An op that reads other pixels (a contrast's mean, an autocontrast's range, sharpness, blur)
+    // carries a value near a discontinuity to the rest: then the whole image may differ by a step.
+    const a = plans[i].augment;
+    const spreads = !!a?.blur || !!a?.steps.some((s) => s.op === "contrast" || s.op === "autocontrast" || s.op === "sharpness");
+    if (near.size && spreads) for (let k = 0; k < W * H; k++) near.add(k);
     for (let k = 0; k < W * H; k++) {
       for (let c = 0; c < C; c++) {
         want[i * per + at(k, c)] = out[c][k];
