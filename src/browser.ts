@@ -51,6 +51,11 @@ export { deviceInfo, requestDevice } from "./gpu/device.ts";
 export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
 export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export { parseAugment } from "./decode/augment.ts";
+export type {
+  AugmentOptions, AugmentPlan, AugmentStep, ColourJitter, ColourOp, EraseBox, Erasing, FactorRange, RandomAffine, TrivialOp, Warp,
+} from "./decode/augment.ts";
+export type { BatchMixOptions, BatchMixPlan } from "./decode/mix.ts";
 
 export { createModel, Sequential } from "./train/model.ts";
 export type { CreateModelOptions, Metrics, ModelSpec, Normalization, TrainBatch, TrainMetrics } from "./train/model.ts";

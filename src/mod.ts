@@ -61,7 +61,10 @@ export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
 export type { PreprocessedBatch, PreprocessedMasks, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
 export { parseAugment } from "./decode/augment.ts";
-export type { AugmentOptions } from "./decode/augment.ts";
+export type {
+  AugmentOptions, AugmentPlan, AugmentStep, ColourJitter, ColourOp, EraseBox, Erasing, FactorRange, RandomAffine, TrivialOp, Warp,
+} from "./decode/augment.ts";
+export type { BatchMixOptions, BatchMixPlan } from "./decode/mix.ts";
 export { lineChart } from "./observe/svg.ts";
 export type { LineChartOptions, Series } from "./observe/svg.ts";
 export { frameFromStats, startDashboard } from "./observe/dashboard.ts";

@@ -75,7 +75,7 @@
 import { CassetteError } from "../errors.ts";
 import { type Rng, rng, shuffle } from "../plan/rng.ts";
 import { roundHalfEven } from "../util/round.ts";
-import { checkMix, type MixOptions } from "./mix.ts";
+import { checkMix, type BatchMixOptions } from "./mix.ts";
 
 /** A factor's range: [lo, hi], or v for torchvision's [max(0, 1 − v), 1 + v] (hue: [−v, v]). */
 export type FactorRange = number | readonly [number, number];
@@ -106,14 +106,16 @@ export interface Erasing {
   value?: number | readonly number[];
 }
 
-/** The ops TrivialAugment chooses among, each with its magnitudes (torchvision's TrivialAugmentWide, 31 bins). */
-export const TRIVIAL_OPS = [
+/** A TrivialAugmentWide op name. */
+export type TrivialOp =
+  | "identity" | "shearX" | "shearY" | "translateX" | "translateY" | "rotate" | "brightness" | "color" | "contrast" | "sharpness"
+  | "posterize" | "solarize" | "autoContrast";
+
+/** The ops TrivialAugment chooses among, each with its magnitudes (torchvision's TrivialAugmentWide, 31 bins), in its order. */
+export const TRIVIAL_OPS: readonly TrivialOp[] = [
   "identity", "shearX", "shearY", "translateX", "translateY", "rotate", "brightness", "color", "contrast", "sharpness", "posterize", "solarize",
   "autoContrast",
-] as const;
-
-/** A TrivialAugmentWide op name. */
-export type TrivialOp = (typeof TRIVIAL_OPS)[number];
+];
 
 /** What augmentations the preprocessing pass applies (see NOTE [ Augmentations ]). */
 export interface AugmentOptions {
@@ -139,7 +141,7 @@ export interface AugmentOptions {
    * MixUp and CutMix, once a batch (src/decode/mix.ts): a run given the batch's `labels` and
    * `classes` mixes its tensor and returns the mixed `targets`.
    */
-  mix?: MixOptions;
+  mix?: BatchMixOptions;
 }
 
 /** torchvision's RandomAffine: the parameters drawn per sample from these ranges. */

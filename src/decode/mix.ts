@@ -29,7 +29,7 @@ import { CassetteError } from "../errors.ts";
 import { hash32, type Rng, rng } from "../plan/rng.ts";
 
 /** Batch-level mixing: MixUp, CutMix, or each batch one of them. */
-export interface MixOptions {
+export interface BatchMixOptions {
   /** MixUp, λ ~ Beta(alpha, alpha) (default alpha 1). */
   mixup?: { alpha?: number };
   /** CutMix, λ ~ Beta(alpha, alpha) (default alpha 1). */
@@ -41,7 +41,7 @@ export interface MixOptions {
 }
 
 /** What one batch's mixing does: each sample i blends with sample i − 1 (mod n). */
-export interface MixPlan {
+export interface BatchMixPlan {
   /** The op, or "none" when the batch is left as it is. */
   kind: "mixup" | "cutmix" | "none";
   /** The weight of each sample's own label in its targets (CutMix: the share of its pixels kept). */
@@ -53,7 +53,7 @@ export interface MixPlan {
 }
 
 /** Checks mixing options, naming what is wrong. */
-export function checkMix(o: MixOptions | undefined, what: string): void {
+export function checkMix(o: BatchMixOptions | undefined, what: string): void {
   if (o === undefined) return;
   const bad = (why: string, value: unknown): never => {
     throw new CassetteError("ERR_INVALID_OPTION", `Cannot ${what} as ${why}: current value is ${JSON.stringify(value)}`);
@@ -97,7 +97,7 @@ function beta(a: number, r: Rng): number {
  * The mixing of one batch of `ids` at `epoch`, a pure function of the options, the seed, the
  * epoch and the batch's first id; `W` × `H` is the tensor's image size (CutMix's box).
  */
-export function drawMix(o: MixOptions, seed: number, epoch: number, ids: readonly (string | number)[], W: number, H: number): MixPlan {
+export function drawMix(o: BatchMixOptions, seed: number, epoch: number, ids: readonly (string | number)[], W: number, H: number): BatchMixPlan {
   const first = ids[0] ?? 0;
   const r = rng(seed, epoch, typeof first === "number" ? first : hash32(first), 10);
   if (ids.length < 2 || r.next() >= (o.p ?? 1)) return { kind: "none", lambda: 1, weight: 1 };
@@ -113,7 +113,7 @@ export function drawMix(o: MixOptions, seed: number, epoch: number, ids: readonl
 }
 
 /** The batch's targets under `plan`: row i is λ·onehot(labels[i]) + (1 − λ)·onehot(labels[i − 1 mod n]). */
-export function mixTargets(plan: MixPlan, labels: ArrayLike<number>, classes: number): Float32Array<ArrayBuffer> {
+export function mixTargets(plan: BatchMixPlan, labels: ArrayLike<number>, classes: number): Float32Array<ArrayBuffer> {
   const n = labels.length;
   const out = new Float32Array(n * classes);
   for (let i = 0; i < n; i++) {
@@ -133,7 +133,7 @@ export function mixTargets(plan: MixPlan, labels: ArrayLike<number>, classes: nu
  * Mixes a batch tensor in place on the CPU (the `cpuTensor` of n images, C·H·W values each in
  * `layout`): MixUp blends each image with the one before it, CutMix pastes that one's box.
  */
-export function mixTensor(plan: MixPlan, data: Float32Array, shape: readonly [number, number, number, number], layout: "nchw" | "nhwc"): void {
+export function mixTensor(plan: BatchMixPlan, data: Float32Array, shape: readonly [number, number, number, number], layout: "nchw" | "nhwc"): void {
   if (plan.kind === "none") return;
   const [n] = shape;
   const per = shape[1] * shape[2] * shape[3];
@@ -164,10 +164,10 @@ export function mixTensor(plan: MixPlan, data: Float32Array, shape: readonly [nu
  * Both executors take it from here (Preprocessor.run, cpuTensor).
  */
 export function batchMix(
-  o: { augment?: { mix?: MixOptions }; seed?: number; width: number; height: number },
+  o: { augment?: { mix?: BatchMixOptions }; seed?: number; width: number; height: number },
   run: { epoch?: number; ids?: readonly (string | number)[]; labels?: ArrayLike<number>; classes?: number },
   n: number,
-): { plan: MixPlan; targets: Float32Array<ArrayBuffer> } | undefined {
+): { plan: BatchMixPlan; targets: Float32Array<ArrayBuffer> } | undefined {
   const mix = o.augment?.mix;
   if (!mix) return undefined;
   if (!run.labels || run.labels.length !== n || !(Number.isInteger(run.classes) && run.classes! >= 1)) {

@@ -27,7 +27,7 @@ export type { CropBox } from "./crop.ts";
 export { cpuTensor, planBatch } from "./tensor.ts";
 export { drawAugment, inverseAffine, parseAugment, TRIVIAL_OPS } from "./augment.ts";
 export { drawMix, mixTargets, mixTensor } from "./mix.ts";
-export type { MixOptions, MixPlan } from "./mix.ts";
+export type { BatchMixOptions, BatchMixPlan } from "./mix.ts";
 export type { AugmentOptions, AugmentPlan, AugmentStep, ColourJitter, ColourOp, EraseBox, Erasing, FactorRange, RandomAffine, TrivialOp, Warp } from "./augment.ts";
 export type { BatchPlanOptions, CpuTensor, PackedImages, PlannedShape, TensorImage, TensorOptions } from "./tensor.ts";
 

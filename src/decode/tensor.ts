@@ -27,7 +27,7 @@ import { readDct } from "./dct.ts";
 import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
 import { type TensorExports, tensorWasm } from "./tensor_module.ts";
 import { applyAugment, checkAugment } from "./augment.ts";
-import { batchMix, type MixPlan, mixTensor } from "./mix.ts";
+import { batchMix, type BatchMixPlan, mixTensor } from "./mix.ts";
 
 /** What becomes of each image: output size, crop and flip (PlanOptions), channels, layout, normalization, antialiasing. */
 export interface TensorOptions extends PlanOptions {
@@ -191,7 +191,7 @@ export interface CpuTensor {
   /** What was done to each image (boxes in the frame's pixels). */
   plans: ImagePlan[];
   /** With `augment.mix` and the batch's labels: how the batch was mixed. */
-  mix?: MixPlan;
+  mix?: BatchMixPlan;
   /** With `augment.mix`: the mixed labels, n × classes. */
   targets?: Float32Array<ArrayBuffer>;
 }

@@ -4,7 +4,7 @@
  * from it, both recorded into the caller's encoder.
  */
 import code from "../../shaders/preprocess/mix.wgsl" with { type: "text" };
-import type { MixPlan } from "../decode/mix.ts";
+import type { BatchMixPlan } from "../decode/mix.ts";
 import { grid, Kernel } from "./kernel.ts";
 
 const kernel = new Kernel({ name: "preprocess/mix", code, bindings: ["uniform", "read-only-storage", "storage"] });
@@ -23,7 +23,7 @@ export interface MixShape {
  * `scratch` (at least as large), then the mixing dispatch. `params` is a 48-byte uniform buffer.
  */
 export async function encodeMix(
-  device: GPUDevice, encoder: GPUCommandEncoder, plan: MixPlan, s: MixShape, tensor: GPUBuffer, scratch: GPUBuffer, params: GPUBuffer,
+  device: GPUDevice, encoder: GPUCommandEncoder, plan: BatchMixPlan, s: MixShape, tensor: GPUBuffer, scratch: GPUBuffer, params: GPUBuffer,
 ): Promise<void> {
   if (plan.kind === "none") return;
   const count = s.n * s.channels * s.height * s.width;

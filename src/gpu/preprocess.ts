@@ -21,7 +21,7 @@ import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoef
 import type { JpegCoefficients } from "./idct.ts";
 import { augmentBytes, augments, blurs, compileAugmented, encodeAugmented, encodeBlur, meanBytes, meanPasses, packAugment } from "./augment.ts";
 import { hasAugment } from "../decode/augment.ts";
-import { batchMix, type MixPlan } from "../decode/mix.ts";
+import { batchMix, type BatchMixPlan } from "../decode/mix.ts";
 import { encodeMix } from "./mix.ts";
 
 const kernel = new Kernel({
@@ -90,7 +90,7 @@ export interface PreprocessedBatch {
   /** With `PreprocessRunOptions.masks`: the masks, cropped and flipped as the images were. */
   masks?: PreprocessedMasks;
   /** With `augment.mix` and the run's `labels`: how the batch was mixed (src/decode/mix.ts). */
-  mix?: MixPlan;
+  mix?: BatchMixPlan;
   /** With `augment.mix`: the mixed labels, n × classes, on the CPU. */
   targets?: Float32Array<ArrayBuffer>;
 }

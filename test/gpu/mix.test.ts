@@ -12,7 +12,7 @@ import { readBuffer } from "../../src/gpu/buffers.ts";
 import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import type { PreprocessOptions } from "../../src/gpu/preprocess.ts";
 import { cpuTensor } from "../../src/decode/tensor.ts";
-import { drawMix, type MixPlan, mixTensor } from "../../src/decode/mix.ts";
+import { drawMix, type BatchMixPlan, mixTensor } from "../../src/decode/mix.ts";
 import { CassetteError } from "../../src/errors.ts";
 
 const image = (next: () => number, w: number, h: number) => ({ data: randomBytes(next, w * h * 3), width: w, height: h, channels: 3 });
@@ -59,7 +59,7 @@ test("λ at its edges: MixUp with λ = 1 leaves the batch, λ = 0 gives each ima
   const next = rng(seed);
   const shape: [number, number, number, number] = [3, 3, 5, 4];
   const x = Float32Array.from({ length: 3 * 3 * 5 * 4 }, () => next());
-  const run = (plan: MixPlan) => {
+  const run = (plan: BatchMixPlan) => {
     const y = x.slice();
     mixTensor(plan, y, shape, "nchw");
     return y;

@@ -3,7 +3,7 @@
  * torchvision v2's definitions on an [n, …] batch: the batch rolled by one along n, then blended
  * (MixUp) or its box pasted (CutMix), and the one-hot labels mixed with the plan's λ.
  */
-import type { MixPlan } from "../../src/decode/mix.ts";
+import type { BatchMixPlan } from "../../src/decode/mix.ts";
 
 /** roll(x, 1, dim 0): image i of the result is image i − 1 (the first is the last). */
 function roll(x: Float64Array, n: number): Float64Array {
@@ -14,7 +14,7 @@ function roll(x: Float64Array, n: number): Float64Array {
 }
 
 /** The mixed batch, as f64, from `x` laid out [n, c, h, w] ("nchw") or [n, h, w, c]. */
-export function mixRef(plan: MixPlan, x: ArrayLike<number>, shape: readonly [number, number, number, number], layout: "nchw" | "nhwc"): Float64Array {
+export function mixRef(plan: BatchMixPlan, x: ArrayLike<number>, shape: readonly [number, number, number, number], layout: "nchw" | "nhwc"): Float64Array {
   const n = shape[0];
   const src = Float64Array.from(x as ArrayLike<number>);
   if (plan.kind === "none") return src;
@@ -33,7 +33,7 @@ export function mixRef(plan: MixPlan, x: ArrayLike<number>, shape: readonly [num
 }
 
 /** λ·onehot(y) + (1 − λ)·onehot(roll(y, 1)). */
-export function targetsRef(plan: MixPlan, labels: readonly number[], classes: number): Float64Array {
+export function targetsRef(plan: BatchMixPlan, labels: readonly number[], classes: number): Float64Array {
   const n = labels.length;
   const out = new Float64Array(n * classes);
   labels.forEach((y, i) => {
