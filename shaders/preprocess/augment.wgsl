@@ -261,8 +261,12 @@ fn combine(@builtin(workgroup_id) wid: vec3<u32>) {
     lo = min(lo, vec3<f32>(means[o + 1u], means[o + 2u], means[o + 3u]));
     hi = max(hi, vec3<f32>(means[o + 4u], means[o + 5u], means[o + 6u]));
   }
-  let o = at + PARTS * 8u;
-  means[o] = sum / f32(params.outW * params.outH);
+  putFigures(at + PARTS * 8u, sum / f32(params.outW * params.outH), lo, hi);
+}
+
+// One record of figures at word o: the grey (sum or mean), each channel's minimum and maximum.
+fn putFigures(o: u32, figure: f32, lo: vec3<f32>, hi: vec3<f32>) {
+  means[o] = figure;
   means[o + 1u] = lo.x;
   means[o + 2u] = lo.y;
   means[o + 3u] = lo.z;
@@ -291,14 +295,7 @@ fn stats(@builtin(global_invocation_id) gid: vec3<u32>) {
     lo = min(lo, v);
     hi = max(hi, v);
   }
-  let o = figuresAt(b, SLOT) + slice * 8u;
-  means[o] = sum;
-  means[o + 1u] = lo.x;
-  means[o + 2u] = lo.y;
-  means[o + 3u] = lo.z;
-  means[o + 4u] = hi.x;
-  means[o + 5u] = hi.y;
-  means[o + 6u] = hi.z;
+  putFigures(figuresAt(b, SLOT) + slice * 8u, sum, lo, hi);
 }
 
 @compute @workgroup_size(64)
