@@ -32,6 +32,7 @@ import {
 } from "./decoder.ts";
 
 import { orient } from "./orient.ts";
+import { type HuffmanSource, type JpegScan, type JpegScanComponent, type JpegScanRefusal, unstuffScan } from "./jpeg_scan.ts";
 
 export { checkDecodeOptions, orient };
 
@@ -108,6 +109,13 @@ export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
    * not decoded below them.
    */
   decodeDct(bytes: Uint8Array, options?: JpegDecodeOptions): DctImage | undefined;
+  /**
+   * The GPU decode's half (`decode: "gpu"`, src/gpu/huffman.ts): the header and the scan's
+   * bytes, no code decoded; or a refusal saying why this file is decoded on the CPU instead
+   * (NOTE [ What the GPU decodes ], src/decode/jpeg_scan.ts). A header the decoder cannot read
+   * throws as decode() would; an entropy-coded segment is not read here.
+   */
+  readScan(bytes: Uint8Array, options?: Pick<JpegDecodeOptions, "maxPixels">): JpegScan | JpegScanRefusal;
   /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
   decodeCoefficients(bytes: Uint8Array, options?: Pick<JpegDecodeOptions, "maxPixels">): JpegCoefficients;
   /**
@@ -298,6 +306,66 @@ class WasmJpegDecoder implements JpegDecoder {
     // libjpeg's grey output of YCbCr is its luma as it is (wasm/jpeg/decoder.ts, lumaOnly).
     if (options.grey && img.colorSpace === "ycbcr") return { ...img, colorSpace: "gray", components: [img.components[0]] };
     return img;
+  }
+
+  readScan(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels"> = {}): JpegScan | JpegScanRefusal {
+    const maxPixels = maxPixelsOf(options);
+    const w = this.#w;
+    const p = this.#load(bytes);
+    this.#check(w.inspect(p, bytes.length), bytes);
+    const refuse = (reason: string): JpegScanRefusal => ({ kind: "jpeg-refused", reason });
+    const marker = w.frameMarker();
+    if (marker !== 0xc0 && marker !== 0xc1) return refuse(`its process is ${processOf(marker)}`);
+    if (w.framePrecision() !== 8) return refuse(`its samples have ${w.framePrecision()} bits`);
+    const width = w.frameWidth(), height = w.frameHeight();
+    if (width * height > maxPixels) return refuse(`it has more than ${maxPixels} pixels`);
+    const colorSpace = COLOR_SPACES[w.colorSpace()];
+    if (colorSpace !== "gray" && colorSpace !== "ycbcr" && colorSpace !== "rgb") return refuse(`its colour space is ${colorSpace}`);
+    const n = w.frameComponents();
+    const ns = w.scanComponents();
+    if (ns !== n) return refuse(`its first scan carries ${ns} of its ${n} components`);
+    if (w.scanSs() !== 0 || w.scanSe() !== 63 || w.scanAh() !== 0 || w.scanAl() !== 0) return refuse("its scan is not a whole sequential one");
+    for (let i = 0; i < n; i++) if (w.scanComponent(i) !== i) return refuse("its scan carries its components out of frame order");
+    let hmax = 1, vmax = 1, perMcu = 0;
+    for (let c = 0; c < n; c++) {
+      hmax = Math.max(hmax, w.compH(c));
+      vmax = Math.max(vmax, w.compV(c));
+      perMcu += w.compH(c) * w.compV(c);
+    }
+    if (n > 1 && perMcu > 10) return refuse(`its MCU has ${perMcu} blocks`);
+    const huff = w.huffmanDefined(), quant = w.quantDefined();
+    const mem = w.memory.buffer;
+    const tables: (HuffmanSource | undefined)[] = [];
+    for (let s = 0; s < 8; s++) {
+      if (!(huff & (1 << s))) tables.push(undefined);
+      else {
+        const at = w.huffmanSource(s);
+        const count = new Int32Array(mem, at, 1)[0];
+        tables.push({ counts: new Uint8Array(mem.slice(at + 4, at + 20)), symbols: new Uint8Array(mem.slice(at + 20, at + 20 + count)) });
+      }
+    }
+    const mcusX = Math.ceil(width / (8 * hmax)), mcusY = Math.ceil(height / (8 * vmax)); // A.2.4
+    const components: JpegScanComponent[] = [];
+    for (let c = 0; c < n; c++) {
+      const h = w.compH(c), v = w.compV(c), tq = w.compTq(c), dc = w.compTd(c), ac = w.compTa(c);
+      if (!(quant & (1 << tq)) || !tables[dc] || !tables[4 + ac]) return refuse("a table its scan uses is not defined");
+      const qt = w.quantTable(tq);
+      components.push({
+        id: w.compId(c), h, v, blocksW: mcusX * h, blocksH: mcusY * v,
+        width: Math.ceil((width * h) / hmax), height: Math.ceil((height * v) / vmax),
+        quant: new Uint16Array(mem.slice(qt, qt + 128)), dc, ac,
+      });
+    }
+    // One component: a non-interleaved scan of the component's own blocks (A.2.2).
+    const across = n === 1 ? Math.ceil(components[0].width / 8) : mcusX;
+    const down = n === 1 ? Math.ceil(components[0].height / 8) : mcusY;
+    const interval = w.frameRestartInterval();
+    const cut = unstuffScan(bytes, w.scanStart(), interval ? Math.ceil((across * down) / interval) : 1);
+    if (typeof cut === "string") return refuse(cut);
+    return {
+      kind: "jpeg-scan", width, height, colorSpace, orientation: w.frameOrientation(), components,
+      mcusX: across, mcusY: down, restartInterval: interval, tables, entropy: cut.data, intervals: cut.intervals, file: bytes,
+    };
   }
 
   decodeCoefficients(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels"> = {}): JpegCoefficients {

@@ -7,7 +7,7 @@ import { CassetteError } from "../errors.ts";
 import { compileWasm } from "./wasm_bytes.ts";
 
 /** wasm/jpeg/index.ts's abiVersion() that this host is written for. */
-const ABI_VERSION = 5;
+const ABI_VERSION = 6;
 
 /** The flat numeric exports of wasm/jpeg/index.ts. */
 export interface JpegExports {
@@ -54,6 +54,22 @@ export interface JpegExports {
   /** With a region: its first column and row in the output's pixels. */
   outX(): number;
   outY(): number;
+  // After inspect(): the first scan and the tables in force at it (abi 6).
+  scanStart(): number;
+  scanComponents(): number;
+  scanComponent(i: number): number;
+  scanSs(): number;
+  scanSe(): number;
+  scanAh(): number;
+  scanAl(): number;
+  compTd(c: number): number;
+  compTa(c: number): number;
+  huffmanDefined(): number;
+  /** Slot s (DC 0–3, AC 4–7): n as i32, 16 counts, n symbols. */
+  huffmanSource(s: number): number;
+  quantDefined(): number;
+  /** Table t: 64 u16, natural order. */
+  quantTable(t: number): number;
 }
 
 let compiled: Promise<WebAssembly.Module> | undefined;

@@ -44,6 +44,7 @@ import colorCode from "../../shaders/preprocess/ycbcr_rgb.wgsl" with { type: "te
 import { CassetteError } from "../errors.ts";
 import { isDctImage } from "../decode/decoder.ts";
 import type { JpegCoefficients } from "../decode/jpeg.ts";
+import { isJpegScan, type JpegScan } from "../decode/jpeg_scan.ts";
 import { grid, Kernel } from "./kernel.ts";
 import type { FrameBox, PackLayout } from "./pack.ts";
 
@@ -64,7 +65,7 @@ export function isCoefficientImage(x: object): x is JpegCoefficients {
  * The pixels a coefficient image becomes: 1 channel for gray, 3 for YCbCr and RGB; a region's
  * box, with its frame (the whole image), when only a region's blocks are held.
  */
-export function coefficientImageShape(img: JpegCoefficients): { width: number; height: number; channels: number; frame?: FrameBox } {
+export function coefficientImageShape(img: JpegCoefficients | JpegScan): { width: number; height: number; channels: number; frame?: FrameBox } {
   if (!(img.colorSpace in COLOR)) {
     throw new CassetteError(
       "ERR_UNSUPPORTED",
@@ -72,34 +73,40 @@ export function coefficientImageShape(img: JpegCoefficients): { width: number; h
     );
   }
   const channels = img.colorSpace === "gray" ? 1 : 3;
-  const r = img.region;
+  const r = "region" in img ? img.region : undefined;
   if (!r) return { width: img.width, height: img.height, channels };
   return { width: r.width, height: r.height, channels, frame: { x: r.x, y: r.y, width: img.width, height: img.height } };
 }
 
 /** A batch's coefficient images, laid out for upload (NOTE [ Coefficient upload ]). */
 export interface CoefficientPlan {
-  /** Bytes of the coefficient upload. */
+  /** Bytes of the coefficient upload that the CPU writes (all but the scan images' blocks). */
   uploadBytes: number;
+  /** Bytes of the coefficient buffer: the upload, then the scan images' blocks (the GPU's to fill). */
+  bufferBytes: number;
   /** Bytes of the sample-plane scratch buffer. */
   planeBytes: number;
   blocks: number;
   words: number;
+  /** The scan images (`decode: "gpu"`): batch index, first component record, each component's first coefficient word. */
+  scans: { scan: JpegScan; index: number; component: number; words: number[] }[];
   /** Writes the upload into `dst` (uploadBytes long). */
   write(dst: Uint8Array): void;
 }
 
 /**
- * Lays out the coefficient images of a batch (undefined when it holds none). `pack` gives where
- * each image's pixels go in the preprocessing input, so the colour pass writes them there.
+ * Lays out the coefficient and scan images of a batch (undefined when it holds none). `pack`
+ * gives where each image's pixels go in the preprocessing input, so the colour pass writes
+ * them there. A scan image's blocks come after the upload, for the Huffman decode to write
+ * (src/gpu/huffman.ts).
  */
 export function planCoefficients(images: readonly object[], pack: PackLayout): CoefficientPlan | undefined {
-  const jpegs: Array<[JpegCoefficients, number]> = [];
+  const jpegs: Array<[JpegCoefficients | JpegScan, number]> = [];
   images.forEach((img, i) => {
-    if (isCoefficientImage(img)) jpegs.push([img, i]);
+    if (isCoefficientImage(img) || isJpegScan(img)) jpegs.push([img, i]);
   });
   if (jpegs.length === 0) return undefined;
-  let comps = 0, blocks = 0, words = 0, planeBytes = 0;
+  let comps = 0, blocks = 0, words = 0, planeBytes = 0, scanBlocks = 0;
   for (const [img, i] of jpegs) {
     const n = img.components.length;
     const want = img.colorSpace === "gray" ? 1 : 3;
@@ -108,13 +115,14 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
     }
     comps += n;
     for (const c of img.components) {
-      if (c.coefficients.length !== c.blocksW * c.blocksH * 64 || c.quant.length !== 64) {
+      if ("coefficients" in c && (c.coefficients.length !== c.blocksW * c.blocksH * 64 || c.quant.length !== 64)) {
         throw new CassetteError(
           "ERR_MALFORMED_INPUT",
           `Cannot run the GPU IDCT on image ${i} as component ${c.id} must hold blocksW·blocksH·64 coefficients and 64 quantizers: current value is ${c.coefficients.length} and ${c.quant.length}`,
         );
       }
       blocks += c.blocksW * c.blocksH;
+      if (isJpegScan(img)) scanBlocks += c.blocksW * c.blocksH;
       planeBytes += c.blocksW * c.blocksH * 64;
     }
     const out = coefficientImageShape(img);
@@ -124,17 +132,33 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
   const imageAt = compAt + comps * COMP_WORDS;
   const quantAt = imageAt + jpegs.length * IMAGE_WORDS;
   const coefAt = quantAt + comps * 64;
-  const totalWords = coefAt + blocks * 32;
+  const uploadWords = coefAt + (blocks - scanBlocks) * 32;
+  // Where each scan image's blocks go: after the upload, component by component.
+  const scans: CoefficientPlan["scans"] = [];
+  let comp = 0, tail = uploadWords;
+  for (const [img, i] of jpegs) {
+    if (isJpegScan(img)) {
+      const at: number[] = [];
+      for (const c of img.components) {
+        at.push(tail);
+        tail += c.blocksW * c.blocksH * 32;
+      }
+      scans.push({ scan: img, index: i, component: comp, words: at });
+    }
+    comp += img.components.length;
+  }
   return {
-    uploadBytes: totalWords * 4,
+    uploadBytes: uploadWords * 4,
+    bufferBytes: tail * 4,
     planeBytes: Math.max(4, planeBytes),
     blocks,
     words,
+    scans,
     write(dst: Uint8Array) {
-      const u = new Uint32Array(dst.buffer, dst.byteOffset, totalWords);
-      const s16 = new Int16Array(dst.buffer, dst.byteOffset, totalWords * 2);
+      const u = new Uint32Array(dst.buffer, dst.byteOffset, uploadWords);
+      const s16 = new Int16Array(dst.buffer, dst.byteOffset, uploadWords * 2);
       u.set([comps, blocks, jpegs.length, words, compAt, imageAt, 0, 0], 0);
-      let comp = 0, block = 0, word = 0, plane = 0;
+      let comp = 0, block = 0, word = 0, plane = 0, coef = coefAt, scan = 0;
       jpegs.forEach(([img, i], k) => {
         const hmax = Math.max(...img.components.map((c) => c.h));
         const vmax = Math.max(...img.components.map((c) => c.v));
@@ -143,15 +167,20 @@ export function planCoefficients(images: readonly object[], pack: PackLayout): C
         const rec = imageAt + k * IMAGE_WORDS;
         const origin = ((out.frame?.x ?? 0) | ((out.frame?.y ?? 0) << 16)) >>> 0;
         u.set([word, out.width, out.height, channels, COLOR[img.colorSpace as keyof typeof COLOR], pack.offsets[i], img.components.length, origin], rec);
+        const tail = isJpegScan(img) ? scans[scan++].words : undefined;
         img.components.forEach((c, j) => {
           const cr = compAt + comp * COMP_WORDS;
           const q = quantAt + comp * 64;
-          const coef = coefAt + block * 32;
+          const at = tail ? tail[j] : coef;
           const stride = c.blocksW * 8;
-          u.set([block, c.blocksW, c.blocksH, coef, q, plane, stride, 0], cr);
+          u.set([block, c.blocksW, c.blocksH, at, q, plane, stride, 0], cr);
           u.set(c.quant, q);
-          s16.set(c.coefficients, coef * 2);
-          u.set([plane, stride, hmax / c.h, vmax / c.v, c.width, c.height, (c.blockX ?? 0) * 8, (c.blockY ?? 0) * 8], rec + 8 + j * 8);
+          if ("coefficients" in c) {
+            s16.set(c.coefficients, coef * 2);
+            coef += c.blocksW * c.blocksH * 32;
+          }
+          const window = "blockX" in c ? [(c.blockX ?? 0) * 8, (c.blockY ?? 0) * 8] : [0, 0];
+          u.set([plane, stride, hmax / c.h, vmax / c.v, c.width, c.height, window[0], window[1]], rec + 8 + j * 8);
           comp++;
           block += c.blocksW * c.blocksH;
           plane += c.blocksW * c.blocksH * 64;

@@ -13,12 +13,15 @@ import { CassetteError } from "../errors.ts";
 import { Kernel } from "./kernel.ts";
 import { isPackedImages, packImages, packLayout, packTable, RECORD_BYTES, tableLayout, tableShape } from "./pack.ts";
 import type { DecodedImage, FrameBox, ImagePlan, PackedImages, PackLayout, SampleKey } from "./pack.ts";
-import { StagingRing } from "./staging.ts";
+import { StagingRing, type StagingSlot } from "./staging.ts";
 import { decodePlanned } from "./decode_planned.ts";
 import { type BatchPlanOptions, checkTensorOptions, hasDct, planBatch, type PlannedShape, tableImages, type TensorOptions } from "../decode/tensor.ts";
 import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
+import { describeFlags, encodeHuffman, planScans, STATUS_IMAGES } from "./huffman.ts";
+import { isJpegScan, type JpegScan } from "../decode/jpeg_scan.ts";
+import { createJpegDecoder, type JpegDecoder } from "../decode/jpeg.ts";
 import { augmentBytes, augments, blurs, compileAugmented, encodeAugmented, encodeBlur, meanBytes, meanPasses, packAugment } from "./augment.ts";
 import { hasAugment } from "../decode/augment.ts";
 import { batchMix, type BatchMixPlan } from "../decode/mix.ts";
@@ -93,6 +96,21 @@ export interface PreprocessedBatch {
   mix?: BatchMixPlan;
   /** With `augment.mix`: the mixed labels, n × classes, on the CPU. */
   targets?: Float32Array<ArrayBuffer>;
+  /** With scan images (`decode: "gpu"`): what the GPU's Huffman decode did (src/gpu/huffman.ts). */
+  gpuDecode?: GpuDecodeReport;
+}
+
+/** What the GPU's Huffman decode did with a batch's scan images. */
+export interface GpuDecodeReport {
+  /** Scan images in the batch. */
+  images: number;
+  /** Batch indices of those the GPU handed back, which the CPU decoded (NOTE [ What the GPU decodes ]). */
+  cpuDecoded: number[];
+  /** Chunks of entropy-coded data, one thread each. */
+  chunks: number;
+  /** Chunks decoded again by the resync rounds, and by settle (NOTE [ Parallel Huffman decoding ]). */
+  resynced: number;
+  settled: number;
 }
 
 /**
@@ -107,6 +125,8 @@ export class Preprocessor {
   readonly options: Readonly<PreprocessOptions>;
   readonly #ring: StagingRing;
   readonly #params: GPUBuffer;
+  /** The CPU's decoder for scan images the GPU hands back (made on the first). */
+  #jpeg: Promise<JpegDecoder> | undefined;
   /** The augmented pass's: scale 1 / std and bias −mean / std on values in [0, 1]. */
   readonly #augmentParams: GPUBuffer | undefined;
   readonly #constants: Record<string, number>;
@@ -204,7 +224,7 @@ export class Preprocessor {
    * device.destroy();
    * ```
    */
-  async run(images: readonly (DecodedImage | JpegCoefficients)[] | PackedImages, run: PreprocessRunOptions = {}): Promise<PreprocessedBatch> {
+  async run(images: readonly (DecodedImage | JpegCoefficients | JpegScan)[] | PackedImages, run: PreprocessRunOptions = {}): Promise<PreprocessedBatch> {
     // A table holding DCT records (the hybrid decode in read workers) goes as a list of views:
     // the coefficient upload is laid out image by image (src/gpu/idct.ts).
     if (isPackedImages(images) && hasDct(images)) images = tableImages(images) as (DecodedImage | JpegCoefficients)[];
@@ -217,10 +237,10 @@ export class Preprocessor {
     const C = this.options.channels ?? 3;
     const layout = this.options.layout ?? "nchw";
     // A table (read workers' packets) is packed with one copy of its buffer; a list image by image.
-    const list = table ? [] : (images as readonly (DecodedImage | JpegCoefficients)[]);
+    const list = table ? [] : (images as readonly (DecodedImage | JpegCoefficients | JpegScan)[]);
     const pixels = table
       ? Array.from({ length: n }, (_, i) => tableShape(table, i))
-      : list.map((img) => (isCoefficientImage(img) ? { ...coefficientImageShape(img), data: undefined } : img));
+      : list.map((img) => (isCoefficientImage(img) || isJpegScan(img) ? { ...coefficientImageShape(img), data: undefined } : img));
     if (table && run.masks) throw new CassetteError("ERR_UNSUPPORTED", "Cannot preprocess masks with a table of images: give the images as a list");
     const plans = this.plan(pixels, run);
     const mixed = batchMix(this.options, run, n);
@@ -241,7 +261,11 @@ export class Preprocessor {
     const augmented = augments(plans);
     const withTable = augmented || !!maskPack;
     const augAt = Math.ceil(afterMasks / 256) * 256;
-    const upload = withTable ? augAt + augmentBytes(n) : afterMasks;
+    const afterTable = withTable ? augAt + augmentBytes(n) : afterMasks;
+    // Scan images' entropy-coded data and Huffman tables (src/gpu/huffman.ts), last.
+    const scans = coef && coef.scans.length ? planScans(coef.scans) : undefined;
+    const scanAt = Math.ceil(afterTable / 256) * 256;
+    const upload = scans ? scanAt + scans.uploadBytes : afterTable;
 
     const slot = await this.#ring.acquire(upload);
     try {
@@ -250,16 +274,17 @@ export class Preprocessor {
       if (coef) coef.write(slot.bytes.subarray(coefAt));
       if (maskPack) packImages(slot.bytes.subarray(maskAt), masks!, maskPlans!, maskPack);
       if (withTable) packAugment(slot.bytes.subarray(augAt), plans);
+      if (scans) scans.write(slot.bytes.subarray(scanAt));
       const input = slot.target("input", pack.bytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
       if (run.output && run.output.size < outBytes) {
         throw new CassetteError("ERR_INVALID_OPTION", `Cannot preprocess into 'output' as the batch needs ${outBytes} bytes: current value is ${run.output.size}`);
       }
       const output = run.output ?? slot.target("output", outBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC);
-      const encoder = this.device.createCommandEncoder({ label: "preprocess" });
+      let encoder = this.device.createCommandEncoder({ label: "preprocess" });
       const copies: { from: number; to: GPUBuffer; at?: number; bytes: number }[] = coef ? inputCopies(list, pack, input) : [{ from: 0, to: input, bytes: pack.bytes }];
       let coefBuf: GPUBuffer | undefined;
       if (coef) {
-        coefBuf = slot.target("coefficients", coef.uploadBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+        coefBuf = slot.target("coefficients", coef.bufferBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
         copies.push({ from: coefAt, to: coefBuf, bytes: coef.uploadBytes });
       }
       let maskIn: GPUBuffer | undefined, maskOut: GPUBuffer | undefined;
@@ -273,7 +298,16 @@ export class Preprocessor {
         augTable = slot.target("augment", augmentBytes(n), GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
         copies.push({ from: augAt, to: augTable, bytes: augmentBytes(n) });
       }
+      let scanBuf: GPUBuffer | undefined;
+      if (scans) {
+        scanBuf = slot.target("scans", scans.uploadBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+        copies.push({ from: scanAt, to: scanBuf, bytes: scans.uploadBytes });
+      }
       this.#ring.commit(slot, encoder, copies);
+      let gpuDecode: GpuDecodeReport | undefined;
+      if (scans) {
+        ({ encoder, report: gpuDecode } = await this.#decodeScans(slot, encoder, coef!, scans, scanBuf!, coefBuf!));
+      }
       if (coef) {
         const planes = slot.target("planes", coef.planeBytes, GPUBufferUsage.STORAGE);
         await encodeCoefficients(this.device, encoder, coef, coefBuf!, planes, input);
@@ -301,11 +335,61 @@ export class Preprocessor {
       const out: PreprocessedBatch = { buffer: output, shape, layout, bytes: outBytes, plans, uploadBytes: uploaded };
       if (maskOut) out.masks = { buffer: maskOut, shape: [n, H, W], bytes: n * W * H * 4, plans: maskPlans! };
       if (mixed) Object.assign(out, { mix: mixed.plan, targets: mixed.targets });
+      if (gpuDecode) out.gpuDecode = gpuDecode;
       return out;
     } catch (e) {
       this.#ring.abandon(slot);
       throw e;
     }
+  }
+
+  /**
+   * The scan images' Huffman decode (src/gpu/huffman.ts): recorded after the uploads and
+   * submitted, its status read back, and any image the GPU hands back decoded on the CPU into
+   * its blocks (NOTE [ What the GPU decodes ]); returns the encoder the rest goes on. A file the
+   * CPU cannot decode either is its decoder's error, naming the image.
+   */
+  async #decodeScans(
+    slot: StagingSlot,
+    encoder: GPUCommandEncoder,
+    coef: NonNullable<ReturnType<typeof planCoefficients>>,
+    scans: ReturnType<typeof planScans>,
+    scanBuf: GPUBuffer,
+    coefBuf: GPUBuffer,
+  ): Promise<{ encoder: GPUCommandEncoder; report: GpuDecodeReport }> {
+    encoder.clearBuffer(coefBuf, coef.uploadBytes, coef.bufferBytes - coef.uploadBytes);
+    const status = slot.target("scan-status", scans.statusBytes, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
+    const read = slot.target("scan-status-read", scans.statusBytes, GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST);
+    const stateA = slot.target("scan-state-a", scans.stateBytes, GPUBufferUsage.STORAGE);
+    const stateB = slot.target("scan-state-b", scans.stateBytes, GPUBufferUsage.STORAGE);
+    await encodeHuffman(this.device, encoder, scans, { scan: scanBuf, coef: coefBuf, stateA, stateB, status });
+    encoder.copyBufferToBuffer(status, 0, read, 0, scans.statusBytes);
+    this.device.queue.submit([encoder.finish()]);
+    await read.mapAsync(GPUMapMode.READ);
+    const words = new Uint32Array(read.getMappedRange().slice(0));
+    read.unmap();
+    const report: GpuDecodeReport = { images: coef.scans.length, cpuDecoded: [], chunks: scans.chunks, resynced: words[1], settled: words[0] };
+    for (let k = 0; k < coef.scans.length; k++) {
+      const flags = words[STATUS_IMAGES + k];
+      if (!flags) continue;
+      const { scan, index, words: at } = coef.scans[k];
+      this.#jpeg ??= createJpegDecoder();
+      let cpu: JpegCoefficients;
+      try {
+        cpu = (await this.#jpeg).decodeCoefficients(scan.file);
+      } catch (e) {
+        throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot decode image ${index} of the batch as ${(e as Error).message} (the GPU found ${describeFlags(flags)})`, { cause: e });
+      }
+      cpu.components.forEach((c, j) => {
+        const want = scan.components[j];
+        if (!want || c.blocksW !== want.blocksW || c.blocksH !== want.blocksH) {
+          throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot decode image ${index} of the batch as the CPU's blocks of component ${j} (${c.blocksW}×${c.blocksH}) are not its header's`);
+        }
+        this.device.queue.writeBuffer(coefBuf, at[j] * 4, c.coefficients as Int16Array<ArrayBuffer>);
+      });
+      report.cpuDecoded.push(index);
+    }
+    return { encoder: this.device.createCommandEncoder({ label: "preprocess" }), report };
   }
 
   /**
@@ -334,6 +418,7 @@ export class Preprocessor {
     this.#ring.destroy();
     this.#params.destroy();
     this.#augmentParams?.destroy();
+    void this.#jpeg?.then((j) => j.close());
   }
 }
 
@@ -380,7 +465,7 @@ function inputCopies(list: readonly object[], pack: PackLayout, input: GPUBuffer
   let start = 0, end = list.length * RECORD_BYTES;
   list.forEach((img, i) => {
     const next = i + 1 < list.length ? pack.offsets[i + 1] : pack.bytes;
-    if (!isCoefficientImage(img)) return void (end = next);
+    if (!isCoefficientImage(img) && !isJpegScan(img)) return void (end = next);
     if (end > start) copies.push({ from: start, to: input, at: start, bytes: end - start });
     start = end = next;
   });

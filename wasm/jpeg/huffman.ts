@@ -54,6 +54,11 @@ export let tablesDefined: i32 = 0; // bit s set once slot s is defined
  */
 const SOURCE_SIZE: usize = 4 + 16 + 256;
 const SOURCE: usize = memory.data(8 * <i32>SOURCE_SIZE, 16);
+
+/** Where slot `slot`'s BITS and HUFFVAL are (n as i32, 16 counts, n symbols): the GPU's Huffman decode reads them (src/decode/jpeg.ts, readScan). */
+export function tableSource(slot: i32): usize {
+  return SOURCE + <usize>slot * SOURCE_SIZE;
+}
 let builtValid: i32 = 0;
 
 export function resetTables(): void {

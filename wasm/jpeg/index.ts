@@ -8,6 +8,8 @@
 import * as F from "./frame";
 import * as O from "./output";
 import { QLATCH } from "./scan";
+import * as M from "./markers";
+import * as H from "./huffman";
 
 export { alloc, reset } from "../common/memory";
 
@@ -16,9 +18,11 @@ export { alloc, reset } from "../common/memory";
  * an export's meaning or a mode changes. 2: decode() mode 2, grey output. 3: pixels leave
  * through the imported env.rows(ptr, y0, n), strip by strip; no outPtr. 4: decode() takes a
  * region (rx, ry, rw, rh; rw 0: the whole image). 5: the region applies to coefficients too
- * (compBlockX0…Y1, outX, outY).
+ * (compBlockX0…Y1, outX, outY). 6: after inspect(), the first scan's facts and the tables
+ * (scanStart, scanComponent, compTd, compTa, huffmanDefined, huffmanSource, quantDefined,
+ * quantTable), for the GPU's Huffman decode.
  */
-export function abiVersion(): i32 { return 5; }
+export function abiVersion(): i32 { return 6; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
 export { decode, inspect } from "./decoder";
@@ -58,3 +62,26 @@ export function compBlockY1(c: i32): i32 { return O.regionOn ? O.blockY1(c) : F.
 /** The region's first column and row in the output's pixels (0 without one). */
 export function outX(): i32 { return O.regX; }
 export function outY(): i32 { return O.regY; }
+
+// The first scan's facts and the tables in force at it (after inspect), for the GPU's Huffman
+// decode (src/decode/jpeg.ts, readScan).
+/** Byte offset of the first scan's entropy-coded data. */
+export function scanStart(): i32 { return F.offsetOf(M.cursor); }
+export function scanComponents(): i32 { return F.scanNs; }
+/** Frame index of the scan's i-th component. */
+export function scanComponent(i: i32): i32 { return F.scanComp(i); }
+export function scanSs(): i32 { return F.ss; }
+export function scanSe(): i32 { return F.se; }
+export function scanAh(): i32 { return F.ah; }
+export function scanAl(): i32 { return F.al; }
+/** The scan's DC and AC table of component c. */
+export function compTd(c: i32): i32 { return F.cget(c, F.F_TD); }
+export function compTa(c: i32): i32 { return F.cget(c, F.F_TA); }
+/** Bit s set once Huffman slot s (DC 0–3, AC 4–7) is defined. */
+export function huffmanDefined(): i32 { return H.tablesDefined; }
+/** Slot s's source: n (i32), 16 counts, n symbols. */
+export function huffmanSource(s: i32): usize { return H.tableSource(s); }
+/** Bit t set once quantization table t is defined. */
+export function quantDefined(): i32 { return F.quantDefined; }
+/** Quantization table t: 64 u16 in natural order. */
+export function quantTable(t: i32): usize { return F.QUANT + (<usize>t << 7); }
