@@ -112,8 +112,8 @@ export interface JpegDecoder extends Decoder<JpegDecodeOptions, JpegImage> {
   /**
    * The GPU decode's half (`decode: "gpu"`, src/gpu/huffman.ts): the header and the scan's
    * bytes, no code decoded; or a refusal saying why this file is decoded on the CPU instead
-   * (NOTE [ What the GPU decodes ], src/decode/jpeg_scan.ts). A header the decoder cannot read
-   * throws as decode() would; an entropy-coded segment is not read here.
+   * (NOTE [ What the GPU decodes ], src/decode/jpeg_scan.ts), a header that does not read
+   * among them: the CPU's decode names its error. No code of the scan is decoded here.
    */
   readScan(bytes: Uint8Array, options?: Pick<JpegDecodeOptions, "maxPixels">): JpegScan | JpegScanRefusal;
   /** Stops after entropy decoding: quantized DCT blocks and tables, for an IDCT elsewhere. */
@@ -312,8 +312,11 @@ class WasmJpegDecoder implements JpegDecoder {
     const maxPixels = maxPixelsOf(options);
     const w = this.#w;
     const p = this.#load(bytes);
-    this.#check(w.inspect(p, bytes.length), bytes);
     const refuse = (reason: string): JpegScanRefusal => ({ kind: "jpeg-refused", reason });
+    // A header that does not read goes to the CPU too, whose decode names its error (inspect
+    // stops at the first scan and may meet another error first).
+    const rc = w.inspect(p, bytes.length);
+    if (rc !== 0) return refuse(`its header does not read (${JpegError.fromCode(rc, w.errorOffset()).message})`);
     const marker = w.frameMarker();
     if (marker !== 0xc0 && marker !== 0xc1) return refuse(`its process is ${processOf(marker)}`);
     if (w.framePrecision() !== 8) return refuse(`its samples have ${w.framePrecision()} bits`);
