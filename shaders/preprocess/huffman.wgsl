@@ -42,6 +42,8 @@ const TABLE_WORDS: u32 = 616u;
 const CHUNK_WORDS: u32 = 16u;
 const STATUS_IMAGES: u32 = 4u;
 const NONE: u32 = 0xffffffffu;
+// Bits a guess decodes before its chunk (NOTE [ Parallel Huffman decoding ], src/gpu/huffman.ts).
+override LEAD_BITS: u32 = 4096u;
 
 // Image flags (status[STATUS_IMAGES + k]): the CPU decodes a flagged image instead.
 const F_ERROR: u32 = 1u; // a code not in its table, a DC magnitude above 15, a run past the block
@@ -64,6 +66,7 @@ struct Run {
   k: u32,
   blocks: u32, // blocks completed
   flags: u32,
+  failed: u32, // blocks completed before the first failure, NONE while none
   dc: array<i32, 3>, // per component: the DC differences' sum, or (emit) the predictions
   block: u32, // emit: the block being decoded, in the image's scan order
 }
@@ -137,9 +140,26 @@ fn put(imr: u32, block: u32, slotA: u32, k: u32, value: i32) -> bool {
   return true;
 }
 
+// Notes the first failure; a failing code ends the decode, except a guess's (`tolerant`), which
+// steps one bit on and starts an MCU again: its exit stays worth trying as a start, and
+// (failed, flags) keep what the chain needs should its start prove true.
+fn fail(r: ptr<function, Run>, flag: u32, tolerant: bool) -> bool {
+  if ((*r).failed == NONE) {
+    (*r).failed = (*r).blocks;
+  }
+  (*r).flags |= flag;
+  if (!tolerant || flag == F_SHORT) {
+    return true;
+  }
+  (*r).pos += 1u;
+  (*r).u = 0u;
+  (*r).k = 0u;
+  return false;
+}
+
 // Decodes interval record `ivr` of image record `imr` from r's position until the first code
-// boundary at or past `stop`, an error, or (emit) block `limit`.
-fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limit: u32) {
+// boundary at or past `stop`, a failure (see fail), or (emit) block `limit`.
+fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limit: u32, tolerant: bool) {
   let end = word(ivr + 2u);
   let bpm = max(word(imr + 1u), 1u);
   let tables = scan[3];
@@ -158,11 +178,13 @@ fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limi
       let len = e >> 8u;
       let t = e & 255u;
       if (e == 0u || t > 15u) {
-        (*r).flags |= F_ERROR;
-        break;
+        if (fail(r, F_ERROR, tolerant)) {
+          break;
+        }
+        continue;
       }
       if ((*r).pos + len + t > end) {
-        (*r).flags |= F_SHORT;
+        fail(r, F_SHORT, tolerant);
         break;
       }
       var diff = 0;
@@ -179,14 +201,16 @@ fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limi
       // AC (F.2.2.2): RRRRSSSS, a run of zeros and a magnitude category, then SSSS bits.
       let e = lookup(tables + (slotB >> 16u) * TABLE_WORDS, bits);
       if (e == 0u) {
-        (*r).flags |= F_ERROR;
-        break;
+        if (fail(r, F_ERROR, tolerant)) {
+          break;
+        }
+        continue;
       }
       let len = e >> 8u;
       let run = (e >> 4u) & 15u;
       let s = e & 15u;
       if ((*r).pos + len + s > end) {
-        (*r).flags |= F_SHORT;
+        fail(r, F_SHORT, tolerant);
         break;
       }
       if (s == 0u) {
@@ -196,8 +220,10 @@ fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limi
       } else {
         let k = (*r).k + run;
         if (k > 63u) {
-          (*r).flags |= F_ERROR;
-          break;
+          if (fail(r, F_ERROR, tolerant)) {
+            break;
+          }
+          continue;
         }
         (*r).pos += len + s;
         if (emit && !put(imr, (*r).block, slotA, k, extend((bits << len) >> (32u - s), s))) {
@@ -249,22 +275,24 @@ fn fresh(pos: u32, uk: u32) -> Run {
   r.pos = pos;
   r.u = uk >> 8u;
   r.k = uk & 255u;
+  r.failed = NONE;
   return r;
 }
 
 // Chunk record: START_POS START_UK EXIT_POS EXIT_UK BLOCKS FLAGS DC0 DC1 DC2 FIRST_BLOCK
-// PRED0 PRED1 PRED2. An exit after an error is NONE: nothing chains from it.
+// PRED0 PRED1 PRED2 FAILED (blocks completed before the first failure, NONE: none).
 fn record(c: u32, startPos: u32, startUk: u32, r: Run) {
   let at = min(c, arrayLength(&stateOut) / CHUNK_WORDS - 1u) * CHUNK_WORDS;
   stateOut[at] = startPos;
   stateOut[at + 1u] = startUk;
-  stateOut[at + 2u] = select(r.pos, NONE, (r.flags & F_ERROR) != 0u);
+  stateOut[at + 2u] = r.pos;
   stateOut[at + 3u] = (r.u << 8u) | r.k;
   stateOut[at + 4u] = r.blocks;
   stateOut[at + 5u] = r.flags;
   stateOut[at + 6u] = u32(r.dc[0]);
   stateOut[at + 7u] = u32(r.dc[1]);
   stateOut[at + 8u] = u32(r.dc[2]);
+  stateOut[at + 13u] = r.failed;
 }
 
 fn chunkId(g: vec3<u32>, groups: vec3<u32>) -> u32 {
@@ -278,10 +306,18 @@ fn speculate(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroup
     return;
   }
   let ivr = intervalOf(c);
+  let imr = imageOf(ivr);
   let start = chunkStart(ivr, c);
-  var r = fresh(start, 0u);
-  decode(&r, ivr, imageOf(ivr), chunkEnd(ivr, c), false, 0u);
-  record(c, start, 0u, r);
+  // The guess is made LEAD_BITS before the chunk (or at the interval's start, exactly), and the
+  // chunk's start is the first code boundary at or past its first bit: a decode that has
+  // synchronized by then starts where its predecessor's exit is, and needs no resync.
+  var r = fresh(max(start, word(ivr + 1u) + LEAD_BITS) - LEAD_BITS, 0u);
+  decode(&r, ivr, imr, start, false, 0u, true);
+  let at = r.pos;
+  let uk = (r.u << 8u) | r.k;
+  r = fresh(at, uk);
+  decode(&r, ivr, imr, chunkEnd(ivr, c), false, 0u, true);
+  record(c, at, uk, r);
 }
 
 @compute @workgroup_size(64)
@@ -294,7 +330,7 @@ fn resync(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
   let at = min(c, arrayLength(&stateIn) / CHUNK_WORDS - 1u) * CHUNK_WORDS;
   let prev = at - CHUNK_WORDS;
   let first = c == word(ivr + 3u);
-  if (first || stateIn[prev + 2u] == NONE || (stateIn[at] == stateIn[prev + 2u] && stateIn[at + 1u] == stateIn[prev + 3u])) {
+  if (first || (stateIn[at] == stateIn[prev + 2u] && stateIn[at + 1u] == stateIn[prev + 3u])) {
     for (var i = 0u; i < CHUNK_WORDS; i = i + 1u) {
       stateOut[at + i] = stateIn[at + i];
     }
@@ -302,7 +338,7 @@ fn resync(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
   }
   atomicAdd(&status[1], 1u);
   var r = fresh(stateIn[prev + 2u], stateIn[prev + 3u]);
-  decode(&r, ivr, imageOf(ivr), chunkEnd(ivr, c), false, 0u);
+  decode(&r, ivr, imageOf(ivr), chunkEnd(ivr, c), false, 0u, true);
   record(c, stateIn[prev + 2u], stateIn[prev + 3u], r);
 }
 
@@ -326,15 +362,15 @@ fn settle(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
   for (var i = 0u; i < chunks; i = i + 1u) {
     let c = word(ivr + 3u) + i;
     let at = min(c, last) * CHUNK_WORDS;
-    // The rest of an interval whose blocks are all found, or whose codes failed, writes nothing.
+    // The rest of an interval whose blocks are all found writes nothing.
     stateOut[at + 9u] = firstBlock + expected;
-    if (blocks >= expected || pos == NONE) {
+    if (blocks >= expected) {
       continue;
     }
     if (stateOut[at] != pos || stateOut[at + 1u] != uk) {
       atomicAdd(&status[0], 1u);
       var r = fresh(pos, uk);
-      decode(&r, ivr, imr, chunkEnd(ivr, c), false, 0u);
+      decode(&r, ivr, imr, chunkEnd(ivr, c), false, 0u, true);
       record(c, pos, uk, r);
     }
     stateOut[at + 9u] = firstBlock + blocks;
@@ -342,7 +378,9 @@ fn settle(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) 
     stateOut[at + 11u] = u32(dc[1]);
     stateOut[at + 12u] = u32(dc[2]);
     let done = stateOut[at + 4u];
-    if (stateOut[at + 5u] != 0u && blocks + done < expected) {
+    // A failure before the interval's last block is the image's (after it: fill bits, or what
+    // emit's F_TRAIL finds).
+    if (stateOut[at + 13u] != NONE && blocks + stateOut[at + 13u] < expected) {
       flags |= stateOut[at + 5u];
     }
     blocks += done;
@@ -376,7 +414,7 @@ fn emit(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
   var r = fresh(stateOut[at], stateOut[at + 1u]);
   r.block = stateOut[at + 9u];
   r.dc = array<i32, 3>(bitcast<i32>(stateOut[at + 10u]), bitcast<i32>(stateOut[at + 11u]), bitcast<i32>(stateOut[at + 12u]));
-  decode(&r, ivr, imr, chunkEnd(ivr, c), true, limit);
+  decode(&r, ivr, imr, chunkEnd(ivr, c), true, limit, false);
   var flags = r.flags & F_RANGE;
   // The interval's last block: only its last byte's fill bits may follow.
   if (r.block == limit && word(ivr + 2u) - r.pos >= 8u) {

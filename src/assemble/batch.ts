@@ -13,8 +13,8 @@ import { CassetteError } from "../errors.ts";
 import type { Sample } from "../read/sample.ts";
 import type { Fetched } from "../source/source.ts";
 import {
-  batchBuffer, CHANNELS, column, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, TARGET_AT,
-  TARGET_LEN, WIDTH,
+  batchBuffer, CHANNELS, column, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, imageAt, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet, POS, sampleOf, SCAN_LEN,
+  TARGET_AT, TARGET_LEN, WIDTH,
 } from "../read/packet.ts";
 
 /** One batch as the Loader hands it over: the samples' ids, labels and bytes (or the transform's items, or decoded images), in one allocation per batch. */
@@ -101,6 +101,12 @@ export interface ImageTable {
    * `pixels` holds its pixels. width, height and channels are those of the pixels it becomes.
    */
   dctBytes?: Int32Array<ArrayBuffer>;
+  /**
+   * With the GPU decode (`decode: "gpu"`): bytes of image i's scan record at `at[i]` (NOTE
+   * [ Scan record ], src/decode/scan_record.ts), which the GPU preprocessor decodes; 0 where it
+   * is not one. width, height and channels are those of the pixels it becomes.
+   */
+  scanBytes?: Int32Array<ArrayBuffer>;
 }
 
 /**
@@ -118,7 +124,7 @@ export function packetBatch<T>(epoch: number, index: number, plan: readonly stri
     pixels: new Uint8Array(p.buf, 0, p.dataAt), at: column(p, IMAGE_AT), width: column(p, WIDTH), height: column(p, HEIGHT),
     channels: column(p, CHANNELS), orientation: column(p, ORIENTATION),
     frameX: column(p, FRAME_X), frameY: column(p, FRAME_Y), frameWidth: column(p, FRAME_WIDTH), frameHeight: column(p, FRAME_HEIGHT),
-    dctBytes: column(p, DCT_LEN),
+    dctBytes: column(p, DCT_LEN), scanBytes: column(p, SCAN_LEN),
   };
   let items: T[] | undefined;
   const extra: Partial<Batch<T>> = {};

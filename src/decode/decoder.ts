@@ -7,6 +7,7 @@
  *                                                  data: row-major, interleaved, no padding
  */
 import { CassetteError } from "../errors.ts";
+import { isJpegScan, type JpegScan, type JpegScanRefusal } from "./jpeg_scan.ts";
 
 /** Decoded pixels, as every decoder hands them over. */
 export interface Image {
@@ -120,6 +121,17 @@ export interface DecodeOptions {
    * `decode` and `decodeInto` ignore it.
    */
   hybrid?: boolean;
+  /**
+   * The read path's GPU decode (a Loader's `decode: "gpu"`): a JPEG the GPU can decode
+   * (`Decoder.readScan` accepts it: NOTE [ What the GPU decodes ], src/decode/jpeg_scan.ts) is
+   * handed over as `Sample.scan`, its Huffman codes left for the GPU preprocessor; any other
+   * file decodes as without it (to pixels; to DCT blocks with `hybrid` too). Not where the GPU
+   * pass cannot give what the options ask: a `scale`, a turn asked for and due
+   * (`applyOrientation`), `grey` output of a colour file. The scan is the whole image even
+   * with a `region` (a planned decode's box: the preprocessor draws the same plan on the whole
+   * image). `decode` and `decodeInto` ignore it.
+   */
+  gpu?: boolean;
 }
 
 /** A box of an image's pixels: its top-left corner and its size. */
@@ -173,6 +185,12 @@ export interface Decoder<O extends DecodeOptions = DecodeOptions, I extends Imag
    * out. Errors as decode()'s.
    */
   decodeDct?(bytes: Uint8Array, options?: O): DctImage | undefined;
+  /**
+   * The GPU decode's half (`decode: "gpu"`): a JPEG's header and entropy-coded data, or a
+   * refusal saying why it is decoded on the CPU instead; undefined for a file of a format with
+   * no scan for the GPU (a PNG through the "auto" decoder). Formats without one leave it out.
+   */
+  readScan?(bytes: Uint8Array, options?: Pick<O, "maxPixels">): JpegScan | JpegScanRefusal | undefined;
   /** Bytes of memory this decoder holds between images (wasm memory is a high-water mark). */
   readonly memoryBytes: number;
   /** Lets go of the instance; decode() afterwards is an error. */
@@ -191,18 +209,46 @@ export interface AsyncDecoder<O extends DecodeOptions = DecodeOptions, I extends
   close(): void;
 }
 
-/** The read path's `decode` option as decode options: "hybrid" is `{ hybrid: true }`, a boolean none. */
-export function readDecodeOptions<O extends DecodeOptions>(decode: boolean | "hybrid" | O | undefined): O | DecodeOptions | undefined {
+/** The read path's `decode` option as decode options: "hybrid" is `{ hybrid: true }`, "gpu" `{ gpu: true }`, a boolean none. */
+export function readDecodeOptions<O extends DecodeOptions>(decode: boolean | "hybrid" | "gpu" | O | undefined): O | DecodeOptions | undefined {
   if (decode === "hybrid") return { hybrid: true };
+  if (decode === "gpu") return { gpu: true };
   return typeof decode === "object" && decode !== null ? decode : undefined;
 }
 
+/** What the read path's GPU decode counts where it decodes (`decode: "gpu"`). */
+export interface GpuReadCounts {
+  /** JPEGs `readScan` refused (progressive, arithmetic, CMYK, …): decoded on the CPU instead. */
+  gpuRefused: number;
+}
+
 /**
- * The read path's decode of one file: with `hybrid`, its DCT blocks where its decoder can leave
- * them so (Decoder.decodeDct), else its pixels.
+ * With `gpu`: the file's scan, for the GPU to decode, where its decoder reads one and the GPU
+ * pass gives what `options` ask (DecodeOptions.gpu); else undefined (the caller decodes it on
+ * the CPU), a JPEG refused counted in `counts`.
  */
-export function decodeForRead(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image | DctImage {
-  return (options?.hybrid ? decoder.decodeDct?.(bytes, options) : undefined) ?? decoder.decode(bytes, options);
+export function scanForRead(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, counts?: GpuReadCounts): JpegScan | undefined {
+  // A scale is known before the file is read; a turn and grey output need its header.
+  if (!options?.gpu || !decoder.readScan || (options.scale ?? 1) !== 1) return undefined;
+  const r = decoder.readScan(bytes, { maxPixels: options.maxPixels });
+  if (!r) return undefined; // not a JPEG
+  if (!isJpegScan(r)) {
+    if (counts) counts.gpuRefused++;
+    return undefined;
+  }
+  if (options.applyOrientation && r.orientation > 1) return undefined;
+  // libjpeg's grey output of a colour file is its luma component, not the tensor's BT.601 mix.
+  if (options.grey && r.colorSpace !== "gray") return undefined;
+  return r;
+}
+
+/**
+ * The read path's decode of one file: with `gpu`, its scan where the GPU can decode it
+ * (scanForRead); with `hybrid`, its DCT blocks where its decoder can leave them so
+ * (Decoder.decodeDct); else its pixels.
+ */
+export function decodeForRead(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions, counts?: GpuReadCounts): Image | DctImage | JpegScan {
+  return scanForRead(decoder, bytes, options, counts) ?? (options?.hybrid ? decoder.decodeDct?.(bytes, options) : undefined) ?? decoder.decode(bytes, options);
 }
 
 /**
@@ -238,7 +284,7 @@ export function checkTarget(target: Uint8Array, offset: number, format: string):
 
 export const DEFAULT_MAX_PIXELS = 100e6;
 const SCALES: Record<number, number> = { 1: 0, 0.5: 1, 0.25: 2, 0.125: 3 };
-const FLAGS = ["grey", "applyOrientation", "hybrid"] as const;
+const FLAGS = ["grey", "applyOrientation", "hybrid", "gpu"] as const;
 
 /**
  * Checks options once, where they are given (a Loader, a read worker), so that a bad one is

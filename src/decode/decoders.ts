@@ -11,6 +11,7 @@
  */
 import { CassetteError } from "../errors.ts";
 import type { DctImage, DecodedInto, Decoder, Image } from "./decoder.ts";
+import type { JpegScan, JpegScanRefusal } from "./jpeg_scan.ts";
 import { createJpegDecoder } from "./jpeg.ts";
 import { createPngDecoder, type PngDecodeOptions } from "./png.ts";
 import { describeStart, formatOf } from "../util/signature.ts";
@@ -117,6 +118,12 @@ class AutoDecoder implements Decoder<PngDecodeOptions> {
 
   decodeDct(bytes: Uint8Array, options?: PngDecodeOptions): DctImage | undefined {
     return this.#pick(bytes).decodeDct?.(bytes, options);
+  }
+
+  /** A file of no format's signature has no scan: decode() names it. */
+  readScan(bytes: Uint8Array, options?: Pick<PngDecodeOptions, "maxPixels">): JpegScan | JpegScanRefusal | undefined {
+    const format = bytes instanceof Uint8Array ? sniffFormat(bytes) : undefined;
+    return format && this.#by.get(format)?.readScan?.(bytes, options);
   }
 
   get memoryBytes(): number {

@@ -70,6 +70,7 @@ import { SpareBuffers } from "../util/spare_buffers.ts";
 import { entryUrl } from "../util/entry_url.ts";
 import { type AsyncDecoder, type DctImage, type DecodeOptions, type Image, isDctImage } from "./decoder.ts";
 import type { JpegDecodeOptions, JpegImage } from "./jpeg.ts";
+import { isJpegScan, type JpegScan } from "./jpeg_scan.ts";
 import { JpegError, type JpegErrorReason } from "./jpeg_error.ts";
 import { PngError, type PngErrorReason } from "./png_error.ts";
 import { Deadline } from "./deadline.ts";
@@ -109,13 +110,15 @@ export interface TakenBackReply {
 
 /** Message from a worker. */
 export type DecodeReply = (
-  | { id: number; ok: true; image?: JpegImage | DctImage; ms: number }
+  | { id: number; ok: true; image?: JpegImage | DctImage | JpegScan; ms: number }
   | { id: number; ok: false; error: { name: string; code?: string; reason?: string; offset?: number; message: string }; ms: number }
 ) & {
   /** The request's bytes' buffer, sent back to carry a later job's bytes (NOTE [ Job buffers ]). */
   spare?: ArrayBuffer;
   /** The pixels went into the request's `out` (NOTE [ Image buffers ]). */
   intoOut?: true;
+  /** The GPU decode (DecodeOptions.gpu) left this JPEG to the CPU: `readScan` refused it. */
+  gpuRefused?: true;
 };
 
 /** How a decode pool runs: its workers (fixed or autoscaled), jobs sent ahead, the slow lane, and an optional transform module. */
@@ -204,7 +207,7 @@ interface Pending {
   transfer: ArrayBuffer[];
   /** The caller's bytes, to send again when taken back (prepare); undefined: not stealable. */
   keep?: Uint8Array;
-  resolve: (img: JpegImage | DctImage | undefined) => void;
+  resolve: (img: JpegImage | DctImage | JpegScan | undefined) => void;
   reject: (e: Error) => void;
 }
 
@@ -272,6 +275,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   readonly #recentBytes = new Int32Array(RECENT);
   #recentAt = 0;
   #recycled = 0;
+  #gpuRefused = 0;
   readonly #base = Math.floor(performance.timeOrigin + performance.now());
   readonly #o: DecodePoolOptions;
   readonly #lanes: boolean;
@@ -327,6 +331,11 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   /** The workers run a transform module on each prepared sample. */
   get hasTransform(): boolean {
     return this.#o.transform !== undefined;
+  }
+
+  /** JPEGs its workers' GPU decode (prepare with `gpu`) left to the CPU as `readScan` refused them. */
+  get gpuRefused(): number {
+    return this.#gpuRefused;
   }
 
   /** Workers now (serving, in the slow lane, or retiring). */
@@ -389,7 +398,9 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
     slot.inFlight.delete(msg.id);
     this.#release(job);
     if (msg.spare) this.#spares.give(msg.spare);
-    if (msg.ok && msg.image && !isDctImage(msg.image)) {
+    if (msg.gpuRefused) this.#gpuRefused++;
+    // Pixels only: a scan has components and no data, as a DCT image has.
+    if (msg.ok && msg.image && !isJpegScan(msg.image) && !isDctImage(msg.image)) {
       this.#delivered.add(msg.image.data.buffer);
       this.#recentBytes[this.#recentAt++ % RECENT] = msg.image.data.byteLength;
       if (msg.intoOut) this.#recycled++;
@@ -442,14 +453,14 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
 
   /**
    * A sample's CPU stage in a worker: its pixels (unless `decode: false`; with `hybrid`, a JPEG's
-   * DCT blocks) through the pool's
+   * DCT blocks; with `gpu`, a JPEG's scan) through the pool's
    * transform. The caller keeps `bytes`; the job can be taken back from a slow worker.
    */
-  prepare(job: PrepareJob): Promise<Image | DctImage | undefined> {
+  prepare(job: PrepareJob): Promise<Image | DctImage | JpegScan | undefined> {
     return this.#enqueue({ id: 0, slot: -1, bytes: job.bytes, options: job.options, decode: job.decode, sample: { id: job.id, label: job.label } }, job.bytes);
   }
 
-  #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | DctImage | undefined> {
+  #enqueue(req: DecodeRequest, keep: Uint8Array | undefined): Promise<JpegImage | DctImage | JpegScan | undefined> {
     if (this.#closed) return Promise.reject(closedError());
     return new Promise((resolve, reject) => this.#submit(req, keep, resolve, reject));
   }
@@ -723,7 +734,7 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
 
   /** A buffer given back for `req`'s pixels, when they will be pixels of a size it holds. */
   #outFor(req: DecodeRequest): ArrayBuffer | undefined {
-    if (this.hasTransform || req.decode === false || req.options?.hybrid || (req.options as { depth16?: boolean } | undefined)?.depth16) return undefined;
+    if (this.hasTransform || req.decode === false || req.options?.hybrid || req.options?.gpu || (req.options as { depth16?: boolean } | undefined)?.depth16) return undefined;
     let need = 0;
     for (const b of this.#recentBytes) need = Math.max(need, b);
     req.outBytes = need;
@@ -756,9 +767,9 @@ export class JpegDecodePool implements AsyncDecoder<JpegDecodeOptions, JpegImage
   }
 }
 
-/** Options for pixels: the hybrid decode's DCT blocks are the read path's (prepare), not decode()'s or decodeAll's. */
+/** Options for pixels: the hybrid decode's DCT blocks and the GPU decode's scans are the read path's (prepare), not decode()'s or decodeAll's. */
 function pixelOptions(options: JpegDecodeOptions | undefined): JpegDecodeOptions | undefined {
-  return options?.hybrid ? { ...options, hybrid: false } : options;
+  return options?.hybrid || options?.gpu ? { ...options, hybrid: false, gpu: false } : options;
 }
 
 /** The request for `bytes`: its buffer is transferred when the view spans it, else that part is copied first. */

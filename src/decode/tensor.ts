@@ -24,6 +24,8 @@
 import { CassetteError } from "../errors.ts";
 import { type DctImage, isDctImage } from "./decoder.ts";
 import { readDct } from "./dct.ts";
+import { isJpegScan, type JpegScan } from "./jpeg_scan.ts";
+import { readScanRecord } from "./scan_record.ts";
 import { type FrameBox, type ImagePlan, isRandom, planImage, type PlanOptions, type SampleKey } from "./crop.ts";
 import { type TensorExports, tensorWasm } from "./tensor_module.ts";
 import { applyAugment, checkAugment } from "./augment.ts";
@@ -148,20 +150,37 @@ export interface PackedImages {
   frameHeight?: ArrayLike<number>;
   /** Bytes of image i's DCT record at `at[i]` (the hybrid decode, src/decode/dct.ts), for the GPU to finish; 0: pixels. */
   dctBytes?: ArrayLike<number>;
+  /** Bytes of image i's scan record at `at[i]` (the GPU decode, src/decode/scan_record.ts), for the GPU to decode; 0: not one. */
+  scanBytes?: ArrayLike<number>;
 }
 
 /** Whether any image of the table is a DCT record (the hybrid decode) rather than pixels. */
 export function hasDct(t: PackedImages): boolean {
-  const d = t.dctBytes;
-  if (d) for (let i = 0; i < d.length; i++) if (d[i]) return true;
+  return anyOf(t.dctBytes);
+}
+
+/** Whether any image of the table is a scan record (the GPU decode, `decode: "gpu"`). */
+export function hasScan(t: PackedImages): boolean {
+  return anyOf(t.scanBytes);
+}
+
+/** Whether any image of the table is a record (DCT blocks or a scan) for the GPU to finish, rather than pixels. */
+export function hasRecords(t: PackedImages): boolean {
+  return hasDct(t) || hasScan(t);
+}
+
+function anyOf(lengths: ArrayLike<number> | undefined): boolean {
+  if (lengths) for (let i = 0; i < lengths.length; i++) if (lengths[i]) return true;
   return false;
 }
 
-/** A table's images as a list, no pixel copied: views of its pixels (with their frames), or its DCT records read as DCT images. */
-export function tableImages(t: PackedImages): (TensorImage | DctImage)[] {
+/** A table's images as a list, no pixel copied: views of its pixels (with their frames), or its records read as DCT images and scan images. */
+export function tableImages(t: PackedImages): (TensorImage | DctImage | JpegScan)[] {
   return Array.from({ length: t.at.length }, (_, i) => {
     const len = t.dctBytes?.[i];
     if (len) return readDct(t.pixels, t.at[i], len);
+    const scan = t.scanBytes?.[i];
+    if (scan) return readScanRecord(t.pixels, t.at[i], scan);
     const s = tableShape(t, i);
     return { ...s, data: t.pixels.subarray(t.at[i], t.at[i] + s.width * s.height * s.channels) };
   });
@@ -198,6 +217,8 @@ export interface CpuTensor {
 
 /** The images of a list or of a table, one at a time, without copying pixels. */
 function imagesOf(images: readonly TensorImage[] | PackedImages): TensorImage[] {
+  const scan = isPackedImages(images) ? hasScan(images) : images.some((img) => isJpegScan(img));
+  if (scan) throw new CassetteError("ERR_UNSUPPORTED", "Cannot make a tensor on the CPU of a JPEG's scan (the GPU decode, `decode: \"gpu\"`): the GPU preprocessor decodes it; decode to pixels for the CPU");
   const dct = isPackedImages(images) ? hasDct(images) : images.some((img) => isDctImage(img));
   if (dct) throw new CassetteError("ERR_UNSUPPORTED", "Cannot make a tensor on the CPU of DCT blocks (the hybrid decode, `decode: \"hybrid\"`): the GPU preprocessor finishes them; decode to pixels for the CPU");
   if (!isPackedImages(images)) return images as TensorImage[];

@@ -6,7 +6,7 @@
  *   → { t: "setup", index, claims, base, transform?, seed }    first, once
  *   ← { ready: true }  or  { ready: false, message }             decoder (and transform) loaded
  *   → { id, slot, bytes, options, decode?, sample? }             bytes' buffer transferred in
- *   ← { id, ok: true, image?, ms }                               image.data's buffer (a DCT image's arrays') transferred out
+ *   ← { id, ok: true, image?, ms, gpuRefused? }                  image.data's buffer (a DCT image's arrays', a scan's) transferred out
  *   ← { id, ok: false, error, ms }                               the JpegError (or other) as plain fields
  *
  * A job with a claim slot is started only if this worker wins its claim (NOTE [ Slow lane ]
@@ -14,7 +14,8 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { rng } from "../plan/rng.ts";
-import { type DctImage, decodeForRead, type DecodeOptions, type Image, isDctImage, TargetTooSmallError } from "./decoder.ts";
+import { type DctImage, decodeForRead, type DecodeOptions, type GpuReadCounts, type Image, isDctImage, TargetTooSmallError } from "./decoder.ts";
+import { isJpegScan, type JpegScan } from "./jpeg_scan.ts";
 import { CassetteError } from "../errors.ts";
 import type { JpegImage } from "./jpeg.ts";
 import type { Decoder } from "./decoder.ts";
@@ -62,15 +63,25 @@ scope.onMessage(async (data) => {
   const back = transform ? {} : spare(req.bytes);
   const spares = back.spare ? [back.spare] : [];
   let reply: DecodeReply;
+  // A refusal of the GPU decode is counted by the pool, from the answer (an error's too).
+  const counts: GpuReadCounts = { gpuRefused: 0 };
+  const refused = () => (counts.gpuRefused ? { gpuRefused: true as const } : {});
   try {
     let intoOut = false;
-    let image: Image | DctImage | undefined;
+    let image: Image | DctImage | JpegScan | undefined;
     if (req.decode === false) image = undefined;
     else if (req.outBytes !== undefined) ({ image, intoOut } = decodeOwn(images!, req.bytes, req.options, req.out, req.outBytes));
-    else image = decodeForRead(images!, req.bytes, req.options);
+    else image = decodeForRead(images!, req.bytes, req.options, counts);
+    if (image && isJpegScan(image)) {
+      if (transform) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the GPU decode leaves a JPEG's scan for the GPU");
+      // The scan's file is the request's bytes: their buffer goes with it, not back as a spare.
+      reply = { id: req.id, ok: true, image, ms: performance.now() - t0 };
+      scope.postMessage(reply, scanBuffers(image));
+      return;
+    }
     if (image && isDctImage(image)) {
       if (transform) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU");
-      reply = { id: req.id, ok: true, image, ms: performance.now() - t0, ...back };
+      reply = { id: req.id, ok: true, image, ms: performance.now() - t0, ...back, ...refused() };
       scope.postMessage(reply, [...dctBuffers(image), ...spares]);
       return;
     }
@@ -80,7 +91,7 @@ scope.onMessage(async (data) => {
       if (out instanceof Promise) out = await out;
       image = checkTransformed(out, s.id, transform.url);
     }
-    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0, ...back, ...(intoOut ? { intoOut: true as const } : {}) };
+    reply = { id: req.id, ok: true, image: image as JpegImage | undefined, ms: performance.now() - t0, ...back, ...(intoOut ? { intoOut: true as const } : {}), ...refused() };
     // A transform may answer a view into a larger buffer (or the input itself): send only its
     // pixels. Pixels decoded here into a buffer with room to spare go with their buffer (NOTE [ Image buffers ]).
     if (transform && image && (image.data.byteOffset !== 0 || image.data.byteLength !== image.data.buffer.byteLength)) image.data = image.data.slice();
@@ -88,7 +99,7 @@ scope.onMessage(async (data) => {
     return;
   } catch (e) {
     const err = e as { name?: string; code?: string; reason?: string; offset?: number; message?: string };
-    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: performance.now() - t0, ...back };
+    reply = { id: req.id, ok: false, error: { name: err.name ?? "Error", code: err.code, reason: err.reason, offset: err.offset, message: err.message ?? String(e) }, ms: performance.now() - t0, ...back, ...refused() };
   }
   scope.postMessage(reply, spares);
 });
@@ -123,6 +134,13 @@ function decodeOwn(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions |
 /** The request's buffer, to go back to the pool (the decoders copy what they read into wasm memory and keep no view of it). */
 function spare(bytes: Uint8Array): { spare?: ArrayBuffer } {
   return bytes.buffer instanceof ArrayBuffer && bytes.buffer.byteLength > 0 ? { spare: bytes.buffer } : {};
+}
+
+/** A scan's large arrays' buffers, to transfer: its data and intervals (each its own, made by the unstuffing) and its file's (the request's bytes). */
+function scanBuffers(scan: JpegScan): ArrayBuffer[] {
+  const out = new Set<ArrayBuffer>();
+  for (const a of [scan.entropy, scan.intervals, scan.file]) if (a.buffer instanceof ArrayBuffer && a.buffer.byteLength > 0) out.add(a.buffer);
+  return [...out];
 }
 
 /** A DCT image's arrays' buffers, each its own (decodeCoefficients copies them out of wasm memory), to transfer. */

@@ -192,18 +192,28 @@ export interface ScanBuffers {
   status: GPUBuffer;
 }
 
-/** Records the passes of NOTE [ Parallel Huffman decoding ], `status` cleared first. */
-export async function encodeHuffman(device: GPUDevice, encoder: GPUCommandEncoder, plan: ScanPlan, b: ScanBuffers, rounds = RESYNC_ROUNDS): Promise<void> {
+/** The passes of NOTE [ Parallel Huffman decoding ], in order. */
+export type HuffmanPass = "speculate" | "resync" | "settle" | "emit";
+
+/**
+ * Records the passes of NOTE [ Parallel Huffman decoding ], `status` cleared first; with
+ * `upTo`, only the passes up to that one (the bench times them one by one).
+ */
+export async function encodeHuffman(device: GPUDevice, encoder: GPUCommandEncoder, plan: ScanPlan, b: ScanBuffers, rounds = RESYNC_ROUNDS, upTo: HuffmanPass = "emit"): Promise<void> {
   encoder.clearBuffer(b.status);
   if (plan.chunks === 0 && plan.intervals === 0) return;
   const chunks = grid(plan.chunks, WORKGROUP);
   await kernels.speculate.encode(device, encoder, [b.scan, b.coef, b.stateB, b.stateA, b.status], chunks);
+  if (upTo === "speculate") return;
   let [from, to] = [b.stateA, b.stateB];
   for (let r = 0; r < rounds; r++) {
     await kernels.resync.encode(device, encoder, [b.scan, b.coef, from, to, b.status], chunks);
     [from, to] = [to, from];
   }
+  if (upTo === "resync") return;
+  // The latest records are in `from`.
   await kernels.settle.encode(device, encoder, [b.scan, b.coef, to, from, b.status], grid(plan.intervals, WORKGROUP));
+  if (upTo === "settle") return;
   await kernels.emit.encode(device, encoder, [b.scan, b.coef, to, from, b.status], chunks);
 }
 

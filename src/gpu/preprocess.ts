@@ -15,7 +15,7 @@ import { isPackedImages, packImages, packLayout, packTable, RECORD_BYTES, tableL
 import type { DecodedImage, FrameBox, ImagePlan, PackedImages, PackLayout, SampleKey } from "./pack.ts";
 import { StagingRing, type StagingSlot } from "./staging.ts";
 import { decodePlanned } from "./decode_planned.ts";
-import { type BatchPlanOptions, checkTensorOptions, hasDct, planBatch, type PlannedShape, tableImages, type TensorOptions } from "../decode/tensor.ts";
+import { type BatchPlanOptions, checkTensorOptions, hasRecords, planBatch, type PlannedShape, tableImages, type TensorOptions } from "../decode/tensor.ts";
 import type { DecodeOptions, Decoder } from "../decode/decoder.ts";
 import { coefficientImageShape, encodeCoefficients, isCoefficientImage, planCoefficients } from "./idct.ts";
 import type { JpegCoefficients } from "./idct.ts";
@@ -225,9 +225,9 @@ export class Preprocessor {
    * ```
    */
   async run(images: readonly (DecodedImage | JpegCoefficients | JpegScan)[] | PackedImages, run: PreprocessRunOptions = {}): Promise<PreprocessedBatch> {
-    // A table holding DCT records (the hybrid decode in read workers) goes as a list of views:
-    // the coefficient upload is laid out image by image (src/gpu/idct.ts).
-    if (isPackedImages(images) && hasDct(images)) images = tableImages(images) as (DecodedImage | JpegCoefficients)[];
+    // A table holding DCT or scan records (the hybrid or GPU decode in read workers) goes as a
+    // list of views: the coefficient upload is laid out image by image (src/gpu/idct.ts).
+    if (isPackedImages(images) && hasRecords(images)) images = tableImages(images) as (DecodedImage | JpegCoefficients | JpegScan)[];
     const table = isPackedImages(images) ? images : undefined;
     const n = table ? table.at.length : (images as readonly unknown[]).length;
     if (n < 1 || n > 65535) {

@@ -80,6 +80,14 @@ export interface LoaderStats {
    * `rankShards` the ranks' sums of an epoch come to the shards' size.
    */
   received?: number;
+  /**
+   * With `decode: "gpu"`: JPEGs the GPU decode left to the CPU, decoded to pixels as without it,
+   * because `readScan` refused them (progressive, arithmetic coding, CMYK, several scans, …:
+   * NOTE [ What the GPU decodes ], src/decode/jpeg_scan.ts), read workers' included. Each
+   * decode counts: a sample read in two epochs, or asked for again, counts each time. PNGs and
+   * files the options keep on the CPU (a scale, a turn, grey output) are not counted.
+   */
+  gpuRefused?: number;
 }
 
 /** What one connection (or node) delivered since the last hand-over. */
@@ -101,6 +109,8 @@ export interface ReadCounters {
   cache?: CacheStats;
   /** Bytes the store's source received, where it counts them. */
   received?: number;
+  /** JPEGs the GPU decode left to the CPU (LoaderStats.gpuRefused), where it decodes so. */
+  gpuRefused?: number;
 }
 
 /** Accumulates a loader's figures over all its epochs. */
@@ -175,6 +185,7 @@ export class StatsRecorder {
       ...(read.prepare ? { prepare: read.prepare } : {}),
       ...(read.cache ? { cache: read.cache } : {}),
       ...(read.received !== undefined ? { received: read.received } : {}),
+      ...(read.gpuRefused !== undefined ? { gpuRefused: read.gpuRefused } : {}),
     };
   }
 }

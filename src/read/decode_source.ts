@@ -26,7 +26,8 @@
  * await source.close();
  * ```
  */
-import { type AsyncDecoder, checkDecodeOptions, type DctImage, decodeForRead, type DecodeOptions, type Decoder, type Image, isDctImage } from "../decode/decoder.ts";
+import { type AsyncDecoder, checkDecodeOptions, type DctImage, decodeForRead, type DecodeOptions, type Decoder, type GpuReadCounts, type Image, isDctImage } from "../decode/decoder.ts";
+import { isJpegScan, type JpegScan } from "../decode/jpeg_scan.ts";
 import type { PoolStats, PrepareJob } from "../decode/pool.ts";
 import { type FrameBox, planFor } from "../decode/crop.ts";
 import { checkTransformed, type LoadedTransform } from "../decode/transform.ts";
@@ -68,7 +69,9 @@ export interface PreparePool extends AsyncDecoder {
   /** Whether the pool's workers run a transform module. */
   readonly hasTransform: boolean;
   /** Runs a sample's CPU stage in a worker: decode (unless `decode: false`) and the transform. */
-  prepare(job: PrepareJob): Promise<Image | DctImage | undefined>;
+  prepare(job: PrepareJob): Promise<Image | DctImage | JpegScan | undefined>;
+  /** JPEGs its workers' GPU decode left to the CPU (GpuReadCounts), where it counts them. */
+  readonly gpuRefused?: number;
   /** The pool's figures now. */
   stats(): PoolStats;
   /** The consumer waited `waitMs` for a batch: the pool's scaler grows it when waits persist. */
@@ -112,9 +115,10 @@ export const TAKEN_BACK: Error & Retryable = Object.assign(new Error("taken back
 export interface PixelSink {
   /**
    * Decodes `bytes` (sample `id`'s) into the sink; `image.data` (a DCT image's arrays, with
-   * `hybrid`) is a view of where it went.
+   * `hybrid`; a scan's, with `gpu`) is a view of where it went. A JPEG the GPU decode refused
+   * is counted in `counts`.
    */
-  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image | DctImage;
+  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string, counts?: GpuReadCounts): Image | DctImage | JpegScan;
 }
 
 /**
@@ -137,6 +141,8 @@ export class DecodeSource implements ReadSource {
   readonly #transform?: LoadedTransform;
   readonly #sink?: PixelSink;
   readonly #claim?: SampleClaim;
+  /** What the GPU decode counted here (and in the sink). */
+  readonly #counts: GpuReadCounts = { gpuRefused: 0 };
   /** The decode pool, when the CPU stage runs in one. */
   readonly pool?: PreparePool;
   /** Every sample id the inner source can serve, where it can list them. */
@@ -165,6 +171,14 @@ export class DecodeSource implements ReadSource {
     this.#transform = stage.transform;
     if (!this.#async && !this.#transform) this.#sink = stage.sink;
     this.#claim = stage.claim;
+  }
+  /**
+   * JPEGs the GPU decode (DecodeOptions.gpu) left to the CPU as `readScan` refused them, here,
+   * in the sink or in the decode pool, since it was made: each decode counts, a sample asked
+   * for again (a retry, a hedge, a later epoch) as often as it is decoded.
+   */
+  get gpuRefused(): number {
+    return this.#counts.gpuRefused + (this.pool?.gpuRefused ?? 0);
   }
   /** The inner source's name. */
   get name(): string {
@@ -206,11 +220,12 @@ export class DecodeSource implements ReadSource {
       // A planned decode: only the box this sample's plan reads in `epoch` (NOTE [ Planned decode
       // here ], above); the read workers' sink plans its own, and a transform is handed whole images.
       const { options, frame } = this.#sink || !this.#decode || this.#transform || this.pool?.hasTransform ? { options: this.#options, frame: undefined } : planFor(this.#options, s.data, epoch, id);
-      const answer = (out: Image | DctImage | undefined) => {
+      const answer = (out: Image | DctImage | JpegScan | undefined) => {
         claim?.end(id);
-        // The hybrid decode's blocks say their region themselves (DctImage.region).
-        if (frame && out && !isDctImage(out)) (out as Image & { frame?: FrameBox }).frame = frame;
-        const got: Sample = !out ? s : isDctImage(out) ? { ...s, coefficients: out } : { ...s, image: out };
+        // The hybrid decode's blocks say their region themselves (DctImage.region); a scan is whole.
+        if (frame && out && !isJpegScan(out) && !isDctImage(out)) (out as Image & { frame?: FrameBox }).frame = frame;
+        // A scan has components and no data as a DCT image has: told apart first.
+        const got: Sample = !out ? s : isJpegScan(out) ? { ...s, scan: out } : isDctImage(out) ? { ...s, coefficients: out } : { ...s, image: out };
         if (!mask) return done(null, got);
         Promise.resolve(mask).then((m) => done(null, { ...got, mask: m }), (e) => failed(maskError(e)));
       };
@@ -222,14 +237,14 @@ export class DecodeSource implements ReadSource {
           failed(e);
         });
       }
-      let image: Image | DctImage | Promise<Image> | undefined;
+      let image: Image | DctImage | JpegScan | Promise<Image> | undefined;
       try {
         // A pool takes the bytes' buffer away (transferred to its worker): it gets a copy, and
         // the sample keeps its bytes.
         if (!this.#decode) image = undefined;
-        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, options, id);
+        else if (this.#sink) image = this.#sink.decode(this.#decoder as Decoder, s.data, options, id, this.#counts);
         else if (this.#async) image = this.#decoder.decode(s.data.slice(), options);
-        else image = decodeForRead(this.#decoder as Decoder, s.data, options);
+        else image = decodeForRead(this.#decoder as Decoder, s.data, options, this.#counts);
       } catch (e) {
         return failed(e);
       }
@@ -239,8 +254,9 @@ export class DecodeSource implements ReadSource {
         else answer(image);
         return;
       }
-      const run = (image: Image | DctImage | undefined) => {
+      const run = (image: Image | DctImage | JpegScan | undefined) => {
         verb = "transform";
+        if (image && isJpegScan(image)) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the GPU decode leaves a JPEG's scan for the GPU");
         if (image && isDctImage(image)) throw new CassetteError("ERR_UNSUPPORTED", "a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU");
         const out = t.fn({ id, label: s.label, data: s.data, image }, t.options, t.ctx);
         return out instanceof Promise ? out.then((o) => checkTransformed(o, id, t.url)) : checkTransformed(out, id, t.url);

@@ -70,8 +70,12 @@ export interface CpuOptions<X = TransformModule> {
    * options' `hybrid`): a JPEG stops after entropy decoding and comes as its DCT blocks
    * (`Sample.coefficients`), which the GPU preprocessor finishes (src/gpu/idct.ts); other
    * files come as pixels. For a GPU that outruns the CPU's IDCT, never on a CPU adapter.
+   * "gpu" (or the options' `gpu`): a JPEG the GPU can decode comes as its header and
+   * entropy-coded data (`Sample.scan`), which the GPU preprocessor decodes (src/gpu/huffman.ts);
+   * other files (a PNG; a progressive, arithmetic, CMYK or multi-scan JPEG: `readScan`'s
+   * refusals, counted in `Loader.stats().gpuRefused`) come as pixels.
    */
-  decode?: boolean | "hybrid" | DecodeOptions | PlannedDecode;
+  decode?: boolean | "hybrid" | "gpu" | DecodeOptions | PlannedDecode;
   /**
    * With `decode` or a transform module and no read `workers`: the decode pool that decodes and
    * transforms off this thread (the reading stays here). "auto" (default): sized as it goes,
@@ -166,7 +170,12 @@ export function checkReadOptions(target: string | Addressed | Store | Source, o:
   if (workers && typeof target !== "string" && !isAddressed(target)) bad("'workers' needs a store address (each worker opens its own connections), not an open store or source");
   if (o.cache !== undefined) checkCacheOptions(o.cache);
   if (workers && o.cache) bad("'cache' and 'workers' cannot both be set: the cache is read and written in this thread (give 'workers: 0')");
-  if (o.transform !== undefined && readDecodeOptions(o.decode)?.hybrid) bad("a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU: give 'decode: true' with a transform");
+  const decode = readDecodeOptions(o.decode);
+  if (o.transform !== undefined && decode?.hybrid) bad("a transform takes pixels, and the hybrid decode leaves DCT blocks for the GPU: give 'decode: true' with a transform");
+  if (o.transform !== undefined && decode?.gpu) bad("a transform takes pixels, and the GPU decode leaves a JPEG's scan for the GPU: give 'decode: true' with a transform");
+  // A planned decode's box is the read path's own (the preprocessor draws the same plan on the
+  // whole image); a fixed box would come back whole, as the GPU decodes whole images.
+  if (decode?.gpu && decode.region) bad(`the GPU decode ('gpu') decodes whole images and 'region' asks for a box of each: current value is ${JSON.stringify(decode.region)}`);
   if (o.transform !== undefined) {
     if (!isTransformModule(o.transform)) bad(`'transform' must be a function or { module, options }: current value is ${typeof o.transform}`);
     transformUrl(o.transform, runtime.cwd()); // a bad address is named here
@@ -242,6 +251,11 @@ const under = new WeakMap<Source, { store: Source; cache?: CacheSource }>();
 /** Bytes the store's source under `src` (one openRead made) received, where it counts them. */
 export function receivedOf(src: Source): number | undefined {
   return (under.get(src)?.store ?? src).received?.();
+}
+
+/** JPEGs the GPU decode of a source `openRead` made left to the CPU (DecodeSource.gpuRefused), where it decodes. */
+export function gpuRefusedOf(src: Source): number | undefined {
+  return src instanceof DecodeSource ? src.gpuRefused : undefined;
 }
 
 /** The cache under a source `openRead` made with `cache` (its figures go into the Loader's stats). */

@@ -10,7 +10,7 @@
  *   cols (Int32Array, column-major, n entries):
  *     POS │ LABEL │ IMAGE_AT │ WIDTH │ HEIGHT │ CHANNELS │ ORIENTATION │ CONN │
  *     TARGET_AT │ TARGET_LEN │ MASK_AT │ MASK_WIDTH │ MASK_HEIGHT │ MASK_CHANNELS │
- *     FRAME_X │ FRAME_Y │ FRAME_WIDTH │ FRAME_HEIGHT │ DCT_LEN │ OFFSETS (n + 1)
+ *     FRAME_X │ FRAME_Y │ FRAME_WIDTH │ FRAME_HEIGHT │ DCT_LEN │ SCAN_LEN │ OFFSETS (n + 1)
  *     ───────────────────────────────── n each ─────────────────────────────────    bytes of entry i:
  *                                                                                   data[OFFSETS[i] .. OFFSETS[i+1])
  *   buf (ArrayBuffer):
@@ -25,7 +25,10 @@
  * says where the box lies in the image (FRAME_*; FRAME_WIDTH 0: the image is whole). With the
  * hybrid decode (`decode: "hybrid"`) a JPEG's entry holds its DCT blocks instead of pixels: a
  * record of DCT_LEN bytes at IMAGE_AT (NOTE [ DCT record ], src/decode/dct.ts), WIDTH, HEIGHT
- * and CHANNELS those of the pixels it becomes.
+ * and CHANNELS those of the pixels it becomes. With the GPU decode (`decode: "gpu"`) a JPEG the
+ * GPU can decode holds its scan likewise: a record of SCAN_LEN bytes at IMAGE_AT (NOTE [ Scan
+ * record ], src/decode/scan_record.ts). An entry's kind is its columns: DCT_LEN > 0 a DCT
+ * record, SCAN_LEN > 0 a scan record, both 0 pixels (CHANNELS 0: nothing).
  *
  * Images start on 4-byte boundaries so that the pixels go to the GPU as one region of the
  * preprocessing upload (NOTE [ Packed preprocessing input ], src/gpu/pack.ts). Entries are in
@@ -50,6 +53,7 @@
  */
 import type { Image } from "../decode/decoder.ts";
 import { readDct } from "../decode/dct.ts";
+import { readScanRecord } from "../decode/scan_record.ts";
 import { SpareBuffers } from "../util/spare_buffers.ts";
 import type { Sample } from "./sample.ts";
 
@@ -72,6 +76,8 @@ export interface ReadCounts {
   reaskWins: number;
   /** Bytes its store's source received (Source.received; 0 where it does not count). */
   received: number;
+  /** JPEGs its GPU decode (`decode: "gpu"`) left to the CPU as `readScan` refused them (GpuReadCounts). */
+  gpuRefused: number;
 }
 
 /** A read worker's CPU stage as its packets report it. */
@@ -88,10 +94,12 @@ export const POS = 0, LABEL = 1, IMAGE_AT = 2, WIDTH = 3, HEIGHT = 4, CHANNELS =
 export const TARGET_AT = 8, TARGET_LEN = 9, MASK_AT = 10, MASK_WIDTH = 11, MASK_HEIGHT = 12, MASK_CHANNELS = 13;
 /** An image decoded as a box of a larger one (a planned decode): the box's place in it and its size; FRAME_WIDTH 0: the whole image. */
 export const FRAME_X = 14, FRAME_Y = 15, FRAME_WIDTH = 16, FRAME_HEIGHT = 17;
-/** Bytes of the DCT record at IMAGE_AT (the hybrid decode, NOTE [ DCT record ] in src/decode/dct.ts); 0: pixels there. */
-export const DCT_LEN = 18, OFFSETS = 19;
+/** Bytes of the DCT record at IMAGE_AT (the hybrid decode, NOTE [ DCT record ] in src/decode/dct.ts); 0: not one. */
+export const DCT_LEN = 18;
+/** Bytes of the scan record at IMAGE_AT (the GPU decode, NOTE [ Scan record ] in src/decode/scan_record.ts); 0: not one. */
+export const SCAN_LEN = 19, OFFSETS = 20;
 /** Int32 columns of n entries before OFFSETS (which has n + 1). */
-export const COLS = 19;
+export const COLS = 20;
 
 /** What a read worker sends for one packet. */
 export interface Packet {
@@ -142,8 +150,9 @@ export function sampleOf(p: Packet, i: number, id: string): Sample {
   const c = p.cols, n = p.n;
   const s: Sample = { id, label: c[LABEL * n + i], data: bytesOf(p, i) };
   if (c[CONN * n + i] >= 0) s.conn = p.conns[c[CONN * n + i]];
-  const dct = c[DCT_LEN * n + i];
+  const dct = c[DCT_LEN * n + i], scan = c[SCAN_LEN * n + i];
   if (dct) s.coefficients = readDct(new Uint8Array(p.buf), c[IMAGE_AT * n + i], dct);
+  else if (scan) s.scan = readScanRecord(new Uint8Array(p.buf), c[IMAGE_AT * n + i], scan);
   else {
     const image = imageAt(p, i, IMAGE_AT, WIDTH, HEIGHT, CHANNELS);
     if (image) s.image = image;
@@ -166,9 +175,9 @@ export function imageAt(p: Packet, i: number, at: number, w: number, h: number, 
   };
 }
 
-/** Bytes at entry i's IMAGE_AT: its pixels, or its DCT record. */
+/** Bytes at entry i's IMAGE_AT: its pixels, or its DCT or scan record. */
 function imageBytes(c: Int32Array, n: number, i: number): number {
-  return c[DCT_LEN * n + i] || c[WIDTH * n + i] * c[HEIGHT * n + i] * c[CHANNELS * n + i];
+  return c[DCT_LEN * n + i] || c[SCAN_LEN * n + i] || c[WIDTH * n + i] * c[HEIGHT * n + i] * c[CHANNELS * n + i];
 }
 
 /** Bytes entry i's image and mask take in a merge: each padded to 4. */

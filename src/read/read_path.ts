@@ -14,7 +14,8 @@ import type { Source } from "../source/source.ts";
 import type { Addressed, SourceSettings } from "../source/kinds.ts";
 import { DecodeSource, type PreparePool } from "./decode_source.ts";
 import { type HedgeOptions, HedgeSource } from "./hedge.ts";
-import { cacheOf, type CpuOptions, openRead, type OpenReadOptions, receivedOf } from "./open.ts";
+import { cacheOf, type CpuOptions, gpuRefusedOf, openRead, type OpenReadOptions, receivedOf } from "./open.ts";
+import { readDecodeOptions } from "../decode/decoder.ts";
 import { RetrySource } from "./retry.ts";
 import type { CacheSource } from "../source/cache/cache_source.ts";
 import type { ReadSource, Sample } from "./sample.ts";
@@ -136,11 +137,16 @@ export class ReadPath {
   counters(): ReadCounters {
     const h = this.#hedge;
     // Packet reads retry and hedge in the workers (NOTE [ Packets ]).
-    const w = this.#workers?.counts() ?? { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0, received: 0 };
+    const w = this.#workers?.counts() ?? { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0, received: 0, gpuRefused: 0 };
     // Bytes received from the store: the workers' sum, or this thread's source's (Source.received).
     const received = this.#workers ? (this.#workers.receives ? w.received : undefined) : this.#opened && receivedOf(this.#opened);
+    // The GPU decode's refusals: the workers' sum, or this thread's decoding's (and its pool's);
+    // said with `decode: "gpu"`, or where read workers given as the store counted some.
+    const refused = this.#workers ? w.gpuRefused : (this.#opened && gpuRefusedOf(this.#opened)) ?? 0;
+    const gpuRefused = refused || readDecodeOptions(this.#o.cpu.decode)?.gpu ? refused : undefined;
     return {
       ...(received !== undefined ? { received } : {}),
+      ...(gpuRefused !== undefined ? { gpuRefused } : {}),
       retries: (this.#retry?.retries ?? 0) + w.retries, hedged: (h?.hedged ?? 0) + w.hedged, hedgeWins: (h?.hedgeWins ?? 0) + w.hedgeWins,
       reasked: (h?.reasked ?? 0) + w.reasked, reaskWins: (h?.reaskWins ?? 0) + w.reaskWins,
       ...(this.#cache ? { cache: this.#cache.stats() } : {}),

@@ -34,19 +34,21 @@
  */
 import { runtime } from "../../runtime-adapters/index.ts";
 import { CassetteError } from "../errors.ts";
-import { open, receivedOf } from "./open.ts";
+import { gpuRefusedOf, open, receivedOf } from "./open.ts";
 import { isRetryable } from "../source/retryable.ts";
 import type { ReadSource, Sample } from "./sample.ts";
 import { type PixelSink, TAKEN_BACK } from "./decode_source.ts";
 import { Deadline } from "../decode/deadline.ts";
-import { type DctImage, type DecodeOptions, type Decoder, type Image, isDctImage, TargetTooSmallError } from "../decode/decoder.ts";
+import { type DctImage, type DecodeOptions, type Decoder, type GpuReadCounts, type Image, isDctImage, scanForRead, TargetTooSmallError } from "../decode/decoder.ts";
 import { dctBytes, writeDct } from "../decode/dct.ts";
+import { isJpegScan, type JpegScan } from "../decode/jpeg_scan.ts";
+import { scanBytes, writeScan } from "../decode/scan_record.ts";
 import { type FrameBox, planFor } from "../decode/crop.ts";
 import { ST_DEADLINE, ST_MOVED, ST_SEQ, ST_START, STATUS, type ToWorker } from "./worker_source.ts";
 import type { LaneCounts, SerializedError, WirePacket } from "./packet.ts";
 import {
-  CHANNELS, COLS, CONN, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, TARGET_AT,
-  TARGET_LEN, WIDTH,
+  CHANNELS, COLS, CONN, DCT_LEN, FRAME_HEIGHT, FRAME_WIDTH, FRAME_X, FRAME_Y, HEIGHT, IMAGE_AT, LABEL, MASK_AT, MASK_CHANNELS, MASK_HEIGHT, MASK_WIDTH, OFFSETS, ORIENTATION, type Packet as BatchPacket, POS, SCAN_LEN,
+  TARGET_AT, TARGET_LEN, WIDTH,
 } from "./packet.ts";
 import { HedgeSource } from "./hedge.ts";
 import { RetrySource } from "./retry.ts";
@@ -73,12 +75,12 @@ const frames = new WeakMap<Image, FrameBox>();
  * after inflating). Its size starts at the last packet's, so that a steady stream neither grows
  * nor transfers much unused room.
  */
-class PacketArena implements PixelSink {
+class PacketArena {
   buf = new ArrayBuffer(MIN_PACKET);
   u8 = new Uint8Array(this.buf);
   at = 0;
-  /** Images (and DCT images, with the hybrid decode) that lie in the arena, by where they start. */
-  readonly placed = new Map<Image | DctImage, number>();
+  /** Images (and DCT and scan images, with the hybrid and GPU decodes) that lie in the arena, by where they start. */
+  readonly placed = new Map<Image | DctImage | JpegScan, number>();
 
   /** Bytes the buffer takes at its first growth: a packet's arena starts empty and grows once to the last packet's size. */
   readonly #hint: number;
@@ -91,7 +93,10 @@ class PacketArena implements PixelSink {
     if (hint !== undefined) this.buf = new ArrayBuffer(0), this.u8 = new Uint8Array(this.buf);
   }
 
-  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions): Image | DctImage {
+  decode(decoder: Decoder, bytes: Uint8Array, options?: DecodeOptions, counts?: GpuReadCounts): Image | DctImage | JpegScan {
+    // The GPU decode: a JPEG's scan, as a record in the packet (src/decode/scan_record.ts).
+    const scan = scanForRead(decoder, bytes, options, counts);
+    if (scan) return this.placeScan(scan);
     // The hybrid decode: a JPEG's DCT blocks, as a record in the packet (src/decode/dct.ts).
     const dct = options?.hybrid ? decoder.decodeDct?.(bytes, options) : undefined;
     if (dct) return this.placeDct(dct);
@@ -147,6 +152,17 @@ class PacketArena implements PixelSink {
     this.placed.set(img, this.at);
     this.at += n;
     return img;
+  }
+
+  /** Writes a scan image's record in (NOTE [ Scan record ], src/decode/scan_record.ts); the image stays as it is, its place noted. */
+  placeScan(scan: JpegScan): JpegScan {
+    this.at = (this.at + 3) & ~3;
+    const n = scanBytes(scan);
+    this.reserve(n);
+    writeScan(scan, this.u8, this.at);
+    this.placed.set(scan, this.at);
+    this.at += n;
+    return scan;
   }
 }
 
@@ -336,8 +352,8 @@ function newGroup(run: Run): Group {
 }
 
 /** Decodes each image into the packet its sample will join. */
-const packetSink = {
-  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string): Image | DctImage {
+const packetSink: PixelSink = {
+  decode(decoder: Decoder, bytes: Uint8Array, options: DecodeOptions | undefined, id: string, counts?: GpuReadCounts): Image | DctImage | JpegScan {
     const r = route.get(id);
     const g = r && !r[0].ended ? (r[0].strict ? r[0].groups.get(Math.floor(r[1] / r[0].batchSize)) : groupOf(r[0], r[1])) : undefined;
     // No packet wants it (a hedge's second answer, dropped after; a run that ended): an arena of its own.
@@ -349,9 +365,9 @@ const packetSink = {
     // for the sample at once, when the decode cannot tell whose it is; the GPU plans it whole.
     const twice = (asked.get(id) ?? 0) > 1;
     const { options: o, frame } = planFor(options, bytes, twice ? undefined : run?.epoch, id);
-    const image = arena.decode(decoder, bytes, o);
-    // The hybrid decode's blocks say their region themselves (DctImage.region).
-    if (frame && !isDctImage(image)) frames.set(image, frame);
+    const image = arena.decode(decoder, bytes, o, counts);
+    // The hybrid decode's blocks say their region themselves (DctImage.region); a scan is whole.
+    if (frame && !isJpegScan(image) && !isDctImage(image)) frames.set(image, frame);
     return image;
   },
 };
@@ -394,6 +410,7 @@ function join(g: Group, pos: number, id: string, err: Error | null, s: Sample | 
     // Decoded elsewhere (a transform's image; another run's packet): copied into this one.
     if (s.image && !g.arena.placed.has(s.image)) s = { ...s, image: g.arena.place(s.image) };
     if (s.coefficients && !g.arena.placed.has(s.coefficients)) g.arena.placeDct(s.coefficients);
+    if (s.scan && !g.arena.placed.has(s.scan)) g.arena.placeScan(s.scan);
     g.entries.push({ pos, s, ms });
   }
 }
@@ -436,6 +453,15 @@ function pixelColumns(cols: Int32Array, n: number, i: number, s: Sample, a: Grou
     cols[CHANNELS * n + i] = dct.colorSpace === "gray" ? 1 : 3;
     cols[ORIENTATION * n + i] = dct.orientation;
     cols[DCT_LEN * n + i] = dctBytes(dct);
+  }
+  const scan = s.scan;
+  if (scan) {
+    cols[IMAGE_AT * n + i] = a.placed.get(scan)!;
+    cols[WIDTH * n + i] = scan.width;
+    cols[HEIGHT * n + i] = scan.height;
+    cols[CHANNELS * n + i] = scan.colorSpace === "gray" ? 1 : 3;
+    cols[ORIENTATION * n + i] = scan.orientation;
+    cols[SCAN_LEN * n + i] = scanBytes(scan);
   }
   const img = s.image;
   if (img) {
@@ -525,7 +551,7 @@ function ship(run: Run, g: Group): void {
   const slab = slabIds.get(buf);
   const packet: WirePacket = {
     run: run.id, n, cols, buf, dataAt, used: a.at, ms, conns, errors: g.errors, ...(first ? { floatTargets: floats } : {}),
-    counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0, received: receivedOf(source!) ?? 0 },
+    counts: { retries: reads!.retries, hedged: hedge?.hedged ?? 0, hedgeWins: hedge?.hedgeWins ?? 0, reasked: hedge?.reasked ?? 0, reaskWins: hedge?.reaskWins ?? 0, received: receivedOf(source!) ?? 0, gpuRefused: gpuRefusedOf(source!) ?? 0 },
     lane: laneFigures(),
   };
   if (slabsForgotten.length) packet.forget = slabsForgotten, slabsForgotten = [];
@@ -628,7 +654,7 @@ async function openHere(msg: Extract<ToWorker, { t: "open" }>): Promise<void> {
     const src = await open(msg.address, {
       mode: "read", dataset: msg.dataset, maxInFlight: msg.maxInFlight, balance: msg.balance, decode: msg.decode, decodeWorkers: 0,
       transform: msg.transform && { module: msg.transform.url, options: msg.transform.options }, seed: msg.seed,
-      sink: into ? { decode: (d, b, o, id) => (route.has(id) ? packetSink.decode(d, b, o, id) : turnGroup().arena.decode(d, b, o)) } : undefined,
+      sink: into ? { decode: (d, b, o, id, c) => (route.has(id) ? packetSink.decode(d, b, o, id, c) : turnGroup().arena.decode(d, b, o, c)) } : undefined,
       claim: msg.lane ? { start: claim, end: claimEnded } : undefined,
     });
     if (msg.slabs === false) slabsOn = false;

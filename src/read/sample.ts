@@ -3,6 +3,7 @@
  * where the read path decodes (a Loader's `decode` option), the pixels.
  */
 import type { DctImage, Image } from "../decode/decoder.ts";
+import type { JpegScan } from "../decode/jpeg_scan.ts";
 import type { Fetched, Source } from "../source/source.ts";
 
 /** What the read path answers for one id: the stored bytes and label (Fetched), with the decoded image (and mask) when it decodes. */
@@ -15,6 +16,13 @@ export interface Sample extends Fetched {
    * JPEG) comes as `image`.
    */
   coefficients?: DctImage;
+  /**
+   * With `decode: "gpu"`: a JPEG as its header and entropy-coded data instead of `image`, for
+   * the GPU preprocessor to decode (src/gpu/huffman.ts; NOTE [ What the GPU decodes ] in
+   * src/decode/jpeg_scan.ts); a file the GPU cannot decode (a PNG, a progressive or CMYK
+   * JPEG) comes as `image`, and `Loader.stats().gpuRefused` counts the JPEGs among them.
+   */
+  scan?: JpegScan;
   /** A blob label decoded with the image's decoder (src/dataset/label.ts): a segmentation mask, say. */
   mask?: Image;
 }

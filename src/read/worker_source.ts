@@ -52,7 +52,7 @@ export type { SerializedError };
 
 export type ToWorker =
   | {
-    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | "hybrid" | DecodeOptions | PlannedDecode;
+    t: "open"; address: string; dataset?: string; maxInFlight?: number; balance?: "rate" | "driver"; decode?: boolean | "hybrid" | "gpu" | DecodeOptions | PlannedDecode;
     transform?: { url: string; options?: unknown }; seed?: number; reads?: PacketReadOptions;
     /** The slow lane (NOTE [ Read workers: the slow lane ]): the workers' status, this one's place in it and its code, the clock's base. */
     lane?: { status: SharedArrayBuffer; index: number; code: number; base: number };
@@ -106,7 +106,7 @@ export interface WorkerSourceOptions {
   /** Read workers (default 2). Each opens the store with its own connections. */
   workers?: number;
   /** Decode each sample in its worker and hand it over as `Sample.image` (default false). */
-  decode?: boolean | "hybrid" | DecodeOptions | PlannedDecode;
+  decode?: boolean | "hybrid" | "gpu" | DecodeOptions | PlannedDecode;
   /** A transform module each worker loads and runs after decoding (its URL and options). */
   transform?: { url: string; options?: unknown };
   /** Seeds the transform's `ctx.random` (with the worker's index). */
@@ -856,7 +856,7 @@ export class WorkerSource implements ReadSource {
     for (const s of this.#slots) if (s.counts && !s.down) for (const k of Object.keys(c) as (keyof ReadCounts)[]) c[k] += s.counts[k];
     return c;
   }
-  readonly #gone: ReadCounts = { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0, received: 0 };
+  readonly #gone: ReadCounts = { retries: 0, hedged: 0, hedgeWins: 0, reasked: 0, reaskWins: 0, received: 0, gpuRefused: 0 };
   #receives = false;
 
   /** Whether the workers' sources count the bytes they receive (Source.received): `counts().received` means something. */
