@@ -369,8 +369,8 @@ function checkOptions<T>(o: ResolvedLoaderOptions<T>): void {
     bad(`'transform' must be a function or { module, options }: current value is ${typeof c.transform}`);
   }
   if (c.workers !== undefined && c.workers !== "auto" && !(Number.isInteger(c.workers) && c.workers >= 0)) bad(`'workers' must be a whole number or "auto": current value is ${c.workers}`);
-  if (c.decode !== undefined && typeof c.decode !== "boolean" && c.decode !== "hybrid" && (typeof c.decode !== "object" || c.decode === null)) {
-    bad(`'decode' must be true, false, "hybrid" or the decoder's options: current value is ${c.decode}`);
+  if (c.decode !== undefined && typeof c.decode !== "boolean" && c.decode !== "hybrid" && c.decode !== "gpu" && (typeof c.decode !== "object" || c.decode === null)) {
+    bad(`'decode' must be true, false, "hybrid", "gpu" or the decoder's options: current value is ${c.decode}`);
   }
   if (!Array.isArray(o.ids)) bad("'ids' must be an array of sample ids");
 }

@@ -14,6 +14,7 @@ import type { Batch, ImageTable } from "../assemble/batch.ts";
 import { cpuTensor } from "../decode/tensor.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
 import type { DctImage } from "../decode/decoder.ts";
+import type { JpegScan } from "../decode/jpeg_scan.ts";
 import type { Preprocessor } from "../gpu/preprocess.ts";
 import { deviceInfo, requestDevice } from "../gpu/device.ts";
 import { readBuffer } from "../gpu/buffers.ts";
@@ -60,12 +61,17 @@ with no decoding unless --decode, and reports MB/s, images/s and batch-time perc
                        away; reads in this thread (no --workers)
   --cache-bytes SIZE   with --cache: its budget, e.g. 2GiB or 500MB (needed)
   --cache-policy belady|lru  with --cache: what to give up (default belady)
-  --decode [cpu|hybrid|auto]  decode every image as it arrives (in its read worker with
-                       --workers). cpu (the bare flag): to pixels. hybrid, with --preprocess
-                       on the GPU: a JPEG stops after entropy decoding and the GPU does the
-                       rest (dequantize, IDCT, upsample, colour), the same pixels exactly.
-                       auto (the default of --preprocess): hybrid on a GPU's own driver,
-                       cpu on a CPU driver (lavapipe) or --device cpu
+  --decode [cpu|hybrid|gpu|auto]  decode every image as it arrives (in its read worker
+                       with --workers). cpu (the bare flag): to pixels. hybrid, with
+                       --preprocess on the GPU: a JPEG stops after entropy decoding and the
+                       GPU does the rest (dequantize, IDCT, upsample, colour), the same pixels
+                       exactly. gpu, with --preprocess on the GPU: a baseline JPEG's header is
+                       read and its scan unstuffed, and the GPU decodes its Huffman codes too;
+                       the JPEGs it cannot take (progressive, arithmetic, CMYK, several scans:
+                       counted as gpuRefused) and other files decode to pixels on the CPU, and
+                       an image the GPU hands back is decoded on the CPU: the same pixels
+                       exactly. auto (the default of --preprocess): hybrid on a GPU's own
+                       driver, cpu on a CPU driver (lavapipe) or --device cpu
   --decode-workers N   with --decode and no --workers: read here, decode in N decode workers
   --grey               with --decode: one channel out (a colour file's luma, as djpeg
                        -grayscale; its chroma is not transformed); with --preprocess also a
@@ -84,13 +90,17 @@ ${preprocessHelp}
   --json               print { samples, bytes, seconds, samplesPerSec, mbPerSec,
                        batchMs: { p50, p99, max }, waitMs (the same, the wait inside the
                        loader only: batchMs less --step-ms and preprocessing), errors,
-                       hedged, hedgeWins, received (bytes from a shard set), … }; with
-                       --preprocess also preprocess: { images, tensorShape, seconds, share,
-                       batchMs, readback, device, adapter, … } (share: of the read's seconds)`;
+                       hedged, hedgeWins, received (bytes from a shard set), gpuRefused (with
+                       --decode gpu), … }; with --preprocess also preprocess: { images,
+                       tensorShape, seconds, share, batchMs, readback, device, adapter,
+                       decode (cpu, hybrid or gpu), … } (share: of the read's seconds), and
+                       with --decode gpu preprocess.gpuDecode: { images (JPEGs the GPU
+                       decoded or handed back), cpuDecoded (handed back, decoded on the CPU),
+                       refused (left to the CPU before the GPU: gpuRefused) }`;
 
 export async function run(argv: string[]): Promise<number> {
   // --dashboard's PORT is optional: a bare --dashboard (not followed by a number) is port 0.
-  const args = optionalValue(optionalValue(argv, "dashboard", "0"), "decode", "cpu", /^(cpu|hybrid|auto)$/);
+  const args = optionalValue(optionalValue(argv, "dashboard", "0"), "decode", "cpu", /^(cpu|hybrid|gpu|auto)$/);
   const { options } = parseArgs(args, "read", ["store", "dataset", "split", "ids", "batch", "prefetch", "order", "epochs", "seed", "rank", "world-size", "on-error", "balance", "workers", "decode-workers", "step-ms", "dashboard", "dashboard-host", "cache", "cache-bytes", "cache-policy", "decode", ...PREPROCESS_VALUED], ["hedge", "grey", "series", ...PREPROCESS_FLAGS]);
   if (options.has("help")) return void console.log(help), 0;
   const o = await readOptions(options);
@@ -100,10 +110,13 @@ export async function run(argv: string[]): Promise<number> {
   const stage = o.pre && await TensorStage.open(o.pre);
   // The hybrid decode where asked, or by default where a GPU (not a CPU driver) finishes it.
   const hybrid = o.decodeAs === "hybrid" || (o.decodeAs === "auto" && stage !== undefined && stage.gpu);
+  // The GPU decode only where asked: it is new, and a CPU driver runs its passes slowly.
+  const gpu = o.decodeAs === "gpu";
+  const decodeAs = gpu ? "gpu" : hybrid ? "hybrid" : "cpu";
   // With --preprocess only the box its plan reads of each sample is decoded (the same tensor:
   // src/gpu/decode_planned.ts), by the read workers or the decode pool; the plan's epoch comes
-  // with each epoch's reads.
-  const decodeOptions = { grey: o.grey, ...(hybrid ? { hybrid } : {}), ...(o.pre ? { plan: o.pre.options } : {}) };
+  // with each epoch's reads. A JPEG the GPU decodes comes whole (the preprocessor crops it).
+  const decodeOptions = { grey: o.grey, ...(hybrid ? { hybrid } : {}), ...(gpu ? { gpu } : {}), ...(o.pre ? { plan: o.pre.options } : {}) };
   const workers = o.workersGiven ?? readWorkers(address, { decodeWorkers: o.decodeWorkers, cache: o.cache });
   // Read workers each open the store themselves (a few round trips each: ~2 s at 150 ms): they
   // start now, while this thread opens its own source and lists the ids, and the Loader reads
@@ -151,7 +164,7 @@ export async function run(argv: string[]): Promise<number> {
     const t0 = runtime.now();
     feed = dashboard && new DashboardFeed(dashboard, loader, t0, workers);
     const series = await readEpochs(loader, ids, o, stage, feed, t0);
-    const report = readReport(loader.stats(), o, { dataset, workers, series, stage, hybrid, seconds: (runtime.now() - t0) / 1000 });
+    const report = readReport(loader.stats(), o, { dataset, workers, series, stage, decodeAs, seconds: (runtime.now() - t0) / 1000 });
     // The last frame carries the report's own figures; closing sends it before the streams end.
     feed?.update(true, report.seconds);
     if (o.json) console.log(JSON.stringify(report));
@@ -169,7 +182,7 @@ export async function run(argv: string[]): Promise<number> {
 /** What `cassette read` reports (its --json), from the loader's figures and how the read ran. */
 function readReport(
   s: ReturnType<Loader<Sample>["stats"]>, o: ReadOptions,
-  r: { dataset?: string; workers: number; series?: number[]; stage?: TensorStage; hybrid: boolean; seconds: number },
+  r: { dataset?: string; workers: number; series?: number[]; stage?: TensorStage; decodeAs: "cpu" | "hybrid" | "gpu"; seconds: number },
 ) {
   return {
     store: redact(o.address), dataset: r.dataset ?? null, order: o.order, epochs: o.epochs, samples: s.samples, bytes: s.bytes,
@@ -179,8 +192,15 @@ function readReport(
     workers: r.workers, decode: o.decode, grey: o.grey, stepMs: o.stepMs,
     ...(s.cache && { cache: s.cache }),
     ...(s.received !== undefined && { received: s.received }),
+    // Read workers given to the Loader as its store count refusals without its decode option.
+    ...(r.decodeAs === "gpu" && { gpuRefused: s.gpuRefused ?? 0 }),
     ...(r.series && { batchAtMs: r.series }),
-    ...(r.stage && { preprocess: { ...r.stage.report(r.seconds), decode: r.hybrid ? "hybrid" : "cpu" } }),
+    ...(r.stage && {
+      preprocess: {
+        ...r.stage.report(r.seconds), decode: r.decodeAs,
+        ...(r.decodeAs === "gpu" && { gpuDecode: { ...r.stage.gpuDecode, refused: s.gpuRefused ?? 0 } }),
+      },
+    }),
   };
 }
 
@@ -193,9 +213,10 @@ async function readOptions(options: ReturnType<typeof parseArgs>["options"]) {
   const pre = preprocessRequest(options, grey, intOption(options, "read", "seed"));
   const decode = options.has("decode") || pre !== undefined;
   if (grey && !decode) usageError("read", "--grey needs --decode or --preprocess");
-  const decodeAs = (options.get("decode") ?? "auto") as "cpu" | "hybrid" | "auto";
-  if (!["cpu", "hybrid", "auto"].includes(decodeAs)) usageError("read", `--decode takes cpu, hybrid or auto (or nothing: cpu): current value is ${decodeAs}`);
+  const decodeAs = (options.get("decode") ?? "auto") as "cpu" | "hybrid" | "gpu" | "auto";
+  if (!["cpu", "hybrid", "gpu", "auto"].includes(decodeAs)) usageError("read", `--decode takes cpu, hybrid, gpu or auto (or nothing: cpu): current value is ${decodeAs}`);
   if (decodeAs === "hybrid" && pre?.device !== "gpu") usageError("read", "--decode hybrid needs --preprocess on the GPU (--device gpu), which finishes each JPEG from its DCT blocks");
+  if (decodeAs === "gpu" && pre?.device !== "gpu") usageError("read", "--decode gpu needs --preprocess on the GPU (--device gpu), which decodes each JPEG's Huffman codes and finishes it");
   const address = required(options, "read", "store");
   const dataset = options.get("dataset") as string | undefined;
   const why = datasetNeeded(address, dataset);
@@ -335,7 +356,7 @@ class DashboardFeed {
 }
 
 /** The read's figures as text. */
-function printReport(report: { samples: number; bytes: number; seconds: number; order: string; samplesPerSec: number; mbPerSec: number; batchMs: { p50: number; p99: number; max: number }; errors: number; retries: number; maxOutstanding: number; hedged: number; hedgeWins: number; cache?: CacheStats; preprocess?: ReturnType<TensorStage["report"]> }, hedge: boolean): void {
+function printReport(report: { samples: number; bytes: number; seconds: number; order: string; samplesPerSec: number; mbPerSec: number; batchMs: { p50: number; p99: number; max: number }; errors: number; retries: number; maxOutstanding: number; hedged: number; hedgeWins: number; cache?: CacheStats; preprocess?: ReturnType<TensorStage["report"]> & { gpuDecode?: { images: number; cpuDecoded: number; refused: number } } }, hedge: boolean): void {
   const r = report;
   console.log(`read ${count(r.samples, "sample")}, ${(r.bytes / 1e6).toFixed(1)} MB in ${r.seconds.toFixed(2)} s (${r.order} order)`);
   console.log(`  ${r.samplesPerSec.toFixed(0)} samples/s, ${r.mbPerSec.toFixed(1)} MB/s`);
@@ -351,6 +372,8 @@ function printReport(report: { samples: number; bytes: number; seconds: number; 
   if (p) {
     console.log(`  preprocess ${count(p.images, "image")} into ${p.tensorShape.join("×")} ${p.layout} f32 tensors${p.device === "cpu" ? ", made on the CPU" : p.readback ? ", read back to host memory" : ", kept on the device"}: ` +
       `${p.seconds.toFixed(2)} s, ${(100 * p.share).toFixed(0)} % of the read; batch p50 ${p.batchMs.p50.toFixed(1)} ms, max ${p.batchMs.max.toFixed(1)} ms (${p.adapter})`);
+    const g = p.gpuDecode;
+    if (g) console.log(`  GPU decode: ${count(g.images, "JPEG")} to the GPU, ${g.cpuDecoded} of them handed back to the CPU; ${count(g.refused, "JPEG")} refused (decoded on the CPU)`);
     if (p.dump) console.log(`  first batch's tensor in ${p.dump.file}`);
   }
 }
@@ -372,6 +395,7 @@ class TensorStage {
   #images = 0;
   #shape: number[] = [];
   #dump?: { file: string; shape: number[]; ids: string[]; labels: number[] };
+  readonly #gpuDecode = { images: 0, cpuDecoded: 0 };
 
   private constructor(make: TensorMaker, req: PreprocessRequest) {
     this.#make = make;
@@ -393,12 +417,16 @@ class TensorStage {
     if (missing >= 0) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${b.ids[missing]} as it arrived without its decoded image`);
     // Read workers' packets: the batch's images in one buffer, one copy into the upload.
     const images = b.images ?? b.items.map((s) => {
-      const img = s.coefficients ?? s.image; // the hybrid decode's DCT blocks, which the GPU finishes
+      const img = s.scan ?? s.coefficients ?? s.image; // the GPU decode's scan, the hybrid decode's DCT blocks: the GPU finishes them
       if (!img) throw new CassetteError("ERR_MALFORMED_INPUT", `Cannot preprocess sample ${s.id} as it arrived without its decoded image`);
       return img;
     });
     const out = await this.#make.run(images, epoch, b.ids);
     b.release?.();
+    if (out.gpuDecode) {
+      this.#gpuDecode.images += out.gpuDecode.images;
+      this.#gpuDecode.cpuDecoded += out.gpuDecode.cpuDecoded.length;
+    }
     const first = this.#images === 0;
     let host: Float32Array | undefined;
     if (this.#req.readback) host = await out.host();
@@ -415,6 +443,11 @@ class TensorStage {
     const ms = runtime.now() - t0 - asideMs;
     this.#batchMs.push(ms);
     this.#ms += ms;
+  }
+
+  /** The GPU decode's counts summed over the batches (PreprocessedBatch.gpuDecode): scan images, and those handed back to the CPU. */
+  get gpuDecode(): { images: number; cpuDecoded: number } {
+    return { ...this.#gpuDecode };
   }
 
   /** Waits for the work already submitted (kept on the device, it was not waited for). */
@@ -445,7 +478,9 @@ interface TensorMaker {
   readonly adapter: string;
   /** A GPU's own driver (not a CPU driver such as lavapipe, nor --device cpu). */
   readonly gpu: boolean;
-  run(images: ImageTable | (DecodedImage | DctImage)[], epoch: number, ids: string[]): Promise<{ shape: number[]; host: () => Promise<Float32Array> }>;
+  run(
+    images: ImageTable | (DecodedImage | DctImage | JpegScan)[], epoch: number, ids: string[],
+  ): Promise<{ shape: number[]; host: () => Promise<Float32Array>; gpuDecode?: { images: number; cpuDecoded: number[] } }>;
   finish(): Promise<void>;
   destroy(): void;
 }
@@ -470,7 +505,7 @@ async function gpuMaker(req: PreprocessRequest): Promise<TensorMaker> {
     gpu: info !== undefined && !info.cpu,
     async run(images, epoch, ids) {
       const out = await pre.run(images, { epoch, ids });
-      return { shape: out.shape, host: async () => new Float32Array(await readBuffer(device, out.buffer, out.bytes)) };
+      return { shape: out.shape, host: async () => new Float32Array(await readBuffer(device, out.buffer, out.bytes)), ...(out.gpuDecode && { gpuDecode: out.gpuDecode }) };
     },
     finish: () => device.queue.onSubmittedWorkDone(),
     destroy() {

@@ -376,7 +376,7 @@ test("bad options say what is wrong", () => {
   assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, hedge: { budget: 1.5 } }), /Cannot hedge a Loader's requests as 'budget' must be in \[0, 1\]: current value is 1\.5/);
   assert.throws(() => new Loader({ store: "file:x", ids: ["a", "b", "a"], batchSize: 1 }), /Cannot create a Loader as sample a is in 'ids' twice/);
   // Decoder options are checked here, not reported as every sample's decode error.
-  assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, decode: "yes" as never }), /'decode' must be true, false, "hybrid" or the decoder's options: current value is yes/);
+  assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, decode: "yes" as never }), /'decode' must be true, false, "hybrid", "gpu" or the decoder's options: current value is yes/);
   assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, decode: { grey: "yes" as never } }), /'grey' must be true or false/);
   assert.throws(() => new Loader({ store: "file:x", ids: [], batchSize: 1, decode: { scale: 3 as never } }), /'scale' must be 1, 0\.5, 0\.25 or 0\.125: current value is 3/);
   assert.throws(() => epochPlan(["a"], { seed: 0, epoch: 0, batchSize: 1, rank: 3, worldSize: 2 }), /'rank' must be in 0..1/);
