@@ -238,7 +238,9 @@ test("read --preprocess: bad values exit 2 naming the flag", () => {
     [["--preprocess", "--size", "28", "--augment", "trivial,mixup"], /--augment's mixup and cutmix mix a batch's labels .* train\.ts --augment takes them/],
     [["--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
     [["--preprocess", "--size", "28", "--device", "cpu", "--decode", "hybrid"], /--decode hybrid needs --preprocess on the GPU/],
-    [["--preprocess", "--size", "28", "--decode=gpu"], /--decode takes cpu, hybrid or auto \(or nothing: cpu\): current value is gpu/],
+    [["--preprocess", "--size", "28", "--decode=fast"], /--decode takes cpu, hybrid, gpu or auto \(or nothing: cpu\): current value is fast/],
+    [["--decode", "gpu"], /--decode gpu needs --preprocess on the GPU/],
+    [["--preprocess", "--size", "28", "--device", "cpu", "--decode", "gpu"], /--decode gpu needs --preprocess on the GPU/],
   ];
   for (const [args, message] of cases) {
     const r = cassette("read", "--store", STORE, "--dataset", DATASET, ...args);
