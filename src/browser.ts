@@ -50,7 +50,9 @@ export type { Batch, ImageTable } from "./assemble/batch.ts";
 export { deviceInfo, requestDevice } from "./gpu/device.ts";
 export type { DeviceInfo, DeviceOptions } from "./gpu/device.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
-export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export type { GpuDecodeReport, PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export { isJpegScan } from "./decode/jpeg_scan.ts";
+export type { HuffmanSource, JpegScan, JpegScanComponent, JpegScanRefusal } from "./decode/jpeg_scan.ts";
 export { parseAugment } from "./decode/augment.ts";
 export type {
   AugmentOptions, AugmentPlan, AugmentStep, ColourJitter, ColourOp, EraseBox, Erasing, FactorRange, RandomAffine, TrivialOp, Warp,

@@ -59,7 +59,9 @@ export { createJpegDecoder } from "./decode/jpeg.ts";
 export { createPngDecoder } from "./decode/png.ts";
 export type { JpegDecodeOptions, JpegDecoder, JpegImage } from "./decode/jpeg.ts";
 export { createPreprocessor, Preprocessor } from "./gpu/preprocess.ts";
-export type { PreprocessedBatch, PreprocessedMasks, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export type { GpuDecodeReport, PreprocessedBatch, PreprocessedMasks, PreprocessOptions, PreprocessRunOptions } from "./gpu/preprocess.ts";
+export { isJpegScan } from "./decode/jpeg_scan.ts";
+export type { HuffmanSource, JpegScan, JpegScanComponent, JpegScanRefusal } from "./decode/jpeg_scan.ts";
 export { parseAugment } from "./decode/augment.ts";
 export type {
   AugmentOptions, AugmentPlan, AugmentStep, ColourJitter, ColourOp, EraseBox, Erasing, FactorRange, RandomAffine, TrivialOp, Warp,

@@ -69,6 +69,7 @@ struct Run {
   failed: u32, // blocks completed before the first failure, NONE while none
   dc: array<i32, 3>, // per component: the DC differences' sum, or (emit) the predictions
   block: u32, // emit: the block being decoded, in the image's scan order
+  base: u32, // emit: its first coefficient word (blockBase)
 }
 
 fn word(i: u32) -> u32 {
@@ -120,20 +121,27 @@ fn extend(v: u32, t: u32) -> i32 {
   return select(x, x - (1 << t) + 1, x < (1 << (t - 1u)));
 }
 
-// Writes coefficient k (zig-zag) of block `block` (slot `slotA` of its MCU) of image record `imr`.
-fn put(imr: u32, block: u32, slotA: u32, k: u32, value: i32) -> bool {
-  let m = block / word(imr + 1u);
+// The first coefficient word of block `block` (slot `slotA` of its MCU) of image record `imr`,
+// NONE when the block lies outside its component's grid.
+fn blockBase(imr: u32, block: u32, slotA: u32) -> u32 {
+  let m = block / max(word(imr + 1u), 1u);
   let across = max(word(imr + 2u), 1u);
   let x = (m % across) * ((slotA >> 4u) & 15u) + ((slotA >> 12u) & 15u);
   let y = (m / across) * ((slotA >> 8u) & 15u) + ((slotA >> 16u) & 15u);
   let rec = atomicLoad(&coef[4]) + (word(imr) + (slotA & 15u)) * 8u;
   let bw = atomicLoad(&coef[rec + 1u]);
   if (x >= bw || y >= atomicLoad(&coef[rec + 2u])) {
-    return false;
+    return NONE;
   }
+  return atomicLoad(&coef[rec + 3u]) + (y * bw + x) * 32u;
+}
+
+// Writes coefficient k (zig-zag) of the block whose first word is `base`: false where there is
+// no such block. Two coefficients share a word, and a block may be written by two chunks' threads.
+fn put(base: u32, k: u32, value: i32) -> bool {
   let n = NATURAL[k & 63u];
-  let w = atomicLoad(&coef[rec + 3u]) + (y * bw + x) * 32u + (n >> 1u);
-  if (w >= arrayLength(&coef)) {
+  let w = base + (n >> 1u);
+  if (base == NONE || w >= arrayLength(&coef)) {
     return false;
   }
   atomicOr(&coef[w], (u32(value) & 0xffffu) << ((n & 1u) * 16u));
@@ -172,6 +180,9 @@ fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limi
     let slotB = word(imr + 5u + 2u * u);
     let j = min(slotA & 15u, 2u);
     let bits = window((*r).pos, end);
+    if (emit && (*r).k == 0u) {
+      (*r).base = blockBase(imr, (*r).block, slotA);
+    }
     if ((*r).k == 0u) {
       // DC (F.2.2.1): a magnitude category t, then t bits.
       let e = lookup(tables + (slotB & 0xffffu) * TABLE_WORDS, bits);
@@ -193,7 +204,7 @@ fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limi
       }
       (*r).pos += len + t;
       (*r).dc[j] += diff;
-      if (emit && !put(imr, (*r).block, slotA, 0u, (*r).dc[j])) {
+      if (emit && !put((*r).base, 0u, (*r).dc[j])) {
         (*r).flags |= F_RANGE;
       }
       (*r).k = 1u;
@@ -226,7 +237,7 @@ fn decode(r: ptr<function, Run>, ivr: u32, imr: u32, stop: u32, emit: bool, limi
           continue;
         }
         (*r).pos += len + s;
-        if (emit && !put(imr, (*r).block, slotA, k, extend((bits << len) >> (32u - s), s))) {
+        if (emit && !put((*r).base, k, extend((bits << len) >> (32u - s), s))) {
           (*r).flags |= F_RANGE;
         }
         (*r).k = k + 1u;
@@ -414,6 +425,8 @@ fn emit(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) gr
   var r = fresh(stateOut[at], stateOut[at + 1u]);
   r.block = stateOut[at + 9u];
   r.dc = array<i32, 3>(bitcast<i32>(stateOut[at + 10u]), bitcast<i32>(stateOut[at + 11u]), bitcast<i32>(stateOut[at + 12u]));
+  // A chunk may start inside a block, which an earlier chunk's thread began.
+  r.base = blockBase(imr, r.block, word(imr + 4u + 2u * min(r.u, 9u)));
   decode(&r, ivr, imr, chunkEnd(ivr, c), true, limit, false);
   var flags = r.flags & F_RANGE;
   // The interval's last block: only its last byte's fill bits may follow.

@@ -32,7 +32,7 @@ import {
 } from "./decoder.ts";
 
 import { orient } from "./orient.ts";
-import { type HuffmanSource, type JpegScan, type JpegScanComponent, type JpegScanRefusal, unstuffScan } from "./jpeg_scan.ts";
+import type { HuffmanSource, JpegScan, JpegScanComponent, JpegScanRefusal } from "./jpeg_scan.ts";
 
 export { checkDecodeOptions, orient };
 
@@ -151,6 +151,8 @@ class WasmJpegDecoder implements JpegDecoder {
   #rowBytes = 0;
   /** Rows received: all of them, or the decode failed. */
   #got = 0;
+  /** The Huffman tables readScan last gave, per slot (#huffman). */
+  #tables: (HuffmanSource | undefined)[] = [];
   #sized = false;
   constructor(w: JpegExports) {
     this.#w = w;
@@ -337,16 +339,8 @@ class WasmJpegDecoder implements JpegDecoder {
     }
     if (n > 1 && perMcu > 10) return refuse(`its MCU has ${perMcu} blocks`);
     const huff = w.huffmanDefined(), quant = w.quantDefined();
-    const mem = w.memory.buffer;
     const tables: (HuffmanSource | undefined)[] = [];
-    for (let s = 0; s < 8; s++) {
-      if (!(huff & (1 << s))) tables.push(undefined);
-      else {
-        const at = w.huffmanSource(s);
-        const count = new Int32Array(mem, at, 1)[0];
-        tables.push({ counts: new Uint8Array(mem.slice(at + 4, at + 20)), symbols: new Uint8Array(mem.slice(at + 20, at + 20 + count)) });
-      }
-    }
+    for (let s = 0; s < 8; s++) tables.push(huff & (1 << s) ? this.#huffman(s) : undefined);
     const mcusX = Math.ceil(width / (8 * hmax)), mcusY = Math.ceil(height / (8 * vmax)); // A.2.4
     const components: JpegScanComponent[] = [];
     for (let c = 0; c < n; c++) {
@@ -356,19 +350,50 @@ class WasmJpegDecoder implements JpegDecoder {
       components.push({
         id: w.compId(c), h, v, blocksW: mcusX * h, blocksH: mcusY * v,
         width: Math.ceil((width * h) / hmax), height: Math.ceil((height * v) / vmax),
-        quant: new Uint16Array(mem.slice(qt, qt + 128)), dc, ac,
+        quant: new Uint16Array(w.memory.buffer, qt, 64).slice(), dc, ac,
       });
     }
     // One component: a non-interleaved scan of the component's own blocks (A.2.2).
     const across = n === 1 ? Math.ceil(components[0].width / 8) : mcusX;
     const down = n === 1 ? Math.ceil(components[0].height / 8) : mcusY;
     const interval = w.frameRestartInterval();
-    const cut = unstuffScan(bytes, w.scanStart(), interval ? Math.ceil((across * down) / interval) : 1);
-    if (typeof cut === "string") return refuse(cut);
+    const intervals = interval ? Math.ceil((across * down) / interval) : 1;
+    const found = w.unstuff(w.scanStart(), intervals);
+    const ended = w.unstuffedMarker();
+    if (found === -1) return refuse("its scan runs to the end of the file");
+    if (found === -2) return refuse(`marker 0x${ended.toString(16)} follows its first scan`);
+    if (found === -3) return refuse(`restart marker RST${ended - 0xd0} is out of sequence`);
+    if (found === -4) return refuse(`it holds more than the ${intervals} restart intervals its MCUs make`);
+    if (found < 0) throw JpegError.fromCode(15, 0, ` (${bytes.length} bytes of input)`);
+    if (found !== intervals) return refuse(`it holds ${found} restart intervals where its MCUs make ${intervals}`);
+    const at = w.unstuffedData(), length = w.unstuffedLength();
     return {
       kind: "jpeg-scan", width, height, colorSpace, orientation: w.frameOrientation(), components,
-      mcusX: across, mcusY: down, restartInterval: interval, tables, entropy: cut.data, intervals: cut.intervals, file: bytes,
+      mcusX: across, mcusY: down, restartInterval: interval, tables,
+      entropy: new Uint8Array(w.memory.buffer, at, length + 4).slice(),
+      intervals: new Uint32Array(w.memory.buffer, w.unstuffedCuts(), 2 * found).slice(),
+      file: bytes,
     };
+  }
+
+  /**
+   * Slot s's Huffman table, as the module holds it: the same object as the last image's where
+   * the bytes are the same (most files of a set carry the same tables), so the GPU's upload
+   * finds it shared by identity, and nothing is allocated for it.
+   */
+  #huffman(s: number): HuffmanSource {
+    const w = this.#w;
+    const at = w.huffmanSource(s);
+    const mem = new Uint8Array(w.memory.buffer);
+    const count = mem[at] | (mem[at + 1] << 8);
+    const last = this.#tables[s];
+    if (last && last.symbols.length === count) {
+      let same = true;
+      for (let i = 0; i < 16 && same; i++) same = last.counts[i] === mem[at + 4 + i];
+      for (let i = 0; i < count && same; i++) same = last.symbols[i] === mem[at + 20 + i];
+      if (same) return last;
+    }
+    return (this.#tables[s] = { counts: mem.slice(at + 4, at + 20), symbols: mem.slice(at + 20, at + 20 + count) });
   }
 
   decodeCoefficients(bytes: Uint8Array, options: Pick<JpegDecodeOptions, "maxPixels"> = {}): JpegCoefficients {

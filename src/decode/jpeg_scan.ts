@@ -2,7 +2,8 @@
  * A baseline JPEG read up to its entropy-coded data (`JpegDecoder.readScan`): what the GPU's
  * Huffman decode needs (src/gpu/huffman.ts, `decode: "gpu"`). The CPU's part is the header
  * (the wasm decoder's marker code) and one pass that takes the byte stuffing out of the scan
- * (T.81 F.1.2.3) and cuts it at its restart markers (B.1.1.5, F.1.2.3); no code is decoded.
+ * (T.81 F.1.2.3) and cuts it at its restart markers (B.1.1.5, F.1.2.3), also in the wasm
+ * module (wasm/jpeg/unstuff.ts); no code is decoded.
  *
  * NOTE [ What the GPU decodes ]
  * Only what it decodes exactly as the wasm decoder does, and the rest goes to the CPU, file by
@@ -83,46 +84,4 @@ export interface JpegScanRefusal {
 /** True for a scan image (as opposed to pixels or DCT blocks). */
 export function isJpegScan(x: object): x is JpegScan {
   return (x as { kind?: unknown }).kind === "jpeg-scan";
-}
-
-/**
- * The entropy-coded data of the scan starting at `start` of `file`, its stuffing out and cut at
- * its restart markers (each interval on a 4-byte boundary), or why it cannot be (a refusal, in
- * words). It must end with EOI, with `intervals` intervals.
- */
-export function unstuffScan(file: Uint8Array, start: number, intervals: number): { data: Uint8Array; intervals: Uint32Array } | string {
-  const n = file.length;
-  const data = new Uint8Array(n - start + 4 * intervals + 4);
-  const cuts = new Uint32Array(2 * intervals);
-  let p = start, o = 0, first = 0, seen = 0, rst = 0;
-  while (true) {
-    // Runs without 0xFF go over in one copy: 0xFF is ~1/256 of a photo's entropy-coded bytes.
-    const q = file.indexOf(0xff, p);
-    if (q < 0) return "its scan runs to the end of the file";
-    data.set(file.subarray(p, q), o);
-    o += q - p;
-    if (q + 1 >= n) return "its scan runs to the end of the file";
-    if (file[q + 1] === 0) {
-      data[o++] = 0xff; // a stuffed 0xFF data byte
-      p = q + 2;
-      continue;
-    }
-    let r = q + 1;
-    while (r < n && file[r] === 0xff) r++; // fill bytes before a marker (B.1.1.2)
-    if (r >= n) return "its scan runs to the end of the file";
-    const m = file[r];
-    const rstMarker = m >= 0xd0 && m <= 0xd7;
-    if (!rstMarker && m !== 0xd9) return `marker 0x${m.toString(16)} follows its first scan`;
-    if (seen === intervals) return `it holds more than the ${intervals} restart intervals its MCUs make`;
-    cuts[2 * seen] = first;
-    cuts[2 * seen + 1] = o - first;
-    seen++;
-    if (m === 0xd9) break;
-    if (m !== 0xd0 + rst) return `restart marker RST${m - 0xd0} comes where RST${rst} is due`;
-    rst = (rst + 1) & 7;
-    o = first = Math.ceil(o / 4) * 4;
-    p = r + 1;
-  }
-  if (seen !== intervals) return `it holds ${seen} restart intervals where its MCUs make ${intervals}`;
-  return { data: data.subarray(0, Math.ceil(o / 4) * 4 + 4), intervals: cuts };
 }

@@ -6,6 +6,8 @@
 import { entryUrl } from "../util/entry_url.ts";
 export { createAutoDecoder, createDecoder, sniffFormat, UnknownFormatError } from "./decoders.ts";
 export type { DecoderFormat, ImageFormat } from "./decoders.ts";
+export { isJpegScan } from "./jpeg_scan.ts";
+export type { HuffmanSource, JpegScan, JpegScanComponent, JpegScanRefusal } from "./jpeg_scan.ts";
 export type { AsyncDecoder, DctColorSpace, DctComponent, DctImage, DecodedInto, DecodeOptions, Decoder, DecodeRegion, DecodeScale, Image } from "./decoder.ts";
 export { TargetTooSmallError } from "./decoder.ts";
 export { createJpegDecoder, orient } from "./jpeg.ts";

@@ -70,6 +70,12 @@ export interface JpegExports {
   quantDefined(): number;
   /** Table t: 64 u16, natural order. */
   quantTable(t: number): number;
+  /** The scan from byte `start` without its stuffing, ≤ `most` intervals: their count, or a refusal (< 0; wasm/jpeg/unstuff.ts). */
+  unstuff(start: number, most: number): number;
+  unstuffedData(): number;
+  unstuffedCuts(): number;
+  unstuffedLength(): number;
+  unstuffedMarker(): number;
 }
 
 let compiled: Promise<WebAssembly.Module> | undefined;

@@ -90,15 +90,20 @@ export interface ScanPlan {
  * coefficient upload, src/gpu/idct.ts).
  */
 export function planScans(scans: readonly { scan: JpegScan; component: number }[]): ScanPlan {
+  // Tables shared by identity first (readScan gives the same object for the same bytes), then by content.
+  const seen = new Map<HuffmanSource, number>();
   const keys = new Map<string, number>();
   const tables: HuffmanSource[] = [];
   const tableOf = (t: HuffmanSource) => {
+    let i = seen.get(t);
+    if (i !== undefined) return i;
     const key = `${t.counts.join(",")};${t.symbols.join(",")}`;
-    let i = keys.get(key);
+    i = keys.get(key);
     if (i === undefined) {
       keys.set(key, (i = tables.length));
       tables.push(t);
     }
+    seen.set(t, i);
     return i;
   };
   let intervals = 0, chunks = 0, dataWords = 0;

@@ -6,7 +6,8 @@
 export { deviceInfo, requestDevice } from "./device.ts";
 export type { DeviceInfo, DeviceOptions } from "./device.ts";
 export { createPreprocessor, Preprocessor } from "./preprocess.ts";
-export type { PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./preprocess.ts";
+export type { GpuDecodeReport, PreprocessedBatch, PreprocessOptions, PreprocessRunOptions } from "./preprocess.ts";
+export type { JpegScan, JpegScanRefusal } from "../decode/jpeg_scan.ts";
 export { planImage, planRegion } from "./pack.ts";
 export type { CropPolicy, DecodedImage, FrameBox, ImagePlan, PlanOptions, SampleKey } from "./pack.ts";
 export type { AugmentOptions, AugmentPlan } from "../decode/augment.ts";

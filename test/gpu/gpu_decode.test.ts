@@ -17,7 +17,7 @@ import { encodeHuffman, planScans, STATUS_IMAGES } from "../../src/gpu/huffman.t
 import { packLayout } from "../../src/gpu/pack.ts";
 import { createPreprocessor } from "../../src/gpu/preprocess.ts";
 import { createJpegDecoder, type JpegDecoder } from "../../src/decode/jpeg.ts";
-import { isJpegScan, type JpegScan, unstuffScan } from "../../src/decode/jpeg_scan.ts";
+import { isJpegScan, type JpegScan } from "../../src/decode/jpeg_scan.ts";
 import { runtime } from "../../runtime-adapters/index.ts";
 
 const GUARD = 4096;
@@ -90,17 +90,52 @@ function picture(next: () => number, w: number, h: number, channels: 1 | 3): Uin
   return out;
 }
 
-test("the scan's stuffing comes out and its restart markers cut it, or the file is refused by name", () => {
-  const file = Uint8Array.from([0x12, 0xff, 0x00, 0x34, 0xff, 0xd0, 0x56, 0xff, 0xff, 0xd1, 0x78, 0xff, 0xd9]);
-  const cut = unstuffScan(file, 0, 3);
-  assert.ok(typeof cut !== "string", String(cut));
-  assert.equal([...cut.intervals], [0, 3, 4, 1, 8, 1]);
-  assert.equal([...cut.data.subarray(0, 9)], [0x12, 0xff, 0x34, 0, 0x56, 0, 0, 0, 0x78]);
-  assert.match(String(unstuffScan(file, 0, 2)), "more than the 2 restart intervals");
-  assert.match(String(unstuffScan(file, 0, 4)), "3 restart intervals where its MCUs make 4");
-  assert.match(String(unstuffScan(Uint8Array.from([1, 0xff, 0xd1, 2, 0xff, 0xd9]), 0, 2)), "RST1 comes where RST0 is due");
-  assert.match(String(unstuffScan(Uint8Array.from([1, 0xff, 0xc4, 0, 2, 0xff, 0xd9]), 0, 1)), "marker 0xc4 follows its first scan");
-  assert.match(String(unstuffScan(Uint8Array.from([1, 2, 3]), 0, 1)), "runs to the end of the file");
+/** The file with its scan's bytes replaced by `edit`'s (from the byte after SOS's segment). */
+function editScan(file: Uint8Array, edit: (scan: number[]) => number[]): Uint8Array {
+  let sos = 0;
+  while (!(file[sos] === 0xff && file[sos + 1] === 0xda)) sos++;
+  const start = sos + 2 + ((file[sos + 2] << 8) | file[sos + 3]);
+  return Uint8Array.from([...file.subarray(0, start), ...edit([...file.subarray(start)])]);
+}
+
+test("readScan takes the stuffing out and cuts at restart markers, or refuses the file by name", async () => {
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const file = cjpeg(picture(next, 48, 8, 3), 48, 8, 3, ["-quality", "95", "-sample", "1x1,1x1,1x1", "-restart", "1B"]);
+  const scan = jpeg.readScan(file);
+  assert.ok(isJpegScan(scan), `seed ${seed}: refused`);
+  // 6 MCUs, an interval each; each interval's bytes are the file's between its markers, unstuffed.
+  assert.is(scan.intervals.length, 12);
+  const raw = editScan(file, (s) => s);
+  let sos = 0;
+  while (!(file[sos] === 0xff && file[sos + 1] === 0xda)) sos++;
+  const body: number[][] = [[]];
+  for (let p = sos + 2 + ((file[sos + 2] << 8) | file[sos + 3]); p < file.length - 2; p++) {
+    if (file[p] === 0xff && file[p + 1] === 0) body[body.length - 1].push(0xff), p++;
+    else if (file[p] === 0xff && file[p + 1] >= 0xd0 && file[p + 1] <= 0xd7) body.push([]), p++;
+    else body[body.length - 1].push(file[p]);
+  }
+  assert.is(body.length, 6);
+  body.forEach((b, i) => {
+    const [at, n] = [scan.intervals[2 * i], scan.intervals[2 * i + 1]];
+    assert.is(at % 4, 0, "intervals start on words");
+    assert.equal([...scan.entropy.subarray(at, at + n)], b, `seed ${seed}: interval ${i}`);
+  });
+  assert.ok(raw.length === file.length);
+  const refusal = (f: Uint8Array) => {
+    const r = jpeg.readScan(f);
+    return isJpegScan(r) ? "accepted" : r.reason;
+  };
+  const rst = (s: number[], from: number, to: number) => {
+    const i = s.findIndex((v, k) => v === 0xff && s[k + 1] === from);
+    return [...s.slice(0, i + 1), to, ...s.slice(i + 2)];
+  };
+  assert.match(refusal(editScan(file, (s) => rst(s, 0xd0, 0xd1))), "RST1 is out of sequence");
+  assert.match(refusal(editScan(file, (s) => rst(s, 0xd4, 0xc4))), "marker 0xc4 follows its first scan");
+  assert.match(refusal(editScan(file, (s) => s.slice(0, -2))), "runs to the end of the file");
+  assert.match(refusal(editScan(file, (s) => { const i = s.findIndex((v, k) => v === 0xff && s[k + 1] === 0xd4); return [...s.slice(0, i), ...s.slice(i + 2)]; })), "5 restart intervals where its MCUs make 6");
+  assert.match(refusal(cjpeg(picture(next, 16, 16, 3), 16, 16, 3, ["-progressive"])), "progressive");
 });
 
 test("GPU Huffman decode gives the wasm decoder's blocks on the fixture corpus; progressive and arithmetic files are refused", async () => {

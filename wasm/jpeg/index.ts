@@ -20,12 +20,13 @@ export { alloc, reset } from "../common/memory";
  * region (rx, ry, rw, rh; rw 0: the whole image). 5: the region applies to coefficients too
  * (compBlockX0…Y1, outX, outY). 6: after inspect(), the first scan's facts and the tables
  * (scanStart, scanComponent, compTd, compTa, huffmanDefined, huffmanSource, quantDefined,
- * quantTable), for the GPU's Huffman decode.
+ * quantTable) and unstuff(), for the GPU's Huffman decode.
  */
 export function abiVersion(): i32 { return 6; }
 export { idctTest } from "./idct";
 export { errorCode, errorOffset } from "./errors";
 export { decode, inspect } from "./decoder";
+export { unstuff, unstuffedData, unstuffedCuts, unstuffedLength, unstuffedMarker } from "./unstuff";
 export { colorSpace } from "./output";
 
 export function outWidth(): i32 { return O.outWidth; }
