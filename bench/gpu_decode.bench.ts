@@ -16,11 +16,10 @@
  *
  *   node_modules/.bin/bun bench/gpu_decode.bench.ts [--quick] [--batch B] [--out SIZE] [--resync N]
  *
- * Inputs: bench/jpeg/data/photos (bench/jpeg/make_inputs.sh: five real photos, q90 4:2:0), each
- * cut to 500×375 with `jpegtran -crop` (lossless), as the issue's target states.
+ * Inputs: bench/jpeg/data/photos500 (bench/jpeg/make_inputs.sh: five real photos, q90 4:2:0, cut
+ * to 500×375 with `jpegtran -crop`, lossless: the issue's target size).
  */
-import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { compare } from "./_lib/compare.ts";
 import { makeInputs } from "./_lib/inputs.ts";
@@ -57,15 +56,8 @@ const resync = args.int("resync", RESYNC_ROUNDS);
 
 const HERE = fileURLToPath(new URL("./jpeg/", import.meta.url));
 makeInputs("gpu_decode.bench.ts", HERE + "make_inputs.sh", "run bash bench/jpeg/make_inputs.sh where the Debian mirror is reachable (it fetches the photos once)");
-const photos = `${HERE}data/photos/`;
-const cut = ".tmp/gpu-decode-bench";
-mkdirSync(cut, { recursive: true });
-const files = readdirSync(photos).filter((f) => f.endsWith(".jpg")).sort().map((f) => {
-  const out = `${cut}/${f}`;
-  const r = spawnSync("jpegtran", ["-crop", "500x375+0+0", "-outfile", out, photos + f], { encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`jpegtran -crop failed on ${f}: ${r.stderr}`);
-  return new Uint8Array(readFileSync(out));
-});
+const photos = `${HERE}data/photos500/`;
+const files = readdirSync(photos).filter((f) => f.endsWith(".jpg")).sort().map((f) => new Uint8Array(readFileSync(photos + f)));
 const inputs = Array.from({ length: batch }, (_, i) => files[i % files.length]);
 const megabytes = inputs.reduce((n, f) => n + f.length, 0) / 1e6;
 

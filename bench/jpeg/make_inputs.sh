@@ -10,6 +10,7 @@
 #   gray/         the three 2560×1600 photos, cjpeg -quality 90 -grayscale
 #   photos/       five photos of ImageNet's size, q90 4:2:0: china and flower (640×427) and the
 #                 three wallpapers at 1/4 (640×400, djpeg -scale 1/4), for bench/jpeg_region.bench.ts
+#   photos500/    the same five cut to 500×375 (jpegtran -crop, lossless), for bench/gpu_decode.bench.ts
 #
 # Photos: python3-sklearn's china.jpg and flower.jpg (640×427), plasma-workspace-wallpapers'
 # Autumn, BytheWater and ColorfulCups (2560×1600), fetched with `apt-get download` into the
@@ -19,13 +20,18 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${CASSETTE_CACHE:-$HOME/.cache/cassette}/jpeg-sources
 OUT="$HERE/data"
-[ -f "$OUT/.done" ] && [ -f "$OUT/photos/.done" ] && exit 0
+[ -f "$OUT/.done" ] && [ -f "$OUT/photos/.done" ] && [ -f "$OUT/photos500/.done" ] && exit 0
 bash "$ROOT/test/fixtures/jpeg/make.sh" --bench >/dev/null
 if [ ! -f "$OUT/photos/.done" ]; then
   mkdir -p "$OUT/photos"
   for p in china flower; do djpeg -pnm "$CACHE/$p.jpg" | cjpeg -quality 90 -sample 2x2 > "$OUT/photos/$p.jpg"; done
   for w in Autumn BytheWater ColorfulCups; do djpeg -pnm -scale 1/4 "$CACHE/$w.jpg" | cjpeg -quality 90 -sample 2x2 > "$OUT/photos/$w.jpg"; done
   touch "$OUT/photos/.done"
+fi
+if [ ! -f "$OUT/photos500/.done" ]; then
+  mkdir -p "$OUT/photos500"
+  for f in "$OUT"/photos/*.jpg; do jpegtran -crop 500x375+0+0 -outfile "$OUT/photos500/$(basename "$f")" "$f"; done
+  touch "$OUT/photos500/.done"
 fi
 [ -f "$OUT/.done" ] && exit 0
 rm -rf "$OUT"/{crops,large,progressive,gray}; mkdir -p "$OUT"/{crops,large,progressive,gray}

@@ -7,7 +7,8 @@
 # Cassandra (what the feeding thread pays a sample, packets against sample by sample). Everything lands in $OUT
 # (the run tool's folder that comes back; default .tmp/gpu-out): nvidia-smi.txt, probe.json,
 # train_io.txt (the tables, printed model by model), read_workers.txt, hybrid.txt (the hybrid
-# JPEG decode against the CPU decode, bench/hybrid.bench.ts), augment.txt (the augmented
+# JPEG decode against the CPU decode, bench/hybrid.bench.ts), gpu_decode.txt (the GPU's Huffman
+# decode against both, bench/gpu_decode.bench.ts), augment.txt (the augmented
 # preprocessing pass against the plain one, bench/augment.bench.ts), and Cassandra's log if it fails.
 #
 #   bash tools/gpu/unpack.sh .gpu/part-3.tar && bash tools/gpu/measure.sh --model mlp,cnn --rounds 2 --limit 60000
@@ -43,6 +44,14 @@ hybrid_s=${CASSETTE_GPU_HYBRID_S:-60}
 if [ "$hybrid_s" -gt 0 ] && [ -f bench/jpeg/data/.done ]; then
   timeout "$hybrid_s" bun bench/hybrid.bench.ts --quick --copies 100 > "$OUT/hybrid.txt" 2>&1 \
     || echo "gpu measure: the hybrid benchmark failed or ran out of its ${hybrid_s} s (see $OUT/hybrid.txt)" >&2
+fi
+# The GPU JPEG decode (issue 42): a batch of 256 photos of 500×375, Huffman decode on the GPU
+# against the hybrid and CPU decodes, and its passes timed (target ≥ 5 000 images/s, ≤ 0.1 core
+# per 1 000 images/s); 0 skips it.
+gpu_decode_s=${CASSETTE_GPU_DECODE_S:-60}
+if [ "$gpu_decode_s" -gt 0 ] && [ -f bench/jpeg/data/photos500/.done ]; then
+  timeout "$gpu_decode_s" bun bench/gpu_decode.bench.ts --batch 256 > "$OUT/gpu_decode.txt" 2>&1 \
+    || echo "gpu measure: the GPU decode benchmark failed or ran out of its ${gpu_decode_s} s (see $OUT/gpu_decode.txt)" >&2
 fi
 # The augmented pass (issue 41): a full policy's pass against the plain one, a batch of 64 photos'
 # sizes to 224² (target ≥ 0.8×); 0 skips it.
