@@ -32,6 +32,7 @@ import { deviceInfo, requestDevice } from "../src/gpu/device.ts";
 import { coefficientImageShape, compileCoefficientKernels, encodeCoefficients, planCoefficients } from "../src/gpu/idct.ts";
 import { compileHuffmanKernels, encodeHuffman, type HuffmanPass, planScans, RESYNC_ROUNDS, STATUS_IMAGES } from "../src/gpu/huffman.ts";
 import { packLayout } from "../src/gpu/pack.ts";
+import { readBuffer } from "../src/gpu/buffers.ts";
 
 const args = benchArgs({
   program: "bench/gpu_decode.bench.ts",
@@ -78,6 +79,19 @@ function cpuSeconds(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+// Exact before fast: the gpu way's tensor of the batch is the cpu way's, byte for byte.
+{
+  const scans = inputs.map((f) => jpeg.readScan(f));
+  if (!scans.every(isJpegScan)) throw new Error(`a photo was refused: ${scans.filter((s) => !isJpegScan(s)).map((s) => "reason" in s ? s.reason : "")}`);
+  const a = await pre.run(scans as JpegScan[], { ids, epoch: 1 });
+  const ta = new Uint8Array(await readBuffer(device, a.buffer, a.bytes));
+  const b = await pre.run(inputs.map((f) => jpeg.decode(f)), { ids, epoch: 1 });
+  const tb = new Uint8Array(await readBuffer(device, b.buffer, b.bytes));
+  const same = ta.length === tb.length && ta.every((v, i) => v === tb[i]);
+  console.log(`the gpu way's tensor is the cpu way's byte for byte: ${same ? "yes" : "NO"}; handed back to the CPU: ${a.gpuDecode!.cpuDecoded.length}`);
+  if (!same) throw new Error("the GPU decode's tensor differs from the CPU decode's");
 }
 
 let handedBack = 0;
