@@ -110,12 +110,14 @@ them (the model line says its size).
                       (cassandra:// stores only: the round trip grows by 2·MS)
   --jitter-ms J       through the proxy, delay each piece of data MS ± J (reorders arrivals
                       across connections, never within one)
-  --decode cpu|hybrid|auto
+  --decode cpu|hybrid|gpu|auto
                       where JPEGs are decoded: cpu, to pixels where they are read; hybrid, the
                       CPU stops after entropy decoding and the GPU dequantizes, transforms,
                       upsamples and converts them in the preprocessing pass (the same pixels
-                      exactly, less CPU a sample); auto (default): hybrid on a GPU's own
-                      driver, cpu on a CPU driver (lavapipe), with --transform or --no-io
+                      exactly, less CPU a sample); gpu, the CPU reads only headers and the GPU
+                      decodes the Huffman codes too (baseline JPEGs; others decode to pixels,
+                      counted); auto (default): hybrid on a GPU's own driver, cpu on a CPU
+                      driver (lavapipe), with --transform or --no-io
   --transform MODULE  a transform module (a path or URL exporting transform(sample, options,
                       ctx), src/decode/transform.ts) run on each decoded sample where samples are
                       decoded, off the training thread: in the decode pool, where a sample slower
@@ -196,8 +198,8 @@ interface Run {
   save?: string;
   backend?: "dawn" | "builtin";
   onError: "throw" | "skip";
-  /** Where JPEGs are decoded (--decode): to pixels on the CPU, hybrid (the GPU finishes them), or auto. */
-  decode: "cpu" | "hybrid" | "auto";
+  /** Where JPEGs are decoded (--decode): to pixels on the CPU, hybrid (the GPU finishes them), gpu (the GPU decodes them), or auto. */
+  decode: "cpu" | "hybrid" | "gpu" | "auto";
   checkpoint?: string;
   every: number;
   resume?: string;
@@ -227,8 +229,8 @@ function options(): Run | undefined {
   const onError = str("on-error") ?? "throw";
   if (onError !== "throw" && onError !== "skip") bad(`'--on-error' must be throw or skip: current value is ${onError}`);
   const decode = str("decode") ?? "auto";
-  if (decode !== "cpu" && decode !== "hybrid" && decode !== "auto") bad(`'--decode' must be cpu, hybrid or auto: current value is ${decode}`);
-  if (decode === "hybrid" && (o.has("transform") || o.has("no-io"))) bad(`'--decode hybrid' leaves JPEGs as DCT blocks for the GPU pass, and ${o.has("no-io") ? "--no-io holds pixels" : "--transform takes pixels"}: give --decode cpu`);
+  if (decode !== "cpu" && decode !== "hybrid" && decode !== "gpu" && decode !== "auto") bad(`'--decode' must be cpu, hybrid, gpu or auto: current value is ${decode}`);
+  if ((decode === "hybrid" || decode === "gpu") && (o.has("transform") || o.has("no-io"))) bad(`'--decode ${decode}' leaves JPEGs ${decode === "gpu" ? "undecoded" : "as DCT blocks"} for the GPU pass, and ${o.has("no-io") ? "--no-io holds pixels" : "--transform takes pixels"}: give --decode cpu`);
   const augment = augmentOption(str("augment"));
   if (augment && o.has("no-io")) bad("'--augment' runs in the preprocessing pass, which --no-io skips (it trains on the pixels held on the GPU): give one or the other");
   const stamp = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
@@ -256,7 +258,7 @@ function options(): Run | undefined {
     save: str("save"),
     backend: backend as Run["backend"],
     onError,
-    decode: decode as "cpu" | "hybrid" | "auto",
+    decode: decode as "cpu" | "hybrid" | "gpu" | "auto",
     checkpoint: str("checkpoint") ?? str("resume"),
     every: int("every", str("every") ?? String(DEFAULT_EVERY), 1),
     resume: str("resume"),
@@ -387,7 +389,7 @@ async function main(): Promise<number> {
     const steps = Math.ceil(train.length / run.batch), short = train.length % run.batch;
     log(`model    ${setup.modelName} (${describeModel(setup.modelName)}), Adam lr ${run.lr}, batch ${run.batch} ` +
       `(${count(steps, "step")} an epoch${short ? `, the last of ${short}` : ""}), ${count(setup.epochs, "epoch")}, ` +
-      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}${setup.hybrid ? ", hybrid JPEG decode (IDCT on the GPU)" : ""}` +
+      (run.noIo ? "no I/O (data held on the GPU)" : `${run.order} order, prefetch ${run.prefetch}, ${setup.workers ? `${setup.workers} read workers` : "read in this thread"}${setup.gpu ? ", GPU JPEG decode (Huffman codes on the GPU)" : setup.hybrid ? ", hybrid JPEG decode (IDCT on the GPU)" : ""}` +
         (run.transform ? `, transform ${run.transform.module} ${setup.workers ? "in the read workers" : "in the decode pool (slow lane on)"}` : "")) + `; metrics in ${run.out}/`);
     // Compile every program a step or an evaluation will use before the clock starts.
     const tc = runtime.now();
@@ -430,6 +432,8 @@ function defaults(run: Run, device: GPUDevice) {
     // The hybrid decode where asked, or where a GPU (not a CPU driver) finishes it and nothing
     // between wants pixels (src/gpu/idct.ts).
     hybrid: run.decode === "hybrid" || (run.decode === "auto" && !info.cpu && !run.transform && !run.noIo),
+    // The GPU decode only where asked: unmeasured on a GPU yet (bench/gpu_decode.bench.ts).
+    gpu: run.decode === "gpu",
   };
 }
 type Setup = ReturnType<typeof defaults>;
@@ -483,7 +487,7 @@ type LoaderFor = (ids: string[], o: { order: "ready" | "strict"; shuffle: boolea
  * conversion skipped (1.2-1.35x the decode rate) and a third of the bytes to move.
  */
 function loaderMaker(run: Run, setup: Setup, read: { address: string; store: Store }, held: Held): LoaderFor {
-  const decode = { ...(setup.input[0] === 1 ? { grey: true } : {}), ...(setup.hybrid ? { hybrid: true } : {}) };
+  const decode = { ...(setup.input[0] === 1 ? { grey: true } : {}), ...(setup.gpu ? { gpu: true } : setup.hybrid ? { hybrid: true } : {}) };
   const workers = setup.workers;
   return (ids, o) => {
     const l = new Loader<Sample>({
@@ -762,7 +766,7 @@ function summary(
     io: run.noIo ? "none" : "loader",
     order: run.noIo ? undefined : run.order,
     workers: run.noIo ? undefined : setup.workers,
-    decode: run.noIo ? undefined : setup.hybrid ? "hybrid" : "cpu",
+    decode: run.noIo ? undefined : setup.gpu ? "gpu" : setup.hybrid ? "hybrid" : "cpu",
     latencyMs: run.latencyMs,
     batch: run.batch,
     lr: run.lr,

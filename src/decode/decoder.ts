@@ -90,7 +90,7 @@ export interface DctImage {
 
 /** True for a DCT image (as opposed to decoded pixels). */
 export function isDctImage(x: object): x is DctImage {
-  return "components" in x && !("data" in x);
+  return "components" in x && !("data" in x) && !("entropy" in x); // a JpegScan has components too
 }
 
 /** Output size as a fraction of the image's: 1, 1/2, 1/4 or 1/8 (where the format can do it cheaply). */

@@ -90,17 +90,20 @@ export interface ScanPlan {
  * coefficient upload, src/gpu/idct.ts).
  */
 export function planScans(scans: readonly { scan: JpegScan; component: number }[]): ScanPlan {
-  // Tables shared by identity first (readScan gives the same object for the same bytes), then by content.
+  // Tables shared by identity first (readScan gives the same object for the same bytes), then
+  // by content (a packet's scan records give views of their own): a hash, then the bytes.
   const seen = new Map<HuffmanSource, number>();
-  const keys = new Map<string, number>();
+  const byHash = new Map<number, number[]>();
   const tables: HuffmanSource[] = [];
   const tableOf = (t: HuffmanSource) => {
     let i = seen.get(t);
     if (i !== undefined) return i;
-    const key = `${t.counts.join(",")};${t.symbols.join(",")}`;
-    i = keys.get(key);
+    const h = hashTable(t);
+    const same = byHash.get(h) ?? [];
+    i = same.find((j) => sameTable(tables[j], t));
     if (i === undefined) {
-      keys.set(key, (i = tables.length));
+      same.push((i = tables.length));
+      byHash.set(h, same);
       tables.push(t);
     }
     seen.set(t, i);
@@ -168,6 +171,21 @@ export function planScans(scans: readonly { scan: JpegScan; component: number }[
       u[dataAt + dataWords] = 0;
     },
   };
+}
+
+/** FNV-1a over a table's counts and symbols. */
+function hashTable(t: HuffmanSource): number {
+  let h = 0x811c9dc5;
+  for (const b of t.counts) h = Math.imul(h ^ b, 0x01000193);
+  for (const b of t.symbols) h = Math.imul(h ^ b, 0x01000193);
+  return h >>> 0;
+}
+
+function sameTable(a: HuffmanSource, b: HuffmanSource): boolean {
+  if (a.symbols.length !== b.symbols.length) return false;
+  for (let i = 0; i < 16; i++) if (a.counts[i] !== b.counts[i]) return false;
+  for (let i = 0; i < a.symbols.length; i++) if (a.symbols[i] !== b.symbols[i]) return false;
+  return true;
 }
 
 /** A table record: the 9-bit lookup, MAXCODE and VALOFF (T.81 C.2 and F.2.2.3), HUFFVAL. */

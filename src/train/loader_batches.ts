@@ -21,6 +21,7 @@ import type { Sample } from "../read/sample.ts";
 import type { ImageTable } from "../assemble/batch.ts";
 import type { DecodedImage } from "../gpu/pack.ts";
 import type { DctImage } from "../decode/decoder.ts";
+import type { JpegScan } from "../decode/jpeg_scan.ts";
 import type { PreprocessedMasks, Preprocessor } from "../gpu/preprocess.ts";
 import type { TrainBatch } from "./model.ts";
 
@@ -120,14 +121,14 @@ function imagesOf(t: ImageTable, ids: readonly string[]): ImageTable {
 }
 
 /** An image with its frame where the read workers decoded only its box (`decode: { plan }`): the plan is drawn on the frame. */
-function framed(img: DecodedImage | DctImage, t: ImageTable | undefined, i: number): DecodedImage | DctImage {
+function framed(img: DecodedImage | DctImage | JpegScan, t: ImageTable | undefined, i: number): DecodedImage | DctImage | JpegScan {
   const fw = t?.frameWidth?.[i];
   return fw ? { ...img, frame: { x: t!.frameX![i], y: t!.frameY![i], width: fw, height: t!.frameHeight![i] } } : img;
 }
 
-/** What the preprocessor takes of a batch item: its pixels, or with the hybrid decode its DCT blocks. */
-function imageOf(item: DecodedImage | Sample, id: string): DecodedImage | DctImage {
-  return ("coefficients" in item && item.coefficients) || pixelsOf(item, id);
+/** What the preprocessor takes of a batch item: its pixels, or its DCT blocks (the hybrid decode) or its scan (the GPU decode). */
+function imageOf(item: DecodedImage | Sample, id: string): DecodedImage | DctImage | JpegScan {
+  return ("scan" in item && item.scan) || ("coefficients" in item && item.coefficients) || pixelsOf(item, id);
 }
 
 /** A batch item's pixels: the image itself, or the sample's decoded `image`. */
@@ -136,6 +137,9 @@ export function pixelsOf(item: DecodedImage | Sample, id: string): DecodedImage 
   if (item.image) return item.image;
   if (item.coefficients) {
     throw new CassetteError("ERR_UNSUPPORTED", `Cannot take the pixels of sample ${id} as the hybrid decode left it as DCT blocks for the GPU preprocessor: read with 'decode: true' here`);
+  }
+  if (item.scan) {
+    throw new CassetteError("ERR_UNSUPPORTED", `Cannot take the pixels of sample ${id} as the GPU decode left it as its JPEG scan for the GPU preprocessor: read with 'decode: true' here`);
   }
   throw new CassetteError(
     "ERR_INVALID_OPTION",

@@ -284,3 +284,19 @@ test("a Preprocessor batch of scan images gives the decoded pixels' tensor exact
   assert.ok(message.includes("image 1 of the batch") && message.includes(cpuMessage), message);
   pre.destroy();
 }, { timeoutMs: 300_000 });
+
+test("a batch's Huffman tables are uploaded once each, shared by identity or by content", async () => {
+  const jpeg = await createJpegDecoder();
+  const seed = freshSeed();
+  const next = rng(seed);
+  const plain = [0, 1, 2].map(() => cjpeg(picture(next, 30, 20, 3), 30, 20, 3, ["-quality", "80"]));
+  const optimized = cjpeg(picture(next, 30, 20, 3), 30, 20, 3, ["-quality", "80", "-optimize"]);
+  const scans = [...plain, optimized].map((f) => jpeg.readScan(f) as JpegScan);
+  // As a packet's records give them: the same bytes, arrays of their own.
+  const copied = scans.map((s) => ({ ...s, tables: s.tables.map((t) => t && { counts: t.counts.slice(), symbols: t.symbols.slice() }) }));
+  const count = (list: JpegScan[]) => planScans(planCoefficients(list, packLayout(list.map(coefficientImageShape)))!.scans).tables;
+  // Annex K's four tables for the plain files, four of its own for the optimized one.
+  assert.is(count(scans), 8, `seed ${seed}`);
+  assert.is(count(copied), 8, `seed ${seed}`);
+  assert.is(count(copied.slice(0, 3)), 4, `seed ${seed}`);
+});
