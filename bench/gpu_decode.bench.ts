@@ -22,6 +22,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { compare } from "./_lib/compare.ts";
+import { processCpuSeconds } from "./_lib/cpu.ts";
 import { makeInputs } from "./_lib/inputs.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { runtime } from "../runtime-adapters/index.ts";
@@ -71,16 +72,6 @@ const ids = inputs.map((_, i) => `p${i}`);
 const { cores } = runtime.cpuTimes();
 console.log(`a batch of ${batch} photos of 500×375 (q90 4:2:0, ${megabytes.toFixed(1)} MB) to ${side}², on ${info ? `${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: the GPU's work is the same cores')" : ""}` : "an unknown adapter"}; ${cores} cores`);
 
-/** The process's CPU seconds so far (every thread), from /proc (Linux), or undefined. */
-function cpuSeconds(): number | undefined {
-  try {
-    const f = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return undefined;
-  }
-}
-
 // Exact before fast: the gpu way's tensor of the batch is the cpu way's, byte for byte.
 {
   const scans = inputs.map((f) => jpeg.readScan(f));
@@ -121,10 +112,10 @@ const table = await compare(`A batch of ${batch} photos (500×375) decoded and p
   baseline: k === 0,
   work: batch,
   run: async () => {
-    const c0 = cpuSeconds();
+    const c0 = processCpuSeconds();
     await w.batch();
     await device.queue.onSubmittedWorkDone();
-    const c1 = cpuSeconds();
+    const c1 = processCpuSeconds();
     if (c0 !== undefined && c1 !== undefined) {
       const was = cpu.get(w.name) ?? { s: 0, images: 0 };
       cpu.set(w.name, { s: was.s + c1 - c0, images: was.images + batch });

@@ -20,6 +20,7 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { compare } from "./_lib/compare.ts";
+import { processCpuSeconds } from "./_lib/cpu.ts";
 import { makeInputs } from "./_lib/inputs.ts";
 import { benchArgs } from "./_lib/args.ts";
 import { runtime } from "../runtime-adapters/index.ts";
@@ -75,16 +76,6 @@ const info = deviceInfo(device);
 const pre = await createPreprocessor(device, { width: side, height: side, crop: { kind: "random-resized" }, flip: 0.5, seed: 7 });
 console.log(`${ids.length} photos (${(bytes / 1e6).toFixed(0)} MB), ${workers} read workers, RandomResizedCrop to ${side}², on ${info ? `${info.backend}: ${info.adapter}${info.cpu ? " (a CPU driver: the GPU's work is the same cores')" : ""}` : "an unknown adapter"}`);
 
-/** The process's CPU seconds so far (every thread), from /proc (Linux), or undefined. */
-function cpuSeconds(): number | undefined {
-  try {
-    const f = readFileSync("/proc/self/stat", "utf8").split(") ")[1].split(" ");
-    return (Number(f[11]) + Number(f[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
-  } catch {
-    return undefined;
-  }
-}
-
 const ways = [
   { name: "cpu decode (decode: { plan })", decode: { plan: pre.options } },
   { name: "hybrid (decode: { plan, hybrid: true })", decode: { plan: pre.options, hybrid: true } },
@@ -98,11 +89,11 @@ try {
     baseline: k === 0,
     work: ids.length,
     run: async () => {
-      const c0 = cpuSeconds();
+      const c0 = processCpuSeconds();
       let n = 0;
       for await (const b of loaderBatches(loaders[k], pre, epochs[k]++)) n += b.n;
       await device.queue.onSubmittedWorkDone();
-      const c1 = cpuSeconds();
+      const c1 = processCpuSeconds();
       if (n !== ids.length) throw new Error(`${w.name}: ${n} images of ${ids.length}`);
       if (c0 !== undefined && c1 !== undefined) {
         const was = cpu.get(w.name) ?? { s: 0, images: 0 };
