@@ -109,6 +109,7 @@ export type { MixOptions, MixPart } from "./plan/mix.ts";
 export type { TransformModule } from "./decode/transform.ts";
 export type { PacketReadOptions } from "./read/worker_source.ts";
 export type { PixelSink, SampleClaim } from "./read/decode_source.ts";
+export type { GpuReadCounts } from "./decode/decoder.ts";
 export type { PrepareJob } from "./decode/pool.ts";
 export type { PreprocessedMasks } from "./gpu/preprocess.ts";
 export type { ReadSource, Sample } from "./read/sample.ts";

@@ -6,12 +6,13 @@
 // Huffman decoding ].
 //
 // The stream is cut into chunks of CHUNK_BITS bits; a thread decodes one chunk, starting where
-// the previous chunk's decode stopped. Where that is unknown, a thread guesses the chunk's first
-// bit and the first block of an MCU, and self-synchronization (Weißenberger and Schmidt,
+// the previous chunk's decode stopped. Where that is unknown, a thread guesses a bit before the
+// chunk and the first block of an MCU, and self-synchronization (Weißenberger and Schmidt,
 // "Massively Parallel Huffman Decoding on GPUs", ICPP 2018) usually brings its decode onto the
-// true code boundaries and MCU positions within the chunk. Passes:
-//   speculate  one thread a chunk: decode from the guess (an interval's first chunk: from its
-//              start, exactly) to the first code boundary at or past the chunk's end
+// true code boundaries and MCU positions by the chunk. Passes:
+//   speculate  one thread a chunk: decode from a guess LEAD_BITS before the chunk (or from the
+//              interval's start, exactly) to the chunk, whose start is the first code boundary
+//              at or past its first bit, then on to the first one at or past its end
 //   resync     one thread a chunk, repeated: decode again from the previous chunk's new exit
 //              where it is not the start this chunk's decode used (state in → state out)
 //   settle     one thread an interval: walks its chunks in order, decodes again any whose start

@@ -26,41 +26,51 @@
 export interface JpegScanComponent {
   /** Component identifier (C_i of the frame header). */
   id: number;
-  /** Horizontal and vertical sampling factors. */
+  /** Horizontal sampling factor. */
   h: number;
+  /** Vertical sampling factor. */
   v: number;
-  /** Blocks across and down, padded to whole MCUs (as `DctComponent`'s). */
+  /** Blocks across, padded to whole MCUs (as `DctComponent`'s). */
   blocksW: number;
+  /** Blocks down, padded to whole MCUs. */
   blocksH: number;
-  /** Samples across and down, ⌈width·h / hmax⌉ × ⌈height·v / vmax⌉. */
+  /** Samples across, ⌈width·h / hmax⌉. */
   width: number;
+  /** Samples down, ⌈height·v / vmax⌉. */
   height: number;
   /** The quantization table in force at the scan, 64 entries in natural order. */
   quant: Uint16Array;
-  /** The scan's DC and AC Huffman tables (0…3). */
+  /** The scan's DC Huffman table (0…3). */
   dc: number;
+  /** The scan's AC Huffman table (0…3). */
   ac: number;
 }
 
 /** A Huffman table as DHT gives it (B.2.4.2): codes per length 1…16, then the symbols. */
 export interface HuffmanSource {
+  /** Codes of each length, 1…16 bits. */
   counts: Uint8Array;
+  /** HUFFVAL: the symbols in order of increasing code length. */
   symbols: Uint8Array;
 }
 
 /** A baseline JPEG as its header and its entropy-coded data, for the GPU to decode (NOTE [ What the GPU decodes ]). */
 export interface JpegScan {
+  /** Tells a scan image from pixels and DCT blocks. */
   readonly kind: "jpeg-scan";
-  /** Width and height in pixels, as stored. */
+  /** Width in pixels, as stored. */
   width: number;
+  /** Height in pixels, as stored. */
   height: number;
+  /** The components' colour space. */
   colorSpace: "gray" | "ycbcr" | "rgb";
   /** Exif orientation 1…8 (1 when absent); never applied. */
   orientation: number;
   /** The components, in frame order (the scan carries them in this order too). */
   components: JpegScanComponent[];
-  /** MCUs across and down the scan (a grey image's: its blocks). */
+  /** MCUs across the scan (a grey image's: its blocks). */
   mcusX: number;
+  /** MCUs down the scan. */
   mcusY: number;
   /** MCUs per restart interval, 0 for none. */
   restartInterval: number;
@@ -76,6 +86,7 @@ export interface JpegScan {
 
 /** Why a file goes to the CPU instead (`JpegDecoder.readScan`). */
 export interface JpegScanRefusal {
+  /** Tells a refusal from a scan. */
   readonly kind: "jpeg-refused";
   /** In words: "progressive", "arithmetic coding", "3 scans", … */
   reason: string;

@@ -9,14 +9,19 @@
  * A scan is one bit stream per restart interval, and a code's length is known only once the
  * codes before it are read. After Weißenberger and Schmidt ("Massively Parallel Huffman
  * Decoding on GPUs", ICPP 2018; the approach their JPEG decoder takes), each interval is cut
- * into chunks of CHUNK_BITS, one thread a chunk: a thread that does not know where its chunk's
- * first code starts guesses its first bit, at the first block of an MCU. A Huffman decode
- * begun at a wrong bit tends to fall onto the true code boundaries within a few codes, and
- * once it is on them with the true block of the MCU and position in it, it stays there: its
- * exit at the chunk's end is the true one. `resync` rounds decode again each chunk whose start
- * differs from its predecessor's new exit; `settle` finishes the chain one interval at a time,
- * so a stream whose guesses never synchronize is still decoded exactly, only more slowly.
- * Restart intervals are exact starts and need no guess.
+ * into chunks of CHUNK_BITS, one thread a chunk. Where a chunk's first code starts is not known,
+ * so its thread guesses: it starts decoding LEAD_BITS (4 096) before the chunk, at the first
+ * block of an MCU, and takes as the chunk's start the first code boundary at or past the
+ * chunk's first bit. A Huffman decode begun at a wrong bit tends to fall onto the true code
+ * boundaries within a few codes; once it is on them in the true block of the MCU and position
+ * in it, it stays there. The block matters: with 4:2:0's six blocks an MCU, a decode on the true
+ * boundaries but in the wrong block reads luma codes with chroma tables and falls off again, so
+ * a guess at the chunk's own first bit was right by its end for too few chunks (15 % were left
+ * to settle on the bench photos); with the lead, 97 % of the guesses start where their
+ * predecessor's decode ends (bench/RESULTS.md). `resync` rounds decode again each chunk whose
+ * start differs from its predecessor's new exit; `settle` finishes the chain one interval at a
+ * time, so a stream whose guesses never synchronize is still decoded exactly, only more slowly.
+ * An interval's first chunk starts exactly, and so do restart intervals.
  *
  * NOTE [ Scan upload ]  one storage buffer, array<u32>, built by `planScans`:
  *

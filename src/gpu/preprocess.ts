@@ -108,8 +108,9 @@ export interface GpuDecodeReport {
   cpuDecoded: number[];
   /** Chunks of entropy-coded data, one thread each. */
   chunks: number;
-  /** Chunks decoded again by the resync rounds, and by settle (NOTE [ Parallel Huffman decoding ]). */
+  /** Chunks decoded again by the resync rounds (NOTE [ Parallel Huffman decoding ]). */
   resynced: number;
+  /** Chunks decoded again by settle, one interval at a time. */
   settled: number;
 }
 

@@ -25,4 +25,5 @@ export type { CassandraStoreOptions } from "../source/cassandra/cassandra.ts";
 export type { CassandraSourceOptions } from "../source/cassandra/cassandra_source.ts";
 export type { WebDatasetSourceOptions } from "../source/webdataset/webdataset_source.ts";
 export type { PixelSink, PreparePool, SampleClaim } from "./decode_source.ts";
+export type { GpuReadCounts } from "../decode/decoder.ts";
 export type { PacketReadOptions, WorkerSource } from "./worker_source.ts";

@@ -145,24 +145,22 @@ class PacketArena {
 
   /** Writes a DCT image's record in (NOTE [ DCT record ], src/decode/dct.ts); the image stays as it is, its place noted. */
   placeDct(img: DctImage): DctImage {
-    this.at = (this.at + 3) & ~3;
-    const n = dctBytes(img);
-    this.reserve(n);
-    writeDct(img, this.u8, this.at);
-    this.placed.set(img, this.at);
-    this.at += n;
-    return img;
+    return this.#record(img, dctBytes(img), writeDct);
   }
 
   /** Writes a scan image's record in (NOTE [ Scan record ], src/decode/scan_record.ts); the image stays as it is, its place noted. */
   placeScan(scan: JpegScan): JpegScan {
+    return this.#record(scan, scanBytes(scan), writeScan);
+  }
+
+  /** A record of `n` bytes from the next 4-byte boundary, written by `write`. */
+  #record<T extends DctImage | JpegScan>(img: T, n: number, write: (img: T, dst: Uint8Array, at: number) => number): T {
     this.at = (this.at + 3) & ~3;
-    const n = scanBytes(scan);
     this.reserve(n);
-    writeScan(scan, this.u8, this.at);
-    this.placed.set(scan, this.at);
+    write(img, this.u8, this.at);
+    this.placed.set(img, this.at);
     this.at += n;
-    return scan;
+    return img;
   }
 }
 

@@ -3,7 +3,7 @@
 // preprocessor finishes them. The tensor must be the CPU decode's exactly: the GPU IDCT is the
 // wasm decoder's integer islow, and upsampling and colour its integer formulas (src/gpu/idct.ts).
 import * as assert from "uvu/assert";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -19,9 +19,7 @@ import { type DecodeOptions, isDctImage } from "../../src/decode/decoder.ts";
 import { dctBytes, readDct, writeDct } from "../../src/decode/dct.ts";
 import { cpuTensor } from "../../src/decode/tensor.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { ingest } from "../../src/dataset/ingest.ts";
-import { sampleId } from "../../src/dataset/sample_id.ts";
-import { openStore } from "../../src/source/open.ts";
+import { imageStore } from "../_support/image_store.ts";
 import { Loader, type LoaderOptions } from "../../src/loader.ts";
 import type { Sample } from "../../src/read/sample.ts";
 import { loaderBatches } from "../../src/train/loader_batches.ts";
@@ -54,20 +52,6 @@ function files(next: () => number): { bytes: Uint8Array; dct: boolean }[] {
   return out;
 }
 
-/** The files in a fresh SQLite store: its address, the ids in file order. */
-async function storeOf(name: string, all: { bytes: Uint8Array }[]): Promise<{ address: string; ids: string[] }> {
-  const root = join(tmp, name);
-  mkdirSync(join(root, "a"), { recursive: true });
-  const keys = all.map((f, i) => `a/img${i}.${f.bytes[0] === 0xff ? "jpg" : "png"}`);
-  all.forEach((f, i) => writeFileSync(join(root, keys[i]), f.bytes));
-  const store = await openStore(`sqlite:${join(tmp, `${name}.sqlite`)}`);
-  const sum = await ingest(store, root, { dataset: "h" });
-  assert.is(sum.written, all.length);
-  const address = store.address;
-  await store.close();
-  return { address, ids: keys.map((k) => sampleId("h", k)) };
-}
-
 const POLICIES: PreprocessOptions[] = [
   { width: 16, height: 16, crop: { kind: "random-resized", scale: [0.1, 0.9] }, flip: 0.5 },
   { width: 12, height: 20, crop: { kind: "center", resize: 24 }, channels: 1 },
@@ -83,7 +67,7 @@ const PLACES: { name: string; o: Partial<LoaderOptions<Sample>> }[] = [
 test("decode: \"hybrid\": JPEGs come as DCT blocks (here, in the pool, in read workers' packets), CMYK and PNG as pixels, and loaderBatches' tensor is the CPU decode's exactly", async () => {
   const seed = freshSeed();
   const all = files(rng(seed));
-  const { address, ids } = await storeOf(`h${seed}`, all);
+  const { address, ids } = await imageStore(tmp, `h${seed}`, "h", all);
   const byId = new Map(ids.map((id, i) => [id, all[i]]));
   const device = await testDevice();
   const auto = await createDecoder("auto");
@@ -139,7 +123,7 @@ test("decode: { hybrid: true, grey: true }: a YCbCr JPEG gives its luma's blocks
   const seed = freshSeed();
   const next = rng(seed);
   const all = files(next).filter((f) => f.dct);
-  const { address, ids } = await storeOf(`g${seed}`, all);
+  const { address, ids } = await imageStore(tmp, `g${seed}`, "h", all);
   const byId = new Map(ids.map((id, i) => [id, all[i].bytes]));
   const device = await testDevice();
   const pre = await createPreprocessor(device, { width: 14, height: 14, channels: 1, crop: { kind: "random-resized" }, seed });
@@ -165,7 +149,7 @@ test("decode: { hybrid: true, grey: true }: a YCbCr JPEG gives its luma's blocks
 test("decode: { plan, hybrid: true } in read workers: each JPEG's blocks only for the box its plan reads (its region), the tensor the whole decode's exactly, from fewer bytes", async () => {
   const seed = freshSeed();
   const all = files(rng(seed));
-  const { address, ids } = await storeOf(`p${seed}`, all);
+  const { address, ids } = await imageStore(tmp, `p${seed}`, "h", all);
   const byId = new Map(ids.map((id, i) => [id, all[i]]));
   const device = await testDevice();
   const pre = await createPreprocessor(device, { width: 16, height: 16, crop: { kind: "random-resized", scale: [0.05, 0.4] }, flip: 0.5, seed });

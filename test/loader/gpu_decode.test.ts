@@ -3,7 +3,7 @@
 // record), a progressive one and a PNG as pixels, the progressive ones counted
 // (`stats().gpuRefused`); the preprocessed tensor is the pixel read's (`decode: true`) exactly.
 import * as assert from "uvu/assert";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, test } from "../_support/harness.ts";
@@ -16,9 +16,7 @@ import { createPreprocessor, type PreprocessOptions, type Preprocessor } from ".
 import { isJpegScan } from "../../src/decode/jpeg_scan.ts";
 import { cpuTensor } from "../../src/decode/tensor.ts";
 import { CassetteError } from "../../src/errors.ts";
-import { ingest } from "../../src/dataset/ingest.ts";
-import { sampleId } from "../../src/dataset/sample_id.ts";
-import { openStore } from "../../src/source/open.ts";
+import { imageStore } from "../_support/image_store.ts";
 import type { Batch } from "../../src/assemble/batch.ts";
 import { Loader, type LoaderOptions } from "../../src/loader.ts";
 import type { Sample } from "../../src/read/sample.ts";
@@ -49,20 +47,6 @@ function files(next: () => number): { bytes: Uint8Array; kind: Kind }[] {
   return out;
 }
 
-/** The files in a fresh SQLite store: its address, the ids in file order. */
-async function storeOf(name: string, all: { bytes: Uint8Array }[]): Promise<{ address: string; ids: string[] }> {
-  const root = join(tmp, name);
-  mkdirSync(join(root, "a"), { recursive: true });
-  const keys = all.map((f, i) => `a/img${i}.${f.bytes[0] === 0xff ? "jpg" : "png"}`);
-  all.forEach((f, i) => writeFileSync(join(root, keys[i]), f.bytes));
-  const store = await openStore(`sqlite:${join(tmp, `${name}.sqlite`)}`);
-  const sum = await ingest(store, root, { dataset: "g" });
-  assert.is(sum.written, all.length);
-  const address = store.address;
-  await store.close();
-  return { address, ids: keys.map((k) => sampleId("g", k)) };
-}
-
 /** Where the Loader decodes: its own thread, the decode pool, read workers' packets (with a planned decode too). */
 const PLACES: { name: string; o: Partial<LoaderOptions<Sample>>; planned?: boolean }[] = [
   { name: "this thread", o: { workers: 0, decodeWorkers: 0 } },
@@ -84,7 +68,7 @@ const POLICY: PreprocessOptions = { width: 16, height: 12, crop: { kind: "random
 test("decode: \"gpu\": baseline JPEGs come as scans (here, in the pool, in read workers' packets), progressive ones and a PNG as pixels and the progressive ones counted; the tensor is the pixel read's exactly", async () => {
   const seed = freshSeed();
   const all = files(rng(seed));
-  const { address, ids } = await storeOf(`g${seed}`, all);
+  const { address, ids } = await imageStore(tmp, `g${seed}`, "g", all);
   const byId = new Map(ids.map((id, i) => [id, all[i]]));
   const refusedFiles = all.filter((f) => f.kind === "refused").length;
   const scanFiles = all.filter((f) => f.kind === "scan").length;
@@ -151,7 +135,7 @@ test("the GPU decode is refused where pixels are needed: beside a transform, wit
   assert.throws(() => new Loader({ store: "sqlite:/nonexistent.sqlite", dataset: "g", ids: ["x"], batchSize: 1, decode: { gpu: 1 as never } }), invalid(/'gpu' must be true or false/));
   const seed = freshSeed();
   const all = files(rng(seed));
-  const { address, ids } = await storeOf(`r${seed}`, all);
+  const { address, ids } = await imageStore(tmp, `r${seed}`, "g", all);
   const loader = new Loader<Sample>({ store: address, dataset: "g", ids, batchSize: 16, workers: 0, decodeWorkers: 0, decode: { gpu: true, scale: 0.5 } });
   try {
     for await (const b of loader.epoch(0)) {
