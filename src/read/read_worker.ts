@@ -443,23 +443,16 @@ function placeMasks(a: Group["arena"], entries: { s: Sample }[]): Int32Array {
 
 /** Entry `i`'s image columns (where its pixels are, their shape, the frame of a planned box) and its mask's. */
 function pixelColumns(cols: Int32Array, n: number, i: number, s: Sample, a: Group["arena"], maskAt: number): void {
-  const dct = s.coefficients;
-  if (dct) {
-    cols[IMAGE_AT * n + i] = a.placed.get(dct)!;
-    cols[WIDTH * n + i] = dct.width;
-    cols[HEIGHT * n + i] = dct.height;
-    cols[CHANNELS * n + i] = dct.colorSpace === "gray" ? 1 : 3;
-    cols[ORIENTATION * n + i] = dct.orientation;
-    cols[DCT_LEN * n + i] = dctBytes(dct);
-  }
-  const scan = s.scan;
-  if (scan) {
-    cols[IMAGE_AT * n + i] = a.placed.get(scan)!;
-    cols[WIDTH * n + i] = scan.width;
-    cols[HEIGHT * n + i] = scan.height;
-    cols[CHANNELS * n + i] = scan.colorSpace === "gray" ? 1 : 3;
-    cols[ORIENTATION * n + i] = scan.orientation;
-    cols[SCAN_LEN * n + i] = scanBytes(scan);
+  // A record (DCT blocks or a scan): where it is, the image's shape, and its length in its kind's column.
+  const rec = s.coefficients ?? s.scan;
+  if (rec) {
+    cols[IMAGE_AT * n + i] = a.placed.get(rec)!;
+    cols[WIDTH * n + i] = rec.width;
+    cols[HEIGHT * n + i] = rec.height;
+    cols[CHANNELS * n + i] = rec.colorSpace === "gray" ? 1 : 3;
+    cols[ORIENTATION * n + i] = rec.orientation;
+    if (s.coefficients) cols[DCT_LEN * n + i] = dctBytes(s.coefficients);
+    else cols[SCAN_LEN * n + i] = scanBytes(s.scan!);
   }
   const img = s.image;
   if (img) {
